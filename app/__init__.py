@@ -1,0 +1,1 @@
+"""The desktop viewer: the only package that imports pyglet, moderngl, imgui_bundle and cuda-python."""

@@ -1,0 +1,138 @@
+"""@triton.jit device functions shared by the stage kernels (scalar lanes: every argument is a block).
+
+- `alpha_threshold_t`: the Mahalanobis^2 radius of the alpha = 1/255 contour, t = 2 ln(255 o).
+- `tile_rows` / `row_tile_span`: the exact ellipse-tile test (AccuTile-style). For each tile row, the x-extent
+  of the ellipse {d : d^T conic d <= t} restricted to the row's band of pixel centres is found in closed form
+  (the ellipse's right boundary x_r(dy) is concave, so its maximum over a band is at the band point closest
+  to the ellipse's rightmost point; symmetrically for the left boundary). A tile is kept iff that interval
+  meets the tile's pixel centres. `kernels/reference.py` has the same math in torch.
+- `eval_sh`: view-dependent colour from SH coefficients, gsplat 1.5.3's polynomial forms, degree 0..3.
+"""
+
+import triton
+import triton.language as tl
+
+# Binning keeps a pair if d^T conic d <= t + T_MARGIN anywhere in the tile. The margin (1e-3 in Q units,
+# i.e. 0.05% in alpha) absorbs float rounding between this test and the rasterizer's alpha >= 1/255 test,
+# so a pixel the rasterizer would blend is never dropped.
+T_MARGIN = tl.constexpr(1e-3)
+# Far-off-screen extents are clamped to this many tiles beyond the image before float->int conversion.
+CLAMP_TILES = tl.constexpr(4.0)
+
+
+@triton.jit
+def alpha_threshold_t(opacity):
+    """t such that o * exp(-Q/2) >= 1/255  <=>  Q <= t (Q = d^T conic d); margin included."""
+    return 2.0 * tl.log(opacity * 255.0) + T_MARGIN
+
+
+@triton.jit
+def tile_rows(my, a, b, c, t, valid, n_ty, TILE: tl.constexpr):
+    """First tile row and number of tile rows whose pixel-centre band meets the ellipse."""
+    det = a * c - b * b
+    ry = tl.sqrt(tl.maximum(t * a / det, 0.0))
+    lo = (my - ry + 0.5) / TILE - 1.0
+    hi = (my + ry - 0.5) / TILE
+    lo = tl.minimum(tl.maximum(lo, -CLAMP_TILES), n_ty + CLAMP_TILES)
+    hi = tl.minimum(tl.maximum(hi, -CLAMP_TILES), n_ty + CLAMP_TILES)
+    ty_lo = tl.maximum(tl.ceil(lo).to(tl.int32), 0)
+    ty_hi = tl.minimum(tl.floor(hi).to(tl.int32), n_ty - 1)
+    ok = valid & (ry == ry) & (det > 0.0)
+    rows = tl.where(ok, tl.maximum(ty_hi - ty_lo + 1, 0), 0)
+    return ty_lo, rows, ry
+
+
+@triton.jit
+def row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, TILE: tl.constexpr):
+    """[tx_lo, tx_lo + span) : the tiles of row `ty` whose pixel centres the ellipse can reach."""
+    det = a * c - b * b
+    # band of pixel-centre y offsets from the mean, clipped to the ellipse's y-extent
+    y0 = tl.maximum(ty.to(tl.float32) * TILE + 0.5 - my, -ry)
+    y1 = tl.minimum(ty.to(tl.float32) * TILE + (TILE - 0.5) - my, ry)
+    rx = tl.sqrt(tl.maximum(t * c / det, 0.0))
+    dy_r = -(b / c) * rx  # dy of the rightmost point; the leftmost is at -dy_r
+    dyr = tl.minimum(tl.maximum(dy_r, y0), y1)
+    dyl = tl.minimum(tl.maximum(-dy_r, y0), y1)
+    xr = (-b * dyr + tl.sqrt(tl.maximum(a * t - det * dyr * dyr, 0.0))) / a
+    xl = (-b * dyl - tl.sqrt(tl.maximum(a * t - det * dyl * dyl, 0.0))) / a
+    lo = (mx + xl + 0.5) / TILE - 1.0
+    hi = (mx + xr - 0.5) / TILE
+    lo = tl.minimum(tl.maximum(lo, -CLAMP_TILES), n_tx + CLAMP_TILES)
+    hi = tl.minimum(tl.maximum(hi, -CLAMP_TILES), n_tx + CLAMP_TILES)
+    tx_lo = tl.maximum(tl.ceil(lo).to(tl.int32), 0)
+    tx_hi = tl.minimum(tl.floor(hi).to(tl.int32), n_tx - 1)
+    span = tl.where(y0 <= y1, tl.maximum(tx_hi - tx_lo + 1, 0), 0)
+    return tx_lo, span
+
+
+@triton.jit
+def _sh_load(sh_ptr, offs, k: tl.constexpr, K: tl.constexpr, mask):
+    base = sh_ptr + offs * (K * 3) + k * 3
+    r = tl.load(base + 0, mask=mask, other=0.0)
+    g = tl.load(base + 1, mask=mask, other=0.0)
+    bl = tl.load(base + 2, mask=mask, other=0.0)
+    return r, g, bl
+
+
+@triton.jit
+def eval_sh(sh_ptr, offs, mask, x, y, z, K: tl.constexpr, DEGREE: tl.constexpr):
+    """RGB = sum_k basis_k(dir) * sh[k] for k < (DEGREE+1)^2; dir = (x, y, z) must be unit length.
+
+    The scene's coefficients are laid out [N, K, 3]; DEGREE <= sqrt(K) - 1 renders fewer bands.
+    """
+    r, g, bl = _sh_load(sh_ptr, offs, 0, K, mask)
+    r = 0.2820947917738781 * r
+    g = 0.2820947917738781 * g
+    bl = 0.2820947917738781 * bl
+    if DEGREE >= 1:
+        r1, g1, b1 = _sh_load(sh_ptr, offs, 1, K, mask)
+        r2, g2, b2 = _sh_load(sh_ptr, offs, 2, K, mask)
+        r3, g3, b3 = _sh_load(sh_ptr, offs, 3, K, mask)
+        w1 = -0.48860251190292 * y
+        w2 = 0.48860251190292 * z
+        w3 = -0.48860251190292 * x
+        r += w1 * r1 + w2 * r2 + w3 * r3
+        g += w1 * g1 + w2 * g2 + w3 * g3
+        bl += w1 * b1 + w2 * b2 + w3 * b3
+    if DEGREE >= 2:
+        z2 = z * z
+        f_tmp0b = -1.092548430592079 * z
+        f_c1 = x * x - y * y
+        f_s1 = 2.0 * x * y
+        w4 = 0.5462742152960395 * f_s1
+        w5 = f_tmp0b * y
+        w6 = 0.9461746957575601 * z2 - 0.3153915652525201
+        w7 = f_tmp0b * x
+        w8 = 0.5462742152960395 * f_c1
+        r4, g4, b4 = _sh_load(sh_ptr, offs, 4, K, mask)
+        r5, g5, b5 = _sh_load(sh_ptr, offs, 5, K, mask)
+        r6, g6, b6 = _sh_load(sh_ptr, offs, 6, K, mask)
+        r7, g7, b7 = _sh_load(sh_ptr, offs, 7, K, mask)
+        r8, g8, b8 = _sh_load(sh_ptr, offs, 8, K, mask)
+        r += w4 * r4 + w5 * r5 + w6 * r6 + w7 * r7 + w8 * r8
+        g += w4 * g4 + w5 * g5 + w6 * g6 + w7 * g7 + w8 * g8
+        bl += w4 * b4 + w5 * b5 + w6 * b6 + w7 * b7 + w8 * b8
+        if DEGREE >= 3:
+            f_tmp0c = -2.285228997322329 * z2 + 0.4570457994644658
+            f_tmp1b = 1.445305721320277 * z
+            f_c2 = x * f_c1 - y * f_s1
+            f_s2 = x * f_s1 + y * f_c1
+            w9 = -0.5900435899266435 * f_s2
+            w10 = f_tmp1b * f_s1
+            w11 = f_tmp0c * y
+            w12 = z * (1.865881662950577 * z2 - 1.119528997770346)
+            w13 = f_tmp0c * x
+            w14 = f_tmp1b * f_c1
+            w15 = -0.5900435899266435 * f_c2
+            r9, g9, b9 = _sh_load(sh_ptr, offs, 9, K, mask)
+            r10, g10, b10 = _sh_load(sh_ptr, offs, 10, K, mask)
+            r11, g11, b11 = _sh_load(sh_ptr, offs, 11, K, mask)
+            r12, g12, b12 = _sh_load(sh_ptr, offs, 12, K, mask)
+            r13, g13, b13 = _sh_load(sh_ptr, offs, 13, K, mask)
+            r14, g14, b14 = _sh_load(sh_ptr, offs, 14, K, mask)
+            r15, g15, b15 = _sh_load(sh_ptr, offs, 15, K, mask)
+            r += w9 * r9 + w10 * r10 + w11 * r11 + w12 * r12 + w13 * r13 + w14 * r14 + w15 * r15
+            g += w9 * g9 + w10 * g10 + w11 * g11 + w12 * g12 + w13 * g13 + w14 * g14 + w15 * g15
+            bl += w9 * b9 + w10 * b10 + w11 * b11 + w12 * b12 + w13 * b13 + w14 * b14 + w15 * b15
+    return r, g, bl
+

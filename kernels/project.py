@@ -1,0 +1,225 @@
+"""Stage 1, project: 3D Gaussians -> screen-space ellipses, colours, depths and exact tile counts.
+
+Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics (packed=False, classic):
+  camera-space mean  m_c = R m + t                       (viewmat = T_camera_world, OpenCV axes)
+  cull               z < near or z > far
+  EWA covariance     Sigma_2d = J (R Sigma R^T) J^T + eps2d I   (Zwicker et al. 2002 eq. 31; J clamped to
+                     1.3x the frustum as in 3DGS/gsplat), conic = Sigma_2d^-1, cull if det <= 0
+  opacity            cull if o < 1/255
+  colour             clamp_min(SH(normalize(m - campos)) + 0.5, 0)   (visible Gaussians only)
+  tiles_touched      exact number of 16x16 tiles whose pixel centres the alpha = 1/255 ellipse reaches
+                     (0 = culled; see `_device.row_tile_span`)
+
+Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
+         sh [N,K,3], camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
+Outputs: means2d [N,2], conic_opacity [N,4] (a, b, c, o with Q = a dx^2 + 2 b dx dy + c dy^2),
+         depths [N], colors [N,3], tiles_touched [N] int32. Rows with tiles_touched == 0 are left unwritten
+         except tiles_touched itself.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ._device import alpha_threshold_t, eval_sh, row_tile_span, tile_rows
+from ._launch import interpreting
+
+
+@triton.jit(do_not_specialize=["N", "width", "height"])
+def _project_kernel(
+    means_ptr,  # [N, 3] f32
+    covars_ptr,  # [N, 6] f32
+    opacities_ptr,  # [N] f32
+    sh_ptr,  # [N, K, 3] f32
+    camera_ptr,  # [24] f32
+    means2d_ptr,  # [N, 2] f32 out
+    conic_opacity_ptr,  # [N, 4] f32 out
+    depths_ptr,  # [N] f32 out
+    colors_ptr,  # [N, 3] f32 out
+    tiles_touched_ptr,  # [N] i32 out
+    N,
+    width,
+    height,
+    near,
+    far,
+    eps2d,
+    K: tl.constexpr,
+    DEGREE: tl.constexpr,
+    TILE: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    in_range = offs < N
+
+    # camera: viewmat rows (R | t), intrinsics, centre
+    r00 = tl.load(camera_ptr + 0)
+    r01 = tl.load(camera_ptr + 1)
+    r02 = tl.load(camera_ptr + 2)
+    t0 = tl.load(camera_ptr + 3)
+    r10 = tl.load(camera_ptr + 4)
+    r11 = tl.load(camera_ptr + 5)
+    r12 = tl.load(camera_ptr + 6)
+    t1 = tl.load(camera_ptr + 7)
+    r20 = tl.load(camera_ptr + 8)
+    r21 = tl.load(camera_ptr + 9)
+    r22 = tl.load(camera_ptr + 10)
+    t2 = tl.load(camera_ptr + 11)
+    fx = tl.load(camera_ptr + 16)
+    fy = tl.load(camera_ptr + 17)
+    cx = tl.load(camera_ptr + 18)
+    cy = tl.load(camera_ptr + 19)
+    cam_x = tl.load(camera_ptr + 20)
+    cam_y = tl.load(camera_ptr + 21)
+    cam_z = tl.load(camera_ptr + 22)
+
+    x = tl.load(means_ptr + offs * 3 + 0, mask=in_range, other=0.0)
+    y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
+    z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
+    xc = r00 * x + r01 * y + r02 * z + t0
+    yc = r10 * x + r11 * y + r12 * z + t1
+    zc = r20 * x + r21 * y + r22 * z + t2
+    visible = in_range & (zc >= near) & (zc <= far)
+
+    # Sigma_c = R Sigma R^T (symmetric 3x3)
+    s00 = tl.load(covars_ptr + offs * 6 + 0, mask=visible, other=0.0)
+    s01 = tl.load(covars_ptr + offs * 6 + 1, mask=visible, other=0.0)
+    s02 = tl.load(covars_ptr + offs * 6 + 2, mask=visible, other=0.0)
+    s11 = tl.load(covars_ptr + offs * 6 + 3, mask=visible, other=0.0)
+    s12 = tl.load(covars_ptr + offs * 6 + 4, mask=visible, other=0.0)
+    s22 = tl.load(covars_ptr + offs * 6 + 5, mask=visible, other=0.0)
+    # M = R Sigma
+    m00 = r00 * s00 + r01 * s01 + r02 * s02
+    m01 = r00 * s01 + r01 * s11 + r02 * s12
+    m02 = r00 * s02 + r01 * s12 + r02 * s22
+    m10 = r10 * s00 + r11 * s01 + r12 * s02
+    m11 = r10 * s01 + r11 * s11 + r12 * s12
+    m12 = r10 * s02 + r11 * s12 + r12 * s22
+    m20 = r20 * s00 + r21 * s01 + r22 * s02
+    m21 = r20 * s01 + r21 * s11 + r22 * s12
+    m22 = r20 * s02 + r21 * s12 + r22 * s22
+    # C = M R^T
+    c00 = m00 * r00 + m01 * r01 + m02 * r02
+    c01 = m00 * r10 + m01 * r11 + m02 * r12
+    c02 = m00 * r20 + m01 * r21 + m02 * r22
+    c11 = m10 * r10 + m11 * r11 + m12 * r12
+    c12 = m10 * r20 + m11 * r21 + m12 * r22
+    c22 = m20 * r20 + m21 * r21 + m22 * r22
+
+    # perspective Jacobian, with the view-space x/z, y/z clamped to 1.3x the frustum (3DGS, gsplat)
+    tan_fovx = 0.5 * width / fx
+    tan_fovy = 0.5 * height / fy
+    lim_x_pos = (width - cx) / fx + 0.3 * tan_fovx
+    lim_x_neg = cx / fx + 0.3 * tan_fovx
+    lim_y_pos = (height - cy) / fy + 0.3 * tan_fovy
+    lim_y_neg = cy / fy + 0.3 * tan_fovy
+    zs = tl.where(visible, zc, 1.0)
+    rz = 1.0 / zs
+    rz2 = rz * rz
+    tx = zs * tl.minimum(lim_x_pos, tl.maximum(-lim_x_neg, xc * rz))
+    ty = zs * tl.minimum(lim_y_pos, tl.maximum(-lim_y_neg, yc * rz))
+    j00 = fx * rz
+    j02 = -fx * tx * rz2
+    j11 = fy * rz
+    j12 = -fy * ty * rz2
+    cov_xx = j00 * j00 * c00 + 2.0 * j00 * j02 * c02 + j02 * j02 * c22 + eps2d
+    cov_xy = j00 * j11 * c01 + j00 * j12 * c02 + j02 * j11 * c12 + j02 * j12 * c22
+    cov_yy = j11 * j11 * c11 + 2.0 * j11 * j12 * c12 + j12 * j12 * c22 + eps2d
+    det = cov_xx * cov_yy - cov_xy * cov_xy
+    visible = visible & (det > 0.0)
+    det = tl.where(visible, det, 1.0)
+    a = cov_yy / det
+    b = -cov_xy / det
+    c = cov_xx / det
+    mx = fx * xc * rz + cx
+    my = fy * yc * rz + cy
+
+    o = tl.load(opacities_ptr + offs, mask=visible, other=0.0)
+    visible = visible & (o >= 1.0 / 255.0)
+    t = alpha_threshold_t(tl.where(visible, o, 1.0))
+
+    # exact tile count: walk the tile rows the ellipse spans
+    n_tx = (width + TILE - 1) // TILE
+    n_ty = (height + TILE - 1) // TILE
+    ty_lo, rows, ry = tile_rows(my, a, b, c, t, visible, n_ty, TILE)
+    count = tl.zeros([BLOCK_N], dtype=tl.int32)
+    for r in range(0, tl.max(rows, axis=0)):
+        row_tx, span = row_tile_span(ty_lo + r, mx, my, a, b, c, t, ry, n_tx, TILE)
+        count += tl.where(r < rows, span, 0)
+    visible = visible & (count > 0)
+    tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
+
+    # view-dependent colour, only for Gaussians that reach a tile
+    dx = x - cam_x
+    dy = y - cam_y
+    dz = z - cam_z
+    inorm = 1.0 / tl.sqrt(tl.maximum(dx * dx + dy * dy + dz * dz, 1e-30))
+    cr, cg, cb = eval_sh(sh_ptr, offs, visible, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
+    cr = tl.maximum(cr + 0.5, 0.0)
+    cg = tl.maximum(cg + 0.5, 0.0)
+    cb = tl.maximum(cb + 0.5, 0.0)
+
+    tl.store(means2d_ptr + offs * 2 + 0, mx, mask=visible)
+    tl.store(means2d_ptr + offs * 2 + 1, my, mask=visible)
+    tl.store(conic_opacity_ptr + offs * 4 + 0, a, mask=visible)
+    tl.store(conic_opacity_ptr + offs * 4 + 1, b, mask=visible)
+    tl.store(conic_opacity_ptr + offs * 4 + 2, c, mask=visible)
+    tl.store(conic_opacity_ptr + offs * 4 + 3, o, mask=visible)
+    tl.store(depths_ptr + offs, zc, mask=visible)
+    tl.store(colors_ptr + offs * 3 + 0, cr, mask=visible)
+    tl.store(colors_ptr + offs * 3 + 1, cg, mask=visible)
+    tl.store(colors_ptr + offs * 3 + 2, cb, mask=visible)
+
+
+def project_gaussians(
+    means: torch.Tensor,  # [N, 3]
+    covars: torch.Tensor,  # [N, 6]
+    opacities: torch.Tensor,  # [N]
+    sh: torch.Tensor,  # [N, K, 3]
+    camera: torch.Tensor,  # [24]
+    width: int,
+    height: int,
+    *,
+    sh_degree: int,
+    near: float = 0.01,
+    far: float = 1e10,
+    eps2d: float = 0.3,
+    tile_size: int = 16,
+    out: tuple[torch.Tensor, ...] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Project N Gaussians for one camera.
+
+    Returns:
+        means2d [N,2], conic_opacity [N,4], depths [N], colors [N,3], tiles_touched [N] int32 (0 = culled).
+        Rows with tiles_touched == 0 are unspecified in the float outputs.
+    """
+    N = means.shape[0]
+    K = sh.shape[1]
+    assert means.shape == (N, 3) and covars.shape == (N, 6) and opacities.shape == (N,), (means.shape, covars.shape)
+    assert sh.shape == (N, K, 3) and camera.shape == (24,), (sh.shape, camera.shape)
+    assert 0 <= sh_degree and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
+    if out is None:
+        out = project_outputs(N, means.device)
+    means2d, conic_opacity, depths, colors, tiles_touched = out
+    block = 256 if interpreting() else 128
+    _project_kernel[(triton.cdiv(N, block),)](
+        means, covars, opacities, sh, camera,
+        means2d, conic_opacity, depths, colors, tiles_touched,
+        N, width, height, near, far, eps2d,
+        K=K, DEGREE=sh_degree, TILE=tile_size, BLOCK_N=block,
+    )  # fmt: skip
+    return means2d, conic_opacity, depths, colors, tiles_touched
+
+
+def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
+    """Allocate the outputs of `project_gaussians` for n Gaussians (reused across frames by the renderer)."""
+    f32 = dict(dtype=torch.float32, device=device)
+    return (
+        torch.empty(n, 2, **f32),
+        torch.empty(n, 4, **f32),
+        torch.empty(n, **f32),
+        torch.empty(n, 3, **f32),
+        torch.empty(n, dtype=torch.int32, device=device),
+    )

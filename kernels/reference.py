@@ -1,0 +1,350 @@
+"""Plain-torch twins of every launcher in `kernels/`: same names, same signatures, same outputs.
+
+These are the correctness oracle for the Triton kernels (tests compare each pair) and the CPU fallback
+renderer. They are written for clarity, vectorised where that is natural, and never import the Triton path.
+"""
+
+from __future__ import annotations
+
+import torch
+
+T_MARGIN = 1e-3  # keep in sync with kernels/_device.py: pairs are kept up to Q <= t + T_MARGIN
+CLAMP_TILES = 4.0
+SENTINEL_KEY = torch.iinfo(torch.int64).max
+
+
+# ----------------------------------------------------------------------------------------------- project
+
+
+def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
+    f32 = dict(dtype=torch.float32, device=device)
+    return (
+        torch.empty(n, 2, **f32),
+        torch.empty(n, 4, **f32),
+        torch.empty(n, **f32),
+        torch.empty(n, 3, **f32),
+        torch.empty(n, dtype=torch.int32, device=device),
+    )
+
+
+def eval_sh(sh: torch.Tensor, dirs: torch.Tensor, degree: int) -> torch.Tensor:
+    """[N,K,3] coefficients, [N,3] unit directions -> [N,3]; standard real SH basis (3DGS / gsplat)."""
+    x, y, z = dirs.unbind(-1)
+    basis = [torch.full_like(x, 0.2820947917738781)]
+    if degree >= 1:
+        basis += [-0.48860251190292 * y, 0.48860251190292 * z, -0.48860251190292 * x]
+    if degree >= 2:
+        xx, yy, zz, xy, yz, xz = x * x, y * y, z * z, x * y, y * z, x * z
+        basis += [
+            1.092548430592079 * xy,
+            -1.092548430592079 * yz,
+            0.31539156525252005 * (2.0 * zz - xx - yy),
+            -1.092548430592079 * xz,
+            0.5462742152960395 * (xx - yy),
+        ]
+    if degree >= 3:
+        basis += [
+            -0.5900435899266435 * y * (3.0 * xx - yy),
+            2.890611442640554 * xy * z,
+            -0.4570457994644658 * y * (4.0 * zz - xx - yy),
+            0.3731763325901154 * z * (2.0 * zz - 3.0 * xx - 3.0 * yy),
+            -0.4570457994644658 * x * (4.0 * zz - xx - yy),
+            1.445305721320277 * z * (xx - yy),
+            -0.5900435899266435 * x * (xx - 3.0 * yy),
+        ]
+    b = torch.stack(basis, dim=1)  # [N, k]
+    return (b[:, :, None] * sh[:, : b.shape[1], :]).sum(1)
+
+
+def _unpack_camera(camera: torch.Tensor):
+    viewmat = camera[:16].reshape(4, 4)
+    fx, fy, cx, cy = (float(v) for v in camera[16:20])
+    campos = camera[20:23]
+    return viewmat, fx, fy, cx, cy, campos
+
+
+def _tile_rows(my, a, b, c, t, valid, n_ty, tile):
+    det = a * c - b * b
+    ry = torch.sqrt(torch.clamp(t * a / det, min=0.0))
+    lo = ((my - ry + 0.5) / tile - 1.0).clamp(-CLAMP_TILES, n_ty + CLAMP_TILES)
+    hi = ((my + ry - 0.5) / tile).clamp(-CLAMP_TILES, n_ty + CLAMP_TILES)
+    ty_lo = torch.ceil(lo).to(torch.int32).clamp(min=0)
+    ty_hi = torch.floor(hi).to(torch.int32).clamp(max=n_ty - 1)
+    ok = valid & (ry == ry) & (det > 0)
+    rows = torch.where(ok, (ty_hi - ty_lo + 1).clamp(min=0), torch.zeros_like(ty_lo))
+    return ty_lo, rows, ry
+
+
+def _row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, tile):
+    det = a * c - b * b
+    tyf = ty.to(torch.float32)
+    y0 = torch.maximum(tyf * tile + 0.5 - my, -ry)
+    y1 = torch.minimum(tyf * tile + (tile - 0.5) - my, ry)
+    rx = torch.sqrt(torch.clamp(t * c / det, min=0.0))
+    dy_r = -(b / c) * rx
+    dyr = torch.minimum(torch.maximum(dy_r, y0), y1)
+    dyl = torch.minimum(torch.maximum(-dy_r, y0), y1)
+    xr = (-b * dyr + torch.sqrt(torch.clamp(a * t - det * dyr * dyr, min=0.0))) / a
+    xl = (-b * dyl - torch.sqrt(torch.clamp(a * t - det * dyl * dyl, min=0.0))) / a
+    lo = ((mx + xl + 0.5) / tile - 1.0).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
+    hi = ((mx + xr - 0.5) / tile).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
+    tx_lo = torch.ceil(lo).to(torch.int32).clamp(min=0)
+    tx_hi = torch.floor(hi).to(torch.int32).clamp(max=n_tx - 1)
+    span = torch.where(y0 <= y1, (tx_hi - tx_lo + 1).clamp(min=0), torch.zeros_like(tx_lo))
+    return tx_lo, span
+
+
+def _alpha_threshold_t(o: torch.Tensor) -> torch.Tensor:
+    return 2.0 * torch.log(o * 255.0) + T_MARGIN
+
+
+def project_gaussians(
+    means: torch.Tensor,  # [N, 3]
+    covars: torch.Tensor,  # [N, 6]
+    opacities: torch.Tensor,  # [N]
+    sh: torch.Tensor,  # [N, K, 3]
+    camera: torch.Tensor,  # [24]
+    width: int,
+    height: int,
+    *,
+    sh_degree: int,
+    near: float = 0.01,
+    far: float = 1e10,
+    eps2d: float = 0.3,
+    tile_size: int = 16,
+    out: tuple[torch.Tensor, ...] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    N = means.shape[0]
+    viewmat, fx, fy, cx, cy, campos = _unpack_camera(camera)
+    R, t = viewmat[:3, :3], viewmat[:3, 3]
+    p_c = means @ R.T + t  # [N, 3]
+    xc, yc, zc = p_c.unbind(-1)
+    visible = (zc >= near) & (zc <= far)
+
+    s = covars
+    Sigma = torch.stack(
+        [s[:, 0], s[:, 1], s[:, 2], s[:, 1], s[:, 3], s[:, 4], s[:, 2], s[:, 4], s[:, 5]], dim=1
+    ).reshape(N, 3, 3)
+    C = R @ Sigma @ R.T  # [N, 3, 3] camera-frame covariance
+
+    tan_fovx, tan_fovy = 0.5 * width / fx, 0.5 * height / fy
+    lim_x_pos, lim_x_neg = (width - cx) / fx + 0.3 * tan_fovx, cx / fx + 0.3 * tan_fovx
+    lim_y_pos, lim_y_neg = (height - cy) / fy + 0.3 * tan_fovy, cy / fy + 0.3 * tan_fovy
+    zs = torch.where(visible, zc, torch.ones_like(zc))
+    rz = 1.0 / zs
+    tx = zs * torch.clamp(xc * rz, -lim_x_neg, lim_x_pos)
+    ty = zs * torch.clamp(yc * rz, -lim_y_neg, lim_y_pos)
+    J = torch.zeros(N, 2, 3, dtype=means.dtype, device=means.device)
+    J[:, 0, 0] = fx * rz
+    J[:, 0, 2] = -fx * tx * rz * rz
+    J[:, 1, 1] = fy * rz
+    J[:, 1, 2] = -fy * ty * rz * rz
+    cov2d = J @ C @ J.transpose(1, 2)
+    cxx = cov2d[:, 0, 0] + eps2d
+    cxy = cov2d[:, 0, 1]
+    cyy = cov2d[:, 1, 1] + eps2d
+    det = cxx * cyy - cxy * cxy
+    visible &= det > 0
+    det = torch.where(visible, det, torch.ones_like(det))
+    a, b, c = cyy / det, -cxy / det, cxx / det
+    mx, my = fx * xc * rz + cx, fy * yc * rz + cy
+
+    o = opacities
+    visible &= o >= 1.0 / 255.0
+    tt = _alpha_threshold_t(torch.where(visible, o, torch.ones_like(o)))
+
+    n_tx = (width + tile_size - 1) // tile_size
+    n_ty = (height + tile_size - 1) // tile_size
+    ty_lo, rows, ry = _tile_rows(my, a, b, c, tt, visible, n_ty, tile_size)
+    count = torch.zeros(N, dtype=torch.int32, device=means.device)
+    for r in range(int(rows.max()) if N else 0):
+        _, span = _row_tile_span(ty_lo + r, mx, my, a, b, c, tt, ry, n_tx, tile_size)
+        count += torch.where(r < rows, span, torch.zeros_like(span))
+    visible &= count > 0
+
+    dirs = torch.nn.functional.normalize(means - campos, dim=-1)
+    colors = torch.clamp_min(eval_sh(sh, dirs, sh_degree) + 0.5, 0.0)
+
+    if out is None:
+        out = project_outputs(N, means.device)
+    means2d, conic_opacity, depths, colors_out, tiles_touched = out
+    means2d.copy_(torch.stack([mx, my], 1))
+    conic_opacity.copy_(torch.stack([a, b, c, o], 1))
+    depths.copy_(zc)
+    colors_out.copy_(colors)
+    tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
+    return means2d, conic_opacity, depths, colors_out, tiles_touched
+
+
+# ----------------------------------------------------------------------------------------------- bin
+
+
+def emit_tile_keys(
+    means2d: torch.Tensor,
+    conic_opacity: torch.Tensor,
+    depths: torch.Tensor,
+    tiles_touched: torch.Tensor,
+    offsets: torch.Tensor,
+    n_pairs: int,
+    width: int,
+    height: int,
+    *,
+    tile_size: int = 16,
+    out: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, in the kernel's order."""
+    device = means2d.device
+    n_tx = (width + tile_size - 1) // tile_size
+    n_ty = (height + tile_size - 1) // tile_size
+    live = torch.nonzero(tiles_touched > 0).flatten()
+    mx, my = means2d[live, 0], means2d[live, 1]
+    a, b, c, o = conic_opacity[live].unbind(-1)
+    t = _alpha_threshold_t(o)
+    ty_lo, rows, ry = _tile_rows(my, a, b, c, t, torch.ones_like(mx, dtype=torch.bool), n_ty, tile_size)
+    # one entry per (Gaussian, row)
+    g_of_row = torch.repeat_interleave(torch.arange(live.numel(), device=device), rows.long())
+    row_start = torch.cumsum(rows.long(), 0) - rows.long()
+    r = torch.arange(g_of_row.numel(), device=device) - row_start[g_of_row]
+    ty = ty_lo[g_of_row] + r.to(torch.int32)
+    tx_lo, span = _row_tile_span(
+        ty, mx[g_of_row], my[g_of_row], a[g_of_row], b[g_of_row], c[g_of_row], t[g_of_row], ry[g_of_row],
+        n_tx, tile_size,
+    )  # fmt: skip
+    # one entry per (Gaussian, tile)
+    row_of_pair = torch.repeat_interleave(torch.arange(g_of_row.numel(), device=device), span.long())
+    span_start = torch.cumsum(span.long(), 0) - span.long()
+    col = torch.arange(row_of_pair.numel(), device=device) - span_start[row_of_pair]
+    tile = ty[row_of_pair].long() * n_tx + tx_lo[row_of_pair].long() + col
+    g_local = g_of_row[row_of_pair]
+    depth_bits = depths[live].contiguous().view(torch.int32).long()
+    pair_keys = (tile << 32) | depth_bits[g_local]
+    # slot within the Gaussian's run: pairs come out grouped by Gaussian, in emission order
+    per_g = torch.bincount(g_local, minlength=live.numel())
+    local_idx = torch.arange(g_local.numel(), device=device) - (torch.cumsum(per_g, 0) - per_g)[g_local]
+    keep = local_idx < tiles_touched[live][g_local].long()  # never write past the Gaussian's slots
+    slots = offsets[live][g_local] + local_idx
+
+    if out is None:
+        out = (
+            torch.empty(n_pairs, dtype=torch.int64, device=device),
+            torch.empty(n_pairs, dtype=torch.int32, device=device),
+        )
+    keys, ids = out[0][:n_pairs], out[1][:n_pairs]
+    keys.fill_(SENTINEL_KEY)  # slots a Gaussian did not reach (see kernels/bin.py)
+    ids.copy_(torch.repeat_interleave(torch.arange(tiles_touched.numel(), device=device, dtype=torch.int32),
+                                      tiles_touched.long())[:n_pairs])  # fmt: skip
+    keys[slots[keep]] = pair_keys[keep]
+    return keys, ids
+
+
+# ----------------------------------------------------------------------------------------------- sort
+
+
+def sort_pairs(
+    keys: torch.Tensor,
+    gaussian_ids: torch.Tensor,
+    *,
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    sorted_keys, perm = torch.sort(keys, stable=True)
+    sorted_ids = gaussian_ids[perm]
+    if out is not None:
+        P = keys.shape[0]
+        out[0][:P].copy_(sorted_keys)
+        out[2][:P].copy_(sorted_ids)
+        return out[0][:P], out[2][:P]
+    return sorted_keys, sorted_ids
+
+
+# ----------------------------------------------------------------------------------------------- tile ranges
+
+
+def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    tiles = sorted_keys >> 32
+    real = tiles < n_tiles
+    counts = torch.bincount(tiles[real], minlength=n_tiles)[:n_tiles]
+    ends = torch.cumsum(counts, 0)
+    starts = ends - counts
+    ranges = torch.stack([starts, ends], 1).to(torch.int32)
+    ranges[counts == 0] = 0
+    if out is None:
+        return ranges
+    out.copy_(ranges)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- rasterize
+
+
+def rasterize_tiles(
+    gaussian_ids: torch.Tensor,
+    ranges: torch.Tensor,
+    means2d: torch.Tensor,
+    conic_opacity: torch.Tensor,
+    colors: torch.Tensor,
+    background: torch.Tensor,
+    width: int,
+    height: int,
+    *,
+    tile_size: int = 16,
+    variant: str = "auto",
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Per tile: the whole depth-sorted list at once, transmittance by cumprod; `variant` is ignored."""
+    device = means2d.device
+    n_tx = (width + tile_size - 1) // tile_size
+    n_ty = (height + tile_size - 1) // tile_size
+    if out is None:
+        out = (
+            torch.empty(height, width, 3, dtype=torch.float32, device=device),
+            torch.empty(height, width, dtype=torch.float32, device=device),
+            None,
+        )
+    rgb, alpha_out, rgba8 = out
+    C = torch.zeros(n_ty * tile_size, n_tx * tile_size, 3, dtype=torch.float32, device=device)
+    T_img = torch.ones(n_ty * tile_size, n_tx * tile_size, dtype=torch.float32, device=device)
+    ly, lx = torch.meshgrid(
+        torch.arange(tile_size, device=device), torch.arange(tile_size, device=device), indexing="ij"
+    )
+    ranges_l = ranges.tolist()
+    for tile_id, (start, end) in enumerate(ranges_l):
+        if end <= start:
+            continue
+        ty, tx = divmod(tile_id, n_tx)
+        px = (tx * tile_size + lx).flatten().float() + 0.5  # [PIX]
+        py = (ty * tile_size + ly).flatten().float() + 0.5
+        g = gaussian_ids[start:end].long()
+        m = means2d[g]
+        a, b, c, o = conic_opacity[g].unbind(-1)
+        dx = m[:, 0:1] - px[None]  # [L, PIX]
+        dy = m[:, 1:2] - py[None]
+        sigma = 0.5 * (a[:, None] * dx * dx + c[:, None] * dy * dy) + b[:, None] * dx * dy
+        alpha = torch.clamp_max(o[:, None] * torch.exp(-sigma), 0.999)
+        alpha = torch.where((sigma >= 0) & (alpha >= 1.0 / 255.0), alpha, torch.zeros_like(alpha))
+        incl = torch.cumprod(1.0 - alpha, dim=0)  # T after each Gaussian
+        excl = torch.cat([torch.ones_like(incl[:1]), incl[:-1]], 0)  # T before
+        keep = incl > 1e-4  # a pixel stops before the Gaussian that would take T to <= 1e-4
+        w = torch.where(keep, alpha * excl, torch.zeros_like(alpha))
+        T_end = torch.where(keep, incl, torch.full_like(incl, 2.0)).min(0).values
+        T_end = torch.where(T_end > 1.0, torch.ones_like(T_end), T_end)
+        ys, xs = ty * tile_size, tx * tile_size
+        C[ys : ys + tile_size, xs : xs + tile_size] = (w.T @ colors[g]).reshape(tile_size, tile_size, 3)
+        T_img[ys : ys + tile_size, xs : xs + tile_size] = T_end.reshape(tile_size, tile_size)
+    T_img = T_img[:height, :width]
+    rgb.copy_(C[:height, :width] + T_img[..., None] * background)
+    alpha_out.copy_(1.0 - T_img)
+    if rgba8 is not None:
+        rgba = torch.cat([rgb, alpha_out[..., None]], -1)
+        rgba8.copy_((rgba.clamp(0, 1) * 255.0 + 0.5).to(torch.uint8))
+    return rgb, alpha_out, rgba8
+
+
+__all__ = [
+    "project_outputs",
+    "project_gaussians",
+    "emit_tile_keys",
+    "sort_pairs",
+    "tile_ranges",
+    "rasterize_tiles",
+    "eval_sh",
+]

@@ -1,0 +1,147 @@
+"""Pinhole camera. Convention (stated once, used everywhere): OpenCV axes, +X right, +Y down, +Z forward.
+
+A `Camera` holds its pose `T_world_camera` (camera-to-world, 4x4; what controls and paths edit) and exposes
+`viewmat` = `T_camera_world` (world-to-camera; what kernels take). Intrinsics fx, fy, cx, cy are in pixels
+with pixel centres at +0.5, gsplat's convention, so images compare with gsplat directly.
+
+Trained scenes in the INRIA/COLMAP frame have -Y as "up"; a scene's up axis is a setting (default "-y").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import torch
+
+AXES = {"+x": (1, 0, 0), "-x": (-1, 0, 0), "+y": (0, 1, 0), "-y": (0, -1, 0), "+z": (0, 0, 1), "-z": (0, 0, -1)}
+
+
+def up_vector(axis: str) -> np.ndarray:
+    """World up direction for an axis name such as "-y" (INRIA default) or "+z"."""
+    key = axis.strip().lower()
+    if key in ("x", "y", "z"):
+        key = "+" + key
+    if key not in AXES:
+        raise ValueError(f"--up {axis!r}: expected one of {', '.join(AXES)}")
+    return np.asarray(AXES[key], dtype=np.float64)
+
+
+def look_at_pose(eye, target, up) -> np.ndarray:
+    """T_world_camera for a camera at `eye` looking at `target`, with world `up` appearing up (-Y image)."""
+    eye = np.asarray(eye, np.float64)
+    z = np.asarray(target, np.float64) - eye
+    norm = np.linalg.norm(z)
+    if norm == 0:
+        raise ValueError("look_at: eye and target coincide")
+    z /= norm
+    down = -np.asarray(up, np.float64)
+    x = np.cross(down, z)
+    if np.linalg.norm(x) < 1e-9:  # looking straight along up: pick any perpendicular
+        x = np.cross(down + np.array([1e-3, 2e-3, 3e-3]), z)
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    T = np.eye(4)
+    T[:3, 0], T[:3, 1], T[:3, 2], T[:3, 3] = x, y, z, eye
+    return T
+
+
+@dataclass
+class Camera:
+    """A pinhole camera for one frame.
+
+    Attributes:
+        width, height: image size in pixels.
+        fx, fy, cx, cy: intrinsics in pixels (pixel centres at +0.5).
+        T_world_camera: [4, 4] float64 camera-to-world pose (OpenCV axes).
+    """
+
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    T_world_camera: np.ndarray = field(default_factory=lambda: np.eye(4))
+
+    def __post_init__(self):
+        self.T_world_camera = np.asarray(self.T_world_camera, dtype=np.float64).reshape(4, 4)
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def from_fov(cls, width: int, height: int, fov_y_deg: float, T_world_camera=None) -> Camera:
+        """Square pixels, principal point at the image centre, vertical field of view in degrees."""
+        if not 0.0 < fov_y_deg < 180.0:
+            raise ValueError(f"vertical field of view {fov_y_deg} deg is not in (0, 180)")
+        f = 0.5 * height / math.tan(math.radians(fov_y_deg) / 2)
+        pose = np.eye(4) if T_world_camera is None else T_world_camera
+        return cls(width, height, f, f, width / 2, height / 2, pose)
+
+    @classmethod
+    def look_at(cls, eye, target, *, up=(0, -1, 0), width: int, height: int, fov_y_deg: float = 60.0) -> Camera:
+        return cls.from_fov(width, height, fov_y_deg, look_at_pose(eye, target, up))
+
+    # ------------------------------------------------------------------ derived quantities
+
+    @property
+    def viewmat(self) -> np.ndarray:
+        """[4, 4] T_camera_world (world-to-camera), the matrix kernels take."""
+        R = self.T_world_camera[:3, :3]
+        t = self.T_world_camera[:3, 3]
+        V = np.eye(4)
+        V[:3, :3] = R.T
+        V[:3, 3] = -R.T @ t
+        return V
+
+    @property
+    def K(self) -> np.ndarray:
+        return np.array([[self.fx, 0, self.cx], [0, self.fy, self.cy], [0, 0, 1]], dtype=np.float64)
+
+    @property
+    def position(self) -> np.ndarray:
+        return self.T_world_camera[:3, 3].copy()
+
+    @property
+    def fov_y_deg(self) -> float:
+        return math.degrees(2 * math.atan(0.5 * self.height / self.fy))
+
+    def packed(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        """[24] float32 for the kernels: viewmat row-major [16], fx, fy, cx, cy, camera centre [3], pad."""
+        v = np.zeros(24, dtype=np.float32)
+        v[:16] = self.viewmat.reshape(-1)
+        v[16:20] = (self.fx, self.fy, self.cx, self.cy)
+        v[20:23] = self.position
+        return torch.from_numpy(v).to(device, non_blocking=True)
+
+    def resized(self, width: int, height: int) -> Camera:
+        """Same pose and field of view at another resolution."""
+        sx, sy = width / self.width, height / self.height
+        return replace(
+            self, width=width, height=height, fx=self.fx * sx, fy=self.fy * sy, cx=self.cx * sx, cy=self.cy * sy,
+            T_world_camera=self.T_world_camera.copy(),
+        )  # fmt: skip
+
+    def with_pose(self, T_world_camera: np.ndarray) -> Camera:
+        return replace(self, T_world_camera=np.array(T_world_camera, dtype=np.float64))
+
+
+def default_camera(scene, width: int, height: int, *, up: str | None = None, fov_y_deg: float = 60.0) -> Camera:
+    """The view that frames a scene (DESIGN.md): look at the median of the means from outside the 1st-99th
+    percentile box of the means, the box's bounding sphere filling the vertical field of view, from a
+    direction 25 degrees above the horizon (with respect to the scene's up axis)."""
+    upv = up_vector(up or scene.up_axis)
+    lo, hi = (v.double().cpu().numpy() for v in scene.robust_bounds())
+    target = scene.center().double().cpu().numpy()
+    radius = max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6)
+    half_fov = math.radians(min(fov_y_deg, fov_y_deg * width / height) / 2)
+    dist = radius / math.sin(half_fov)
+    # horizontal reference direction: -Z (the side INRIA/COLMAP captures usually start from), else -Y, -X
+    ref = next(r for r in (np.array([0.0, 0, -1]), np.array([0.0, -1, 0]), np.array([-1.0, 0, 0])) if abs(r @ upv) < 0.5)
+    horiz = ref - upv * float(ref @ upv)
+    horiz /= np.linalg.norm(horiz)
+    elev = math.radians(25.0)
+    back = math.cos(elev) * horiz + math.sin(elev) * upv  # from target towards the eye
+    eye = target + dist * back
+    return Camera.look_at(eye, target, up=upv, width=width, height=height, fov_y_deg=fov_y_deg)

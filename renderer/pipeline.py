@@ -1,0 +1,235 @@
+"""The per-frame pipeline: a readable sequence of stage calls over a reusable workspace.
+
+    1. project   per Gaussian: cull, EWA conic, depth, SH colour, exact tile count      (kernels/project.py)
+    2. bin       prefix sum of counts -> one (tile | depth) key per Gaussian-tile pair   (kernels/bin.py)
+    3. sort      by (tile, depth)                                                        (kernels/sort.py)
+    4. ranges    [start, end) per tile                                                   (kernels/tile_ranges.py)
+    5. raster    front-to-back compositing per tile, RGB float + alpha + RGBA8           (kernels/rasterize.py)
+
+One device-to-host sync per frame: the number of pairs, to size the sort. Buffers live in the Renderer's
+workspace and are reused across frames (grow-only), so a frame allocates nothing large.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from scenes import GaussianScene
+
+from .camera import Camera
+from .settings import RenderSettings
+from .timing import StageTimer
+
+BACKENDS = ("auto", "triton", "torch")
+
+
+def resolve_backend(backend: str, device: torch.device) -> str:
+    """"auto": Triton on CUDA; the torch reference on CPU, where it is faster than Triton's interpreter
+    (measured on the bundled scene at 256x256, 2 cores: see README.md)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    if backend == "auto":
+        return "triton" if device.type == "cuda" else "torch"
+    return backend
+
+
+def kernel_module(backend: str):
+    if backend == "triton":
+        import kernels
+
+        return kernels
+    import kernels.reference
+
+    return kernels.reference
+
+
+@dataclass
+class RenderStats:
+    """What one frame cost and contained."""
+
+    n_gaussians: int
+    n_visible: int  # Gaussians that reach at least one tile
+    n_pairs: int  # Gaussian-tile pairs after exact binning
+    max_tile_pairs: int  # longest tile list (load-balance indicator)
+    stage_ms: dict[str, float] = field(default_factory=dict)  # per stage; "total" included
+    backend: str = ""
+
+
+@dataclass
+class RenderOutput:
+    """One frame. Tensors are views of the renderer's workspace: clone them to keep past the next frame."""
+
+    image: Tensor  # [H, W, 3] float32, background included
+    alpha: Tensor  # [H, W] float32 coverage (1 - final transmittance)
+    rgba8: Tensor | None  # [H, W, 4] uint8 (RGB clamped to [0, 1], A = coverage)
+    stats: RenderStats
+    tile_counts: Tensor  # [n_ty, n_tx] int32 Gaussians per tile (for the heat-map view)
+
+
+def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float = 1.0) -> Tensor:
+    """View-independent 3D covariances R S^2 R^T, upper triangle (xx, xy, xz, yy, yz, zz): [N, 6].
+
+    Computed once at load (and when the scale modifier changes), never per frame.
+    """
+    q = torch.nn.functional.normalize(quats, dim=1)
+    w, x, y, z = q.unbind(1)
+    R = torch.stack(
+        [
+            1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+        ],
+        dim=1,
+    ).reshape(-1, 3, 3)  # fmt: skip
+    s = torch.exp(log_scales) * scale_modifier
+    M = R * s[:, None, :]  # R S
+    cov = M @ M.transpose(1, 2)
+    return torch.stack(
+        [cov[:, 0, 0], cov[:, 0, 1], cov[:, 0, 2], cov[:, 1, 1], cov[:, 1, 2], cov[:, 2, 2]], dim=1
+    ).contiguous()
+
+
+class Renderer:
+    """Renders one scene from any camera. Keeps a device-side prepared copy and a reusable workspace.
+
+    Args:
+        scene: the scene (any device; copied to `device` once).
+        device: where to render; default CUDA when available, else CPU.
+        backend: "triton" (the kernels), "torch" (kernels.reference), or "auto" (see resolve_backend).
+    """
+
+    def __init__(self, scene: GaussianScene, *, device: torch.device | str | None = None, backend: str = "auto"):
+        scene.validate()
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+        self.backend = resolve_backend(backend, self.device)
+        self.k = kernel_module(self.backend)
+        self.scene = scene
+        self.n = len(scene)
+        act = scene.to(self.device).activated()
+        self.means = act.means.contiguous()
+        self.opacities = act.opacities.contiguous()
+        self.sh = act.sh.contiguous()
+        self._quats = scene.quats.to(self.device)
+        self._log_scales = scene.log_scales.to(self.device)
+        self._scale_modifier = 1.0
+        self.covars = prepare_covariances(self._quats, self._log_scales)
+        # workspace: per-Gaussian buffers (fixed N), pair buffers (grow-only), image buffers (per size)
+        self._proj = self.k.project_outputs(self.n, self.device)
+        self._offsets = torch.empty(self.n, dtype=torch.int64, device=self.device)
+        self._pair_capacity = 0
+        self._pairs: tuple[Tensor, ...] = ()
+        self._image_key: tuple[int, int] | None = None
+        self._image: tuple[Tensor, ...] = ()
+        self.last_timer: StageTimer | None = None
+
+    # ------------------------------------------------------------------ workspace
+
+    def _ensure_pairs(self, n_pairs: int) -> tuple[Tensor, ...]:
+        if n_pairs > self._pair_capacity:
+            cap = max(int(n_pairs * 1.25), 1024)
+            i64 = dict(dtype=torch.int64, device=self.device)
+            i32 = dict(dtype=torch.int32, device=self.device)
+            # keys, ids (emitted); sorted keys, permutation, sorted ids
+            self._pairs = (torch.empty(cap, **i64), torch.empty(cap, **i32), torch.empty(cap, **i64),
+                           torch.empty(cap, **i64), torch.empty(cap, **i32))  # fmt: skip
+            self._pair_capacity = cap
+        return self._pairs
+
+    def _ensure_image(self, width: int, height: int, tile: int) -> tuple[Tensor, ...]:
+        if self._image_key != (width, height, tile):
+            n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
+            self._image = (
+                torch.empty(height, width, 3, dtype=torch.float32, device=self.device),
+                torch.empty(height, width, dtype=torch.float32, device=self.device),
+                torch.empty(height, width, 4, dtype=torch.uint8, device=self.device),
+                torch.empty(n_tiles, 2, dtype=torch.int32, device=self.device),
+            )
+            self._image_key = (width, height, tile)
+        return self._image
+
+    def _update_scale_modifier(self, modifier: float) -> None:
+        if modifier != self._scale_modifier:
+            self.covars = prepare_covariances(self._quats, self._log_scales, modifier)
+            self._scale_modifier = modifier
+
+    # ------------------------------------------------------------------ one frame
+
+    @torch.inference_mode()
+    def render(self, camera: Camera, settings: RenderSettings | None = None, *, sync_stats: bool = True) -> RenderOutput:
+        """Render one frame. With sync_stats=False the stage times are left to `last_timer` (read them a
+        frame later, when the GPU has finished) and the frame performs only the one pair-count sync."""
+        settings = (settings or RenderSettings()).validate()
+        check_image_size(camera.width, camera.height)
+        k = self.k
+        W, H, tile = camera.width, camera.height, settings.tile_size
+        n_tx, n_ty = (W + tile - 1) // tile, (H + tile - 1) // tile
+        degree = self.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, self.scene.sh_degree)
+        self._update_scale_modifier(settings.scale_modifier)
+        rgb, alpha, rgba8, ranges = self._ensure_image(W, H, tile)
+        timer = StageTimer(self.device)
+        self.last_timer = timer
+
+        # 1. project: cull, conic, depth, colour, exact tile counts
+        with timer.stage("project"):
+            cam = camera.packed(self.device)
+            means2d, conic_opacity, depths, colors, tiles_touched = k.project_gaussians(
+                self.means, self.covars, self.opacities, self.sh, cam, W, H,
+                sh_degree=degree, near=settings.near, far=settings.far, eps2d=settings.eps2d, tile_size=tile,
+                out=self._proj,
+            )  # fmt: skip
+        # 2. bin: exclusive prefix sum of counts (the frame's one host sync), then keys
+        with timer.stage("bin"):
+            torch.cumsum(tiles_touched, 0, dtype=torch.int64, out=self._offsets)
+            n_pairs = int(self._offsets[-1])
+            self._offsets -= tiles_touched
+            keys_buf, ids_buf, skeys_buf, perm_buf, sids_buf = self._ensure_pairs(n_pairs)
+            keys, ids = k.emit_tile_keys(
+                means2d, conic_opacity, depths, tiles_touched, self._offsets, n_pairs, W, H,
+                tile_size=tile, out=(keys_buf, ids_buf),
+            )  # fmt: skip
+        # 3. sort by (tile, depth)
+        with timer.stage("sort"):
+            sorted_keys, sorted_ids = k.sort_pairs(keys, ids, out=(skeys_buf, perm_buf, sids_buf))
+        # 4. per-tile ranges
+        with timer.stage("ranges"):
+            k.tile_ranges(sorted_keys, n_tx * n_ty, out=ranges)
+        # 5. rasterize front to back
+        with timer.stage("rasterize"):
+            background = torch.tensor(settings.background, dtype=torch.float32).to(self.device, non_blocking=True)
+            k.rasterize_tiles(
+                sorted_ids, ranges, means2d, conic_opacity, colors, background, W, H,
+                tile_size=tile, variant=settings.rasterizer, out=(rgb, alpha, rgba8),
+            )  # fmt: skip
+        timer.stop()
+
+        tile_counts = (ranges[:, 1] - ranges[:, 0]).reshape(n_ty, n_tx)
+        stats = RenderStats(n_gaussians=self.n, n_visible=-1, n_pairs=n_pairs, max_tile_pairs=-1, backend=self.backend)
+        if sync_stats:
+            fill_stats(stats, tiles_touched, tile_counts, timer)
+        return RenderOutput(image=rgb, alpha=alpha, rgba8=rgba8, stats=stats, tile_counts=tile_counts)
+
+
+def fill_stats(stats: RenderStats, tiles_touched: Tensor, tile_counts: Tensor, timer: StageTimer) -> RenderStats:
+    """Resolve the device-side statistics of a frame (synchronises: not for the frame loop)."""
+    counts = torch.stack([(tiles_touched > 0).sum(), tile_counts.max().to(torch.int64)]).tolist()
+    stats.n_visible, stats.max_tile_pairs = int(counts[0]), int(counts[1])
+    stats.stage_ms = timer.elapsed_ms(wait=True) or {}
+    return stats
+
+
+MAX_IMAGE_SIDE = 8192
+
+
+def check_image_size(width: int, height: int) -> None:
+    """Refuse absurd sizes up front with a one-line message (never an allocation failure deep inside)."""
+    if not (isinstance(width, int) and isinstance(height, int)) or width < 1 or height < 1:
+        raise ValueError(f"image size {width}x{height}: width and height must be positive integers")
+    if width > MAX_IMAGE_SIDE or height > MAX_IMAGE_SIDE:
+        raise ValueError(f"image size {width}x{height}: each side must be at most {MAX_IMAGE_SIDE} pixels")
+
+

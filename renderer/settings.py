@@ -1,0 +1,44 @@
+"""RenderSettings: everything that changes how a frame is rendered, one dataclass, switches included."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class RenderSettings:
+    """Per-frame render settings.
+
+    Attributes:
+        sh_degree: SH bands to evaluate; None = all the scene has (lower = faster, view-independent at 0).
+        background: RGB in [0, 1] added where transmittance remains.
+        scale_modifier: multiplies every Gaussian's scale (1 = as trained); changes the prepared covariances.
+        near, far: clip distances along +Z (gsplat's defaults: 0.01, 1e10).
+        eps2d: screen-space dilation added to the 2D covariance diagonal (0.3, as 3DGS trains with).
+        tile_size: rasterization tile edge in pixels (16; the exactness contract is stated for 16).
+        rasterizer: "auto" | "scalar" | "batched" loop form of the Triton rasterizer (same image).
+    """
+
+    sh_degree: int | None = None
+    background: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    scale_modifier: float = 1.0
+    near: float = 0.01
+    far: float = 1e10
+    eps2d: float = 0.3
+    tile_size: int = 16
+    rasterizer: str = "auto"
+
+    def validate(self) -> RenderSettings:
+        if self.sh_degree is not None and not 0 <= self.sh_degree <= 3:
+            raise ValueError(f"sh_degree {self.sh_degree} not in 0..3")
+        if len(self.background) != 3:
+            raise ValueError(f"background {self.background!r} is not an RGB triple")
+        if not self.scale_modifier > 0:
+            raise ValueError(f"scale_modifier {self.scale_modifier} must be > 0")
+        if not 0 < self.near < self.far:
+            raise ValueError(f"near {self.near} / far {self.far}: need 0 < near < far")
+        if self.tile_size != 16:
+            raise ValueError("tile_size: only 16 is supported")
+        if self.rasterizer not in ("auto", "scalar", "batched"):
+            raise ValueError(f"rasterizer {self.rasterizer!r}: expected auto, scalar or batched")
+        return self

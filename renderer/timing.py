@@ -1,0 +1,56 @@
+"""Per-stage frame timing: CUDA events on the GPU (read later, never a blocking sync in the frame loop),
+wall clock on the CPU."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import torch
+
+
+class StageTimer:
+    """Records the time of each named stage of one frame, plus "total"."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self._marks: list[tuple[str, object, object]] = []
+        self._start = self._now()
+        self._end = None
+
+    def _now(self):
+        if self.cuda:
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            return ev
+        return time.perf_counter()
+
+    @contextlib.contextmanager
+    def stage(self, name: str):
+        begin = self._now()
+        yield
+        self._marks.append((name, begin, self._now()))
+
+    def stop(self) -> None:
+        self._end = self._now()
+
+    def ready(self) -> bool:
+        """True when every recorded event has completed (always on the CPU)."""
+        if not self.cuda or self._end is None:
+            return self._end is not None
+        return bool(self._end.query())  # type: ignore[union-attr]
+
+    def elapsed_ms(self, *, wait: bool = False) -> dict[str, float] | None:
+        """{stage: ms, ..., "total": ms}; None if the GPU has not finished and wait is False."""
+        if self._end is None:
+            return None
+        if self.cuda:
+            if not wait and not self.ready():
+                return None
+            self._end.synchronize()  # type: ignore[union-attr]
+            span = lambda a, b: float(a.elapsed_time(b))  # noqa: E731
+        else:
+            span = lambda a, b: (b - a) * 1e3  # noqa: E731
+        out = {name: span(a, b) for name, a, b in self._marks}
+        out["total"] = span(self._start, self._end)
+        return out

@@ -1,0 +1,247 @@
+"""The canonical in-memory scene: row-aligned tensors of N Gaussians in the trainer's raw form.
+
+Values are stored *pre-activation*, exactly as the INRIA PLY stores them, so PLY round trips are
+bit-exact. Activation (quaternion normalisation, exp of log-scales, sigmoid of opacity logits) happens
+in one place only: `GaussianScene.activated()`.
+
+Frames: positions are in the scene file's own world frame (for INRIA/COLMAP-trained scenes: +Y down,
+so "up" is -Y). `up_axis` records the hint a reader had; the renderer's default camera uses it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field, replace
+
+import torch
+from torch import Tensor
+
+SH_C0 = 0.28209479177387814  # Y_0^0 = 1 / (2 sqrt(pi)); base colour = 0.5 + SH_C0 * f_dc
+
+# A logit for an opacity of exactly 1 (or 0) would be infinite; readers of activated formats clamp to this.
+MAX_OPACITY_LOGIT = 16.0  # sigmoid(16) = 1 - 1.1e-7, indistinguishable from 1 in float32 blending
+
+
+class SceneFormatError(ValueError):
+    """A scene file (or in-memory scene) is structurally unusable. The message names the file and field."""
+
+
+def sh_degree_from_coeffs(k: int) -> int:
+    """Number of SH coefficients per channel K = (degree+1)^2 -> degree."""
+    degree = int(round(math.sqrt(k))) - 1
+    if degree < 0 or (degree + 1) ** 2 != k:
+        raise ValueError(f"{k} SH coefficients per channel is not (degree+1)^2")
+    return degree
+
+
+def logit(p: Tensor) -> Tensor:
+    """Inverse sigmoid, clamped so opacities of exactly 0 or 1 give finite logits."""
+    return torch.logit(p.clamp(0.0, 1.0)).clamp(-MAX_OPACITY_LOGIT, MAX_OPACITY_LOGIT)
+
+
+@dataclass
+class ActivatedGaussians:
+    """Post-activation parameters, the form gsplat's `rasterization()` takes."""
+
+    means: Tensor  # [N, 3] world positions
+    quats: Tensor  # [N, 4] unit quaternions (w, x, y, z)
+    scales: Tensor  # [N, 3] linear standard deviations along the local axes
+    opacities: Tensor  # [N] in (0, 1)
+    sh: Tensor  # [N, K, 3] SH coefficients, coefficient-major
+
+
+@dataclass
+class GaussianScene:
+    """N Gaussians as row-aligned tensors, raw (pre-activation) values.
+
+    Attributes:
+        means: [N, 3] float32 centres in the world frame.
+        quats: [N, 4] float32 rotations (w, x, y, z), as stored (not necessarily unit length).
+        log_scales: [N, 3] float32 natural-log standard deviations.
+        opacity_logits: [N] float32 pre-sigmoid opacities.
+        sh: [N, K, 3] float32 SH coefficients, coefficient-major (sh[:, 0] is f_dc), K = (degree+1)^2.
+        source_format: short name of the format the scene was read from ("ply", "splat", ...).
+        up_axis: the world "up" direction hint, "-y" for INRIA/COLMAP scenes.
+        antialiased: trained with the Mip-Splatting 2D filter (opacity compensation); carried through.
+        extras: format details worth showing in `warpsplat info` (never needed for rendering).
+    """
+
+    means: Tensor
+    quats: Tensor
+    log_scales: Tensor
+    opacity_logits: Tensor
+    sh: Tensor
+    source_format: str = "memory"
+    up_axis: str = "-y"
+    antialiased: bool = False
+    extras: dict = field(default_factory=dict)
+
+    # ---------------------------------------------------------------- basic properties
+
+    def __len__(self) -> int:
+        return int(self.means.shape[0])
+
+    @property
+    def sh_degree(self) -> int:
+        return sh_degree_from_coeffs(int(self.sh.shape[1]))
+
+    @property
+    def device(self) -> torch.device:
+        return self.means.device
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self._tensors())
+
+    def _tensors(self) -> tuple[Tensor, ...]:
+        return (self.means, self.quats, self.log_scales, self.opacity_logits, self.sh)
+
+    # ---------------------------------------------------------------- checks
+
+    def validate(self) -> GaussianScene:
+        """Check shapes, dtypes and row alignment; raise SceneFormatError naming the offending field.
+
+        Only structure is checked here (cheap, no device sync). Bad *values* are handled by
+        `drop_invalid()`, which readers call once at load.
+        """
+        n = self.means.shape[0] if self.means.dim() == 2 else -1
+        expect = {
+            "means": (n, 3),
+            "quats": (n, 4),
+            "log_scales": (n, 3),
+            "opacity_logits": (n,),
+        }
+        for name, shape in expect.items():
+            t = getattr(self, name)
+            if not isinstance(t, Tensor):
+                raise SceneFormatError(f"{self.source_format} scene: field {name} is not a tensor")
+            if tuple(t.shape) != shape:
+                raise SceneFormatError(
+                    f"{self.source_format} scene: field {name} has shape {tuple(t.shape)}, expected {shape}"
+                )
+        if self.sh.dim() != 3 or self.sh.shape[0] != n or self.sh.shape[2] != 3:
+            raise SceneFormatError(
+                f"{self.source_format} scene: field sh has shape {tuple(self.sh.shape)}, expected ({n}, K, 3)"
+            )
+        try:
+            degree = self.sh_degree
+        except ValueError as e:
+            raise SceneFormatError(f"{self.source_format} scene: field sh: {e}") from None
+        if degree > 3:
+            raise SceneFormatError(f"{self.source_format} scene: SH degree {degree} > 3 is not supported")
+        for name in ("means", "quats", "log_scales", "opacity_logits", "sh"):
+            t = getattr(self, name)
+            if t.dtype != torch.float32:
+                raise SceneFormatError(f"{self.source_format} scene: field {name} has dtype {t.dtype}, expected float32")
+            if t.device != self.means.device:
+                raise SceneFormatError(f"{self.source_format} scene: field {name} is on {t.device}, means on {self.means.device}")
+        if n == 0:
+            raise SceneFormatError(f"{self.source_format} scene: holds no Gaussians")
+        return self
+
+    def invalid_mask(self) -> Tensor:
+        """[N] bool: rows with NaN/inf values, non-positive linear scales (log-scale -inf) or zero quaternions."""
+        bad = ~torch.isfinite(self.means).all(1)
+        bad |= ~torch.isfinite(self.quats).all(1)
+        bad |= ~torch.isfinite(self.log_scales).all(1)  # a linear scale <= 0 reads as a log-scale of -inf / NaN
+        bad |= ~torch.isfinite(self.opacity_logits)
+        bad |= ~torch.isfinite(self.sh).flatten(1).all(1)
+        bad |= self.quats.square().sum(1) == 0
+        return bad
+
+    def drop_invalid(self, *, name: str = "scene") -> GaussianScene:
+        """Drop individually bad Gaussians with one warning giving their count.
+
+        Raises SceneFormatError if every Gaussian is bad (an empty scene is not a scene).
+        """
+        bad = self.invalid_mask()
+        n_bad = int(bad.sum())  # init-only sync: never call per frame
+        if n_bad == 0:
+            return self
+        if n_bad == len(self):
+            raise SceneFormatError(f"{name}: all {n_bad} Gaussians have invalid values (NaN/inf, zero scale or quaternion)")
+        warnings.warn(
+            f"{name}: dropped {n_bad} of {len(self)} Gaussians with invalid values "
+            "(NaN/inf, non-positive scale or zero quaternion)",
+            stacklevel=2,
+        )
+        return self.subset(~bad)
+
+    # ---------------------------------------------------------------- transforms
+
+    def subset(self, index: Tensor) -> GaussianScene:
+        """Rows selected by a bool mask or an index tensor; metadata is kept."""
+        return replace(
+            self,
+            means=self.means[index],
+            quats=self.quats[index],
+            log_scales=self.log_scales[index],
+            opacity_logits=self.opacity_logits[index],
+            sh=self.sh[index],
+            extras=dict(self.extras),
+        )
+
+    def to(self, device: torch.device | str) -> GaussianScene:
+        return replace(
+            self,
+            means=self.means.to(device),
+            quats=self.quats.to(device),
+            log_scales=self.log_scales.to(device),
+            opacity_logits=self.opacity_logits.to(device),
+            sh=self.sh.to(device),
+        )
+
+    def with_sh_degree(self, degree: int) -> GaussianScene:
+        """Keep SH bands up to `degree` (dropping bands; never invents them)."""
+        if not 0 <= degree <= self.sh_degree:
+            raise ValueError(f"sh degree {degree} not in [0, {self.sh_degree}]")
+        return replace(self, sh=self.sh[:, : (degree + 1) ** 2].contiguous())
+
+    # ---------------------------------------------------------------- the one activation
+
+    def activated(self) -> ActivatedGaussians:
+        """The one place where raw values are activated: normalise, exp, sigmoid."""
+        return ActivatedGaussians(
+            means=self.means,
+            quats=torch.nn.functional.normalize(self.quats, dim=1),
+            scales=torch.exp(self.log_scales),
+            opacities=torch.sigmoid(self.opacity_logits),
+            sh=self.sh,
+        )
+
+    # ---------------------------------------------------------------- summaries
+
+    def bounds(self) -> tuple[Tensor, Tensor]:
+        """(min [3], max [3]) of the means."""
+        return self.means.min(0).values, self.means.max(0).values
+
+    def robust_bounds(self, lo: float = 0.01, hi: float = 0.99) -> tuple[Tensor, Tensor]:
+        """Per-axis quantiles of the means (1st-99th percentile box by default); ignores stray floaters."""
+        m = self.means
+        if m.shape[0] > 1_000_000:  # torch.quantile has an input-size limit; a strided sample is plenty
+            m = m[:: m.shape[0] // 1_000_000 + 1]
+        q = torch.quantile(m.double(), torch.tensor([lo, hi], dtype=torch.float64, device=m.device), dim=0)
+        return q[0].float(), q[1].float()
+
+    def center(self) -> Tensor:
+        """[3] per-axis median of the means (the default look-at point)."""
+        m = self.means
+        if m.shape[0] > 1_000_000:
+            m = m[:: m.shape[0] // 1_000_000 + 1]
+        return m.median(dim=0).values
+
+
+def make_scene(
+    means: Tensor,
+    quats: Tensor,
+    log_scales: Tensor,
+    opacity_logits: Tensor,
+    sh: Tensor,
+    **meta,
+) -> GaussianScene:
+    """Build a scene from arrays of any float dtype; converts to contiguous float32 and validates."""
+
+    def f32(t: Tensor) -> Tensor:
+        return torch.as_tensor(t).to(torch.float32).contiguous()
+
+    return GaussianScene(f32(means), f32(quats), f32(log_scales), f32(opacity_logits), f32(sh), **meta).validate()

@@ -1,0 +1,99 @@
+"""Open and save scenes by path: one dispatch table, one reader/writer module per format.
+
+Readers are chosen by the file's magic bytes where the format has one, else by its extension, and every
+failure is a `SceneFormatError` (or `FileNotFoundError`) naming the path: never a traceback from numpy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .gaussians import GaussianScene, SceneFormatError
+from .ply import is_ply, read_ply, write_ply
+from .splat import read_splat, write_splat
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    extensions: tuple[str, ...]  # lower-case, with the dot; longest match wins (".compressed.ply" over ".ply")
+    read: Callable[..., GaussianScene] | None
+    write: Callable[..., None] | None = None
+    sniff: Callable[[bytes], bool] | None = None  # recognises the format from the first 64 bytes
+
+
+# Order matters for sniffing: the first format whose sniff() accepts the head wins.
+FORMATS: list[Format] = [
+    Format("ply", (".ply",), read_ply, write_ply, is_ply),
+    Format("splat", (".splat",), read_splat, write_splat),
+]
+
+
+def register_format(fmt: Format, *, first: bool = False) -> None:
+    """Add a format module's reader/writer (used by the format modules themselves)."""
+    FORMATS[:] = [f for f in FORMATS if f.name != fmt.name]
+    FORMATS.insert(0 if first else len(FORMATS), fmt)
+
+
+def format_for_path(path: str, *, for_write: bool = False) -> Format:
+    """The format an output (or input without magic) path names by its extension."""
+    lower = path.lower()
+    best: tuple[int, Format] | None = None
+    for fmt in FORMATS:
+        if for_write and fmt.write is None:
+            continue
+        for ext in fmt.extensions:
+            if lower.endswith(ext) and (best is None or len(ext) > best[0]):
+                best = (len(ext), fmt)
+    if best is None:
+        known = sorted({e for f in FORMATS for e in f.extensions if (f.write or not for_write)})
+        what = "write" if for_write else "read"
+        raise SceneFormatError(f"{path}: unknown scene format (can {what}: {', '.join(known)})")
+    return best[1]
+
+
+def load_scene(path: str | os.PathLike, **options) -> GaussianScene:
+    """Read any supported scene file (or scene folder) into a GaussianScene.
+
+    Raises:
+        FileNotFoundError: the path does not exist.
+        SceneFormatError: the file is unreadable as a scene (message names the file and what was wrong).
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    if os.path.isdir(path):
+        for fmt in FORMATS:
+            if "/" in fmt.extensions and fmt.read is not None:  # folder readers register the extension "/"
+                return fmt.read(path, **options)
+        raise SceneFormatError(f"{path}: is a folder, and no folder format is known")
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if not head:
+        raise SceneFormatError(f"{path}: file is empty")
+    lower = path.lower()
+    by_ext = None
+    try:
+        by_ext = format_for_path(path)
+    except SceneFormatError:
+        pass
+    # Magic bytes beat the extension, except where the extension names a more specific variant of the
+    # same container (".compressed.ply" is a PLY by magic).
+    for fmt in FORMATS:
+        if fmt.sniff is not None and fmt.read is not None and fmt.sniff(head):
+            if by_ext is not None and by_ext.sniff is not None and by_ext.sniff(head):
+                fmt = by_ext
+            return fmt.read(path, **options)
+    if by_ext is None or by_ext.read is None:
+        raise SceneFormatError(f"{path}: unknown scene format (extension {os.path.splitext(lower)[1]!r})")
+    return by_ext.read(path, **options)
+
+
+def save_scene(scene: GaussianScene, path: str | os.PathLike, **options) -> None:
+    """Write a scene in the format its extension names (atomically: temp file + rename)."""
+    path = os.fspath(path)
+    fmt = format_for_path(path, for_write=True)
+    assert fmt.write is not None
+    fmt.write(scene, path, **options)

@@ -1,0 +1,1 @@
+"""The `warpsplat` command-line tools (thin: parse, call the library, report)."""

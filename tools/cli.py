@@ -1,0 +1,52 @@
+"""The `warpsplat` command: thin subcommands that parse arguments, call the library and report.
+
+Each subcommand lives in its own module `tools/<name>.py` exposing `add_parser(subparsers)` (which sets
+`func` on its parser) and is listed in SUBCOMMANDS. Expected user errors (missing or corrupt files, bad
+arguments, existing outputs) end with a one-line message on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+SUBCOMMANDS = ["render", "info"]  # module names under tools/, in the order `--help` lists them
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """An expected failure with a one-line message for the user (exit code 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="warpsplat",
+        description="Real-time 3D Gaussian Splatting: view, render, convert and benchmark trained scenes.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"tools.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from scenes import SceneFormatError
+    from scenes.atomic import OutputExistsError
+
+    try:
+        return int(args.func(args) or 0)
+    except (CliError, SceneFormatError, OutputExistsError, FileNotFoundError, IsADirectoryError) as e:
+        print(f"warpsplat {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"warpsplat {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Argument parsing helpers shared by the subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+from renderer import MAX_IMAGE_SIDE
+from scenes import GaussianScene, bundled_scene_path, load_scene
+
+from .cli import CliError
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'WxH' -> (W, H), with a one-line error for anything else or absurd sizes."""
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT (e.g. 1920x1080)")
+    w, h = int(m.group(1)), int(m.group(2))
+    if not (1 <= w <= MAX_IMAGE_SIDE and 1 <= h <= MAX_IMAGE_SIDE):
+        raise argparse.ArgumentTypeError(f"{text!r}: each side must be between 1 and {MAX_IMAGE_SIDE} pixels")
+    return w, h
+
+
+def add_scene_argument(parser: argparse.ArgumentParser, *, required: bool = False) -> None:
+    help_text = "scene file or trained-output folder"
+    if required:
+        parser.add_argument("scene", help=help_text)
+    else:
+        parser.add_argument("scene", nargs="?", default=None, help=help_text + " (default: the bundled plant scene)")
+    parser.add_argument("--up", default=None, help="world up axis of the scene: -y (INRIA default), +y, +z, ...")
+
+
+def open_scene(path: str | None, up: str | None = None) -> GaussianScene:
+    """Load the scene a command names (or the bundled one), applying --up."""
+    if path is None:
+        path = str(bundled_scene_path())
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file or folder")
+    scene = load_scene(path)
+    if up is not None:
+        from renderer import up_vector
+
+        try:
+            up_vector(up)
+        except ValueError as e:
+            raise CliError(str(e)) from None
+        scene.up_axis = up
+    return scene

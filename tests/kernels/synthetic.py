@@ -1,0 +1,54 @@
+"""Procedural Gaussians and cameras for kernel tests, with the edge cases the kernels must handle."""
+
+from __future__ import annotations
+
+
+import torch
+
+from renderer import Camera, look_at_pose, prepare_covariances
+
+
+def camera(width: int, height: int, fov_y_deg: float = 60.0) -> Camera:
+    """A camera at (0, 0, -4) looking at the origin, -Y up (INRIA convention)."""
+    return Camera.from_fov(width, height, fov_y_deg, look_at_pose((0.3, -0.2, -4.0), (0, 0, 0), (0, -1, 0)))
+
+
+def gaussians(n: int, *, sh_degree: int = 0, seed: int = 0, device: str = "cpu", edge_cases: bool = True):
+    """(means [N,3], covars [N,6], opacities [N], sh [N,K,3]) with random trained-like values.
+
+    With edge_cases, the first rows are: behind the camera, exactly at the near plane, far off-screen,
+    huge, needle-thin, nearly transparent (below 1/255), and fully opaque.
+    """
+    g = torch.Generator().manual_seed(seed)
+    means = (torch.rand(n, 3, generator=g) - 0.5) * torch.tensor([3.0, 2.4, 2.0])
+    quats = torch.randn(n, 4, generator=g)
+    log_scales = torch.randn(n, 3, generator=g) * 0.6 - 3.3
+    opac = torch.rand(n, generator=g) * 0.98 + 0.02
+    k = (sh_degree + 1) ** 2
+    sh = torch.randn(n, k, 3, generator=g) * torch.tensor([1.0] + [0.3] * (k - 1))[None, :, None]
+    if edge_cases and n >= 8:
+        eye = torch.tensor([0.3, -0.2, -4.0])
+        fwd = -eye / eye.norm()
+        means[0] = eye - fwd * 1.0  # behind the camera
+        means[1] = eye + fwd * 0.01  # exactly at the near plane (z = near)
+        means[2] = torch.tensor([40.0, 0.0, 0.0])  # far off-screen
+        log_scales[3] = torch.tensor([0.2, 0.1, 0.3])  # huge: covers the whole image
+        means[3] = torch.tensor([0.0, 0.0, 1.0])
+        log_scales[4] = torch.tensor([-0.5, -9.0, -9.0])  # needle-thin
+        opac[5] = 0.5 / 255.0  # below the alpha threshold: culled
+        opac[6] = 1.0  # fully opaque
+        log_scales[6] = torch.tensor([-1.5, -1.5, -1.5])
+    covars = prepare_covariances(quats, log_scales)
+    return (means.to(device), covars.to(device), opac.to(device), sh.to(device))
+
+
+def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
+    """Compare per-Gaussian float outputs on the given rows; report the first mismatches."""
+    r, t = ref[rows].double(), tri[rows].double()
+    bad = ~torch.isclose(t, r, rtol=rtol, atol=atol)
+    if bad.any():
+        idx = torch.nonzero(bad.reshape(bad.shape[0], -1).any(1)).flatten()[:5]
+        raise AssertionError(f"{name}: {int(bad.sum())} mismatches; first rows {idx.tolist()}: "
+                             f"ref {r[idx].tolist()} tri {t[idx].tolist()}")  # fmt: skip
+
+

@@ -189,11 +189,15 @@ def rasterize_tiles(
     *,
     tile_size: int = 16,
     variant: str = "auto",
+    step: int | None = None,
+    num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
+    step: Gaussians per loop step (batch width or unroll); num_warps: warps per tile program. Both are
+    tuning knobs with measured defaults; neither changes the image.
     `out` = (rgb, alpha, rgba8 or None) buffers to write into.
     """
     n_tx = (width + tile_size - 1) // tile_size
@@ -217,10 +221,15 @@ def rasterize_tiles(
     )  # fmt: skip
     grid = (n_tx * n_ty,)
     if variant == "batched":
-        batch = 64 if interpreting() else 16
-        _rasterize_batched_kernel[grid](*args, TILE=tile_size, BATCH=batch, HAS_RGBA8=has_rgba8, num_warps=8)
+        batch = step or (64 if interpreting() else 16)
+        _rasterize_batched_kernel[grid](
+            *args, TILE=tile_size, BATCH=batch, HAS_RGBA8=has_rgba8, num_warps=num_warps or 8
+        )
     elif variant == "scalar":
-        _rasterize_scalar_kernel[grid](*args, TILE=tile_size, UNROLL=16, HAS_RGBA8=has_rgba8, num_warps=8)
+        unroll = step or 16
+        _rasterize_scalar_kernel[grid](
+            *args, TILE=tile_size, UNROLL=unroll, HAS_RGBA8=has_rgba8, num_warps=num_warps or 4
+        )
     else:
         raise ValueError(f"unknown rasterizer variant {variant!r}")
     return rgb, alpha, rgba8

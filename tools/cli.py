@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ["render", "info"]  # module names under tools/, in the order `--help` lists them
+SUBCOMMANDS = ["render", "info", "bench"]  # module names under tools/, in the order `--help` lists them
 
 EXIT_USAGE = 2
 

@@ -1,0 +1,317 @@
+"""`warpsplat bench`: warpsplat against gsplat 1.5.3, same process, same GPU, same cameras and resolution.
+
+It reports; it does not pass or fail. Per camera path it measures, after warm-up (compilation and
+autotuning excluded):
+- frame time of every renderer variant (CUDA events around the whole frame, host sync included), median
+  and p90, wall frames/s, per-stage medians, peak GPU memory;
+- gsplat 1.5.3's `rasterization()` on the same cameras (DESIGN.md's exactness-contract call), timed the same;
+- Gaussians visible, Gaussian-tile pairs, longest tile list (from warpsplat's exact binning);
+- PSNR of warpsplat's image against gsplat's on sampled frames, and of each variant against the default.
+
+Variants: the default settings, then each renderer switch flipped alone (an ablation row per switch).
+Output: a short table on stdout and a JSON file with GPU name, versions, commit and the exact command.
+On a CPU it runs too (tiny sizes, no gsplat) so CI exercises its code paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from .cli import CliError
+from .common import parse_size
+
+# Real scenes of the benchmark (file names in the scenes folder) and the quick subset.
+DEFAULT_SCENES = ["playbot_lod0.sog", "plant.splat", "winter_fountain.splat", "st-peter.sog", "fruit_drops_minimal.ply"]
+QUICK_SCENES = ["plant.splat", "fruit_drops_minimal.ply"]
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("bench", help="benchmark warpsplat against gsplat on real and composite scenes")
+    p.add_argument("--scenes", nargs="+", default=None, help="scene files (names in --scenes-dir, or paths)")
+    p.add_argument("--scenes-dir", default=None, help="folder of real scenes (default $WARPSPLAT_SCENES or ../shared/scenes)")
+    p.add_argument("--size", type=parse_size, default=(1920, 1080), help="WIDTHxHEIGHT (default 1920x1080)")
+    p.add_argument("--frames", type=int, default=60, help="frames per path (default 60)")
+    p.add_argument("--warmup", type=int, default=3, help="untimed frames before each timed path (default 3)")
+    p.add_argument("--psnr-every", type=int, default=6, help="compare images on every k-th frame (default 6)")
+    p.add_argument("--quick", action="store_true", help="smoke check: two small scenes, 20 frames")
+    p.add_argument("--no-gsplat", action="store_true", help="skip gsplat (always skipped without CUDA)")
+    p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto")
+    p.add_argument("--json", default="bench.json", help="where to write the full results (default bench.json)")
+    p.set_defaults(func=run)
+
+
+# ----------------------------------------------------------------------------------------------- results
+
+
+@dataclass
+class PathResult:
+    scene: str
+    path: str
+    n_gaussians: int
+    variant: str
+    frame_ms: list[float] = field(default_factory=list)
+    wall_fps: float = 0.0
+    stage_ms: dict[str, float] = field(default_factory=dict)  # medians
+    visible: int = 0
+    pairs: int = 0
+    max_tile: int = 0
+    peak_mem_mb: float = 0.0
+    psnr_vs_gsplat: list[float] = field(default_factory=list)
+    psnr_vs_default: list[float] = field(default_factory=list)
+
+    def median(self) -> float:
+        return statistics.median(self.frame_ms) if self.frame_ms else float("nan")
+
+    def p90(self) -> float:
+        if not self.frame_ms:
+            return float("nan")
+        s = sorted(self.frame_ms)
+        return s[min(len(s) - 1, int(math.ceil(0.9 * len(s))) - 1)]
+
+
+def psnr(a, b) -> float:
+    import torch
+
+    mse = torch.mean((a.double() - b.double()) ** 2).item()
+    return float("inf") if mse == 0 else 10.0 * math.log10(1.0 / mse)
+
+
+# ----------------------------------------------------------------------------------------------- timing
+
+
+class Clock:
+    """CUDA events on the GPU, wall clock on the CPU; `ms()` is read after `sync()`."""
+
+    def __init__(self, cuda: bool):
+        import torch
+
+        self.cuda = cuda
+        self.torch = torch
+
+    def mark(self):
+        if self.cuda:
+            ev = self.torch.cuda.Event(enable_timing=True)
+            ev.record()
+            return ev
+        return time.perf_counter()
+
+    def sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def ms(self, a, b) -> float:
+        return float(a.elapsed_time(b)) if self.cuda else (b - a) * 1e3
+
+
+def gsplat_renderer(scene, device):
+    """A callable camera -> [H,W,3] image through gsplat 1.5.3, called as DESIGN.md's contract states."""
+    import torch
+    from gsplat import rasterization
+
+    act = scene.to(device).activated()
+    degree = scene.sh_degree
+
+    def render(cam):
+        viewmat = torch.tensor(cam.viewmat, dtype=torch.float32, device=device)[None]
+        K = torch.tensor(cam.K, dtype=torch.float32, device=device)[None]
+        colors, _, _ = rasterization(
+            act.means, act.quats, act.scales, act.opacities, act.sh, viewmat, K, cam.width, cam.height,
+            sh_degree=degree, near_plane=0.01, far_plane=1e10, eps2d=0.3, packed=False, tile_size=16,
+            rasterize_mode="classic",
+        )  # fmt: skip
+        return colors[0]
+
+    return render
+
+
+def time_path(render_fn, cams, clock: Clock, warmup: int) -> tuple[list[float], float, list]:
+    """Render every camera once after `warmup` untimed frames; (frame ms list, wall fps, per-frame extras)."""
+    for cam in cams[: max(warmup, 0)]:
+        render_fn(cam)
+    clock.sync()
+    marks, extras = [], []
+    t0 = time.perf_counter()
+    for cam in cams:
+        a = clock.mark()
+        extras.append(render_fn(cam))
+        marks.append((a, clock.mark()))
+    clock.sync()
+    wall = time.perf_counter() - t0
+    return [clock.ms(a, b) for a, b in marks], len(cams) / wall, extras
+
+
+# ----------------------------------------------------------------------------------------------- paths
+
+
+def object_paths(scene, width, height, n):
+    from renderer.trajectory import orbit_path
+
+    return {"orbit": orbit_path(scene, width, height, n)}
+
+
+# ----------------------------------------------------------------------------------------------- main
+
+
+def variants():
+    """The default settings, then each renderer switch flipped alone (ablation)."""
+    from renderer import RenderSettings
+
+    return {
+        "default": RenderSettings(),
+        "rasterizer=batched": RenderSettings(rasterizer="batched"),
+    }
+
+
+def find_scene(name: str, scenes_dir: str | None) -> str:
+    if os.path.exists(name):
+        return name
+    candidates = [scenes_dir, os.environ.get("WARPSPLAT_SCENES"), os.path.join(os.getcwd(), "..", "shared", "scenes")]
+    for d in candidates:
+        if d and os.path.exists(os.path.join(d, name)):
+            return os.path.join(d, name)
+    raise CliError(f"scene {name}: not found (give a path, --scenes-dir or WARPSPLAT_SCENES)")
+
+
+def git_commit() -> str:
+    env = os.environ.get("WARPSPLAT_COMMIT")
+    if env:
+        return env
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from renderer import Renderer
+    from scenes import load_scene
+
+    if args.frames < 1:
+        raise CliError(f"--frames {args.frames}: must be at least 1")
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
+    use_gsplat = cuda and not args.no_gsplat
+    width, height = args.size
+    n_frames = 20 if args.quick and args.frames == 60 else args.frames
+    names = args.scenes or (QUICK_SCENES if args.quick else DEFAULT_SCENES)
+    clock = Clock(cuda)
+    results: list[PathResult] = []
+    gsplat_results: list[PathResult] = []
+
+    for name in names:
+        path = find_scene(name, args.scenes_dir)
+        scene = load_scene(path)
+        label = os.path.basename(path)
+        renderer = Renderer(scene, device=device, backend=args.backend)
+        g_render = gsplat_renderer(scene, device) if use_gsplat else None
+        for path_name, cams in object_paths(scene, width, height, n_frames).items():
+            reference_images = {}
+            if g_render is not None:
+                ms, fps, _ = time_path(lambda c: g_render(c), cams, clock, args.warmup)
+                gsplat_results.append(PathResult(label, path_name, len(scene), "gsplat", ms, fps))
+                reference_images = {i: g_render(cams[i]).clone() for i in range(0, len(cams), args.psnr_every)}
+            default_images = {}
+            for vname, settings in variants().items():
+                if cuda:
+                    torch.cuda.reset_peak_memory_stats()
+                timers = []
+
+                def frame(cam, settings=settings, timers=timers):
+                    renderer.render(cam, settings, sync_stats=False)
+                    timers.append(renderer.last_timer)
+
+                ms, fps, _ = time_path(frame, cams, clock, args.warmup)
+                res = PathResult(label, path_name, len(scene), vname, ms, fps)
+                stage_lists: dict[str, list[float]] = {}
+                for t in timers[-len(cams):]:
+                    for k, v in (t.elapsed_ms(wait=True) or {}).items():
+                        stage_lists.setdefault(k, []).append(v)
+                res.stage_ms = {k: statistics.median(v) for k, v in stage_lists.items()}
+                res.peak_mem_mb = torch.cuda.max_memory_allocated() / 2**20 if cuda else 0.0
+                vis, pairs, longest = [], [], []
+                for i in range(0, len(cams), args.psnr_every):
+                    out = renderer.render(cams[i], settings)
+                    vis.append(out.stats.n_visible)
+                    pairs.append(out.stats.n_pairs)
+                    longest.append(out.stats.max_tile_pairs)
+                    img = out.image.clone()
+                    if i in reference_images:
+                        res.psnr_vs_gsplat.append(psnr(img, reference_images[i]))
+                    if vname == "default":
+                        default_images[i] = img
+                    else:
+                        res.psnr_vs_default.append(psnr(img, default_images[i]))
+                res.visible, res.pairs, res.max_tile = int(statistics.median(vis)), int(statistics.median(pairs)), max(longest)
+                results.append(res)
+                print(f"  {label} {path_name} {vname}: median {res.median():.3f} ms", file=sys.stderr, flush=True)
+        del renderer, g_render
+        if cuda:
+            torch.cuda.empty_cache()
+
+    print_table(results, gsplat_results, device_name(cuda), width, height, n_frames)
+    write_json(args, results, gsplat_results, cuda, width, height, n_frames)
+    return 0
+
+
+def device_name(cuda: bool) -> str:
+    import torch
+
+    return torch.cuda.get_device_name() if cuda else f"CPU ({platform.processor() or platform.machine()})"
+
+
+def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
+    g = {(r.scene, r.path): r for r in gsplat_results}
+    print(f"\nwarpsplat bench on {gpu}, {width}x{height}, {n_frames} frames per path (ms per frame)")
+    hdr = f"{'scene / path':34} {'variant':20} {'median':>8} {'p90':>8} {'gsplat':>8} {'speedup':>8} " \
+          f"{'visible':>9} {'pairs':>10} {'max tile':>8} {'PSNR':>7} {'MB':>7}"  # fmt: skip
+    print(hdr)
+    print("-" * len(hdr))
+    for r in results:
+        gr = g.get((r.scene, r.path))
+        gms = f"{gr.median():8.3f}" if gr else f"{'-':>8}"
+        speed = f"{gr.median() / r.median():7.2f}x" if gr else f"{'-':>8}"
+        ps = r.psnr_vs_gsplat if r.variant == "default" else r.psnr_vs_default
+        p = f"{min(ps):7.1f}" if ps else f"{'-':>7}"
+        print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:20} {r.median():8.3f} {r.p90():8.3f} {gms} {speed} "
+              f"{r.visible:9,} {r.pairs:10,} {r.max_tile:8,} {p} {r.peak_mem_mb:7.0f}")  # fmt: skip
+    print("PSNR: min over sampled frames, dB; default variant against gsplat, other variants against default.")
+
+
+def write_json(args, results, gsplat_results, cuda, width, height, n_frames) -> None:
+    import torch
+    import triton
+
+    try:
+        import gsplat
+
+        gsplat_version = gsplat.__version__
+    except ImportError:
+        gsplat_version = None
+    doc = {
+        "command": "warpsplat " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("warpsplat") else " ".join(sys.argv),
+        "gpu": device_name(cuda),
+        "versions": {"torch": torch.__version__, "triton": triton.__version__, "gsplat": gsplat_version,
+                     "python": platform.python_version()},  # fmt: skip
+        "commit": git_commit(),
+        "size": [width, height],
+        "frames": n_frames,
+        "paths": [
+            {**r.__dict__, "median_ms": r.median(), "p90_ms": r.p90()} for r in results + gsplat_results
+        ],
+    }
+    tmp = args.json + ".part"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, default=float)
+    os.replace(tmp, args.json)
+    print(f"wrote {args.json}")

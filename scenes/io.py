@@ -10,9 +10,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .compressed_ply import read_compressed_ply, write_compressed_ply
 from .gaussians import GaussianScene, SceneFormatError
-from .ply import is_ply, read_ply, write_ply
+from .ply import is_ply, write_ply
+from .sog import is_sog, read_sog
 from .splat import read_splat, write_splat
+from .spz import is_spz, read_spz, write_spz
+from .trainer_folder import read_folder
 
 
 @dataclass(frozen=True)
@@ -25,9 +29,15 @@ class Format:
 
 
 # Order matters for sniffing: the first format whose sniff() accepts the head wins.
+# Both PLY entries read through `read_compressed_ply`, which tells the two layouts apart from the header, so
+# a compressed PLY named `.ply` (or an INRIA one named `.compressed.ply`) still loads.
 FORMATS: list[Format] = [
-    Format("ply", (".ply",), read_ply, write_ply, is_ply),
+    Format("ply", (".ply",), read_compressed_ply, write_ply, is_ply),
+    Format("compressed-ply", (".compressed.ply",), read_compressed_ply, write_compressed_ply, is_ply),
+    Format("spz", (".spz",), read_spz, write_spz, is_spz),  # v4 sniffs as NGSP; gzip v2/v3 go by extension
+    Format("sog", (".sog", "meta.json"), read_sog, None, is_sog),  # writing SOG needs k-means codebooks
     Format("splat", (".splat",), read_splat, write_splat),
+    Format("folder", ("/",), read_folder),  # unbundled SOG (meta.json) or trainer output folder
 ]
 
 

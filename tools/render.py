@@ -1,34 +1,122 @@
-"""`warpsplat render`: render one image from the default view, or a camera path as PNG frames.
+"""`warpsplat render`: render one image, or a camera path to an H.264 video or a folder of PNG frames.
 
     warpsplat render [SCENE] --size 1280x720 --out image.png
-    warpsplat render [SCENE] --path orbit --frames 60 --out frames/
+    warpsplat render [SCENE] --path orbit --frames 120 --fps 30 --out orbit.mp4
+    warpsplat render [SCENE] --path flythrough --frames 600 --size 1920x1080 --crf 18 --out fly.mp4
+    warpsplat render [SCENE] --path camera_path.json --out video.mp4        (nerfstudio, or the viewer's file)
+    warpsplat render [SCENE] --path cameras.json --frames 300 --out frames/  (INRIA training cameras)
+    warpsplat render [SCENE] --path spiral --out frames/ --resume          (continue a killed frame render)
+    warpsplat render [SCENE] --path orbit --out orbit.mp4 --workers 2      (one process per GPU, stitched)
+
+No window and no GL: this module never imports `app/`. Paths come from `renderer.trajectory` (generated) and
+`renderer.camera_path` (files); video encoding from `tools.video` (PyAV). Outputs are written under
+temporary names and renamed when complete; PNG frames one by one, so `--resume` skips the frames present.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
+import json
+import math
 import os
+import signal
 import statistics
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .cli import CliError
 from .common import add_scene_argument, open_scene, parse_size
 
+GENERATED_PATHS = ("orbit", "spiral", "flythrough")
+QUALITY_CRF = {"draft": 28, "good": 23, "high": 18, "lossless": 0}
+DEFAULT_SIZE = (1280, 720)
+MANIFEST = "render.json"  # in a frame folder: what was being rendered, so --resume can check it is the same
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("render", help="render an image or a camera path (no window, no GL)")
+    p = sub.add_parser(
+        "render", help="render an image, a video or PNG frames of a camera path (no window, no GL)"
+    )
     add_scene_argument(p)
-    p.add_argument("--out", required=True, help="image.png for one frame; a folder for PNG frames of a path")
-    p.add_argument("--size", type=parse_size, default=(1280, 720), help="WIDTHxHEIGHT (default 1280x720)")
-    p.add_argument("--path", default=None, help="camera path to render as frames: orbit")
-    p.add_argument("--frames", type=int, default=60, help="number of frames of a generated path (default 60)")
-    p.add_argument("--fov", type=float, default=60.0, help="vertical field of view in degrees (default 60)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="image.png (one frame), video.mp4 (H.264) or a folder (PNG frames of a path)",
+    )
+    p.add_argument(
+        "--size",
+        type=parse_size,
+        default=None,
+        help="WIDTHxHEIGHT (default 1280x720, or the size a camera path file gives)",
+    )
+    p.add_argument(
+        "--path",
+        default=None,
+        help="camera path: orbit, spiral, flythrough, or a .json file (nerfstudio camera_path.json, "
+        "the viewer's keyframe file, INRIA cameras.json)",
+    )
+    p.add_argument(
+        "--frames",
+        type=int,
+        default=None,
+        help="number of frames (default 60 for generated paths, the file's own count for files)",
+    )
+    p.add_argument("--fps", type=float, default=None, help="video frame rate (default 30, or the file's)")
+    p.add_argument(
+        "--turns", type=float, default=None, help="revolutions of orbit (default 1) and spiral (2)"
+    )
+    p.add_argument(
+        "--radius", type=float, default=None, help="orbit radius in world units (default: framing)"
+    )
+    p.add_argument(
+        "--rise", type=float, default=None, help="orbit height above the look-at point (world units)"
+    )
+    p.add_argument(
+        "--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)"
+    )
     p.add_argument("--background", default="0,0,0", help="background R,G,B in [0, 1] (default 0,0,0)")
-    p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto",
-                   help="auto: Triton kernels on CUDA, the torch reference pipeline on CPU (faster there)")  # fmt: skip
+    p.add_argument(
+        "--backend",
+        choices=("auto", "triton", "torch"),
+        default="auto",
+        help="auto: Triton kernels on CUDA, the torch reference pipeline on CPU (faster there)",
+    )
+    v = p.add_argument_group("video (--out *.mp4)")
+    v.add_argument("--crf", type=int, default=None, help="x264 constant rate factor 0..51 (default 18)")
+    v.add_argument(
+        "--quality",
+        choices=tuple(QUALITY_CRF),
+        default=None,
+        help="named crf: " + ", ".join(f"{k}={c}" for k, c in QUALITY_CRF.items()),
+    )
+    v.add_argument("--preset", default="medium", help="x264 preset, ultrafast..veryslow (default medium)")
+    v.add_argument(
+        "--odd-size",
+        choices=("refuse", "pad"),
+        default="refuse",
+        help="H.264 needs even sizes: refuse odd ones (default) or pad them by one edge pixel",
+    )
+    v.add_argument(
+        "--alpha-video",
+        default=None,
+        metavar="ALPHA.mp4",
+        help="also write the coverage (alpha) as a greyscale H.264 video",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes, each rendering a contiguous chunk of frames (one per GPU on CUDA)",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="continue a frame-folder render, skipping frames present"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
@@ -42,64 +130,507 @@ def parse_background(text: str) -> tuple[float, float, float]:
     return vals  # type: ignore[return-value]
 
 
-def run(args: argparse.Namespace) -> int:
+# ------------------------------------------------------------------------------------------------ the plan
+
+
+@dataclass
+class Job:
+    """Everything a worker needs to render its frames (picklable: it crosses a process boundary)."""
+
+    scene: str | None
+    up: str | None
+    backend: str
+    background: tuple[float, float, float]
+    cameras: list  # [Camera] of this job's frames
+    indices: list[int]  # frame numbers of `cameras`
+    folder: str | None = None  # PNG frames go here
+    video: str | None = None  # H.264 of these frames, at this (temporary) path
+    alpha_video: str | None = None
+    fps: float = 30.0
+    crf: int = 18
+    preset: str = "medium"
+    pad_odd: bool = False
+    device: str | None = None
+    threads: int | None = None
+
+
+@dataclass
+class FrameTimes:
+    """Per-frame timings collected for the closing summary."""
+
+    stage_ms: list[dict[str, float]] = field(default_factory=list)
+    write_ms: list[float] = field(default_factory=list)
+
+    def add(self, stage_ms: dict[str, float], write_ms: float) -> None:
+        self.stage_ms.append(stage_ms)
+        self.write_ms.append(write_ms)
+
+
+def frame_name(i: int) -> str:
+    return f"frame_{i:05d}.png"
+
+
+def crf_from_args(args: argparse.Namespace) -> int:
+    if args.crf is not None and args.quality is not None:
+        raise CliError("--crf and --quality: give one of them")
+    crf = QUALITY_CRF[args.quality] if args.quality else (18 if args.crf is None else args.crf)
+    if not 0 <= crf <= 51:
+        raise CliError(f"--crf {crf}: must be in 0..51")
+    return crf
+
+
+def build_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
+    """The path's cameras, its frame rate, and a one-line description."""
+    from renderer.camera_path import CameraPathError, load_camera_path
+    from renderer.trajectory import flythrough_path, orbit_path, spiral_path
+
+    width, height = args.size or DEFAULT_SIZE
+    if args.path in GENERATED_PATHS:
+        n = 60 if args.frames is None else args.frames
+        fps = 30.0 if args.fps is None else args.fps
+        common = dict(up=args.up, fov_y_deg=args.fov)
+        try:
+            if args.path == "orbit":
+                cams = orbit_path(
+                    scene,
+                    width,
+                    height,
+                    n,
+                    turns=1.0 if args.turns is None else args.turns,
+                    radius=args.radius,
+                    rise=args.rise,
+                    **common,
+                )
+            elif args.path == "spiral":
+                cams = spiral_path(
+                    scene, width, height, n, turns=2.0 if args.turns is None else args.turns, **common
+                )
+            else:
+                cams = flythrough_path(scene, width, height, n, **common)
+        except ValueError as e:
+            raise CliError(f"--path {args.path}: {e}") from None
+        return cams, fps, f"{args.path}, {n} frames"
+    if not args.path.lower().endswith(".json") and not os.path.exists(args.path):
+        raise CliError(
+            f"--path {args.path!r}: not a generated path ({', '.join(GENERATED_PATHS)}) nor a .json file"
+        )
+    if not os.path.exists(args.path):
+        raise CliError(f"--path {args.path}: no such file")
+    size = args.size or (None, None)
+    try:
+        cp = load_camera_path(args.path, width=size[0], height=size[1], n_frames=args.frames)
+    except CameraPathError as e:
+        raise CliError(str(e)) from None
+    fps = cp.fps if args.fps is None else args.fps
+    return cp.cameras, fps, f"{cp.kind} from {args.path}, {len(cp.cameras)} frames"
+
+
+def cameras_digest(cams) -> str:
+    """A fingerprint of the cameras (poses, intrinsics), to tell whether --resume continues the same path."""
+    h = hashlib.sha256()
+    for c in cams:
+        h.update(
+            np.round(np.concatenate([c.T_world_camera.reshape(-1), [c.fx, c.fy, c.cx, c.cy]]), 9).tobytes()
+        )
+        h.update(f"{c.width}x{c.height}".encode())
+    return h.hexdigest()[:16]
+
+
+# ------------------------------------------------------------------------------------------------ rendering
+
+
+def to_rgba8(out):
+    """[H, W, 4] uint8 numpy copy of a frame (the renderer's buffers are reused by the next frame)."""
+    if out.rgba8 is not None:
+        return out.rgba8.cpu().numpy().copy()
+    import torch
+
+    rgb = (out.image.clamp(0, 1) * 255 + 0.5).to(torch.uint8)
+    a = (out.alpha.clamp(0, 1) * 255 + 0.5).to(torch.uint8)
+    return torch.cat([rgb, a[..., None]], dim=-1).cpu().numpy()
+
+
+def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
+    """Render and write one job's frames (in this process). `on_frame(stage_ms, write_ms)` after each;
+    `scene`: the scene if already loaded (else the job's file is read)."""
     import torch
     from PIL import Image
 
-    from renderer import Renderer, RenderSettings, default_camera
-    from renderer.trajectory import orbit_path
-    from scenes.atomic import atomic_write, check_writable
+    from renderer import Renderer, RenderSettings
+    from scenes.atomic import atomic_write
 
+    from .video import Mp4Writer
+
+    if job.threads:
+        torch.set_num_threads(job.threads)
+    if scene is None:
+        scene = open_scene(job.scene, job.up)
+    renderer = Renderer(scene, device=job.device, backend=job.backend)
+    settings = RenderSettings(background=job.background)
+    times = FrameTimes()
+    writers: list[tuple[Mp4Writer, str]] = []
+    w, h = job.cameras[0].width, job.cameras[0].height
+    opts = dict(crf=job.crf, preset=job.preset, pad_odd=job.pad_odd)
+    try:
+        if job.video:
+            writers.append((Mp4Writer(job.video, w, h, job.fps, temp_path=job.video, **opts), "rgb"))
+        if job.alpha_video:
+            writers.append(
+                (Mp4Writer(job.alpha_video, w, h, job.fps, temp_path=job.alpha_video, **opts), "alpha")
+            )
+        for i, cam in zip(job.indices, job.cameras, strict=True):
+            out = renderer.render(cam, settings)
+            t0 = time.perf_counter()
+            rgba = to_rgba8(out)
+            if job.folder is not None:
+                with atomic_write(os.path.join(job.folder, frame_name(i))) as f:
+                    Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(f, format="PNG")
+            for writer, what in writers:
+                writer.write(rgba[..., :3] if what == "rgb" else np.repeat(rgba[..., 3:], 3, axis=2))
+            write_ms = (time.perf_counter() - t0) * 1e3
+            times.add(dict(out.stats.stage_ms), write_ms)
+            if on_frame is not None:
+                on_frame(out.stats.stage_ms, write_ms)
+        for writer, _ in writers:
+            writer.finish()  # the caller renames (single job) or stitches (chunks)
+    except BaseException:
+        for writer, _ in writers:
+            writer.abort()
+        raise
+    return times
+
+
+def _worker(rank: int, jobs: list[Job], queue) -> None:
+    """Entry point of a spawned worker: render jobs[rank], reporting each frame to the parent."""
+    render_job(jobs[rank], on_frame=lambda stage_ms, write_ms: queue.put((rank, dict(stage_ms), write_ms)))
+
+
+def run_workers(jobs: list[Job], on_frame) -> FrameTimes:
+    """One spawned process per job (torch.multiprocessing); frames are reported through a queue."""
+    import queue as queue_mod
+
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    context = mp.start_processes(_worker, args=(jobs, q), nprocs=len(jobs), join=False, start_method="spawn")
+    times = FrameTimes()
+
+    def drain(block: bool) -> None:
+        while True:
+            try:
+                _, stage_ms, write_ms = q.get(timeout=0.05) if block else q.get_nowait()
+            except queue_mod.Empty:
+                return
+            times.add(stage_ms, write_ms)
+            on_frame(stage_ms, write_ms)
+            block = False
+
+    try:
+        while not context.join(timeout=0.05):
+            drain(block=True)
+        drain(block=False)
+    except BaseException:
+        for p in context.processes:  # the workers this call started, by handle
+            if p.is_alive():
+                p.terminate()
+        for p in context.processes:
+            p.join(5)
+        raise
+    return times
+
+
+# ------------------------------------------------------------------------------------------------ the command
+
+
+def run(args: argparse.Namespace) -> int:
     if not 0.0 < args.fov < 180.0:
         raise CliError(f"--fov {args.fov}: must be in (0, 180)")
-    if args.frames < 1:
+    if args.frames is not None and args.frames < 1:
         raise CliError(f"--frames {args.frames}: must be at least 1")
-    settings = RenderSettings(background=parse_background(args.background))
-    width, height = args.size
+    if args.fps is not None and not (args.fps > 0 and math.isfinite(args.fps)):
+        raise CliError(f"--fps {args.fps}: must be > 0")
+    if args.workers < 1:
+        raise CliError(f"--workers {args.workers}: must be at least 1")
+    background = parse_background(args.background)
     if args.path is None:
-        if not args.out.lower().endswith(".png"):
-            raise CliError(f"--out {args.out}: a single frame is written as .png (use --path for frames)")
-        check_writable(args.out, overwrite=args.overwrite)
-    elif args.path != "orbit":
-        raise CliError(f"--path {args.path!r}: unknown path (available: orbit)")
-    else:
-        if os.path.exists(args.out) and not os.path.isdir(args.out):
-            raise CliError(f"--out {args.out}: exists and is not a folder")
+        return render_image(args, background)
 
+    out = args.out
+    is_video = out.lower().endswith(".mp4")
+    if out.lower().endswith((".png", ".jpg", ".mov", ".mkv", ".webm", ".avi", ".gif")):
+        raise CliError(f"--out {out}: a path renders to a .mp4 video or a folder of PNG frames")
+    crf = crf_from_args(args)
+    if args.resume and is_video:
+        raise CliError("--resume: only a frame-folder render can be resumed (a video is written whole)")
+    if args.resume and args.overwrite:
+        raise CliError("--resume and --overwrite: give one of them")
+    if args.alpha_video is not None:
+        if not args.alpha_video.lower().endswith(".mp4"):
+            raise CliError(f"--alpha-video {args.alpha_video}: must end in .mp4")
+        if args.resume:
+            raise CliError("--alpha-video cannot be combined with --resume")
+    from scenes.atomic import check_writable
+
+    if is_video:
+        check_writable(out, overwrite=args.overwrite)
+    elif os.path.exists(out) and not os.path.isdir(out):
+        raise CliError(f"--out {out}: exists and is not a folder")
+    if args.alpha_video is not None:
+        check_writable(args.alpha_video, overwrite=args.overwrite)
+    if args.path not in GENERATED_PATHS and not os.path.exists(args.path):
+        raise CliError(
+            f"--path {args.path}: no such file"
+            + ("" if args.path.lower().endswith(".json") else f" (generated: {', '.join(GENERATED_PATHS)})")
+        )
+
+    import torch
+
+    from renderer.pipeline import resolve_backend
+
+    t0 = time.perf_counter()
+    scene = open_scene(args.scene, args.up)
+    cams, fps, what = build_cameras(args, scene)
+    width, height = cams[0].width, cams[0].height
+    note = None
+    if (is_video or args.alpha_video) and (width % 2 or height % 2):
+        ew, eh = width + width % 2, height + height % 2
+        if args.odd_size == "refuse":
+            raise CliError(
+                f"size {width}x{height}: H.264 (yuv420p) needs an even width and height; use "
+                f"--size {ew}x{eh}, --odd-size pad (repeats the last row/column), or a PNG folder"
+            )
+        note = f"note: {width}x{height} is odd; the video is {ew}x{eh}, the last row/column repeated"
+
+    cuda = torch.cuda.is_available()
+    device_type = "cuda" if cuda else "cpu"
+    backend = resolve_backend(args.backend, torch.device(device_type))
+    if cuda and args.workers > torch.cuda.device_count():
+        raise CliError(f"--workers {args.workers}: only {torch.cuda.device_count()} CUDA device(s) here")
+
+    # which frames to render
+    todo = list(range(len(cams)))
+    if not is_video:
+        todo = prepare_folder(args, cams, fps)
+    if not todo:
+        print(f"{out}/: all {len(cams)} frames present; nothing to do")
+        return 0
+
+    print(
+        f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}; path: {what} at {fps:g} fps, "
+        f"{width}x{height}; rendering on {device_type} ({backend}), {args.workers} worker(s)"
+    )
+    if note:
+        print(note)
+    if args.resume and len(todo) < len(cams):
+        print(f"resuming: {len(cams) - len(todo)} of {len(cams)} frames present, {len(todo)} to render")
+
+    n_workers = min(args.workers, len(todo))
+    chunks = [list(c) for c in np.array_split(np.array(todo), n_workers) if len(c)]
+    temps: list[str] = []
+
+    def temp_for(final: str, k: int) -> str:
+        from .video import temp_path_for
+
+        path = temp_path_for(final, suffix=f".chunk{k}.part")
+        temps.append(path)
+        return path
+
+    threads = max(1, (os.cpu_count() or 1) // n_workers) if n_workers > 1 else None
+    jobs = []
+    for k, chunk in enumerate(chunks):
+        jobs.append(
+            Job(
+                scene=args.scene,
+                up=args.up,
+                backend=args.backend,
+                background=background,
+                cameras=[cams[i] for i in chunk],
+                indices=chunk,
+                folder=None if is_video else out,
+                video=temp_for(out, k) if is_video else None,
+                alpha_video=temp_for(args.alpha_video, k) if args.alpha_video else None,
+                fps=fps,
+                crf=crf,
+                preset=args.preset,
+                pad_odd=args.odd_size == "pad",
+                device=f"cuda:{k}" if cuda and n_workers > 1 else None,
+                threads=threads,
+            )
+        )
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(todo), unit="frame", desc="render", disable=args.quiet, dynamic_ncols=True)
+    previous = signal.getsignal(signal.SIGTERM)
+    with contextlib.suppress(ValueError):  # not the main thread: keep the default
+        signal.signal(signal.SIGTERM, _raise_interrupt)  # a terminated render cleans up its partial files
+    t_render = time.perf_counter()
+    try:
+        on_frame = lambda stage_ms, write_ms: bar.update(1)  # noqa: E731
+        if n_workers > 1:  # each worker loads its own copy of the scene
+            del scene
+            times = run_workers(jobs, on_frame)
+        else:
+            times = render_job(jobs[0], on_frame, scene=scene)
+        bar.close()
+        t_stitch = time.perf_counter()
+        if is_video:
+            finish_video([j.video for j in jobs], out)
+        if args.alpha_video:
+            finish_video([j.alpha_video for j in jobs], args.alpha_video)
+        stitch_s = time.perf_counter() - t_stitch
+    finally:
+        bar.close()
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, previous)
+        for path in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+    wall_s = time.perf_counter() - t_render
+    print(summary(times, len(todo), wall_s, time.perf_counter() - t0, stitch_s, n_workers))
+    dest = out if is_video else f"{out}/"
+    extra = f" and {args.alpha_video}" if args.alpha_video else ""
+    print(
+        f"wrote {dest}{extra}: {len(cams)} frames, {width}x{height}"
+        + (f" at {fps:g} fps, crf {crf}" if is_video else "")
+    )
+    return 0
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def finish_video(parts: list[str], out: str) -> None:
+    """One part: rename it. Several: remux them into `out` without re-encoding."""
+    from .video import concat_mp4
+
+    if len(parts) == 1:
+        os.replace(parts[0], out)
+        _fix_mode(out)
+    else:
+        concat_mp4(parts, out)
+        _fix_mode(out)
+
+
+def _fix_mode(path: str) -> None:
+    """Temporary files are created 0600; give the finished file the usual permissions (umask applies)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
+
+
+def prepare_folder(args: argparse.Namespace, cams, fps: float) -> list[int]:
+    """Create or check the frame folder; return the frame numbers still to render."""
+    from scenes.atomic import atomic_write
+
+    out = args.out
+    manifest = {
+        "path": args.path,
+        "frames": len(cams),
+        "size": [cams[0].width, cams[0].height],
+        "background": args.background,
+        "cameras": cameras_digest(cams),
+    }
+    existing = (
+        sorted(f for f in os.listdir(out) if f.startswith("frame_") and f.endswith(".png"))
+        if os.path.isdir(out)
+        else []
+    )
+    mpath = os.path.join(out, MANIFEST)
+    if args.resume:
+        if not os.path.exists(mpath):
+            raise CliError(
+                f"--resume: {out}/ has no {MANIFEST} from an earlier render; start without --resume"
+            )
+        try:
+            with open(mpath, encoding="utf-8") as f:
+                before = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise CliError(f"--resume: {mpath}: unreadable ({e})") from None
+        diff = [k for k in manifest if before.get(k) != manifest[k]]
+        if diff:
+            raise CliError(
+                f"--resume: {out}/ holds a different render ({', '.join(diff)} differ); "
+                f"use another folder or --overwrite"
+            )
+        present = set(existing)
+        return [i for i in range(len(cams)) if frame_name(i) not in present]
+    if existing and not args.overwrite:
+        raise CliError(
+            f"--out {out}/: holds {len(existing)} frames; pass --resume to continue or --overwrite"
+        )
+    os.makedirs(out, exist_ok=True)
+    if args.overwrite:
+        for f in existing:  # stale frames beyond the new count would otherwise stay
+            os.unlink(os.path.join(out, f))
+    with atomic_write(mpath) as f:
+        f.write(json.dumps(manifest, indent=1).encode())
+    return list(range(len(cams)))
+
+
+def summary(times: FrameTimes, n: int, wall_s: float, all_s: float, stitch_s: float, workers: int) -> str:
+    """Per-stage frame-time statistics (median / p90 / max ms) and the end-to-end rate."""
+
+    def stats(vals: list[float]) -> str:
+        v = sorted(vals)
+        p90 = v[min(len(v) - 1, int(math.ceil(0.9 * len(v))) - 1)]
+        return f"{statistics.median(v):9.2f} {p90:9.2f} {v[-1]:9.2f}"
+
+    stages = [k for k in times.stage_ms[0] if k != "total"] if times.stage_ms else []
+    lines = [f"{'ms per frame':<14}{'median':>9} {'p90':>9} {'max':>9}"]
+    for k in stages:
+        lines.append(f"  {k:<12}{stats([s.get(k, 0.0) for s in times.stage_ms])}")
+    if times.stage_ms:
+        lines.append(f"  {'render':<12}{stats([s.get('total', 0.0) for s in times.stage_ms])}")
+        lines.append(f"  {'encode/write':<12}{stats(times.write_ms)}")
+    render_s = sum(s.get("total", 0.0) for s in times.stage_ms) / 1e3
+    write_s = sum(times.write_ms) / 1e3
+    busy = max(render_s + write_s, 1e-9)
+    lines.append(
+        f"{n} frames in {wall_s:.2f} s = {n / max(wall_s, 1e-9):.2f} frames/s end to end "
+        f"({all_s:.2f} s with scene load and start-up); of the busy time {100 * render_s / busy:.0f}% "
+        f"rendering, {100 * write_s / busy:.0f}% encoding/writing"
+        + (f"; {workers} workers, stitched in {stitch_s:.2f} s" if workers > 1 else "")
+    )
+    return "\n".join(lines)
+
+
+def render_image(args: argparse.Namespace, background) -> int:
+    """The single-image mode: the default view to a PNG."""
+    from PIL import Image
+
+    from renderer import Renderer, RenderSettings, default_camera
+    from scenes.atomic import atomic_write, check_writable
+
+    if not args.out.lower().endswith(".png"):
+        raise CliError(
+            f"--out {args.out}: a single frame is written as .png (use --path for a video or frames)"
+        )
+    if args.workers != 1 or args.resume or args.alpha_video:
+        raise CliError("--workers, --resume and --alpha-video apply to a --path render")
+    check_writable(args.out, overwrite=args.overwrite)
+    width, height = args.size or DEFAULT_SIZE
     t0 = time.perf_counter()
     scene = open_scene(args.scene, args.up)
     renderer = Renderer(scene, backend=args.backend)
     load_s = time.perf_counter() - t0
-    where = f"{renderer.device.type}, {'Triton kernels' if renderer.backend == 'triton' else 'torch reference pipeline'}"
+    kind = "Triton kernels" if renderer.backend == "triton" else "torch reference pipeline"
+    where = f"{renderer.device.type}, {kind}"
     if renderer.backend == "triton" and renderer.device.type == "cpu":
         where += " in the Triton interpreter"
-    print(f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}, loaded in {load_s:.2f} s; rendering on {where}")
-
-    def save_png(image_rgba8: torch.Tensor, path: str) -> None:
-        rgb = image_rgba8[..., :3].cpu().numpy()
-        with atomic_write(path) as f:
-            Image.fromarray(np.ascontiguousarray(rgb)).save(f, format="PNG")
-
-    if args.path is None:
-        cam = default_camera(scene, width, height, fov_y_deg=args.fov)
-        out = renderer.render(cam, settings)
-        save_png(out.rgba8, args.out)
-        s = out.stats
-        print(f"wrote {args.out} ({width}x{height}) in {s.stage_ms['total']:.1f} ms: "
-              f"{s.n_visible:,} visible, {s.n_pairs:,} Gaussian-tile pairs")  # fmt: skip
-        return 0
-
-    os.makedirs(args.out, exist_ok=True)
-    cams = orbit_path(scene, width, height, args.frames, fov_y_deg=args.fov)
-    times = []
-    for i, cam in enumerate(cams):
-        path = os.path.join(args.out, f"frame_{i:05d}.png")
-        check_writable(path, overwrite=args.overwrite)
-        out = renderer.render(cam, settings)
-        times.append(out.stats.stage_ms["total"])
-        save_png(out.rgba8, path)
-        print(f"\rframe {i + 1}/{len(cams)}  {times[-1]:.1f} ms", end="", flush=True)
-    print()
-    print(f"wrote {len(cams)} frames ({width}x{height}) to {args.out}/: "
-          f"median {statistics.median(times):.1f} ms, max {max(times):.1f} ms per frame")  # fmt: skip
+    print(
+        f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}, loaded in {load_s:.2f} s; "
+        f"rendering on {where}"
+    )
+    cam = default_camera(scene, width, height, fov_y_deg=args.fov)
+    out = renderer.render(cam, RenderSettings(background=background))
+    with atomic_write(args.out) as f:
+        Image.fromarray(np.ascontiguousarray(to_rgba8(out)[..., :3])).save(f, format="PNG")
+    s = out.stats
+    print(
+        f"wrote {args.out} ({width}x{height}) in {s.stage_ms['total']:.1f} ms: "
+        f"{s.n_visible:,} visible, {s.n_pairs:,} Gaussian-tile pairs"
+    )
     return 0

@@ -156,6 +156,14 @@ def _gunzip(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
         raise SceneFormatError(
             f"{path}: SPZ body is truncated: header declares {n:,} points ({need:,} bytes), stream holds {got:,}"
         )
+    try:
+        more = d.decompress(tail, 1)
+    except zlib.error:
+        more = b""  # a corrupt tail after a complete payload is not worth refusing the scene for
+    if more:
+        raise SceneFormatError(
+            f"{path}: SPZ gzip stream continues past the {need:,} bytes that {n:,} points need (lying count?)"
+        )
     body = memoryview(b"".join(parts))
     blocks, off = [], 0
     for s in sizes:
@@ -206,11 +214,13 @@ def _unzstd_v4(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
                     if not chunk:
                         break
                     out += chunk
+                more = reader.read(1) if len(out) == usize else b""
         except zstandard.ZstdError as e:
             raise SceneFormatError(f"{path}: SPZ v4 stream {names[i]} is corrupt ({e})") from None
-        if len(out) != usize:
+        if len(out) != usize or more:
             raise SceneFormatError(
-                f"{path}: SPZ v4 stream {names[i]} inflates to {len(out):,} bytes, TOC declares {usize:,}"
+                f"{path}: SPZ v4 stream {names[i]} inflates to {'more than ' if more else ''}{len(out):,} bytes, "
+                f"TOC declares {usize:,}"
             )
         blocks.append(memoryview(bytes(out)))
         off += csize

@@ -1,0 +1,408 @@
+"""CameraController: fly and orbit navigation, training-camera snaps, keyframe recording and playback.
+
+A plain object whose `on_*` methods are pushed onto the window (`window.push_handlers(controller)`). It
+edits `state.camera` (OpenCV axes, see renderer/camera.py: +X right, +Y down, +Z forward) and marks the state
+dirty; it never calls the renderer. Keys are physical positions (app/keys.py): bindings name US-QWERTY keys.
+
+Fly mode: W/A/S/D forward/left/back/right, Q/E down/up along the camera's axes, mouse-look while a button
+is held (yaw about the scene's up axis, pitch about the camera's X), Shift x4, Ctrl x1/4, scroll scales the
+speed. Orbit mode: left-drag orbits the pivot, right- or middle-drag pans, scroll zooms towards the pivot;
+W/A/S/D/Q/E move camera and pivot together. Z/X roll. Speeds are in scene units, scaled by the scene's size.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from pyglet.window import key, mouse
+
+from renderer import Camera
+
+from .keys import PhysicalKeys
+from .state import ViewerState
+
+MOVE_KEYS = {
+    key.W: np.array([0.0, 0.0, 1.0]),
+    key.S: np.array([0.0, 0.0, -1.0]),
+    key.D: np.array([1.0, 0.0, 0.0]),
+    key.A: np.array([-1.0, 0.0, 0.0]),
+    key.E: np.array([0.0, -1.0, 0.0]),  # camera up is -Y
+    key.Q: np.array([0.0, 1.0, 0.0]),
+}
+ROLL_KEYS = {key.Z: -1.0, key.X: 1.0}
+
+# (keys, what they do): the help panel lists these; window.py adds its own.
+CAMERA_HELP = [
+    ("W A S D", "move forward / left / back / right"),
+    ("Q / E", "move down / up"),
+    ("Z / X", "roll left / right"),
+    ("Shift / Ctrl", "move 4x faster / 4x slower"),
+    ("mouse drag", "fly: look around; orbit: left orbits, right or middle pans"),
+    ("scroll", "fly: change speed; orbit: zoom"),
+    ("V", "switch fly / orbit mode"),
+    ("R", "reset the view"),
+    ("[ / ]", "previous / next training camera"),
+    ("C", "closest training camera"),
+    ("K", "add a keyframe at the current view"),
+    ("Backspace", "remove the last keyframe"),
+    ("Space", "play / stop the keyframe path"),
+    ("F5", "save the keyframes as camera_path.json"),
+]
+
+SHIFT_FACTOR = 4.0
+CTRL_FACTOR = 0.25
+
+
+def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """[3, 3] right-handed rotation by `angle` radians about `axis` (Rodrigues)."""
+    a = np.asarray(axis, np.float64)
+    a = a / np.linalg.norm(a)
+    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
+    return np.eye(3) + math.sin(angle) * K + (1 - math.cos(angle)) * (K @ K)
+
+
+def orthonormalize(R: np.ndarray) -> np.ndarray:
+    """Nearest rotation (drift from many small updates stays bounded)."""
+    U, _, Vt = np.linalg.svd(R)
+    out = U @ Vt
+    if np.linalg.det(out) < 0:
+        U[:, -1] *= -1
+        out = U @ Vt
+    return out
+
+
+def slerp_rotation(R0: np.ndarray, R1: np.ndarray, t: float) -> np.ndarray:
+    """Geodesic interpolation between two rotations."""
+    dR = R0.T @ R1
+    angle = math.acos(max(-1.0, min(1.0, (np.trace(dR) - 1) / 2)))
+    if angle < 1e-9:
+        return R0.copy()
+    w = np.array([dR[2, 1] - dR[1, 2], dR[0, 2] - dR[2, 0], dR[1, 0] - dR[0, 1]])
+    if np.linalg.norm(w) < 1e-9:  # 180 degrees: axis from the symmetric part
+        vals, vecs = np.linalg.eigh(dR + np.eye(3))
+        w = vecs[:, np.argmax(vals)]
+    return R0 @ rotation(w, angle * t)
+
+
+def interpolate_poses(poses: list[np.ndarray], t: float) -> np.ndarray:
+    """Pose at parameter t in [0, len(poses) - 1]: Catmull-Rom positions, geodesic rotations."""
+    n = len(poses)
+    if n == 1:
+        return poses[0].copy()
+    t = min(max(t, 0.0), n - 1.0)
+    i = min(int(t), n - 2)
+    u = t - i
+    p = [poses[min(max(j, 0), n - 1)][:3, 3] for j in (i - 1, i, i + 1, i + 2)]
+    pos = 0.5 * (
+        2 * p[1] + (-p[0] + p[2]) * u + (2 * p[0] - 5 * p[1] + 4 * p[2] - p[3]) * u**2
+        + (-p[0] + 3 * p[1] - 3 * p[2] + p[3]) * u**3
+    )  # fmt: skip
+    T = np.eye(4)
+    T[:3, :3] = slerp_rotation(poses[i][:3, :3], poses[i + 1][:3, :3], u)
+    T[:3, 3] = pos
+    return T
+
+
+@dataclass
+class SceneFrame:
+    """What navigation needs to know about the scene: where it is, how big, which way is up."""
+
+    center: np.ndarray  # [3] look-at point of the default view
+    radius: float  # half the diagonal of the 1st-99th percentile box
+    up: np.ndarray  # [3] unit world up
+
+
+class CameraController:
+    """Edits `state.camera` from keyboard and mouse input.
+
+    Args:
+        state: the shared viewer state; `state.camera` is the camera edited.
+        scene: centre, size and up axis (speeds scale with the size).
+        home: the reset view.
+        keys: physical key translation (identity by default).
+        training_cameras: dataset cameras to snap to (may be empty).
+        wants_keyboard / wants_mouse: return True while the UI (imgui) takes that input.
+        save_path: writes keyframes as a camera_path.json; returns the file written.
+    """
+
+    def __init__(
+        self,
+        state: ViewerState,
+        scene: SceneFrame,
+        home: Camera,
+        *,
+        keys: PhysicalKeys | None = None,
+        training_cameras: list[Camera] | None = None,
+        wants_keyboard: Callable[[], bool] = lambda: False,
+        wants_mouse: Callable[[], bool] = lambda: False,
+        save_path: Callable[[list[Camera]], str] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
+        self.state = state
+        self.scene = scene
+        self.home = home.with_pose(home.T_world_camera)
+        self.keys = keys or PhysicalKeys()
+        self.training_cameras = list(training_cameras or [])
+        self.wants_keyboard = wants_keyboard
+        self.wants_mouse = wants_mouse
+        self.save_path = save_path
+        self.clock = clock
+        self.mode = "fly"
+        self.base_speed = 0.5 * scene.radius  # scene units per second: the box diagonal in ~4 s
+        self.speed = self.base_speed
+        self.look_rate = math.radians(0.25)  # radians per pixel of mouse motion
+        self.roll_rate = math.radians(60.0)  # radians per second
+        self.pivot = np.asarray(scene.center, np.float64).copy()
+        self.keyframes: list[Camera] = []
+        self.playing = False
+        self.play_t = 0.0
+        self.seconds_per_keyframe = 2.0
+        self.training_index = -1
+        self._held: set[int] = set()
+        self._shift = False
+        self._ctrl = False
+        self.last_motion = -math.inf
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def speed(self) -> float:
+        return self._speed
+
+    @speed.setter
+    def speed(self, value: float) -> None:
+        lo, hi = 1e-3 * self.base_speed, 1e3 * self.base_speed
+        self._speed = float(min(max(value, lo), hi))
+
+    @property
+    def camera(self) -> Camera:
+        return self.state.camera
+
+    def _set_pose(self, T: np.ndarray) -> None:
+        T = np.array(T, np.float64)
+        T[:3, :3] = orthonormalize(T[:3, :3])
+        self.state.camera = self.state.camera.with_pose(T)
+        self.state.mark_dirty()
+        self.last_motion = self.clock()
+
+    def _factor(self) -> float:
+        return (SHIFT_FACTOR if self._shift else 1.0) * (CTRL_FACTOR if self._ctrl else 1.0)
+
+    # ------------------------------------------------------------------ keyboard
+
+    def on_key_press(self, symbol: int, modifiers: int):
+        self._track_modifiers(symbol, True, modifiers)
+        if self.wants_keyboard():
+            return None
+        sym = self.keys(symbol)
+        if sym in MOVE_KEYS or sym in ROLL_KEYS:
+            self._held.add(sym)
+            self.playing = False
+            return True
+        actions = {
+            key.V: self.toggle_mode,
+            key.R: self.reset,
+            key.BRACKETRIGHT: lambda: self.snap_training(+1),
+            key.BRACKETLEFT: lambda: self.snap_training(-1),
+            key.C: self.snap_closest,
+            key.K: self.add_keyframe,
+            key.BACKSPACE: self.remove_keyframe,
+            key.SPACE: self.toggle_playback,
+            key.F5: self.save_keyframes,
+        }
+        action = actions.get(sym)
+        if action is None:
+            return None
+        action()
+        return True
+
+    def on_key_release(self, symbol: int, modifiers: int):
+        self._track_modifiers(symbol, False, modifiers)
+        self._held.discard(self.keys(symbol))
+
+    def _track_modifiers(self, symbol: int, down: bool, modifiers: int) -> None:
+        if symbol in (key.LSHIFT, key.RSHIFT):
+            self._shift = down
+        elif symbol in (key.LCTRL, key.RCTRL):
+            self._ctrl = down
+        elif down:
+            self._shift = bool(modifiers & key.MOD_SHIFT)
+            self._ctrl = bool(modifiers & key.MOD_CTRL)
+
+    def release_all(self) -> None:
+        """Forget held keys (the window lost focus: releases will not arrive)."""
+        self._held.clear()
+        self._shift = self._ctrl = False
+
+    # ------------------------------------------------------------------ mouse
+
+    def on_mouse_drag(self, x, y, dx, dy, buttons, modifiers):
+        if self.wants_mouse():
+            return None
+        if self.mode == "fly" or buttons & mouse.LEFT:
+            self.rotate(-dx * self.look_rate, dy * self.look_rate)
+        else:
+            self.pan(dx, dy)
+        return True
+
+    def on_mouse_scroll(self, x, y, scroll_x, scroll_y):
+        if self.wants_mouse():
+            return None
+        if self.mode == "fly":
+            self.speed = self.speed * 1.2**scroll_y
+            self.state.message = f"fly speed {self.speed:.3g} units/s"
+        else:
+            self.zoom(0.85**scroll_y)
+        return True
+
+    # ------------------------------------------------------------------ motions
+
+    def rotate(self, yaw: float, pitch: float) -> None:
+        """Yaw about the scene's up axis, pitch about the camera's X axis. Fly mode turns the camera about
+        itself; orbit mode turns it about the pivot (the scene follows the cursor)."""
+        T = self.camera.T_world_camera
+        R_cam = T[:3, :3]
+        R = rotation(self.scene.up, yaw) @ rotation(R_cam[:, 0], pitch)
+        out = T.copy()
+        out[:3, :3] = R @ R_cam
+        if self.mode == "orbit":
+            out[:3, 3] = self.pivot + R @ (T[:3, 3] - self.pivot)
+        self._set_pose(out)
+
+    def pan(self, dx: float, dy: float) -> None:
+        """Move camera and pivot in the image plane so the point under the pivot follows the cursor."""
+        T = self.camera.T_world_camera
+        dist = float(np.linalg.norm(self.pivot - T[:3, 3]))
+        k = dist / self.camera.fy
+        shift = T[:3, :3] @ np.array([-dx * k, dy * k, 0.0])
+        self.pivot = self.pivot + shift
+        out = T.copy()
+        out[:3, 3] += shift
+        self._set_pose(out)
+
+    def zoom(self, factor: float) -> None:
+        """Scale the distance to the pivot (camera keeps looking where it looks)."""
+        T = self.camera.T_world_camera
+        dist = float(np.linalg.norm(self.pivot - T[:3, 3]))
+        new = max(dist * factor, 1e-4 * self.scene.radius)
+        out = T.copy()
+        out[:3, 3] = self.pivot - T[:3, 2] * new
+        self._set_pose(out)
+
+    def update(self, dt: float) -> None:
+        """Advance held keys and playback by dt seconds (called from the window's clock)."""
+        if self.playing:
+            self._advance_playback(dt)
+            return
+        move = sum((MOVE_KEYS[k] for k in self._held if k in MOVE_KEYS), np.zeros(3))
+        roll = sum(ROLL_KEYS[k] for k in self._held if k in ROLL_KEYS)
+        if not np.any(move) and not roll:
+            return
+        T = self.camera.T_world_camera.copy()
+        if np.any(move):
+            step = T[:3, :3] @ move * (self.speed * self._factor() * dt)
+            T[:3, 3] += step
+            self.pivot = self.pivot + step
+        if roll:
+            T[:3, :3] = rotation(T[:3, 2], roll * self.roll_rate * dt) @ T[:3, :3]
+        self._set_pose(T)
+
+    def toggle_mode(self) -> None:
+        if self.mode == "fly":
+            T = self.camera.T_world_camera
+            ahead = float((self.scene.center - T[:3, 3]) @ T[:3, 2])
+            dist = ahead if ahead > 1e-3 * self.scene.radius else self.scene.radius
+            self.pivot = T[:3, 3] + T[:3, 2] * dist
+            self.mode = "orbit"
+        else:
+            self.mode = "fly"
+        self.state.message = f"{self.mode} mode"
+
+    def reset(self) -> None:
+        self.playing = False
+        self.pivot = np.asarray(self.scene.center, np.float64).copy()
+        self.speed = self.base_speed
+        self._set_pose(self.home.T_world_camera)
+        self.state.message = "view reset"
+
+    # ------------------------------------------------------------------ training cameras
+
+    def _snap(self, index: int) -> None:
+        cam = self.training_cameras[index]
+        self.training_index = index
+        cur = self.camera
+        self.state.camera = Camera.from_fov(cur.width, cur.height, cam.fov_y_deg, cur.T_world_camera)
+        self._set_pose(cam.T_world_camera)
+        self.state.message = f"training camera {index + 1} / {len(self.training_cameras)}"
+
+    def snap_training(self, step: int) -> None:
+        if not self.training_cameras:
+            self.state.message = "no training cameras (the scene has no cameras.json)"
+            return
+        n = len(self.training_cameras)
+        start = self.training_index if self.training_index >= 0 else (-1 if step > 0 else 0)
+        self._snap((start + step) % n)
+
+    def closest_training_index(self) -> int:
+        """Nearest by distance (in scene radii) plus angle between viewing directions (SIBR's idea)."""
+        T = self.camera.T_world_camera
+        scores = [
+            float(np.linalg.norm(c.position - T[:3, 3])) / self.scene.radius
+            + (1.0 - float(c.T_world_camera[:3, 2] @ T[:3, 2]))
+            for c in self.training_cameras
+        ]
+        return int(np.argmin(scores))
+
+    def snap_closest(self) -> None:
+        if not self.training_cameras:
+            self.state.message = "no training cameras (the scene has no cameras.json)"
+            return
+        self._snap(self.closest_training_index())
+
+    # ------------------------------------------------------------------ keyframes
+
+    def add_keyframe(self) -> None:
+        self.keyframes.append(self.camera.with_pose(self.camera.T_world_camera))
+        self.state.message = f"keyframe {len(self.keyframes)} added"
+
+    def remove_keyframe(self) -> None:
+        if self.keyframes:
+            self.keyframes.pop()
+        self.state.message = f"{len(self.keyframes)} keyframes"
+
+    def toggle_playback(self) -> None:
+        if self.playing:
+            self.playing = False
+            self.state.message = "playback stopped"
+        elif len(self.keyframes) < 2:
+            self.state.message = "add at least 2 keyframes (K) to play a path"
+        else:
+            self.playing = True
+            self.play_t = 0.0
+            self.state.message = "playing"
+
+    def _advance_playback(self, dt: float) -> None:
+        self.play_t += dt / self.seconds_per_keyframe
+        end = len(self.keyframes) - 1
+        self._set_pose(interpolate_poses([c.T_world_camera for c in self.keyframes], min(self.play_t, end)))
+        if self.play_t >= end:
+            self.playing = False
+            self.state.message = "playback finished"
+
+    def save_keyframes(self) -> None:
+        if not self.keyframes:
+            self.state.message = "no keyframes to save (K adds one)"
+            return
+        if self.save_path is None:
+            self.state.message = "saving camera paths is not available"
+            return
+        try:
+            written = self.save_path(self.keyframes)
+        except (OSError, ValueError) as e:
+            self.state.message = f"could not save the camera path: {e}"
+            return
+        self.state.message = f"saved {len(self.keyframes)} keyframes to {written}"

@@ -1,0 +1,65 @@
+"""ViewerState: everything the panels, the controller and the frame loop share, in one object.
+
+The controller edits `camera`; the overlay edits `settings` and the display options; either sets `dirty`.
+The frame loop renders when `dirty` is set and re-presents the last frame otherwise.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+
+from renderer import Camera, RenderSettings, RenderStats
+
+RENDER_MODES = ("rgb", "alpha", "heatmap")  # depth waits for the renderer to output depth
+RENDER_MODE_LABELS = {"rgb": "RGB", "alpha": "alpha", "heatmap": "Gaussians per tile"}
+
+
+@dataclass
+class ViewerState:
+    """Shared viewer state.
+
+    Attributes:
+        camera: the view at window resolution (frames render at `camera.resized(...)` of it).
+        settings: renderer settings; the overlay edits them in place and sets `dirty`.
+        render_scale: render resolution / window resolution when the view is still.
+        moving_scale: the same while the camera moves (CPU rendering stays interactive at a lower one).
+        render_mode: one of RENDER_MODES.
+        dirty: something changed since the last rendered frame.
+        moving: the camera moved in the last `settle_s` seconds (renders use `moving_scale`).
+        vsync: swap interval 1 (True) or 0; off shows the true frame rate.
+        display_path: which upload path is live ("CUDA-GL interop" or "host upload"), and why.
+    """
+
+    camera: Camera
+    settings: RenderSettings = field(default_factory=RenderSettings)
+    render_scale: float = 1.0
+    moving_scale: float = 1.0
+    render_mode: str = "rgb"
+    dirty: bool = True
+    moving: bool = False
+    vsync: bool = True
+    show_overlay: bool = True
+    show_help: bool = False
+    screenshot_requested: bool = False
+    output_dir: str = "."  # screenshots and saved camera paths
+    display_path: str = ""
+    render_device: str = ""
+    # statistics of the last finished frame
+    stats: RenderStats | None = None
+    stage_ms: dict[str, float] = field(default_factory=dict)  # previous frame's per-stage times
+    render_size: tuple[int, int] = (0, 0)
+    frame_ms: collections.deque = field(default_factory=lambda: collections.deque(maxlen=240))
+    render_ms: collections.deque = field(default_factory=lambda: collections.deque(maxlen=240))
+    message: str = ""  # one status line (saved files, snaps, errors)
+
+    def mark_dirty(self) -> None:
+        self.dirty = True
+
+    def current_scale(self) -> float:
+        return min(self.moving_scale, self.render_scale) if self.moving else self.render_scale
+
+    def render_size_for(self, width: int, height: int) -> tuple[int, int]:
+        """Render resolution for a window size at the current scale (at least 1x1)."""
+        s = self.current_scale()
+        return max(1, round(width * s)), max(1, round(height * s))

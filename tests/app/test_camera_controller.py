@@ -1,0 +1,188 @@
+"""Camera controller and physical keys, without a window: input events in, camera poses out."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import app  # noqa: F401  (sets pyglet's options: must come before any pyglet.window import)
+
+# isort: split
+from pyglet.window import key, mouse
+
+from app.camera_controller import CameraController, SceneFrame, interpolate_poses, rotation
+from app.keys import PhysicalKeys
+from app.state import ViewerState
+from renderer import Camera
+
+pytestmark = pytest.mark.gl
+
+
+def make_controller(**kwargs) -> CameraController:
+    home = Camera.look_at((0.0, -1.0, -5.0), (0.0, 0.0, 0.0), up=(0, -1, 0), width=64, height=48)
+    state = ViewerState(camera=home)
+    scene = SceneFrame(center=np.zeros(3), radius=2.0, up=np.array([0.0, -1.0, 0.0]))
+    return CameraController(state, scene, home, **kwargs)
+
+
+def hold(ctl: CameraController, symbol: int, seconds: float, modifiers: int = 0) -> None:
+    ctl.on_key_press(symbol, modifiers)
+    ctl.update(seconds)
+    ctl.on_key_release(symbol, modifiers)
+
+
+def test_fly_keys_move_along_camera_axes():
+    ctl = make_controller()
+    T0 = ctl.camera.T_world_camera.copy()
+    hold(ctl, key.W, 0.5)
+    step = ctl.camera.position - T0[:3, 3]
+    np.testing.assert_allclose(step, T0[:3, 2] * ctl.speed * 0.5, atol=1e-9)  # forward = +Z
+    assert ctl.state.dirty
+    p = ctl.camera.position
+    hold(ctl, key.D, 0.25)
+    np.testing.assert_allclose(ctl.camera.position - p, T0[:3, 0] * ctl.speed * 0.25, atol=1e-9)  # right = +X
+    p = ctl.camera.position
+    hold(ctl, key.E, 0.25)
+    np.testing.assert_allclose(ctl.camera.position - p, -T0[:3, 1] * ctl.speed * 0.25, atol=1e-9)  # up = -Y
+    np.testing.assert_allclose(ctl.camera.T_world_camera[:3, :3], T0[:3, :3], atol=1e-9)  # no rotation
+
+
+def test_shift_and_ctrl_scale_the_speed_and_scroll_changes_it():
+    ctl = make_controller()
+    assert ctl.speed == pytest.approx(0.5 * 2.0)  # scales with the scene radius
+    p = ctl.camera.position
+    hold(ctl, key.S, 0.1, key.MOD_SHIFT)
+    assert np.linalg.norm(ctl.camera.position - p) == pytest.approx(4 * ctl.speed * 0.1)
+    p = ctl.camera.position
+    ctl.on_key_press(key.LCTRL, 0)
+    hold(ctl, key.S, 0.1, key.MOD_CTRL)
+    ctl.on_key_release(key.LCTRL, 0)
+    assert np.linalg.norm(ctl.camera.position - p) == pytest.approx(0.25 * ctl.speed * 0.1)
+    speed = ctl.speed
+    ctl.on_mouse_scroll(0, 0, 0, 2)
+    assert ctl.speed == pytest.approx(speed * 1.44)
+
+
+def test_mouse_look_turns_right_and_up():
+    ctl = make_controller()
+    T0 = ctl.camera.T_world_camera.copy()
+    ctl.on_mouse_drag(10, 10, 20, 0, mouse.LEFT, 0)  # drag right: look right
+    z = ctl.camera.T_world_camera[:3, 2]
+    assert z @ T0[:3, 0] > 0.05
+    np.testing.assert_allclose(ctl.camera.position, T0[:3, 3])  # fly mode turns in place
+    ctl.reset()
+    ctl.on_mouse_drag(10, 10, 0, 20, mouse.RIGHT, 0)  # drag up: look up (towards -Y of the image)
+    z = ctl.camera.T_world_camera[:3, 2]
+    assert z @ -T0[:3, 1] > 0.05
+
+
+def test_orbit_mode_keeps_the_pivot_distance_and_pans_and_zooms():
+    ctl = make_controller()
+    ctl.on_key_press(key.V, 0)
+    assert ctl.mode == "orbit"
+    pivot = ctl.pivot.copy()
+    d0 = np.linalg.norm(ctl.camera.position - pivot)
+    ctl.on_mouse_drag(0, 0, 40, -15, mouse.LEFT, 0)
+    T = ctl.camera.T_world_camera
+    assert np.linalg.norm(T[:3, 3] - pivot) == pytest.approx(d0)
+    to_pivot = (pivot - T[:3, 3]) / d0
+    assert to_pivot @ T[:3, 2] == pytest.approx(1.0)  # still looking at the pivot
+    p = ctl.camera.position
+    ctl.on_mouse_drag(0, 0, 10, 0, mouse.RIGHT, 0)  # pan: camera and pivot move together, to the left
+    np.testing.assert_allclose(ctl.pivot - pivot, ctl.camera.position - p, atol=1e-12)
+    assert (ctl.camera.position - p) @ T[:3, 0] < 0
+    d = np.linalg.norm(ctl.camera.position - ctl.pivot)
+    ctl.on_mouse_scroll(0, 0, 0, 1)
+    assert np.linalg.norm(ctl.camera.position - ctl.pivot) == pytest.approx(0.85 * d)
+
+
+def test_roll_and_reset():
+    ctl = make_controller()
+    T0 = ctl.camera.T_world_camera.copy()
+    hold(ctl, key.X, 0.5)
+    R = ctl.camera.T_world_camera[:3, :3]
+    np.testing.assert_allclose(R[:, 2], T0[:3, 2], atol=1e-9)  # roll keeps the viewing direction
+    angle = math.acos(np.clip(R[:, 0] @ T0[:3, 0], -1, 1))
+    assert angle == pytest.approx(ctl.roll_rate * 0.5)
+    ctl.on_key_press(key.R, 0)
+    np.testing.assert_allclose(ctl.camera.T_world_camera, T0)
+
+
+def test_imgui_capture_blocks_camera_input():
+    ctl = make_controller(wants_keyboard=lambda: True, wants_mouse=lambda: True)
+    T0 = ctl.camera.T_world_camera.copy()
+    hold(ctl, key.W, 1.0)
+    ctl.on_mouse_drag(0, 0, 50, 50, mouse.LEFT, 0)
+    ctl.on_mouse_scroll(0, 0, 0, 3)
+    np.testing.assert_allclose(ctl.camera.T_world_camera, T0)
+
+
+def test_training_camera_snaps():
+    cams = [
+        Camera.look_at((x, 0.0, -4.0), (0, 0, 0), width=32, height=24, fov_y_deg=40) for x in (-2.0, 0.0, 2.0)
+    ]
+    ctl = make_controller(training_cameras=cams)
+    ctl.on_key_press(key.BRACKETRIGHT, 0)
+    np.testing.assert_allclose(ctl.camera.T_world_camera, cams[0].T_world_camera)
+    assert ctl.camera.fov_y_deg == pytest.approx(40)
+    assert (ctl.camera.width, ctl.camera.height) == (64, 48)  # the window's size, the dataset's fov
+    ctl.on_key_press(key.BRACKETLEFT, 0)
+    np.testing.assert_allclose(ctl.camera.T_world_camera, cams[2].T_world_camera)
+    ctl.reset()
+    hold(ctl, key.D, 1.5)  # 1.5 units to the right: the +2 camera is closest
+    ctl.on_key_press(key.C, 0)
+    np.testing.assert_allclose(ctl.camera.T_world_camera, cams[2].T_world_camera)
+    assert "3 / 3" in ctl.state.message
+
+
+def test_keyframes_play_back_through_the_keys():
+    saved = []
+    ctl = make_controller(save_path=lambda keys: saved.append(list(keys)) or "path.json")
+    ctl.on_key_press(key.K, 0)
+    hold(ctl, key.W, 1.0)
+    ctl.on_mouse_drag(0, 0, 30, 0, mouse.LEFT, 0)
+    ctl.on_key_press(key.K, 0)
+    keys = [c.T_world_camera.copy() for c in ctl.keyframes]
+    ctl.on_key_press(key.SPACE, 0)
+    assert ctl.playing
+    ctl.update(0.0)
+    np.testing.assert_allclose(ctl.camera.T_world_camera, keys[0], atol=1e-9)
+    ctl.update(ctl.seconds_per_keyframe / 2)
+    mid = ctl.camera.T_world_camera
+    np.testing.assert_allclose(mid[:3, 3], 0.5 * (keys[0][:3, 3] + keys[1][:3, 3]), atol=1e-9)
+    ctl.update(ctl.seconds_per_keyframe)
+    assert not ctl.playing
+    np.testing.assert_allclose(ctl.camera.T_world_camera, keys[1], atol=1e-9)
+    ctl.on_key_press(key.F5, 0)
+    assert len(saved) == 1 and len(saved[0]) == 2 and "path.json" in ctl.state.message
+
+
+def test_interpolate_poses_hits_the_keys():
+    poses = []
+    for i in range(4):
+        T = np.eye(4)
+        T[:3, :3] = rotation(np.array([0.0, 1.0, 0.0]), 0.4 * i)
+        T[:3, 3] = (i, i * i, 0)
+        poses.append(T)
+    for i, T in enumerate(poses):
+        np.testing.assert_allclose(interpolate_poses(poses, float(i)), T, atol=1e-9)
+    R = interpolate_poses(poses, 1.5)[:3, :3]
+    np.testing.assert_allclose(R, rotation(np.array([0.0, 1.0, 0.0]), 0.6), atol=1e-9)
+
+
+def test_physical_keys_follow_the_layout():
+    # AZERTY: the keys at QWERTY's Q, W, A, Z positions print a, z, q, w
+    azerty = {24: ord("a"), 25: ord("z"), 38: ord("q"), 52: ord("w"), 26: ord("e")}
+    keys = PhysicalKeys.from_keysym_lookup(lambda code: azerty.get(code, 0), source="test")
+    assert keys(ord("z")) == key.W  # AZERTY's Z key is where QWERTY's W is: it moves forward
+    assert keys(ord("q")) == key.A
+    assert keys(ord("a")) == key.Q
+    assert keys(ord("e")) == key.E
+    # Dvorak: QWERTY's W position prints comma; upper-case keysyms are folded like pyglet does
+    dvorak = {25: key.COMMA, 39: ord("O")}
+    keys = PhysicalKeys.from_keysym_lookup(lambda code: dvorak.get(code, 0), source="test")
+    assert keys(key.COMMA) == key.W
+    assert keys(ord("o")) == key.S
+    assert PhysicalKeys()(key.W) == key.W

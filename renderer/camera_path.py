@@ -176,9 +176,7 @@ def _read_json(name: str):
         with open(name, encoding="utf-8") as f:
             return json.load(f)
     except json.JSONDecodeError as e:
-        raise CameraPathError(
-            f"{name}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})"
-        ) from None
+        raise CameraPathError(f"{name}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
     except UnicodeDecodeError:
         raise CameraPathError(f"{name}: not a text (UTF-8 JSON) file") from None
 
@@ -215,9 +213,7 @@ def _matrix(name: str, obj: dict, key: str, where: str) -> np.ndarray:
     except (TypeError, ValueError):
         raise CameraPathError(f"{name}: {where}{key}: expected 16 numbers") from None
     if m.size != 16 or m.ndim not in (1, 2):
-        raise CameraPathError(
-            f"{name}: {where}{key}: expected 16 numbers (a row-major 4x4), got shape {m.shape}"
-        )
+        raise CameraPathError(f"{name}: {where}{key}: expected 16 numbers (a row-major 4x4), got shape {m.shape}")
     m = m.reshape(4, 4)
     if not np.all(np.isfinite(m)):
         raise CameraPathError(f"{name}: {where}{key}: non-finite value")
@@ -230,8 +226,7 @@ def _check_rotation(name: str, R: np.ndarray, what: str) -> None:
     err = float(np.abs(R.T @ R - np.eye(3)).max())
     if err > 1e-3 or np.linalg.det(R) < 0:
         raise CameraPathError(
-            f"{name}: {what}: rotation part is not a rotation (|R^T R - I| = {err:.2g}, "
-            f"det = {np.linalg.det(R):.3g})"
+            f"{name}: {what}: rotation part is not a rotation (|R^T R - I| = {err:.2g}, det = {np.linalg.det(R):.3g})"
         )
 
 
@@ -319,9 +314,7 @@ def _load_nerfstudio(name: str, data: dict, width, height, n_frames) -> CameraPa
         if n_frames is None or n_frames == len(cams):
             return CameraPath(cams, fps, "nerfstudio camera_path", keys)
         if keys and (len(keys) >= 3 or not is_cycle):  # re-sample from the editable keys
-            cams = interpolate_keyframes(
-                keys, n_frames, W, H, ease=False, closed=is_cycle, loop_time_s=key_seconds
-            )
+            cams = interpolate_keyframes(keys, n_frames, W, H, ease=False, closed=is_cycle, loop_time_s=key_seconds)
         else:  # re-sample through the sampled frames, spaced evenly in time
             samples = [Keyframe(c.T_world_camera, c.fov_y_deg, i / fps) for i, c in enumerate(cams)]
             cams = interpolate_keyframes(samples, n_frames, W, H, ease=False)
@@ -332,9 +325,7 @@ def _load_nerfstudio(name: str, data: dict, width, height, n_frames) -> CameraPa
     if is_cycle and len(keys) < 3:
         is_cycle = False  # a loop through fewer than 3 keys has no shape; play it open
     cams = interpolate_keyframes(keys, count, W, H, ease=False, closed=is_cycle, loop_time_s=key_seconds)
-    return CameraPath(
-        cams, fps if n_frames is None else count / max(key_seconds, 1e-9), "nerfstudio keyframes", keys
-    )
+    return CameraPath(cams, fps if n_frames is None else count / max(key_seconds, 1e-9), "nerfstudio keyframes", keys)
 
 
 def _natural_key(text: str) -> list:
@@ -462,9 +453,7 @@ def save_camera_path(
 
     count = n_frames if n_frames is not None else max(int(round(fps * seconds)), 1)
     cams = (
-        interpolate_keyframes(
-            keys, count, width, height, ease=False, closed=is_cycle, loop_time_s=float(times[-1])
-        )
+        interpolate_keyframes(keys, count, width, height, ease=False, closed=is_cycle, loop_time_s=float(times[-1]))
         if n_tr
         else [Camera.from_fov(width, height, keys[0].fov_y_deg, keys[0].T_world_camera)] * count
     )

@@ -78,9 +78,7 @@ class SceneFrame:
     extent: float
 
 
-def scene_frame(
-    scene, width: int, height: int, *, up: str | None = None, fov_y_deg: float = 60.0
-) -> SceneFrame:
+def scene_frame(scene, width: int, height: int, *, up: str | None = None, fov_y_deg: float = 60.0) -> SceneFrame:
     """The frame generated paths are built in, derived from the scene's default camera."""
     start = default_camera(scene, width, height, up=up, fov_y_deg=fov_y_deg)
     upv = up_vector(up or scene.up_axis)
@@ -287,9 +285,7 @@ def interpolate_keyframes(
         if ease and not closed:
             u = _ease_in_out(u)
         times = total * u
-    params = _monotone_cubic(
-        key_times, np.arange(len(key_times), dtype=np.float64), times
-    )  # [F] in [0, K'-1]
+    params = _monotone_cubic(key_times, np.arange(len(key_times), dtype=np.float64), times)  # [F] in [0, K'-1]
 
     cams = []
     for s in params:
@@ -328,6 +324,8 @@ def _key_times(
         if np.any(np.diff(t) <= 0):
             raise ValueError("keyframes: time_s must increase strictly")
         return t - t[0]
+    if len(positions) == 1:
+        return np.zeros(1)
     dist = np.linalg.norm(np.diff(positions, axis=0), axis=1)  # [K'-1]
     dots = np.abs(np.sum(quats[1:] * quats[:-1], axis=1)).clip(0, 1)
     angle = 2 * np.arccos(dots)  # [K'-1] radians
@@ -536,8 +534,4 @@ def _squad(quats: np.ndarray, s: float, closed: bool) -> np.ndarray:
 def _rotate(v: np.ndarray, axis: np.ndarray, angle: float) -> np.ndarray:
     """Rodrigues rotation of v about the unit `axis`."""
     axis = axis / np.linalg.norm(axis)
-    return (
-        v * math.cos(angle)
-        + np.cross(axis, v) * math.sin(angle)
-        + axis * float(axis @ v) * (1 - math.cos(angle))
-    )
+    return v * math.cos(angle) + np.cross(axis, v) * math.sin(angle) + axis * float(axis @ v) * (1 - math.cos(angle))

@@ -38,9 +38,7 @@ MANIFEST = "render.json"  # in a frame folder: what was being rendered, so --res
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "render", help="render an image, a video or PNG frames of a camera path (no window, no GL)"
-    )
+    p = sub.add_parser("render", help="render an image, a video or PNG frames of a camera path (no window, no GL)")
     add_scene_argument(p)
     p.add_argument(
         "--out",
@@ -66,18 +64,10 @@ def add_parser(sub) -> None:
         help="number of frames (default 60 for generated paths, the file's own count for files)",
     )
     p.add_argument("--fps", type=float, default=None, help="video frame rate (default 30, or the file's)")
-    p.add_argument(
-        "--turns", type=float, default=None, help="revolutions of orbit (default 1) and spiral (2)"
-    )
-    p.add_argument(
-        "--radius", type=float, default=None, help="orbit radius in world units (default: framing)"
-    )
-    p.add_argument(
-        "--rise", type=float, default=None, help="orbit height above the look-at point (world units)"
-    )
-    p.add_argument(
-        "--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)"
-    )
+    p.add_argument("--turns", type=float, default=None, help="revolutions of orbit (default 1) and spiral (2)")
+    p.add_argument("--radius", type=float, default=None, help="orbit radius in world units (default: framing)")
+    p.add_argument("--rise", type=float, default=None, help="orbit height above the look-at point (world units)")
+    p.add_argument("--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)")
     p.add_argument("--background", default="0,0,0", help="background R,G,B in [0, 1] (default 0,0,0)")
     p.add_argument(
         "--backend",
@@ -112,9 +102,7 @@ def add_parser(sub) -> None:
         default=1,
         help="worker processes, each rendering a contiguous chunk of frames (one per GPU on CUDA)",
     )
-    p.add_argument(
-        "--resume", action="store_true", help="continue a frame-folder render, skipping frames present"
-    )
+    p.add_argument("--resume", action="store_true", help="continue a frame-folder render, skipping frames present")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -202,18 +190,14 @@ def build_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
                     **common,
                 )
             elif args.path == "spiral":
-                cams = spiral_path(
-                    scene, width, height, n, turns=2.0 if args.turns is None else args.turns, **common
-                )
+                cams = spiral_path(scene, width, height, n, turns=2.0 if args.turns is None else args.turns, **common)
             else:
                 cams = flythrough_path(scene, width, height, n, **common)
         except ValueError as e:
             raise CliError(f"--path {args.path}: {e}") from None
         return cams, fps, f"{args.path}, {n} frames"
     if not args.path.lower().endswith(".json") and not os.path.exists(args.path):
-        raise CliError(
-            f"--path {args.path!r}: not a generated path ({', '.join(GENERATED_PATHS)}) nor a .json file"
-        )
+        raise CliError(f"--path {args.path!r}: not a generated path ({', '.join(GENERATED_PATHS)}) nor a .json file")
     if not os.path.exists(args.path):
         raise CliError(f"--path {args.path}: no such file")
     size = args.size or (None, None)
@@ -229,9 +213,7 @@ def cameras_digest(cams) -> str:
     """A fingerprint of the cameras (poses, intrinsics), to tell whether --resume continues the same path."""
     h = hashlib.sha256()
     for c in cams:
-        h.update(
-            np.round(np.concatenate([c.T_world_camera.reshape(-1), [c.fx, c.fy, c.cx, c.cy]]), 9).tobytes()
-        )
+        h.update(np.round(np.concatenate([c.T_world_camera.reshape(-1), [c.fx, c.fy, c.cx, c.cy]]), 9).tobytes())
         h.update(f"{c.width}x{c.height}".encode())
     return h.hexdigest()[:16]
 
@@ -275,9 +257,7 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
         if job.video:
             writers.append((Mp4Writer(job.video, w, h, job.fps, temp_path=job.video, **opts), "rgb"))
         if job.alpha_video:
-            writers.append(
-                (Mp4Writer(job.alpha_video, w, h, job.fps, temp_path=job.alpha_video, **opts), "alpha")
-            )
+            writers.append((Mp4Writer(job.alpha_video, w, h, job.fps, temp_path=job.alpha_video, **opts), "alpha"))
         for i, cam in zip(job.indices, job.cameras, strict=True):
             out = renderer.render(cam, settings)
             t0 = time.perf_counter()
@@ -541,9 +521,7 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float) -> list[int]:
     mpath = os.path.join(out, MANIFEST)
     if args.resume:
         if not os.path.exists(mpath):
-            raise CliError(
-                f"--resume: {out}/ has no {MANIFEST} from an earlier render; start without --resume"
-            )
+            raise CliError(f"--resume: {out}/ has no {MANIFEST} from an earlier render; start without --resume")
         try:
             with open(mpath, encoding="utf-8") as f:
                 before = json.load(f)
@@ -558,9 +536,7 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float) -> list[int]:
         present = set(existing)
         return [i for i in range(len(cams)) if frame_name(i) not in present]
     if existing and not args.overwrite:
-        raise CliError(
-            f"--out {out}/: holds {len(existing)} frames; pass --resume to continue or --overwrite"
-        )
+        raise CliError(f"--out {out}/: holds {len(existing)} frames; pass --resume to continue or --overwrite")
     os.makedirs(out, exist_ok=True)
     if args.overwrite:
         for f in existing:  # stale frames beyond the new count would otherwise stay
@@ -605,9 +581,7 @@ def render_image(args: argparse.Namespace, background) -> int:
     from scenes.atomic import atomic_write, check_writable
 
     if not args.out.lower().endswith(".png"):
-        raise CliError(
-            f"--out {args.out}: a single frame is written as .png (use --path for a video or frames)"
-        )
+        raise CliError(f"--out {args.out}: a single frame is written as .png (use --path for a video or frames)")
     if args.workers != 1 or args.resume or args.alpha_video:
         raise CliError("--workers, --resume and --alpha-video apply to a --path render")
     check_writable(args.out, overwrite=args.overwrite)
@@ -621,8 +595,7 @@ def render_image(args: argparse.Namespace, background) -> int:
     if renderer.backend == "triton" and renderer.device.type == "cpu":
         where += " in the Triton interpreter"
     print(
-        f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}, loaded in {load_s:.2f} s; "
-        f"rendering on {where}"
+        f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}, loaded in {load_s:.2f} s; rendering on {where}"
     )
     cam = default_camera(scene, width, height, fov_y_deg=args.fov)
     out = renderer.render(cam, RenderSettings(background=background))

@@ -93,9 +93,7 @@ class Mp4Writer:
         import av
 
         if rgb.shape != (self.height, self.width, 3) or rgb.dtype != np.uint8:
-            raise ValueError(
-                f"frame {rgb.shape} {rgb.dtype}: expected ({self.height}, {self.width}, 3) uint8"
-            )
+            raise ValueError(f"frame {rgb.shape} {rgb.dtype}: expected ({self.height}, {self.width}, 3) uint8")
         if (self.enc_width, self.enc_height) != (self.width, self.height):
             rgb = np.pad(
                 rgb,
@@ -162,9 +160,7 @@ def concat_mp4(parts: list[str], path: str) -> int:
                         out_stream = out.add_stream_from_template(src)
                         extradata, time_base = src.codec_context.extradata, src.time_base
                     elif src.codec_context.extradata != extradata or src.time_base != time_base:
-                        raise ValueError(
-                            f"concat_mp4: {part} was encoded with other settings than {parts[0]}"
-                        )
+                        raise ValueError(f"concat_mp4: {part} was encoded with other settings than {parts[0]}")
                     first_pts, end = None, 0
                     for packet in inp.demux(src):
                         if packet.dts is None:  # the demuxer's end-of-stream flush packet

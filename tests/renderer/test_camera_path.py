@@ -1,0 +1,235 @@
+"""Camera path files (renderer/camera_path.py): conventions against hand-computed poses, real-format files
+written following the documented schemas, the keyframe file round trip, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from renderer import Camera, look_at_pose
+from renderer.camera_path import (
+    CameraPathError,
+    load_camera_path,
+    opencv_to_opengl,
+    opengl_to_opencv,
+    read_keyframes,
+    save_camera_path,
+)
+from renderer.trajectory import Keyframe
+
+GARDEN = Path(os.environ.get("WARPSPLAT_SCENES", Path(__file__).parents[3] / "shared" / "scenes")) / "test_garden.npz"
+
+# A nerfstudio (OpenGL axes) camera at (1, 2, 3) turned +90 degrees about world +Y: its rotation is Ry(90),
+# so it looks along -column 2 = (-1, 0, 0), its up is (0, 1, 0) and its right (0, 0, -1).
+R_GL = np.array([[0.0, 0, 1], [0, 1, 0], [-1, 0, 0]])
+C2W_GL_ROWS = [0.0, 0, 1, 1, 0, 1, 0, 2, -1, 0, 0, 3, 0, 0, 0, 1]  # row-major, as nerfstudio flattens it
+# The same camera in OpenCV axes, by hand: x right (0,0,-1), y down (0,-1,0), z forward (-1,0,0) as columns.
+R_CV = np.array([[0.0, 0, -1], [0, -1, 0], [-1, 0, 0]])
+
+
+def write_json(path: Path, data) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def ns_file(tmp_path: Path, **over) -> Path:
+    data = {
+        "camera_type": "perspective",
+        "render_width": 64,
+        "render_height": 48,
+        "fps": 24,
+        "seconds": 1.0,
+        "camera_path": [
+            {"camera_to_world": C2W_GL_ROWS, "fov": 50.0, "aspect": 4 / 3},
+            {"camera_to_world": C2W_GL_ROWS, "fov": 40.0, "aspect": 4 / 3},
+        ],
+    }
+    data.update(over)
+    return write_json(tmp_path / "camera_path.json", data)
+
+
+def test_opengl_to_opencv_by_hand():
+    T_gl = np.array(C2W_GL_ROWS).reshape(4, 4)
+    T = opengl_to_opencv(T_gl)
+    np.testing.assert_array_equal(T[:3, :3], R_CV)
+    np.testing.assert_array_equal(T[:3, 3], [1, 2, 3])
+    np.testing.assert_array_equal(opencv_to_opengl(T), T_gl)
+
+
+def test_nerfstudio_camera_path(tmp_path):
+    cp = load_camera_path(ns_file(tmp_path))
+    assert cp.kind == "nerfstudio camera_path" and len(cp.cameras) == 2
+    assert cp.fps == pytest.approx(2.0)  # len(camera_path) / seconds, as ns-render computes it
+    c = cp.cameras[0]
+    np.testing.assert_allclose(c.T_world_camera[:3, :3], R_CV)
+    np.testing.assert_allclose(c.position, [1, 2, 3])
+    assert (c.width, c.height) == (64, 48)
+    f = 24 / math.tan(math.radians(25))  # (H / 2) / tan(fov / 2), fov vertical
+    assert (c.fx, c.fy, c.cx, c.cy) == pytest.approx((f, f, 32, 24))
+    # a point 2 units in front of the GL camera (along -Z_gl = world -X) lands at the image centre, depth 2;
+    # a point above it (world +Y = the GL camera's up) lands above the centre (OpenCV y down)
+    for world, expect in (([-1.0, 2, 3], (32, 24, 2)), ([-1.0, 2.5, 3], (32, 24 - 0.25 * f, 2))):
+        x, y, z = (c.viewmat @ np.array([*world, 1.0]))[:3]
+        assert (c.fx * x / z + c.cx, c.fy * y / z + c.cy, z) == pytest.approx(expect)
+    assert cp.cameras[1].fov_y_deg == pytest.approx(40.0)
+
+
+def test_nerfstudio_size_and_frame_count_overrides(tmp_path):
+    cp = load_camera_path(ns_file(tmp_path), width=96, height=64, n_frames=5)
+    assert len(cp.cameras) == 5 and (cp.cameras[0].width, cp.cameras[0].height) == (96, 64)
+    assert cp.fps == pytest.approx(5.0)  # same duration, more frames
+    assert cp.cameras[0].fov_y_deg == pytest.approx(50) and cp.cameras[-1].fov_y_deg == pytest.approx(40)
+
+
+def test_nerfstudio_keyframes_only(tmp_path):
+    a = [1.0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 5, 0, 0, 0, 1]  # GL camera at (0, 0, 5) looking down -Z
+    data = {
+        "render_width": 64,
+        "render_height": 48,
+        "fps": 10,
+        "seconds": 3.0,
+        "default_fov": 60.0,
+        "default_transition_sec": 1.0,
+        "is_cycle": False,
+        "keyframes": [
+            {"matrix": a, "fov": 60.0, "aspect": 1.33},
+            {"matrix": C2W_GL_ROWS, "fov": 50.0, "aspect": 1.33, "override_transition_enabled": False},
+            {"matrix": a, "fov": 40.0, "aspect": 1.33},
+        ],
+    }
+    cp = load_camera_path(write_json(tmp_path / "k.json", data))
+    assert cp.kind == "nerfstudio keyframes" and len(cp.cameras) == 30 and cp.fps == 10
+    np.testing.assert_allclose(cp.cameras[0].T_world_camera[:3, :3], np.diag([1.0, -1, -1]))
+    np.testing.assert_allclose(cp.cameras[0].position, [0, 0, 5])
+    # key 1 at 1.5 s (the 3 s are shared by 2 transitions): frame 29 * 1.5 / 3 = 14.5 -> between 14 and 15
+    kf = read_keyframes(tmp_path / "k.json")
+    assert [k.time_s for k in kf.keyframes] == pytest.approx([0, 1.5, 3.0])
+    np.testing.assert_allclose(kf.keyframes[1].T_world_camera[:3, :3], R_CV)
+
+
+def garden_cameras_json(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray, int, int]:
+    """An INRIA cameras.json built from the gsplat garden test data's real cameras (viewmats are
+    world-to-camera, OpenCV). Listed test-first and out of name order, as the INRIA trainer writes it."""
+    d = np.load(GARDEN)
+    viewmats, Ks = d["viewmats"].astype(np.float64), d["Ks"].astype(np.float64)
+    W, H = int(d["width"]), int(d["height"])
+    entries = []
+    for i, (V, K) in enumerate(zip(viewmats, Ks, strict=True)):
+        R_c2w = V[:3, :3].T
+        entries.append({
+            "id": 0, "img_name": f"DSC{8000 + i:05d}", "width": W, "height": H,
+            "position": (-R_c2w @ V[:3, 3]).tolist(), "rotation": [row.tolist() for row in R_c2w],
+            "fy": float(K[1, 1]), "fx": float(K[0, 0]),
+        })  # fmt: skip
+    order = [2, 0, 1]
+    listed = [entries[i] | {"id": j} for j, i in enumerate(order)]
+    return write_json(tmp_path / "cameras.json", listed), viewmats, Ks, W, H
+
+
+def test_inria_cameras_from_real_garden_poses(tmp_path):
+    path, viewmats, Ks, W, H = garden_cameras_json(tmp_path)
+    cp = load_camera_path(path)
+    assert cp.kind == "inria cameras" and len(cp.cameras) == 3
+    for cam, V, K in zip(cp.cameras, viewmats, Ks, strict=True):  # sorted back into name order
+        np.testing.assert_allclose(cam.viewmat, V, atol=1e-5)  # float32 source
+        assert (cam.width, cam.height) == (W, H)
+        assert cam.fy == pytest.approx(K[1, 1]) and cam.fx == cam.fy  # square pixels from the vertical fov
+    # more frames interpolate through the training cameras; frames 0, 2, 4 are the cameras themselves
+    cp5 = load_camera_path(path, n_frames=5, width=64, height=42)
+    for i, V in zip((0, 2, 4), viewmats, strict=True):
+        np.testing.assert_allclose(cp5.cameras[i].viewmat, V, atol=1e-5)
+    assert cp5.cameras[0].fov_y_deg == pytest.approx(math.degrees(2 * math.atan(H / 2 / Ks[0, 1, 1])))
+
+
+def test_keyframe_file_round_trip(tmp_path):
+    keys = [
+        Keyframe(look_at_pose([0, -1, -4], [0, 0, 0], [0, -1, 0]), 50.0),
+        Keyframe(look_at_pose([3, -1, -2], [0, 0, 0], [0, -1, 0]), 55.0),
+        Keyframe(look_at_pose([4, -2, 2], [0, 0.5, 0], [0, -1, 0]), 60.0),
+    ]
+    out = tmp_path / "viewer_path.json"
+    data = save_camera_path(out, keys, width=64, height=48, fps=10, seconds=2.0)
+    # nerfstudio schema: row-major OpenGL matrices, vertical fov, fps, seconds, sampled camera_path
+    assert data["render_width"] == 64 and data["seconds"] == 2.0 and len(data["camera_path"]) == 20
+    np.testing.assert_allclose(
+        np.reshape(data["keyframes"][1]["matrix"], (4, 4)), opencv_to_opengl(keys[1].T_world_camera)
+    )
+    np.testing.assert_allclose(
+        np.reshape(data["camera_path"][0]["camera_to_world"], (4, 4)),
+        opencv_to_opengl(keys[0].T_world_camera),
+    )
+
+    cp = load_camera_path(out)
+    assert len(cp.cameras) == 20 and cp.fps == pytest.approx(10)
+    np.testing.assert_allclose(cp.cameras[0].T_world_camera, keys[0].T_world_camera, atol=1e-12)
+    np.testing.assert_allclose(cp.cameras[-1].T_world_camera, keys[-1].T_world_camera, atol=1e-12)
+    back = read_keyframes(out)
+    assert back.fps == 10 and back.seconds == 2.0 and not back.is_cycle and (back.width, back.height) == (64, 48)
+    for a, b in zip(back.keyframes, keys, strict=True):
+        np.testing.assert_allclose(a.T_world_camera, b.T_world_camera, atol=1e-12)
+        assert a.fov_y_deg == b.fov_y_deg
+    # the keyframes alone (a file without camera_path) give the same cameras as the sampled path
+    data.pop("camera_path")
+    cp2 = load_camera_path(write_json(tmp_path / "keys_only.json", data))
+    for a, b in zip(cp.cameras, cp2.cameras, strict=True):
+        np.testing.assert_allclose(a.T_world_camera, b.T_world_camera, atol=1e-9)
+    # Cameras are accepted as keys, and a saved cycle reloads as one
+    cams = [Camera.from_fov(64, 48, k.fov_y_deg, k.T_world_camera) for k in keys]
+    save_camera_path(out, cams, width=64, height=48, fps=10, is_cycle=True)
+    assert read_keyframes(out).is_cycle and len(load_camera_path(out).cameras) == 60  # 3 transitions of 2 s
+
+
+def ns(frames: list, **extra) -> str:
+    """A nerfstudio file with a valid size and the given camera_path frames."""
+    return json.dumps({"render_width": 64, "render_height": 48, "camera_path": frames, **extra})
+
+
+def inria(**fields) -> str:
+    """An INRIA list with one camera: valid fields, then `fields` (None removes a field)."""
+    cam = {"img_name": "a", "width": 64, "height": 48, "fx": 50, "fy": 50, "position": [0, 0, 0],
+           "rotation": np.eye(3).tolist()} | fields  # fmt: skip
+    return json.dumps([{k: v for k, v in cam.items() if v is not None}])
+
+
+GOOD = {"camera_to_world": C2W_GL_ROWS, "fov": 50}
+SCALED = [2.0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        ("{not json", r"not valid JSON \(.* at line 1"),
+        ("42", "expected a JSON object"),
+        ("[]", "camera list is empty"),
+        (ns([]), "camera_path: missing or empty"),
+        (json.dumps({"camera_path": [GOOD]}), "render_width: missing"),
+        (ns([GOOD, {"fov": 50}]), r"camera_path\[1\]\.camera_to_world: missing"),
+        (ns([GOOD | {"camera_to_world": [1, 0, 0]}]), r"camera_path\[0\]\.camera_to_world: expected 16 numbers"),
+        (ns([GOOD | {"camera_to_world": SCALED}]), "not a rotation"),
+        (ns([GOOD | {"fov": 190}]), r"camera_path\[0\]\.fov: field of view 190"),
+        (ns([GOOD], camera_type="fisheye"), "camera_type: 'fisheye'"),
+        (inria(position=None), r"\[0\]\.position: expected 3"),
+        (inria(fy=None), r"\[0\]\.fy: missing"),
+        (inria(fy=-1), r"\[0\]\.fy: must be > 0"),
+    ],
+    ids=["malformed", "number", "empty-list", "no-frames", "no-size", "no-matrix", "short-matrix", "scaled-matrix",
+         "bad-fov", "fisheye", "inria-no-position", "inria-no-fy", "inria-negative-fy"],
+)  # fmt: skip
+def test_bad_files_give_one_line_errors_naming_file_and_field(tmp_path, content, match):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(CameraPathError, match=match) as e:
+        load_camera_path(path)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(str(path))
+    assert isinstance(e.value, ValueError)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such camera path file"):
+        load_camera_path(tmp_path / "nope.json")

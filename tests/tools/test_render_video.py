@@ -1,0 +1,257 @@
+"""`warpsplat render` with camera paths: videos decoded back and compared with the renderer's own images,
+PNG frame folders, resume, path files, chunked multi-worker renders, and one-line errors for bad input.
+
+The scene is every 40th Gaussian of the bundled plant (2.8k Gaussians) so a 64x48 frame takes tens of ms on
+the torch backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from renderer import Renderer, RenderSettings
+from renderer.camera_path import load_camera_path, opencv_to_opengl, save_camera_path
+from renderer.trajectory import Keyframe, flythrough_path, orbit_path
+from scenes import bundled_scene_path, load_scene, save_scene
+from tools.cli import main
+from tools.video import read_mp4
+
+W, H = 64, 48
+REPO = Path(__file__).parents[2]
+BASE = ["--backend", "torch", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def scene_path(tmp_path_factory) -> str:
+    scene = load_scene(bundled_scene_path())
+    path = tmp_path_factory.mktemp("scene") / "small.ply"
+    save_scene(scene.subset(torch.arange(0, len(scene), 40)), path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def renderer(scene_path):
+    scene = load_scene(scene_path)
+    return scene, Renderer(scene, backend="torch")
+
+
+def reference_frames(renderer, cams) -> np.ndarray:
+    r = renderer[1]
+    return np.stack([r.render(c, RenderSettings()).rgba8[..., :3].numpy().copy() for c in cams])
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
+    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
+
+
+def render(*args) -> int:
+    return main(["render", *map(str, args), *BASE])
+
+
+def test_orbit_video_decodes_to_the_rendered_frames(scene_path, renderer, tmp_path, capsys):
+    out = tmp_path / "orbit.mp4"
+    assert render(scene_path, "--path", "orbit", "--frames", 8, "--fps", 24, "--size", f"{W}x{H}", "--out", out) == 0
+    frames, rate, size = read_mp4(str(out))
+    assert frames.shape == (8, H, W, 3) and rate == 24 and size == (W, H)
+    ref = reference_frames(renderer, orbit_path(renderer[0], W, H, 8))
+    # crf 18 on tiny sparse frames: measured 32.0-35.5 dB per frame (YUV 4:2:0 chroma loss included)
+    scores = [psnr(a, b) for a, b in zip(frames, ref, strict=True)]
+    assert min(scores) > 30 and np.mean(scores) > 32, scores
+    text = capsys.readouterr().out
+    assert "rasterize" in text and "frames/s end to end" in text  # the per-stage summary
+
+
+def test_lossless_video_and_png_folder(scene_path, renderer, tmp_path):
+    cams = flythrough_path(renderer[0], W, H, 6)
+    ref = reference_frames(renderer, cams)
+    out = tmp_path / "fly.mp4"
+    assert render(scene_path, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}", "--quality", "lossless",
+                  "--out", out, "--alpha-video", tmp_path / "alpha.mp4") == 0  # fmt: skip
+    frames, rate, _ = read_mp4(str(out))
+    assert frames.shape[0] == 6 and rate == 30
+    # crf 0 is lossless in YUV: only the RGB -> YUV 4:2:0 conversion remains (measured >= 37.5 dB)
+    assert min(psnr(a, b) for a, b in zip(frames, ref, strict=True)) > 35
+    alpha, _, _ = read_mp4(str(tmp_path / "alpha.mp4"))
+    assert alpha.shape == (6, H, W, 3) and alpha.max() > 200 and alpha.min() < 20  # coverage, grey
+
+    folder = tmp_path / "frames"
+    assert render(scene_path, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}", "--out", folder) == 0
+    pngs = sorted(folder.glob("frame_*.png"))
+    assert [p.name for p in pngs] == [f"frame_{i:05d}.png" for i in range(6)]
+    for p, r in zip(pngs, ref, strict=True):
+        np.testing.assert_array_equal(np.asarray(Image.open(p)), r)  # PNG is lossless
+
+
+def test_resume_renders_only_missing_frames(scene_path, tmp_path, capsys):
+    folder = tmp_path / "frames"
+    args = [scene_path, "--path", "spiral", "--frames", 5, "--size", f"{W}x{H}", "--out", folder]
+    assert render(*args) == 0
+    before = {p.name: p.read_bytes() for p in folder.glob("frame_*.png")}
+    (folder / "frame_00001.png").unlink()
+    (folder / "frame_00004.png").unlink()
+    capsys.readouterr()
+    assert render(*args, "--resume") == 0
+    assert "resuming: 3 of 5 frames present, 2 to render" in capsys.readouterr().out
+    assert {p.name: p.read_bytes() for p in folder.glob("frame_*.png")} == before
+    # a different path in the same folder is not resumed into it
+    assert render(scene_path, "--path", "orbit", "--frames", 5, "--size", f"{W}x{H}", "--out", folder, "--resume") == 2
+    assert "holds a different render" in capsys.readouterr().err
+
+
+def test_keyframes_file_round_trip_renders(scene_path, renderer, tmp_path):
+    scene = renderer[0]
+    cams = orbit_path(scene, W, H, 4)
+    path = tmp_path / "viewer_path.json"
+    save_camera_path(path, [Keyframe.from_camera(c) for c in cams[:3]], width=W, height=H, fps=5, seconds=1.0)
+    out = tmp_path / "kf.mp4"
+    assert render(scene_path, "--path", path, "--out", out, "--crf", 0) == 0
+    frames, rate, size = read_mp4(str(out))
+    assert frames.shape[0] == 5 and rate == 5 and size == (W, H)  # fps * seconds frames, the file's size
+    ref = reference_frames(renderer, load_camera_path(path).cameras)
+    assert min(psnr(a, b) for a, b in zip(frames, ref, strict=True)) > 35
+    # the path starts and ends on its first and last keys
+    assert psnr(ref[0], reference_frames(renderer, cams[:1])[0]) == float("inf")
+    assert psnr(ref[-1], reference_frames(renderer, cams[2:3])[0]) == float("inf")
+
+
+def test_inria_and_nerfstudio_files_render(scene_path, renderer, tmp_path):
+    from tests.renderer.test_camera_path import garden_cameras_json
+
+    cameras, *_ = garden_cameras_json(tmp_path)
+    folder = tmp_path / "garden"
+    assert render(scene_path, "--path", cameras, "--size", "48x32", "--out", folder) == 0
+    assert len(list(folder.glob("frame_*.png"))) == 3  # one frame per training camera
+    assert Image.open(folder / "frame_00000.png").size == (48, 32)
+    # a nerfstudio camera_path.json made by hand from two orbit cameras (OpenGL axes, row-major, fov 60)
+    cams = orbit_path(renderer[0], W, H, 2)
+    frames = [{"camera_to_world": opencv_to_opengl(c.T_world_camera).reshape(-1).tolist(), "fov": 60.0, "aspect": W / H}
+              for c in cams]  # fmt: skip
+    path = tmp_path / "camera_path.json"
+    path.write_text(json.dumps({"render_width": W, "render_height": H, "seconds": 0.5, "camera_path": frames}))
+    folder = tmp_path / "ns"
+    assert render(scene_path, "--path", path, "--out", folder) == 0
+    got = np.stack([np.asarray(Image.open(folder / f"frame_{i:05d}.png")) for i in range(2)])
+    np.testing.assert_array_equal(got, reference_frames(renderer, cams))  # same pose after two conversions
+    out = tmp_path / "ns.mp4"
+    assert render(scene_path, "--path", path, "--out", out) == 0
+    video, rate, size = read_mp4(str(out))
+    assert video.shape[0] == 2 and rate == 4 and size == (W, H)  # fps = frames / seconds
+
+
+def test_two_workers_equal_one(scene_path, tmp_path, capsys):
+    """Chunks rendered by 2 spawned CPU workers and remuxed (no re-encode) decode to exactly the frames of a
+    single-worker render (crf 0: lossless, so any difference would be a rendering or stitching one)."""
+    common = [
+        scene_path,
+        "--path",
+        "flythrough",
+        "--frames",
+        7,
+        "--size",
+        f"{W}x{H}",
+        "--crf",
+        0,
+        "--fps",
+        12,
+    ]
+    assert render(*common, "--out", tmp_path / "one.mp4") == 0
+    assert render(*common, "--out", tmp_path / "two.mp4", "--workers", 2) == 0
+    assert "2 workers, stitched" in capsys.readouterr().out
+    one, r1, _ = read_mp4(str(tmp_path / "one.mp4"))
+    two, r2, _ = read_mp4(str(tmp_path / "two.mp4"))
+    assert one.shape == two.shape == (7, H, W, 3) and r1 == r2 == 12
+    np.testing.assert_array_equal(one, two)
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".part")]  # chunk files cleaned up
+
+
+def test_killed_render_leaves_no_complete_looking_file(scene_path, tmp_path):
+    out = tmp_path / "killed.mp4"
+    cmd = [sys.executable, "-m", "tools", "render", scene_path, "--path", "orbit", "--frames", 2000,
+           "--size", f"{W}x{H}", "--out", out, *BASE]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(list(map(str, cmd)), cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not any(p.name.endswith(".part") for p in tmp_path.iterdir()):
+            time.sleep(0.1)
+        time.sleep(0.5)  # some frames into the encoder
+        os.kill(proc.pid, signal.SIGKILL)  # the process this test started
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not out.exists()
+    parts = [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
+    assert parts and all(p.name.startswith(".killed.mp4.") for p in parts)  # hidden, named as unfinished
+
+
+def test_single_image_mode_without_app(scene_path, tmp_path):
+    out = tmp_path / "one.png"
+    code = (
+        "import sys; from tools.cli import main; "
+        f"rc = main(['render', {scene_path!r}, '--size', '32x24', '--out', {str(out)!r}, '--backend', 'torch']); "
+        "assert rc == 0; assert not [m for m in sys.modules if m == 'app' or m.startswith('app.')], 'app imported'"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, capture_output=True)
+    assert Image.open(out).size == (32, 24)
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--path", "{tmp}/missing.json", "--out", "{tmp}/a.mp4"], "missing.json: no such file"),
+        (["--path", "{tmp}/bad.json", "--out", "{tmp}/a.mp4"], "bad.json: not valid JSON"),
+        (["--path", "wobble", "--out", "{tmp}/a.mp4"], "no such file (generated: orbit, spiral, flythrough)"),
+        (["--path", "orbit", "--size", "63x47", "--out", "{tmp}/a.mp4"], "needs an even width and height"),
+        (["--path", "orbit", "--out", "{tmp}/exists.mp4"], "output exists; pass --overwrite"),
+        (
+            ["--path", "orbit", "--out", "{tmp}/a.mp4", "--resume"],
+            "only a frame-folder render can be resumed",
+        ),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--crf", "60"], "--crf 60: must be in 0..51"),
+        (["--path", "orbit", "--out", "{tmp}/framesdir"], "holds 1 frames; pass --resume"),
+    ],
+    ids=[
+        "missing-file",
+        "malformed-json",
+        "unknown-path",
+        "odd-size",
+        "exists",
+        "resume-video",
+        "crf",
+        "folder-exists",
+    ],
+)
+def test_bad_input_exit_2_one_line(scene_path, tmp_path, capsys, extra, match):
+    (tmp_path / "bad.json").write_text('{"camera_path": [')
+    (tmp_path / "exists.mp4").write_bytes(b"x")
+    (tmp_path / "framesdir").mkdir()
+    (tmp_path / "framesdir" / "frame_00000.png").write_bytes(b"x")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in extra]
+    assert render(scene_path, "--frames", 2, "--size", f"{W}x{H}", *args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("warpsplat render: error:") and match in err, err
+    assert (tmp_path / "exists.mp4").read_bytes() == b"x"
+    assert not (tmp_path / "a.mp4").exists()
+
+
+def test_odd_size_padded_on_request(scene_path, tmp_path, capsys):
+    out = tmp_path / "odd.mp4"
+    assert (
+        render(scene_path, "--path", "orbit", "--frames", 2, "--size", "63x47", "--odd-size", "pad", "--out", out) == 0
+    )
+    assert "63x47 is odd; the video is 64x48" in capsys.readouterr().out
+    assert read_mp4(str(out))[2] == (64, 48)

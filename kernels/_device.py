@@ -135,4 +135,3 @@ def eval_sh(sh_ptr, offs, mask, x, y, z, K: tl.constexpr, DEGREE: tl.constexpr):
             g += w9 * g9 + w10 * g10 + w11 * g11 + w12 * g12 + w13 * g13 + w14 * g14 + w15 * g15
             bl += w9 * b9 + w10 * b10 + w11 * b11 + w12 * b12 + w13 * b13 + w14 * b14 + w15 * b15
     return r, g, bl
-

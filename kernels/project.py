@@ -199,7 +199,7 @@ def project_gaussians(
     K = sh.shape[1]
     assert means.shape == (N, 3) and covars.shape == (N, 6) and opacities.shape == (N,), (means.shape, covars.shape)
     assert sh.shape == (N, K, 3) and camera.shape == (24,), (sh.shape, camera.shape)
-    assert 0 <= sh_degree and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
+    assert sh_degree >= 0 and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
     if out is None:
         out = project_outputs(N, means.device)
     means2d, conic_opacity, depths, colors, tiles_touched = out

@@ -14,7 +14,6 @@ import triton
 import triton.language as tl
 
 
-
 @triton.jit(do_not_specialize=["P", "n_tiles"])
 def _tile_ranges_kernel(
     keys_ptr,  # [P] i64, sorted
@@ -53,5 +52,3 @@ def tile_ranges(
         block = 1024
         _tile_ranges_kernel[(triton.cdiv(P, block),)](sorted_keys, out, P, n_tiles, BLOCK=block)
     return out
-
-

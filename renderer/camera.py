@@ -138,7 +138,9 @@ def default_camera(scene, width: int, height: int, *, up: str | None = None, fov
     half_fov = math.radians(min(fov_y_deg, fov_y_deg * width / height) / 2)
     dist = radius / math.sin(half_fov)
     # horizontal reference direction: -Z (the side INRIA/COLMAP captures usually start from), else -Y, -X
-    ref = next(r for r in (np.array([0.0, 0, -1]), np.array([0.0, -1, 0]), np.array([-1.0, 0, 0])) if abs(r @ upv) < 0.5)
+    ref = next(
+        r for r in (np.array([0.0, 0, -1]), np.array([0.0, -1, 0]), np.array([-1.0, 0, 0])) if abs(r @ upv) < 0.5
+    )
     horiz = ref - upv * float(ref @ upv)
     horiz /= np.linalg.norm(horiz)
     elev = math.radians(25.0)

@@ -27,7 +27,7 @@ BACKENDS = ("auto", "triton", "torch")
 
 
 def resolve_backend(backend: str, device: torch.device) -> str:
-    """"auto": Triton on CUDA; the torch reference on CPU, where it is faster than Triton's interpreter
+    """ "auto": Triton on CUDA; the torch reference on CPU, where it is faster than Triton's interpreter
     (measured on the bundled scene at 256x256, 2 cores: see README.md)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r}: expected one of {', '.join(BACKENDS)}")
@@ -160,7 +160,9 @@ class Renderer:
     # ------------------------------------------------------------------ one frame
 
     @torch.inference_mode()
-    def render(self, camera: Camera, settings: RenderSettings | None = None, *, sync_stats: bool = True) -> RenderOutput:
+    def render(
+        self, camera: Camera, settings: RenderSettings | None = None, *, sync_stats: bool = True
+    ) -> RenderOutput:
         """Render one frame. With sync_stats=False the stage times are left to `last_timer` (read them a
         frame later, when the GPU has finished) and the frame performs only the one pair-count sync."""
         settings = (settings or RenderSettings()).validate()
@@ -231,5 +233,3 @@ def check_image_size(width: int, height: int) -> None:
         raise ValueError(f"image size {width}x{height}: width and height must be positive integers")
     if width > MAX_IMAGE_SIDE or height > MAX_IMAGE_SIDE:
         raise ValueError(f"image size {width}x{height}: each side must be at most {MAX_IMAGE_SIDE} pixels")
-
-

@@ -132,9 +132,13 @@ class GaussianScene:
         for name in ("means", "quats", "log_scales", "opacity_logits", "sh"):
             t = getattr(self, name)
             if t.dtype != torch.float32:
-                raise SceneFormatError(f"{self.source_format} scene: field {name} has dtype {t.dtype}, expected float32")
+                raise SceneFormatError(
+                    f"{self.source_format} scene: field {name} has dtype {t.dtype}, expected float32"
+                )
             if t.device != self.means.device:
-                raise SceneFormatError(f"{self.source_format} scene: field {name} is on {t.device}, means on {self.means.device}")
+                raise SceneFormatError(
+                    f"{self.source_format} scene: field {name} is on {t.device}, means on {self.means.device}"
+                )
         if n == 0:
             raise SceneFormatError(f"{self.source_format} scene: holds no Gaussians")
         return self
@@ -159,7 +163,9 @@ class GaussianScene:
         if n_bad == 0:
             return self
         if n_bad == len(self):
-            raise SceneFormatError(f"{name}: all {n_bad} Gaussians have invalid values (NaN/inf, zero scale or quaternion)")
+            raise SceneFormatError(
+                f"{name}: all {n_bad} Gaussians have invalid values (NaN/inf, zero scale or quaternion)"
+            )
         warnings.warn(
             f"{name}: dropped {n_bad} of {len(self)} Gaussians with invalid values "
             "(NaN/inf, non-positive scale or zero quaternion)",

@@ -143,9 +143,7 @@ def _columns(arr: np.ndarray, names: list[str]) -> np.ndarray:
     fields = dt.fields
     assert fields is not None
     first = fields[names[0]]
-    contiguous = all(
-        fields[n][0] == np.dtype("<f4") and fields[n][1] == first[1] + 4 * i for i, n in enumerate(names)
-    )
+    contiguous = all(fields[n][0] == np.dtype("<f4") and fields[n][1] == first[1] + 4 * i for i, n in enumerate(names))
     if contiguous:
         raw = arr.view(np.uint8).reshape(len(arr), dt.itemsize)
         return np.ascontiguousarray(raw[:, first[1] : first[1] + 4 * len(names)]).view("<f4")
@@ -236,5 +234,3 @@ def write_ply(scene: GaussianScene, path: str | os.PathLike, *, with_normals: bo
 
 def is_ply(head: bytes) -> bool:
     return head.startswith(b"ply\n") or head.startswith(b"ply\r\n")
-
-

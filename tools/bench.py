@@ -37,7 +37,9 @@ QUICK_SCENES = ["plant.splat", "fruit_drops_minimal.ply"]
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="benchmark warpsplat against gsplat on real and composite scenes")
     p.add_argument("--scenes", nargs="+", default=None, help="scene files (names in --scenes-dir, or paths)")
-    p.add_argument("--scenes-dir", default=None, help="folder of real scenes (default $WARPSPLAT_SCENES or ../shared/scenes)")
+    p.add_argument(
+        "--scenes-dir", default=None, help="folder of real scenes (default $WARPSPLAT_SCENES or ../shared/scenes)"
+    )
     p.add_argument("--size", type=parse_size, default=(1920, 1080), help="WIDTHxHEIGHT (default 1920x1080)")
     p.add_argument("--frames", type=int, default=60, help="frames per path (default 60)")
     p.add_argument("--warmup", type=int, default=3, help="untimed frames before each timed path (default 3)")
@@ -186,7 +188,9 @@ def git_commit() -> str:
     if env:
         return env
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -218,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
         for path_name, cams in object_paths(scene, width, height, n_frames).items():
             reference_images = {}
             if g_render is not None:
-                ms, fps, _ = time_path(lambda c: g_render(c), cams, clock, args.warmup)
+                ms, fps, _ = time_path(g_render, cams, clock, args.warmup)
                 gsplat_results.append(PathResult(label, path_name, len(scene), "gsplat", ms, fps))
                 reference_images = {i: g_render(cams[i]).clone() for i in range(0, len(cams), args.psnr_every)}
             default_images = {}
@@ -227,14 +231,14 @@ def run(args: argparse.Namespace) -> int:
                     torch.cuda.reset_peak_memory_stats()
                 timers = []
 
-                def frame(cam, settings=settings, timers=timers):
+                def frame(cam, settings=settings, timers=timers, renderer=renderer):
                     renderer.render(cam, settings, sync_stats=False)
                     timers.append(renderer.last_timer)
 
                 ms, fps, _ = time_path(frame, cams, clock, args.warmup)
                 res = PathResult(label, path_name, len(scene), vname, ms, fps)
                 stage_lists: dict[str, list[float]] = {}
-                for t in timers[-len(cams):]:
+                for t in timers[-len(cams) :]:
                     for k, v in (t.elapsed_ms(wait=True) or {}).items():
                         stage_lists.setdefault(k, []).append(v)
                 res.stage_ms = {k: statistics.median(v) for k, v in stage_lists.items()}
@@ -252,10 +256,14 @@ def run(args: argparse.Namespace) -> int:
                         default_images[i] = img
                     else:
                         res.psnr_vs_default.append(psnr(img, default_images[i]))
-                res.visible, res.pairs, res.max_tile = int(statistics.median(vis)), int(statistics.median(pairs)), max(longest)
+                res.visible, res.pairs, res.max_tile = (
+                    int(statistics.median(vis)),
+                    int(statistics.median(pairs)),
+                    max(longest),
+                )
                 results.append(res)
                 print(f"  {label} {path_name} {vname}: median {res.median():.3f} ms", file=sys.stderr, flush=True)
-        del renderer, g_render
+        renderer = g_render = None  # free this scene's GPU memory before the next one
         if cuda:
             torch.cuda.empty_cache()
 
@@ -301,14 +309,16 @@ def write_json(args, results, gsplat_results, cuda, width, height, n_frames) -> 
     doc = {
         "command": "warpsplat " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("warpsplat") else " ".join(sys.argv),
         "gpu": device_name(cuda),
-        "versions": {"torch": torch.__version__, "triton": triton.__version__, "gsplat": gsplat_version,
-                     "python": platform.python_version()},  # fmt: skip
+        "versions": {
+            "torch": torch.__version__,
+            "triton": triton.__version__,
+            "gsplat": gsplat_version,
+            "python": platform.python_version(),
+        },  # fmt: skip
         "commit": git_commit(),
         "size": [width, height],
         "frames": n_frames,
-        "paths": [
-            {**r.__dict__, "median_ms": r.median(), "p90_ms": r.p90()} for r in results + gsplat_results
-        ],
+        "paths": [{**r.__dict__, "median_ms": r.median(), "p90_ms": r.p90()} for r in results + gsplat_results],
     }
     tmp = args.json + ".part"
     with open(tmp, "w") as f:

@@ -11,7 +11,14 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ["render", "info", "bench"]  # module names under tools/, in the order `--help` lists them
+SUBCOMMANDS = [
+    "view",
+    "render",
+    "info",
+    "bench",
+    "convert",
+    "compose",
+]  # modules under tools/, in the order `--help` lists them
 
 EXIT_USAGE = 2
 

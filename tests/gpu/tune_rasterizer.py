@@ -30,10 +30,23 @@ def main(path: str, size: str = "1920x1080") -> None:
     for variant, steps, warps in (("scalar", (4, 8, 16, 32), (2, 4, 8)), ("batched", (8, 16, 32), (4, 8))):
         for step in steps:
             for nw in warps:
-                fn = lambda: kernels.rasterize_tiles(  # noqa: E731
-                    ids, ranges, means2d, conic_opacity, colors, bg, W, H, variant=variant, step=step, num_warps=nw,
-                    out=(r._image[0], r._image[1], r._image[2]),
-                )
+
+                def fn(variant=variant, step=step, nw=nw):
+                    kernels.rasterize_tiles(
+                        ids,
+                        ranges,
+                        means2d,
+                        conic_opacity,
+                        colors,
+                        bg,
+                        W,
+                        H,
+                        variant=variant,
+                        step=step,
+                        num_warps=nw,
+                        out=(r._image[0], r._image[1], r._image[2]),
+                    )
+
                 ms = triton.testing.do_bench(fn, warmup=5, rep=40)
                 diff = (r._image[0] - ref_img).abs().max().item()
                 print(f"  {variant:8} step {step:3} warps {nw}: {ms:7.3f} ms  (max |diff| vs default {diff:.1e})")

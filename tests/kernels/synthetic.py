@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import torch
 
 from renderer import Camera, look_at_pose, prepare_covariances
@@ -50,5 +49,3 @@ def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
         idx = torch.nonzero(bad.reshape(bad.shape[0], -1).any(1)).flatten()[:5]
         raise AssertionError(f"{name}: {int(bad.sum())} mismatches; first rows {idx.tolist()}: "
                              f"ref {r[idx].tolist()} tri {t[idx].tolist()}")  # fmt: skip
-
-

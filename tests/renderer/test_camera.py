@@ -1,0 +1,76 @@
+"""Camera conventions (OpenCV: +X right, +Y down, +Z forward) and the default framing."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from renderer import Camera, default_camera, look_at_pose, up_vector
+from scenes import load_scene
+
+vec = st.tuples(*[st.floats(-100, 100, allow_nan=False)] * 3).map(np.array)
+
+
+def project(cam: Camera, p):
+    pc = cam.viewmat @ np.append(p, 1.0)
+    return np.array([cam.fx * pc[0] / pc[2] + cam.cx, cam.fy * pc[1] / pc[2] + cam.cy]), pc[2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(eye=vec, target=vec)
+def test_look_at_pose_is_rigid_and_centres_the_target(eye, target):
+    if np.linalg.norm(target - eye) < 1e-3:
+        return
+    cam = Camera.look_at(eye, target, width=64, height=48)
+    T = cam.T_world_camera
+    assert np.allclose(T[:3, :3].T @ T[:3, :3], np.eye(3), atol=1e-9)
+    assert math.isclose(np.linalg.det(T[:3, :3]), 1.0, abs_tol=1e-9)
+    assert np.allclose(T @ cam.viewmat, np.eye(4), atol=1e-6 * max(1.0, np.abs(eye).max()))
+    uv, depth = project(cam, target)
+    assert depth > 0
+    assert np.allclose(uv, [32, 24], atol=1e-6 * max(1.0, np.abs(eye).max(), np.abs(target).max()))
+
+
+def test_opencv_axes_and_up():
+    cam = Camera.look_at((0, 0, -5), (0, 0, 0), up=(0, -1, 0), width=100, height=100)
+    # world -Y is up, so a point above the target (y = -1) lands in the upper half of the image (v < cy)
+    uv, _ = project(cam, np.array([0.0, -1.0, 0.0]))
+    assert uv[1] < 50
+    uv, _ = project(cam, np.array([1.0, 0.0, 0.0]))  # +X world is to the right when looking down +Z
+    assert uv[0] > 50
+
+
+def test_from_fov_and_resized():
+    cam = Camera.from_fov(200, 100, 60.0)
+    assert math.isclose(cam.fov_y_deg, 60.0)
+    small = cam.resized(100, 50)
+    assert math.isclose(small.fov_y_deg, 60.0) and small.cx == 50 and small.cy == 25
+    with pytest.raises(ValueError):
+        Camera.from_fov(10, 10, 180.0)
+
+
+def test_up_vector_names():
+    assert np.array_equal(up_vector("-y"), [0, -1, 0]) and np.array_equal(up_vector("z"), [0, 0, 1])
+    with pytest.raises(ValueError, match="--up"):
+        up_vector("sideways")
+
+
+def test_default_camera_frames_the_robust_box(scene_path):
+    scene = load_scene(scene_path("plant.splat"))
+    cam = default_camera(scene, 160, 120)
+    lo, hi = (v.numpy().astype(np.float64) for v in scene.robust_bounds())
+    corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+    for c in corners:
+        uv, depth = project(cam, c)
+        assert depth > 0
+        assert -1 <= uv[0] <= 161 and -1 <= uv[1] <= 121, "the 1-99% box is inside the view"
+    # looking at the median of the means
+    uv, _ = project(cam, scene.center().numpy().astype(np.float64))
+    assert np.allclose(uv, [80, 60], atol=1e-3)
+
+
+def test_look_at_degenerate_up_still_gives_a_pose():
+    T = look_at_pose((0, -5, 0), (0, 0, 0), (0, -1, 0))  # looking straight along the up axis
+    assert np.allclose(T[:3, :3].T @ T[:3, :3], np.eye(3), atol=1e-9)

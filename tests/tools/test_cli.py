@@ -1,0 +1,86 @@
+"""The `warpsplat` command: render/info on the bundled and real scenes, and one-line errors (exit 2)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from renderer import Renderer, default_camera
+from scenes import bundled_scene_path, load_scene
+from tests.conftest import REPO
+from tools.cli import main
+
+
+def run_cli(*args):
+    return main([str(a) for a in args])
+
+
+def test_render_bundled_scene_matches_renderer(tmp_path):
+    out = tmp_path / "plant.png"
+    assert run_cli("render", "--size", "40x30", "--out", out, "--backend", "torch") == 0
+    img = np.asarray(Image.open(out))
+    assert img.shape == (30, 40, 3)
+    scene = load_scene(bundled_scene_path())
+    expect = Renderer(scene, backend="torch").render(default_camera(scene, 40, 30)).rgba8[..., :3].numpy()
+    assert np.array_equal(img, expect)
+    assert img.mean() > 5, "the plant is in view"
+
+
+def test_render_orbit_frames(tmp_path, scene_path):
+    out = tmp_path / "frames"
+    rc = run_cli("render", scene_path("fruit_drops_minimal.ply"), "--size", "24x16", "--path", "orbit", "--frames", 3,
+                 "--out", out, "--backend", "torch")  # fmt: skip
+    assert rc == 0
+    files = sorted(p.name for p in out.iterdir() if p.suffix == ".png")
+    assert len(files) == 3
+    frames = [np.asarray(Image.open(out / f)) for f in files]
+    assert not np.array_equal(frames[0], frames[1]), "the camera moves along the orbit"
+
+
+def test_info(capsys, scene_path):
+    assert run_cli("info", scene_path("fruit_drops_minimal.ply")) == 0
+    text = capsys.readouterr().out
+    assert "4,721" in text and "sh degree:     3" in text and "bounds" in text
+
+
+@pytest.mark.parametrize(
+    "make,args,message",
+    [
+        (None, ["render", "{tmp}/missing.ply", "--out", "{tmp}/o.png"], "missing.ply: no such file"),
+        (
+            b"ply\nformat binary_little_endian 1.0\nelement vertex 10\nproperty float x\nend_header\n",
+            ["render", "{file}", "--out", "{tmp}/o.png"],
+            "truncated",
+        ),
+        (b"garbage bytes", ["info", "{file}"], "unknown scene format"),
+        (b"", ["info", "{file}"], "empty"),
+    ],
+    ids=["missing", "truncated", "unknown", "empty"],
+)
+def test_bad_input_is_one_line_exit_2(make, args, message, tmp_path, capsys):
+    f = tmp_path / ("scene.ply" if make and make.startswith(b"ply") else "scene.bin")
+    if make is not None:
+        f.write_bytes(make)
+    rc = run_cli(*[a.format(tmp=tmp_path, file=f) for a in args])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_absurd_size_and_existing_output(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        run_cli("render", "--size", "100000x10", "--out", tmp_path / "x.png")
+    assert e.value.code == 2
+    assert "each side must be between 1 and 8192" in capsys.readouterr().err
+    existing = tmp_path / "exists.png"
+    existing.write_bytes(b"keep me")
+    assert run_cli("render", "--size", "8x8", "--out", existing, "--backend", "torch") == 2
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert existing.read_bytes() == b"keep me", "an existing output is never overwritten unasked"
+
+
+def test_python_dash_m_tools_runs_the_same_command():
+    r = subprocess.run([sys.executable, "-m", "tools", "--help"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0 and "render" in r.stdout and "info" in r.stdout

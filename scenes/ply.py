@@ -83,6 +83,8 @@ def parse_header(data: bytes | memoryview, path: str) -> tuple[str, list[PlyElem
                 continue
             if len(parts) != 3 or parts[1] not in _PLY_TYPES:
                 raise SceneFormatError(f"{path}: unsupported PLY property line {raw.strip()!r}")
+            if any(parts[2] == name for name, _ in elements[-1].properties):
+                raise SceneFormatError(f"{path}: PLY element {elements[-1].name} repeats property {parts[2]!r}")
             elements[-1].properties.append((parts[2], _PLY_TYPES[parts[1]]))
     if fmt not in ("binary_little_endian", "binary_big_endian", "ascii"):
         raise SceneFormatError(f"{path}: unsupported PLY format {fmt!r}")
@@ -110,7 +112,10 @@ def read_elements(data: bytes | memoryview, path: str) -> tuple[dict[str, np.nda
             n_vals = el.count * len(el.properties)
             if pos + n_vals > len(text):
                 raise SceneFormatError(f"{path}: PLY body is truncated in element {el.name}")
-            vals = np.array(text[pos : pos + n_vals], dtype=np.float64).reshape(el.count, len(el.properties))
+            try:
+                vals = np.array(text[pos : pos + n_vals], dtype=np.float64).reshape(el.count, len(el.properties))
+            except ValueError:
+                raise SceneFormatError(f"{path}: ASCII PLY element {el.name} holds a non-number") from None
             arr = np.empty(el.count, dtype=el.dtype("<"))
             for i, (name, _) in enumerate(el.properties):
                 arr[name] = vals[:, i]

@@ -164,6 +164,8 @@ def _gunzip(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
         raise SceneFormatError(
             f"{path}: SPZ gzip stream continues past the {need:,} bytes that {n:,} points need (lying count?)"
         )
+    if not d.eof:
+        raise SceneFormatError(f"{path}: SPZ gzip stream is truncated (its end and checksum are missing)")
     body = memoryview(b"".join(parts))
     blocks, off = [], 0
     for s in sizes:

@@ -168,7 +168,8 @@ def test_two_workers_equal_one(scene_path, tmp_path, capsys):
     ]
     assert render(*common, "--out", tmp_path / "one.mp4") == 0
     assert render(*common, "--out", tmp_path / "two.mp4", "--workers", 2) == 0
-    assert "2 workers, stitched" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "2 workers" in text and "stitched in" in text
     one, r1, _ = read_mp4(str(tmp_path / "one.mp4"))
     two, r2, _ = read_mp4(str(tmp_path / "two.mp4"))
     assert one.shape == two.shape == (7, H, W, 3) and r1 == r2 == 12

@@ -18,13 +18,14 @@ class OutputExistsError(FileExistsError):
 
 
 def check_writable(path: str | os.PathLike, *, overwrite: bool) -> None:
-    """Refuse an existing output unless `overwrite`; refuse a missing parent folder. One-line messages."""
+    """Refuse an existing output unless `overwrite` (one-line message); create a missing parent folder."""
     path = os.fspath(path)
     if os.path.exists(path) and not overwrite:
         raise OutputExistsError(f"{path}: output exists; pass --overwrite to replace it")
     parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise FileNotFoundError(f"{path}: output folder {parent} does not exist")
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise FileExistsError(f"{path}: {parent} is not a folder")
+    os.makedirs(parent, exist_ok=True)
 
 
 @contextlib.contextmanager
@@ -33,6 +34,9 @@ def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part", dir=folder)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a finished output gets the usual permissions
     try:
         with os.fdopen(fd, "wb") as f:
             yield f

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -307,7 +308,7 @@ def write_json(args, results, gsplat_results, cuda, width, height, n_frames) -> 
     except ImportError:
         gsplat_version = None
     doc = {
-        "command": "warpsplat " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("warpsplat") else " ".join(sys.argv),
+        "command": "warpsplat " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "gpu": device_name(cuda),
         "versions": {
             "torch": torch.__version__,

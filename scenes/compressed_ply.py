@@ -110,9 +110,7 @@ def read_compressed_ply(path: str | os.PathLike, data: bytes | memoryview | None
     t = np.stack([_unorm(ps, 21, 11), _unorm(ps, 11, 10), _unorm(ps, 0, 11)], 1)
     log_scales = _lerp(b[:, 6:9], b[:, 9:12], t)
 
-    abc = (np.stack([_unorm(pr, 20, 10), _unorm(pr, 10, 10), _unorm(pr, 0, 10)], 1) - 0.5) * np.float32(
-        math.sqrt(2)
-    )
+    abc = (np.stack([_unorm(pr, 20, 10), _unorm(pr, 10, 10), _unorm(pr, 0, 10)], 1) - 0.5) * np.float32(math.sqrt(2))
     largest = (pr >> 30).astype(np.int64)
     quats = np.empty((n, 4), np.float32)
     # The three stored components fill the slots other than `largest`, in ascending order.

@@ -356,7 +356,12 @@ def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
             raise SceneFormatError(f"{path}: SOG v1 shN centroids width {width} is not 192, 512 or 960")
         lo1, hi1 = float(meta.floats("shN.mins")[0]), float(meta.floats("shN.maxs")[0])
         rest = _sh_rest(
-            src, files, count, _SH_COEFFS[bands], 1 << 16, lambda t: (lo1 + (hi1 - lo1) * (t / 255.0)).astype(np.float32)
+            src,
+            files,
+            count,
+            _SH_COEFFS[bands],
+            1 << 16,
+            lambda t: (lo1 + (hi1 - lo1) * (t / 255.0)).astype(np.float32),
         )
     opacity = torch.from_numpy(np.ascontiguousarray(opacity_logit))  # v1 stores the logit itself
     return _finish(path, means, quats, log_scales, opacity, f_dc, rest, antialiased=False, extras=extras)

@@ -379,9 +379,7 @@ def write_spz(
         raise ValueError(f"SPZ version {version} cannot be written (3 or 4)")
     if not (1 <= sh1_bits <= 8 and 1 <= sh_rest_bits <= 8):
         raise ValueError("SPZ SH bits must be 1-8")
-    (n, degree, frac_bits, flags), blocks = encode_spz_blocks(
-        scene, path, sh1_bits=sh1_bits, sh_rest_bits=sh_rest_bits
-    )
+    (n, degree, frac_bits, flags), blocks = encode_spz_blocks(scene, path, sh1_bits=sh1_bits, sh_rest_bits=sh_rest_bits)
     if version == 3:
         header = _HEADER_V3.pack(MAGIC, 3, n, degree, frac_bits, flags, 0)
         body = gzip.compress(header + b"".join(b.tobytes() for b in blocks), compresslevel=6, mtime=0)

@@ -66,8 +66,14 @@ def _v2_files() -> dict[str, bytes]:
         "shN_centroids.webp": _webp(centroids),
         "shN_labels.webp": _webp(_tex(np.stack([labels & 255, labels >> 8, 0 * labels, 255 + 0 * labels], 1))),
         "_raw": json.dumps(
-            {"means_v": means_v.tolist(), "quats": quats.tolist(), "scales": scales.tolist(), "sh0": sh0.tolist(),
-             "labels": labels.tolist(), "centroids": centroids[0, :9, :3].tolist()}  # fmt: skip
+            {
+                "means_v": means_v.tolist(),
+                "quats": quats.tolist(),
+                "scales": scales.tolist(),
+                "sh0": sh0.tolist(),
+                "labels": labels.tolist(),
+                "centroids": centroids[0, :9, :3].tolist(),
+            }  # fmt: skip
         ).encode(),
     }
 

@@ -1,0 +1,177 @@
+"""Producing display frames: render a request, turn the output into the RGBA8 image of the chosen mode.
+
+On CUDA a frame renders in the window's thread (a few ms) and its stage times are read a frame later from the
+CUDA events (never a blocking sync). On the CPU one frame takes 0.3-5 s at a few hundred pixels across, so
+frames render in a worker thread: the window keeps handling input and drawing the overlay while a frame is in
+flight, and the newest request replaces any that has not started (torch releases the GIL inside its ops).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, replace
+
+import torch
+
+from renderer import Camera, Renderer, RenderSettings, RenderStats, StageTimer
+
+# Heat-map colours from few (dark blue) to many (yellow-white) Gaussians per tile.
+HEAT_COLORS = [
+    (0, 0, 4), (40, 11, 84), (101, 21, 110), (159, 42, 99),
+    (212, 72, 66), (245, 125, 21), (250, 193, 39), (252, 255, 164),
+]  # fmt: skip
+
+
+@dataclass
+class FrameRequest:
+    camera: Camera  # at render resolution
+    settings: RenderSettings
+    mode: str  # "rgb" | "alpha" | "heatmap"
+    serial: int
+
+
+@dataclass
+class Frame:
+    """A finished frame: the image to show and what it cost."""
+
+    rgba8: torch.Tensor  # [H, W, 4] uint8 on the render device (a view of the workspace in "rgb" mode)
+    request: FrameRequest
+    stats: RenderStats
+    timer: StageTimer | None  # per-stage times, readable once the device has finished
+    wall_ms: float  # host time spent in render() (on CUDA: launch time, not GPU time)
+    max_tile_pairs: torch.Tensor | None = None  # [1] int, device-side until read
+
+
+def heat_map(tile_counts: torch.Tensor, width: int, height: int, tile: int) -> torch.Tensor:
+    """[n_ty, n_tx] Gaussians per tile -> [H, W, 4] uint8, log scale, normalised by the busiest tile on the
+    device (no host sync)."""
+    x = torch.log1p(tile_counts.float())
+    x = x / x.max().clamp_min(1e-6)
+    palette = torch.tensor(HEAT_COLORS, dtype=torch.float32, device=tile_counts.device)  # [P, 3]
+    pos = x * (len(HEAT_COLORS) - 1)
+    i0 = pos.floor().long().clamp(0, len(HEAT_COLORS) - 2)
+    f = (pos - i0)[..., None]
+    rgb = palette[i0] * (1 - f) + palette[i0 + 1] * f  # [n_ty, n_tx, 3]
+    rgb = rgb.repeat_interleave(tile, 0).repeat_interleave(tile, 1)[:height, :width]
+    out = torch.empty(height, width, 4, dtype=torch.uint8, device=tile_counts.device)
+    out[..., :3] = (rgb + 0.5).clamp(0, 255).to(torch.uint8)
+    out[..., 3] = 255
+    return out
+
+
+def alpha_image(alpha: torch.Tensor) -> torch.Tensor:
+    """[H, W] coverage in [0, 1] -> [H, W, 4] uint8 grey."""
+    a = (alpha.clamp(0, 1) * 255 + 0.5).to(torch.uint8)
+    return torch.stack([a, a, a, torch.full_like(a, 255)], dim=-1)
+
+
+def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool, copy: bool) -> Frame:
+    """Render one request and convert it to its display mode. `copy` detaches the image from the renderer's
+    workspace (needed when the next frame may render before this one is shown)."""
+    t0 = time.perf_counter()
+    out = renderer.render(request.camera, request.settings, sync_stats=sync_stats)
+    cam = request.camera
+    if request.mode == "alpha":
+        image = alpha_image(out.alpha)
+    elif request.mode == "heatmap":
+        image = heat_map(out.tile_counts, cam.width, cam.height, request.settings.tile_size)
+    else:
+        assert out.rgba8 is not None
+        image = out.rgba8.clone() if copy else out.rgba8
+    max_pairs = None
+    if not sync_stats:
+        max_pairs = out.tile_counts.max().reshape(1)
+        if max_pairs.is_cuda:
+            pinned = torch.empty(1, dtype=max_pairs.dtype, pin_memory=True)
+            pinned.copy_(max_pairs, non_blocking=True)
+            max_pairs = pinned
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    return Frame(image, request, out.stats, renderer.last_timer, wall_ms, max_pairs)
+
+
+class FrameProducer:
+    """Renders requests in the caller's thread (`threaded=False`) or in one worker thread.
+
+    `request()` hands over the newest request (an unstarted older one is dropped); `poll()` returns a finished
+    frame once, or None.
+    """
+
+    def __init__(self, renderer: Renderer, *, threaded: bool):
+        self.renderer = renderer
+        self.threaded = threaded
+        self.sync_stats = renderer.device.type != "cuda"  # free on the CPU; a sync on the GPU
+        self._cv = threading.Condition()
+        self._pending: FrameRequest | None = None
+        self._done: Frame | None = None
+        self._busy = False
+        self._closed = False
+        self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._thread = threading.Thread(target=self._run, name="warpsplat-render", daemon=True)
+            self._thread.start()
+
+    @property
+    def busy(self) -> bool:
+        """A request is queued or rendering."""
+        with self._cv:
+            return self._busy or self._pending is not None
+
+    def request(self, request: FrameRequest) -> None:
+        request = replace(request, settings=replace(request.settings))  # the overlay edits its copy
+        if not self.threaded:
+            self._done = render_frame(self.renderer, request, sync_stats=self.sync_stats, copy=False)
+            return
+        with self._cv:
+            self._pending = request
+            self._cv.notify()
+
+    def poll(self) -> Frame | None:
+        with self._cv:
+            if self.error is not None:
+                err, self.error = self.error, None
+                raise err
+            frame, self._done = self._done, None
+            return frame
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        """Block until nothing is queued or rendering (tests, screenshots). False on timeout."""
+        end = time.monotonic() + timeout
+        with self._cv:
+            while self._busy or self._pending is not None:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cv.wait(left)
+        return True
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._pending = None
+            self._cv.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while self._pending is None and not self._closed:
+                    self._cv.wait()
+                if self._closed:
+                    return
+                request, self._pending = self._pending, None
+                self._busy = True
+            try:
+                frame = render_frame(self.renderer, request, sync_stats=self.sync_stats, copy=True)
+            except Exception as e:  # surfaced in the window's thread by poll()
+                with self._cv:
+                    self.error = e
+                    self._busy = False
+                    self._cv.notify_all()
+                continue
+            with self._cv:
+                self._done = frame
+                self._busy = False
+                self._cv.notify_all()

@@ -1,0 +1,360 @@
+"""ViewerWindow: the pyglet window, its moderngl context and the frame loop.
+
+Each window frame (`on_draw`): take a finished render if one arrived and copy it into the frame texture
+(interop or host upload, app/interop.py); start a new render if the view changed (`state.dirty`); draw the
+texture over the window (app/present.py) and the overlay (app/overlay.py). An unchanged view is re-presented,
+never re-rendered. While the camera moves, frames render at `state.moving_scale`; when it settles, one frame
+at `state.render_scale` follows.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import time
+
+import moderngl
+import numpy as np
+import pyglet
+import torch
+from imgui_bundle import imgui, implot
+from pyglet.window import key
+
+from renderer import Camera, Renderer, default_camera, up_vector
+
+from .camera_controller import CAMERA_HELP, CameraController, SceneFrame
+from .frames import Frame, FrameProducer, FrameRequest
+from .interop import FrameTexture
+from .keys import PhysicalKeys
+from .overlay import ImguiInput, ImguiRenderer, Overlay
+from .present import Presenter
+from .state import RENDER_MODES, ViewerState
+
+UI_HELP = [
+    ("Tab", "show / hide the overlay"),
+    ("H or F1", "show / hide this help"),
+    ("1 / 2 / 3", "render mode: RGB / alpha / Gaussians per tile"),
+    ("P or F12", "screenshot (PNG at render resolution)"),
+    ("F3", "vsync on / off"),
+    ("Esc", "quit"),
+]
+
+SETTLE_S = 0.25  # the camera counts as moving this long after the last motion
+CPU_RENDER_SCALE = 0.25  # CPU defaults: 320x180 in a 1280x720 window, ~1-4 s a frame on 2 cores
+CPU_MOVING_SCALE = 0.125
+
+
+class ViewerWindow(pyglet.window.Window):
+    """A window showing one scene.
+
+    Args:
+        scene: the scene to show.
+        size: window size in screen pixels.
+        up: the scene's up axis ("-y", "+z", ...); None = the scene's own hint.
+        device, backend: passed to `Renderer` (default: CUDA + Triton when available, else CPU + torch).
+        render_scale / moving_scale: render resolution / window resolution, still / moving; None = 1.0 on
+            CUDA, CPU_RENDER_SCALE / CPU_MOVING_SCALE on the CPU.
+        allow_interop: False forces the host-upload path.
+        threaded: render in a worker thread; None = on the CPU only.
+        training_cameras: cameras to snap to; None = read the scene's cameras.json when it has one.
+        output_dir: where screenshots and saved camera paths go.
+        caption: the window title.
+        visible: show the window (tests may keep it hidden).
+    """
+
+    def __init__(
+        self,
+        scene,
+        *,
+        size: tuple[int, int] = (1280, 720),
+        up: str | None = None,
+        device: torch.device | str | None = None,
+        backend: str = "auto",
+        render_scale: float | None = None,
+        moving_scale: float | None = None,
+        allow_interop: bool = True,
+        vsync: bool = True,
+        threaded: bool | None = None,
+        training_cameras: list[Camera] | None = None,
+        output_dir: str = ".",
+        caption: str = "warpsplat",
+        visible: bool = True,
+    ):
+        config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True, double_buffer=True)
+        super().__init__(size[0], size[1], caption=caption, resizable=True, config=config, vsync=vsync,
+                         visible=visible)  # fmt: skip
+        self.ctx = moderngl.create_context()
+        self.scene = scene
+        self.output_dir = output_dir
+        self.renderer = Renderer(scene, device=device, backend=backend)
+        on_cpu = self.renderer.device.type != "cuda"
+        fb_w, fb_h = self.get_framebuffer_size()
+        upv = up_vector(up or scene.up_axis)
+        home = default_camera(scene, fb_w, fb_h, up=up)
+        self.state = ViewerState(
+            camera=home,
+            render_scale=render_scale if render_scale is not None else (CPU_RENDER_SCALE if on_cpu else 1.0),
+            moving_scale=moving_scale if moving_scale is not None else (CPU_MOVING_SCALE if on_cpu else 1.0),
+            vsync=vsync,
+            output_dir=output_dir,
+        )
+        self.state.render_device = f"{self.renderer.device.type}, {self.renderer.backend} backend" + (
+            ", worker thread" if (threaded if threaded is not None else on_cpu) else ""
+        )
+        # GL objects
+        self.presenter = Presenter(self.ctx)
+        self.frame_texture = FrameTexture(self.ctx, self.renderer.device, allow_interop=allow_interop)
+        self.state.display_path = self.frame_texture.describe()
+        self._capture_fbo: moderngl.Framebuffer | None = None
+        # imgui
+        imgui.create_context()
+        implot.create_context()
+        imgui.get_io().set_ini_filename("")  # no imgui.ini next to the user's files
+        self.imgui_renderer = ImguiRenderer(self.ctx)
+        self._imgui_time = time.perf_counter()
+        # input: imgui sees every event first and never consumes one; the controller acts unless imgui wants
+        # the input; this window's own on_key_press gets the keys the controller did not take
+        self.keys = PhysicalKeys.from_window(self)
+        lo, hi = (v.double().cpu().numpy() for v in scene.robust_bounds())
+        frame = SceneFrame(center=scene.center().double().cpu().numpy(),
+                           radius=max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6), up=upv)  # fmt: skip
+        if training_cameras is None:
+            try:
+                training_cameras = load_training_cameras(scene, fb_w, fb_h)
+            except (OSError, ValueError) as e:  # a broken cameras.json must not stop the viewer
+                training_cameras = []
+                self.state.message = f"training cameras not loaded: {e}"
+        io = imgui.get_io()
+        self.controller = CameraController(
+            self.state, frame, home, keys=self.keys, training_cameras=training_cameras,
+            wants_keyboard=lambda: io.want_capture_keyboard, wants_mouse=lambda: io.want_capture_mouse,
+            save_path=self._save_path,
+        )  # fmt: skip
+        self.overlay = Overlay(self.state, scene_sh_degree=scene.sh_degree, n_gaussians=len(scene),
+                               controller=self.controller, help_rows=CAMERA_HELP + UI_HELP)  # fmt: skip
+        self.push_handlers(self.controller)
+        self.imgui_input = ImguiInput(lambda: self.height)
+        self.push_handlers(self.imgui_input)
+        # frames
+        self.producer = FrameProducer(self.renderer, threaded=threaded if threaded is not None else on_cpu)
+        self._serial = 0
+        self._last_frame: Frame | None = None
+        self._pending_timer: Frame | None = None
+        self._last_draw = time.perf_counter()
+        self._vsync_applied = vsync
+        self._closed = False
+        pyglet.clock.schedule_interval(self.tick, 1 / 120)
+
+    # ------------------------------------------------------------------ clock
+
+    def tick(self, dt: float) -> None:
+        """Advance held keys and playback; track whether the camera is moving."""
+        self.controller.update(dt)
+        moving = time.perf_counter() - self.controller.last_motion < SETTLE_S
+        if self.state.moving and not moving and self.state.moving_scale < self.state.render_scale:
+            self.state.mark_dirty()  # settled: one frame at the full render scale
+        self.state.moving = moving
+
+    # ------------------------------------------------------------------ frames
+
+    def _take_finished_frame(self) -> None:
+        frame = self.producer.poll()
+        if frame is None:
+            return
+        self.frame_texture.upload(frame.rgba8)
+        self.state.display_path = self.frame_texture.describe()
+        self._last_frame = frame
+        self._pending_timer = frame
+        self.state.stats = frame.stats
+        self.state.render_size = (frame.request.camera.width, frame.request.camera.height)
+        if frame.stats.stage_ms:  # filled synchronously (CPU)
+            self.state.stage_ms = dict(frame.stats.stage_ms)
+            self.state.render_ms.append(frame.stats.stage_ms.get("total", frame.wall_ms))
+            self._pending_timer = None
+
+    def _read_previous_times(self) -> None:
+        """Per-stage GPU times of the previous frame, once its events completed (a query, never a wait)."""
+        frame = self._pending_timer
+        if frame is None or frame.timer is None:
+            return
+        ms = frame.timer.elapsed_ms()
+        if ms is None:
+            return
+        self.state.stage_ms = ms
+        self.state.render_ms.append(ms.get("total", 0.0))
+        if frame.max_tile_pairs is not None:
+            frame.stats.max_tile_pairs = int(frame.max_tile_pairs[0])
+        self._pending_timer = None
+
+    def _request_frame(self) -> None:
+        if not self.state.dirty or self.producer.busy:
+            return
+        fb_w, fb_h = self.get_framebuffer_size()
+        rw, rh = self.state.render_size_for(fb_w, fb_h)
+        self._serial += 1
+        request = FrameRequest(self.state.camera.resized(rw, rh), self.state.settings, self.state.render_mode,
+                               self._serial)  # fmt: skip
+        self.state.dirty = False
+        self.producer.request(request)
+
+    def update_frame(self) -> None:
+        """Collect a finished frame, start the next if the view changed (the non-drawing half of on_draw)."""
+        self._read_previous_times()
+        self._take_finished_frame()
+        self._request_frame()
+        if not self.producer.threaded:
+            self._take_finished_frame()  # rendered in this thread: show it in this window frame
+        if self.state.screenshot_requested and not self.state.dirty and not self.producer.busy:
+            self.state.screenshot_requested = False
+            self.save_screenshot()
+
+    # ------------------------------------------------------------------ drawing
+
+    def draw_frame(self, framebuffer: moderngl.Framebuffer) -> None:
+        """Present the frame texture and draw the overlay into `framebuffer`."""
+        fb_w, fb_h = self.get_framebuffer_size()
+        framebuffer.use()
+        self.ctx.viewport = (0, 0, fb_w, fb_h)
+        self.ctx.clear(*self.state.settings.background, 1.0)
+        if self.frame_texture.texture is not None:
+            self.presenter.draw(self.frame_texture.texture, (0, 0, fb_w, fb_h))
+        io = imgui.get_io()
+        io.display_size = (self.width, self.height)
+        io.display_framebuffer_scale = (fb_w / max(self.width, 1), fb_h / max(self.height, 1))
+        now = time.perf_counter()
+        io.delta_time = max(now - self._imgui_time, 1e-4)
+        self._imgui_time = now
+        imgui.new_frame()
+        self.overlay.build()
+        imgui.render()
+        self.imgui_renderer.render(imgui.get_draw_data(), framebuffer)
+
+    def on_draw(self) -> None:
+        now = time.perf_counter()
+        self.state.frame_ms.append((now - self._last_draw) * 1e3)
+        self._last_draw = now
+        if self.state.vsync != self._vsync_applied:
+            self.set_vsync(self.state.vsync)
+            self._vsync_applied = self.state.vsync
+        self.update_frame()
+        self.draw_frame(self.ctx.screen)
+
+    def capture(self, *, overlay: bool = True) -> np.ndarray:
+        """The window's content as [H, W, 3] uint8, row 0 at the top, drawn into an offscreen framebuffer
+        (reading the default framebuffer leaves a GL error pending on Mesa)."""
+        fb_w, fb_h = self.get_framebuffer_size()
+        if self._capture_fbo is None or self._capture_fbo.size != (fb_w, fb_h):
+            if self._capture_fbo is not None:
+                self.ctx.screen.use()  # never release the bound framebuffer (moderngl re-binds it later)
+                self._capture_fbo.release()
+            self._capture_fbo = self.ctx.simple_framebuffer((fb_w, fb_h), components=4)
+        shown = self.state.show_overlay, self.state.show_help
+        if not overlay:
+            self.state.show_overlay = self.state.show_help = False
+        try:
+            self.draw_frame(self._capture_fbo)
+        finally:
+            self.state.show_overlay, self.state.show_help = shown
+        data = self._capture_fbo.read(components=3, alignment=1)
+        return np.frombuffer(data, np.uint8).reshape(fb_h, fb_w, 3)[::-1].copy()
+
+    # ------------------------------------------------------------------ files
+
+    def _unique_path(self, stem: str, ext: str) -> str:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        path = os.path.join(self.state.output_dir, f"{stem}-{stamp}{ext}")
+        n = 1
+        while os.path.exists(path):
+            path = os.path.join(self.state.output_dir, f"{stem}-{stamp}-{n}{ext}")
+            n += 1
+        return path
+
+    def save_screenshot(self, path: str | None = None) -> str | None:
+        """Write the frame on display as a PNG at render resolution; returns the path."""
+        from PIL import Image
+
+        if self._last_frame is None:
+            self.state.message = "no frame to save yet"
+            return None
+        path = path or self._unique_path("warpsplat", ".png")
+        rgb = self._last_frame.rgba8[..., :3].cpu().numpy()
+        try:
+            Image.fromarray(rgb).save(path)
+        except OSError as e:
+            self.state.message = f"could not save the screenshot: {e}"
+            return None
+        self.state.message = f"saved {path}"
+        return path
+
+    def _save_path(self, keyframes: list[Camera]) -> str:
+        from renderer.camera_path import save_camera_path
+
+        path = self._unique_path("camera_path", ".json")
+        cam = self.state.camera
+        save_camera_path(path, keyframes, width=cam.width, height=cam.height, fps=30.0)
+        return path
+
+    # ------------------------------------------------------------------ events
+
+    def on_key_press(self, symbol, modifiers):
+        if imgui.get_io().want_capture_keyboard:
+            return None
+        sym = self.keys(symbol)
+        modes = {key._1: 0, key._2: 1, key._3: 2}
+        if sym == key.TAB:
+            self.state.show_overlay = not self.state.show_overlay
+        elif sym in (key.H, key.F1):
+            self.state.show_help = not self.state.show_help
+        elif sym in modes:
+            self.state.render_mode = RENDER_MODES[modes[sym]]
+            self.state.mark_dirty()
+        elif sym in (key.P, key.F12):
+            self.state.screenshot_requested = True
+        elif sym == key.F3:
+            self.state.vsync = not self.state.vsync
+        else:
+            return super().on_key_press(symbol, modifiers)  # Esc closes
+        return True
+
+    def on_resize(self, width, height):
+        fb_w, fb_h = self.get_framebuffer_size()
+        cam = self.state.camera
+        if (fb_w, fb_h) != (cam.width, cam.height) and fb_w > 0 and fb_h > 0:
+            # keep the vertical field of view and the pose; the principal point stays centred
+            self.state.camera = Camera.from_fov(fb_w, fb_h, cam.fov_y_deg, cam.T_world_camera)
+            self.controller.home = Camera.from_fov(fb_w, fb_h, self.controller.home.fov_y_deg,
+                                                   self.controller.home.T_world_camera)  # fmt: skip
+            self.state.mark_dirty()
+
+    def on_deactivate(self):
+        self.controller.release_all()
+
+    def on_close(self):
+        self.shutdown()
+        super().on_close()
+
+    def shutdown(self) -> None:
+        """Stop the render worker and release GL and CUDA resources (interop unregistered first)."""
+        if self._closed:
+            return
+        self._closed = True
+        pyglet.clock.unschedule(self.tick)
+        self.producer.close()
+        self.frame_texture.release()
+        self.imgui_renderer.release()
+        self.presenter.release()
+        if self._capture_fbo is not None:
+            self._capture_fbo.release()
+        implot.destroy_context()
+        imgui.destroy_context()
+
+
+def load_training_cameras(scene, width: int, height: int) -> list[Camera]:
+    """The scene's training cameras (from the `cameras.json` of a trained-output folder), if it has one."""
+    path = getattr(scene, "extras", {}).get("cameras_json")
+    if not path:
+        return []
+    from renderer.camera_path import load_camera_path
+
+    loaded = load_camera_path(path)
+    return [Camera.from_fov(width, height, k.fov_y_deg, k.T_world_camera) for k in loaded.keyframes]

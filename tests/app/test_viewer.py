@@ -1,0 +1,155 @@
+"""The viewer in a real window under Xvfb, on the bundled scene: input moves the camera as specified, the
+window shows exactly the renderer's image, screenshots, render modes, resize and imgui's input capture."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gl
+
+SIZE = (64, 48)  # small: the CPU renderer takes ~1-3 s per frame at this size on 2 shared cores
+
+
+@pytest.fixture(scope="module")
+def viewer(x_display, tmp_path_factory):
+    import app  # noqa: F401  (pyglet options first)
+    from app.window import ViewerWindow
+    from scenes import bundled_scene_path, load_scene
+
+    scene = load_scene(bundled_scene_path())
+    window = ViewerWindow(scene, size=SIZE, render_scale=1.0, moving_scale=1.0,
+                          output_dir=str(tmp_path_factory.mktemp("shots")))  # fmt: skip
+    window.state.show_overlay = False
+    pump(window)
+    yield window
+    window.close()
+
+
+def send(window, *event) -> None:
+    """Deliver an input event the way the window's event loop delivers the X server's (pyglet queues events
+    dispatched from outside its loop)."""
+    from pyglet.event import EventDispatcher
+
+    EventDispatcher.dispatch_event(window, *event)
+
+
+def pump(window, *, frames: int = 2, timeout: float = 120.0) -> None:
+    """Draw window frames until no render is queued or running and the last one is on screen."""
+    end = time.monotonic() + timeout
+    n = 0
+    while True:
+        window.switch_to()
+        window.dispatch_events()
+        window.on_draw()
+        window.flip()
+        n += 1
+        idle = not window.state.dirty and not window.producer.busy
+        if idle and n >= frames and window.producer.poll() is None:
+            return
+        if time.monotonic() > end:
+            raise TimeoutError("the viewer did not finish its frame")
+        window.producer.wait(timeout=max(end - time.monotonic(), 0.0))
+
+
+def test_opens_with_the_host_path_on_cpu(viewer):
+    assert viewer.state.display_path == "host upload (frames are rendered on cpu)"
+    assert viewer.frame_texture.size == viewer.get_framebuffer_size()
+    assert viewer.state.stats is not None and viewer.state.stats.n_gaussians == len(viewer.scene)
+    assert set(viewer.state.stage_ms) >= {"project", "bin", "sort", "ranges", "rasterize", "total"}
+
+
+def test_key_and_mouse_events_move_the_camera(viewer):
+    from pyglet.window import key, mouse
+
+    ctl = viewer.controller
+    T0 = viewer.state.camera.T_world_camera.copy()
+    send(viewer, "on_key_press", key.W, 0)
+    viewer.tick(0.5)
+    send(viewer, "on_key_release", key.W, 0)
+    np.testing.assert_allclose(viewer.state.camera.position - T0[:3, 3], T0[:3, 2] * ctl.speed * 0.5, atol=1e-9)
+    send(viewer, "on_key_press", key.E, key.MOD_SHIFT)
+    viewer.tick(0.25)
+    send(viewer, "on_key_release", key.E, key.MOD_SHIFT)
+    step = viewer.state.camera.position - T0[:3, 3] - T0[:3, 2] * ctl.speed * 0.5
+    np.testing.assert_allclose(step, -T0[:3, 1] * ctl.speed * 4 * 0.25, atol=1e-9)  # up, 4x with Shift
+    send(viewer, "on_mouse_drag", 32, 24, 12, 0, mouse.LEFT, 0)  # look right
+    assert viewer.state.camera.T_world_camera[:3, 2] @ T0[:3, 0] > 0.02
+    assert viewer.state.dirty
+
+
+def test_window_shows_the_renderers_image(viewer):
+    pump(viewer)
+    shown = viewer.capture(overlay=False)
+    camera = viewer.state.camera
+    assert shown.shape == (camera.height, camera.width, 3)
+    expected = viewer.renderer.render(camera, viewer.state.settings).rgba8[..., :3].numpy()
+    np.testing.assert_array_equal(shown, expected)
+
+
+def test_screenshot_key_writes_a_png_at_render_resolution(viewer):
+    from PIL import Image
+    from pyglet.window import key
+
+    send(viewer, "on_key_press", key.P, 0)
+    pump(viewer)
+    shots = [f for f in os.listdir(viewer.state.output_dir) if f.endswith(".png")]
+    assert len(shots) == 1, viewer.state.message
+    with Image.open(os.path.join(viewer.state.output_dir, shots[0])) as im:
+        assert im.size == viewer.state.render_size
+
+
+def test_heat_map_mode_and_render_scale(viewer):
+    from pyglet.window import key
+
+    viewer.state.render_scale = 0.5
+    send(viewer, "on_key_press", key._3, 0)
+    pump(viewer)
+    frame = viewer._last_frame
+    assert frame.request.mode == "heatmap"
+    w, h = viewer.get_framebuffer_size()
+    assert tuple(frame.rgba8.shape) == (round(h * 0.5), round(w * 0.5), 4)
+    assert viewer.frame_texture.size == (round(w * 0.5), round(h * 0.5))  # re-created for the new size
+    assert len(np.unique(frame.rgba8[..., :3].reshape(-1, 3).numpy(), axis=0)) > 1  # one colour per tile count
+    send(viewer, "on_key_press", key._1, 0)
+    viewer.state.render_scale = 1.0
+    viewer.state.mark_dirty()
+
+
+def test_resize_keeps_the_field_of_view(viewer):
+    fov = viewer.state.camera.fov_y_deg
+    viewer.set_size(56, 40)
+    for _ in range(20):
+        viewer.dispatch_events()
+        if viewer.get_framebuffer_size() == (56, 40):
+            break
+        time.sleep(0.02)
+    viewer.on_resize(56, 40)
+    cam = viewer.state.camera
+    assert (cam.width, cam.height) == (56, 40)
+    assert cam.fov_y_deg == pytest.approx(fov)
+    assert cam.cx == pytest.approx(28) and cam.cy == pytest.approx(20)
+    pump(viewer)
+    assert viewer.frame_texture.size == (56, 40)
+
+
+def test_imgui_takes_the_mouse_over_the_overlay(viewer):
+    from imgui_bundle import imgui
+    from pyglet.window import mouse
+
+    viewer.state.show_overlay = True
+    try:
+        pump(viewer)
+        send(viewer, "on_mouse_motion", 20, viewer.height - 20, 0, 0)
+        viewer.on_draw()  # imgui sees the cursor over its panel (no X events: the real pointer is elsewhere)
+        assert imgui.get_io().want_capture_mouse
+        T = viewer.state.camera.T_world_camera.copy()
+        send(viewer, "on_mouse_press", 20, viewer.height - 20, mouse.LEFT, 0)
+        send(viewer, "on_mouse_drag", 25, viewer.height - 20, 5, 0, mouse.LEFT, 0)
+        send(viewer, "on_mouse_release", 25, viewer.height - 20, mouse.LEFT, 0)
+        np.testing.assert_allclose(viewer.state.camera.T_world_camera, T)
+    finally:
+        viewer.state.show_overlay = False

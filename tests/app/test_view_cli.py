@@ -1,0 +1,66 @@
+"""`warpsplat view` without a display, without GL or without the viewer's packages: one line, exit code 2."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tools.cli import main
+
+pytestmark = pytest.mark.gl
+
+
+def run_view(capsys, *argv: str) -> tuple[int, str]:
+    code = main(["view", *argv])
+    err = capsys.readouterr().err
+    return code, err
+
+
+def test_no_display(monkeypatch, capsys):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    code, err = run_view(capsys)
+    assert code == 2
+    assert err.startswith("warpsplat view: error: no display (DISPLAY is not set)") and err.count("\n") == 1
+
+
+def test_unreachable_display(monkeypatch, capsys):
+    monkeypatch.setenv("DISPLAY", ":9876")  # nothing listens there
+    code, err = run_view(capsys)
+    assert code == 2
+    assert "cannot open the display" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("module, package", [("imgui_bundle", "imgui-bundle"), ("pyglet", "pyglet")])
+def test_missing_packages(monkeypatch, capsys, module, package):
+    monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
+    code, err = run_view(capsys)
+    assert code == 2
+    assert err == f"warpsplat view: error: the viewer needs {package}: pip install 'warpsplat[viewer]'\n"
+
+
+def test_no_gl_context(monkeypatch, capsys, x_display):
+    import app  # noqa: F401  (sets pyglet's options: must come before any pyglet.window import)
+
+    # isort: split
+    import pyglet
+
+    import app.window
+
+    def no_config(*args, **kwargs):
+        raise pyglet.window.NoSuchConfigException("no matching GL configuration")
+
+    monkeypatch.setattr(app.window, "ViewerWindow", no_config)
+    code, err = run_view(capsys)
+    assert code == 2
+    assert err == "warpsplat view: error: no usable OpenGL 3.3 context: no matching GL configuration\n"
+
+
+def test_bad_arguments_before_anything_opens(capsys, tmp_path):
+    code, err = run_view(capsys, "--render-scale", "2")
+    assert code == 2 and "--render-scale 2.0: must be in (0, 1]" in err
+    code, err = run_view(capsys, "--out-dir", str(tmp_path / "missing"))
+    assert code == 2 and "no such folder" in err
+    code, err = run_view(capsys, str(tmp_path / "missing.ply"))
+    assert code == 2 and "no such file" in err

@@ -1,0 +1,96 @@
+"""`warpsplat view [SCENE]`: the desktop viewer (app/).
+
+    warpsplat view                       # the bundled scene
+    warpsplat view scene.ply --size 1920x1080 --up +z
+
+Needs a display and OpenGL 3.3; without them (or without the viewer's packages) it ends with a one-line
+message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .cli import CliError
+from .common import add_scene_argument, open_scene, parse_size
+
+VIEWER_PACKAGES = (("pyglet", "pyglet"), ("moderngl", "moderngl"), ("imgui_bundle", "imgui-bundle"))
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("view", help="open the scene in an interactive window")
+    add_scene_argument(p)
+    p.add_argument("--size", type=parse_size, default=(1280, 720), help="window WIDTHxHEIGHT (default 1280x720)")
+    p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto",
+                   help="auto: Triton kernels on CUDA, the torch reference pipeline on CPU")  # fmt: skip
+    p.add_argument("--render-scale", type=float, default=None,
+                   help="render resolution / window resolution (default 1 on CUDA, 0.25 on CPU)")  # fmt: skip
+    p.add_argument("--no-interop", action="store_true", help="copy frames through the host, not CUDA-GL interop")
+    p.add_argument("--no-vsync", action="store_true", help="start with vsync off (F3 toggles it)")
+    p.add_argument("--out-dir", default=".", help="folder for screenshots and saved camera paths (default .)")
+    p.set_defaults(func=run)
+
+
+def check_viewer_packages() -> None:
+    missing = []
+    for module, package in VIEWER_PACKAGES:
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(package)
+    if missing:
+        raise CliError(f"the viewer needs {', '.join(missing)}: pip install 'warpsplat[viewer]'")
+
+
+def check_display() -> None:
+    if sys.platform.startswith("linux") and not os.environ.get("DISPLAY"):
+        raise CliError(
+            "no display (DISPLAY is not set): run it on a desktop, over ssh -X, or under xvfb-run; "
+            "`warpsplat render` makes images without a window"
+        )
+
+
+def open_window(scene, args: argparse.Namespace, caption: str):
+    """Create the viewer window, turning display and GL failures into one-line errors."""
+    import app  # noqa: F401  (sets pyglet's options: must come before any pyglet.window import)
+
+    # isort: split
+    import moderngl
+    import pyglet
+    from pyglet.display.xlib import NoSuchDisplayException
+
+    from app.window import ViewerWindow
+
+    try:
+        return ViewerWindow(
+            scene, size=args.size, up=args.up, backend=args.backend, render_scale=args.render_scale,
+            allow_interop=not args.no_interop, vsync=not args.no_vsync, output_dir=args.out_dir,
+            caption=caption,
+        )  # fmt: skip
+    except NoSuchDisplayException as e:
+        raise CliError(f"cannot open the display: {e}") from None
+    except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException, moderngl.Error) as e:
+        raise CliError(f"no usable OpenGL 3.3 context: {e}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.render_scale is not None and not 0.0 < args.render_scale <= 1.0:
+        raise CliError(f"--render-scale {args.render_scale}: must be in (0, 1]")
+    if not os.path.isdir(args.out_dir):
+        raise CliError(f"--out-dir {args.out_dir}: no such folder")
+    if args.scene is not None and not os.path.exists(args.scene):
+        raise CliError(f"{args.scene}: no such file or folder")
+    check_viewer_packages()
+    check_display()
+    scene = open_scene(args.scene, args.up)
+    name = os.path.basename(args.scene) if args.scene else "bundled scene"
+    window = open_window(scene, args, f"warpsplat - {name}")
+    import pyglet
+
+    try:
+        pyglet.app.run(interval=1 / 240)
+    finally:
+        window.shutdown()
+    return 0

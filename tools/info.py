@@ -1,8 +1,17 @@
-"""`warpsplat info SCENE`: what a scene file holds."""
+"""`warpsplat info SCENE`: what a scene file holds.
+
+Prints the count, SH degree, bounds, opacity and scale statistics, an estimate of the GPU memory the
+renderer needs for the scene, and the format details the reader recorded (`scene.extras`).
+"""
 
 from __future__ import annotations
 
 import argparse
+
+import numpy as np
+import torch
+
+from scenes import GaussianScene
 
 from .common import add_scene_argument, open_scene
 
@@ -13,16 +22,68 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    scene = open_scene(args.scene, args.up)
+def renderer_bytes_per_gaussian(sh_coeffs: int) -> int:
+    """Device bytes per Gaussian held by `renderer.Renderer` for a scene (not counting per-frame pair and
+    image buffers, which depend on the view and resolution).
+
+    The Renderer keeps the activated copy (means 12, opacity 4, SH 12 K), the raw quats (16) and log-scales
+    (12), the prepared covariance (24), the per-Gaussian projection outputs and the pair offsets (8).
+    """
+    from kernels.reference import project_outputs
+
+    projection = sum(t.element_size() * (t.numel()) for t in project_outputs(1, "meta"))
+    return 12 + 4 + 12 * sh_coeffs + 16 + 12 + 24 + projection + 8
+
+
+def _quantiles(values: torch.Tensor, qs: list[float]) -> list[float]:
+    return np.quantile(values.detach().cpu().numpy(), qs).tolist()
+
+
+def describe(scene: GaussianScene) -> list[str]:
+    """The report lines (separate from printing so tests can check them)."""
+    fmt3 = lambda t: "(" + ", ".join(f"{v:.4g}" for v in t.tolist()) + ")"  # noqa: E731
     lo, hi = scene.bounds()
     rlo, rhi = scene.robust_bounds()
-    fmt3 = lambda t: "(" + ", ".join(f"{v:.4g}" for v in t.tolist()) + ")"  # noqa: E731
-    print(f"format:        {scene.source_format}")
-    print(f"gaussians:     {len(scene):,}")
-    print(f"sh degree:     {scene.sh_degree}")
-    print(f"bounds:        min {fmt3(lo)}  max {fmt3(hi)}")
-    print(f"1-99% box:     min {fmt3(rlo)}  max {fmt3(rhi)}")
-    print(f"up axis:       {scene.up_axis}")
-    print(f"antialiased:   {'yes' if scene.antialiased else 'no'}")
+    n = len(scene)
+    lines = [
+        f"format:        {scene.source_format}",
+        f"gaussians:     {n:,}",
+        f"sh degree:     {scene.sh_degree}",
+        f"bounds:        min {fmt3(lo)}  max {fmt3(hi)}",
+        f"1-99% box:     min {fmt3(rlo)}  max {fmt3(rhi)}",
+        f"up axis:       {scene.up_axis}",
+        f"antialiased:   {'yes' if scene.antialiased else 'no'}",
+    ]
+    opacity = torch.sigmoid(scene.opacity_logits)
+    o = _quantiles(opacity, [0.0, 0.01, 0.5, 0.99, 1.0])
+    faint = int((opacity < 1 / 255).sum())
+    lines.append(
+        f"opacity:       min {o[0]:.3g}  1% {o[1]:.3g}  median {o[2]:.3g}  99% {o[3]:.3g}  max {o[4]:.3g}"
+        f"  (below 1/255: {faint:,} = {100 * faint / n:.1f}%)"
+    )
+    scales = torch.exp(scene.log_scales)
+    largest, smallest = scales.max(1).values, scales.min(1).values
+    s = _quantiles(largest, [0.0, 0.5, 0.99, 1.0])
+    lines.append(f"scale (max):   min {s[0]:.3g}  median {s[1]:.3g}  99% {s[2]:.3g}  max {s[3]:.3g}")
+    s = _quantiles(smallest, [0.0, 0.5, 1.0])
+    lines.append(f"scale (min):   min {s[0]:.3g}  median {s[1]:.3g}  max {s[2]:.3g}")
+    aniso = scene.log_scales.max(1).values - scene.log_scales.min(1).values  # log of max/min axis ratio
+    a = np.exp(_quantiles(aniso, [0.5, 0.99, 1.0]))
+    lines.append(f"anisotropy:    median {a[0]:.3g}  99% {a[1]:.3g}  max {a[2]:.3g}  (largest / smallest axis)")
+    k = scene.sh.shape[1]
+    scene_mib = scene.nbytes() / 2**20
+    gpu_mib = n * renderer_bytes_per_gaussian(k) / 2**20
+    lines.append(
+        f"memory:        {scene_mib:,.1f} MiB as loaded (float32); about {gpu_mib:,.1f} MiB on the GPU when"
+        " rendering, plus per-frame pair and image buffers"
+    )
+    for key, value in scene.extras.items():
+        lines.append(f"{key + ':':<14} {value}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    scene = open_scene(args.scene, args.up)
+    for line in describe(scene):
+        print(line)
     return 0

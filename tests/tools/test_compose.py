@@ -1,0 +1,77 @@
+"""`warpsplat compose`: normalisation, grid placement, exact target counts, SH degree handling, and the
+streamed .ply path (identical to building in memory)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from scenes import load_scene
+from tests.scenes._paths import scene
+from tools.cli import main
+from tools.compose import compose, normalise
+
+SOG = "angel.sog"  # 71,359 Gaussians, SH 0
+PLY = "fruit_drops_minimal.ply"  # 4,721 Gaussians, SH 3
+
+
+def test_grid_of_normalised_copies(tmp_path, capsys):
+    out = tmp_path / "grid.ply"
+    assert main(["compose", str(out), str(scene(SOG)), str(scene(PLY)), "--grid", "2x2", "--spacing", "2"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    s = load_scene(out)
+    assert len(s) == 2 * (71_359 + 4_721) and s.sh_degree == 3
+    # Cells in order: (x, z) = (-1, -1) angel, (1, -1) fruit, (-1, 1) angel, (1, 1) fruit.
+    starts = np.cumsum([0, 71_359, 4_721, 71_359, 4_721])
+    for c, (x, z) in enumerate([(-1, -1), (1, -1), (-1, 1), (1, 1)]):
+        part = s.subset(slice(int(starts[c]), int(starts[c + 1])))
+        lo, hi = part.robust_bounds()
+        assert float((hi - lo).max()) == pytest.approx(1.0, abs=1e-3)  # unit size
+        centre = part.center()
+        assert centre[0].item() == pytest.approx(x, abs=1e-3) and centre[2].item() == pytest.approx(z, abs=1e-3)
+        if c % 2 == 0:
+            assert (part.sh[:, 1:] == 0).all()  # SH-0 input padded with zero bands
+
+
+def test_target_count_is_exact_and_grows_rows(tmp_path):
+    out = tmp_path / "t.ply"
+    assert (
+        main(["compose", str(out), str(scene(PLY)), "--grid", "2x1", "--target-count", "20000", "--sh-degree", "1"])
+        == 0
+    )
+    s = load_scene(out)
+    assert len(s) == 20_000 and s.sh_degree == 1
+    # 5 copies (4 whole + 1 partial) on a 2-column grid: 3 rows along z.
+    zs = np.unique(np.round(s.means[:, 2].numpy() / 1.25))
+    assert len(zs) >= 3
+
+
+def test_streamed_ply_equals_in_memory(tmp_path):
+    scenes = [load_scene(scene(PLY)), load_scene(scene("test-splat.3-points-from-train.ply"))]
+    compose(scenes, str(tmp_path / "a.ply"), grid=(3, 2), target_count=12_345, stream=True)
+    compose(scenes, str(tmp_path / "b.ply"), grid=(3, 2), target_count=12_345, stream=False)
+    a, b = load_scene(tmp_path / "a.ply"), load_scene(tmp_path / "b.ply")
+    for name in ("means", "quats", "log_scales", "opacity_logits", "sh"):
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_normalise_keeps_shape():
+    s = load_scene(scene(PLY))
+    n = normalise(s)
+    ratio = (n.means[1] - n.means[0]).norm() / (s.means[1] - s.means[0]).norm()
+    assert torch.allclose(n.log_scales - s.log_scales, torch.log(ratio).expand_as(s.log_scales), atol=1e-5)
+    assert torch.equal(n.quats, s.quats) and torch.equal(n.sh, s.sh)
+
+
+def test_compose_3m_is_quick(tmp_path):
+    """3M Gaussians from the largest real scene, streamed (the 30M figure is in tools/compose.py's NOTE)."""
+    t = time.perf_counter()
+    assert main(["compose", str(tmp_path / "big.ply"), str(scene("playbot_lod0.sog")), "--grid", "3x2",
+                 "--target-count", "3000000", "--sh-degree", "0"]) == 0  # fmt: skip
+    dt = time.perf_counter() - t
+    print(f"\ncompose 3M (SH 0): {dt:.1f} s")
+    assert (tmp_path / "big.ply").stat().st_size == pytest.approx(3_000_000 * 14 * 4, rel=1e-3)
+    assert dt < 30

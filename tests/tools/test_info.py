@@ -1,0 +1,25 @@
+"""`warpsplat info`: statistics and format details."""
+
+from __future__ import annotations
+
+from tests.scenes._paths import scene
+from tools.cli import main
+
+
+def test_info_reports_statistics_and_format_details(capsys):
+    assert main(["info", str(scene("test-splat.3-points-from-train.spz"))]) == 0
+    out = capsys.readouterr().out
+    for needle in ("gaussians:     3", "sh degree:     3", "opacity:", "scale (max):", "anisotropy:", "memory:",
+                   "spz version:   3", "stored frame:"):  # fmt: skip
+        assert needle in out, needle
+    assert main(["info", str(scene("playbot_lod2.sog"))]) == 0
+    out = capsys.readouterr().out
+    assert "gaussians:     125,000" in out and "sh palette:" in out and "MiB on the GPU" in out
+
+
+def test_info_on_a_corrupt_file_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.spz"
+    bad.write_bytes(b"\x1f\x8bnot really gzip")
+    assert main(["info", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("warpsplat info: error:") and "\n" not in err

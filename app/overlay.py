@@ -277,13 +277,14 @@ class Overlay:
             imgui.text(f"{1000.0 / max(ms, 1e-6):7.1f} FPS   {ms:7.2f} ms / window frame")
         if s.render_ms:
             imgui.text(f"render {s.render_ms[-1]:8.2f} ms   at {s.render_size[0]}x{s.render_size[1]}")
-        if frame.size and implot.begin_plot("##frame times", (310, 120), flags=implot.Flags_.no_menus):
+        if frame.size and implot.begin_plot("##frame times", (380, 130), flags=implot.Flags_.no_menus):
             implot.setup_axes("", "ms")
+            implot.setup_legend(implot.Location_.east, implot.LegendFlags_.outside)
             top = max(20.0, float(np.percentile(frame, 95)) * 1.3)
             implot.setup_axis_limits(implot.ImAxis_.x1, 0, s.frame_ms.maxlen or frame.size, implot.Cond_.always)
             implot.setup_axis_limits(implot.ImAxis_.y1, 0, top, implot.Cond_.always)
             implot.plot_line("frame", np.ascontiguousarray(frame))
-            if s.render_ms:
+            if s.render_ms and s.render_ms[-1] < top:  # renders of seconds (CPU) would flatten the graph
                 implot.plot_line("render", np.asarray(s.render_ms, dtype=np.float64))
             for fps in FPS_LINES:
                 implot.plot_inf_lines(f"{fps} FPS", np.array([1000.0 / fps]),
@@ -306,12 +307,16 @@ class Overlay:
 
     def _settings_panel(self) -> None:
         s = self.state
-        imgui.set_next_window_pos((8, 400), imgui.Cond_.first_use_ever)
+        right = imgui.get_io().display_size.x - 8
+        imgui.set_next_window_pos((right, 8), imgui.Cond_.first_use_ever, (1.0, 0.0))
         imgui.set_next_window_bg_alpha(0.75)
         imgui.begin("Settings", flags=imgui.WindowFlags_.always_auto_resize)
         changed = False
         cur = self.scene_sh_degree if s.settings.sh_degree is None else s.settings.sh_degree
         c, v = imgui.slider_int("SH degree", cur, 0, self.scene_sh_degree)
+        if self.scene_sh_degree == 0:
+            imgui.same_line()
+            imgui.text_disabled("(the scene has no SH)")
         if c:
             s.settings.sh_degree, changed = v, True
         c, v = imgui.slider_float("scale modifier", s.settings.scale_modifier, 0.01, 2.0, "%.3f",
@@ -357,7 +362,8 @@ class Overlay:
         imgui.end()
 
     def _help_panel(self) -> None:
-        imgui.set_next_window_pos((360, 8), imgui.Cond_.first_use_ever)
+        size = imgui.get_io().display_size
+        imgui.set_next_window_pos((size.x * 0.5, size.y - 8), imgui.Cond_.first_use_ever, (0.5, 1.0))
         imgui.set_next_window_bg_alpha(0.85)
         imgui.begin("Keys", flags=imgui.WindowFlags_.always_auto_resize)
         for keys, action in self.help_rows:

@@ -130,7 +130,7 @@ class Renderer:
     # ------------------------------------------------------------------ workspace
 
     def _ensure_pairs(self, n_pairs: int) -> tuple[Tensor, ...]:
-        if n_pairs > self._pair_capacity:
+        if n_pairs > self._pair_capacity or not self._pairs:
             cap = max(int(n_pairs * 1.25), 1024)
             i64 = dict(dtype=torch.int64, device=self.device)
             i32 = dict(dtype=torch.int32, device=self.device)

@@ -33,6 +33,21 @@ from .common import parse_size
 # Real scenes of the benchmark (file names in the scenes folder) and the quick subset.
 DEFAULT_SCENES = ["playbot_lod0.sog", "plant.splat", "winter_fountain.splat", "st-peter.sog", "fruit_drops_minimal.ply"]
 QUICK_SCENES = ["plant.splat", "fruit_drops_minimal.ply"]
+# Composites (SH degree 2) of these real scenes, made by `warpsplat compose`.
+COMPOSITE_INPUTS = ["playbot_lod0.sog", "st-peter.sog", "narcissus.sog", "plant.splat", "winter_fountain.splat"]
+DEFAULT_COMPOSITES = "6M,24M"
+
+
+def parse_count(text: str) -> int:
+    """'6M' -> 6_000_000, '30k' -> 30_000, '1500' -> 1500."""
+    mult = {"k": 1_000, "m": 1_000_000}.get(text[-1:].lower(), 1)
+    try:
+        value = float(text[:-1] if mult > 1 else text) * mult
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise CliError(f"--composites {text!r}: expected a Gaussian count such as 6M, 24M or 30k")
+    return int(value)
 
 
 def add_parser(sub) -> None:
@@ -48,6 +63,16 @@ def add_parser(sub) -> None:
     p.add_argument("--quick", action="store_true", help="smoke check: two small scenes, 20 frames")
     p.add_argument("--no-gsplat", action="store_true", help="skip gsplat (always skipped without CUDA)")
     p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto")
+    p.add_argument(
+        "--composites",
+        default=DEFAULT_COMPOSITES,
+        help=f"composite sizes (Gaussian counts) to build and run (default {DEFAULT_COMPOSITES}), or 'none'",
+    )
+    p.add_argument(
+        "--cache-dir",
+        default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "warpsplat-bench"),
+        help="where composites are kept between runs",
+    )
     p.add_argument("--json", default="bench.json", help="where to write the full results (default bench.json)")
     p.set_defaults(func=run)
 
@@ -161,6 +186,49 @@ def object_paths(scene, width, height, n):
     return {"orbit": orbit_path(scene, width, height, n)}
 
 
+def composite_paths(scene, width, height, n):
+    """A low fly-over crossing the grid along x, and an overview that sees all of it (the worst case).
+
+    Composites lie in the ground plane (x-z), up is -y, each cell a normalised scene of size ~1.
+    """
+    import numpy as np
+
+    from renderer import Camera, look_at_pose
+    from renderer.trajectory import orbit_path
+
+    lo, hi = (v.double().numpy() for v in scene.robust_bounds())
+    zc = 0.5 * (lo[2] + hi[2])
+    height_y = lo[1] - 0.6  # 0.6 above the tops of the objects (up is -y)
+    pitch = np.radians(30.0)
+    fly = []
+    for i in range(n):
+        x = lo[0] - 0.5 + (hi[0] - lo[0] + 1.0) * i / max(n - 1, 1)
+        eye = np.array([x, height_y, zc])
+        target = eye + np.array([np.cos(pitch), np.sin(pitch), 0.0])  # forward along +x, looking down
+        fly.append(Camera.from_fov(width, height, 60.0, look_at_pose(eye, target, (0, -1, 0))))
+    return {"flyover": fly, "overview": orbit_path(scene, width, height, n, turns=0.25)}
+
+
+def build_composite(label: str, target: int, inputs: list[str], cache_dir: str) -> str:
+    """A composite of real scenes made by the scene composer (cached as .ply between runs)."""
+    from scenes import load_scene
+
+    from .compose import compose
+
+    os.makedirs(cache_dir, exist_ok=True)
+    out = os.path.join(cache_dir, f"composite_{label}.ply")
+    if os.path.exists(out):
+        return out
+    scenes = [load_scene(p) for p in inputs]
+    copies = max(1, round(target / (sum(len(s) for s in scenes) / len(scenes))))
+    cols = math.ceil(math.sqrt(copies))
+    t0 = time.perf_counter()
+    n = compose(scenes, out, grid=(cols, math.ceil(copies / cols)), target_count=target, sh_degree=2)
+    print(f"  composed {label}: {n:,} Gaussians from {len(inputs)} scenes in {time.perf_counter() - t0:.1f} s",
+          file=sys.stderr)  # fmt: skip
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- main
 
 
@@ -210,17 +278,24 @@ def run(args: argparse.Namespace) -> int:
     width, height = args.size
     n_frames = 20 if args.quick and args.frames == 60 else args.frames
     names = args.scenes or (QUICK_SCENES if args.quick else DEFAULT_SCENES)
+    comps = [] if args.composites in ("", "none") else args.composites.split(",")
+    if args.quick and args.composites == DEFAULT_COMPOSITES:
+        comps = ["6M"]
+    counts = {c: parse_count(c) for c in comps}
     clock = Clock(cuda)
     results: list[PathResult] = []
     gsplat_results: list[PathResult] = []
 
-    for name in names:
-        path = find_scene(name, args.scenes_dir)
+    jobs = [(find_scene(name, args.scenes_dir), object_paths) for name in names]
+    if comps:
+        inputs = [find_scene(name, args.scenes_dir) for name in COMPOSITE_INPUTS]
+        jobs += [(build_composite(c, counts[c], inputs, args.cache_dir), composite_paths) for c in comps]
+    for path, make_paths in jobs:
         scene = load_scene(path)
         label = os.path.basename(path)
         renderer = Renderer(scene, device=device, backend=args.backend)
         g_render = gsplat_renderer(scene, device) if use_gsplat else None
-        for path_name, cams in object_paths(scene, width, height, n_frames).items():
+        for path_name, cams in make_paths(scene, width, height, n_frames).items():
             reference_images = {}
             if g_render is not None:
                 ms, fps, _ = time_path(g_render, cams, clock, args.warmup)
@@ -308,7 +383,7 @@ def write_json(args, results, gsplat_results, cuda, width, height, n_frames) -> 
     except ImportError:
         gsplat_version = None
     doc = {
-        "command": "warpsplat " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "command": "warpsplat " + " ".join(shlex.quote(a) for a in args.argv),
         "gpu": device_name(cuda),
         "versions": {
             "torch": torch.__version__,

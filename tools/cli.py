@@ -41,19 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv  # the exact command, for reports (bench JSON)
     from scenes import SceneFormatError
     from scenes.atomic import OutputExistsError
 
     try:
         return int(args.func(args) or 0)
-    except (CliError, SceneFormatError, OutputExistsError, FileNotFoundError, IsADirectoryError) as e:
+    except (CliError, SceneFormatError, OutputExistsError, OSError) as e:  # OSError: missing files, disk full, ...
         print(f"warpsplat {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"warpsplat {args.command}: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

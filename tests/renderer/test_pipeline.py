@@ -73,3 +73,13 @@ def test_absurd_sizes_are_refused(scene_path):
     for w, h in ((0, 10), (10, -1), (9000, 10)):
         with pytest.raises(ValueError, match="image size"):
             r.render(Camera.from_fov(w, h, 60.0) if w > 0 and h > 0 else Camera(w, h, 10, 10, 5, 5))
+
+
+def test_first_frame_with_no_pairs(scene_path, device):
+    """A fresh renderer whose first camera sees nothing renders the background (no empty workspace crash)."""
+    scene = load_scene(scene_path("lastchance.splat"))
+    r = Renderer(scene, device=device, backend="triton")
+    c = scene.center().numpy()
+    away = Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=16, height=16)
+    out = r.render(away)
+    assert out.stats.n_pairs == 0 and torch.equal(out.image, torch.zeros_like(out.image))

@@ -25,11 +25,12 @@ Writing follows splat-transform: rows are reordered along a Morton (Z-order) cur
 each 256-row chunk is spatially compact (`morton_order`), log scales are clamped to [-20, 20] for the
 bounds, and colour bounds are always written.
 
-Quantisation bounds of a write -> read round trip, per chunk: position (max - min) / 2046 for x and z,
-(max - min) / 1022 for y (half a step of 11 / 10 bits); log scale likewise over the chunk's scale range;
-colour (0.5 + SH_C0 f_dc) half a step of 8 bits over the chunk's colour range, so f_dc within
-range / 510 / SH_C0; opacity 0.5/255 after sigmoid; quaternion components 0.5 * sqrt(2) / 1023 = 7e-4
-(sign of q is free); SH 1/32 inside [-4, 4) (coefficients outside are clamped).
+Quantisation bounds of a write -> read round trip, per chunk (half a step of the chunk's range): position
+(max - min) / 4094 for x and z (11 bits), (max - min) / 2046 for y (10 bits); log scale likewise over the
+chunk's scale range; colour 0.5 + SH_C0 f_dc within (max - min) / 510 of the chunk's colour range, so f_dc
+within that over SH_C0; opacity 0.5/255 after sigmoid; quaternion components 0.5 * sqrt(2) / 1023 = 7e-4
+plus the rebuilt largest one (the sign of q is free); SH 1/32 inside [-4, 4) (coefficients outside are
+clamped).
 """
 
 from __future__ import annotations

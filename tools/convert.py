@@ -31,6 +31,9 @@ def add_parser(sub) -> None:
     p.add_argument("output", help="output file; its extension picks the format")
     p.add_argument("--sh-degree", type=int, default=None, help="keep SH bands up to this degree (0-3)")
     p.add_argument("--min-opacity", type=float, default=None, help="drop Gaussians with opacity below this (0-1)")
+    p.add_argument(
+        "--iteration", type=int, default=None, help="trainer output folder: iteration to read (default: latest)"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     p.set_defaults(func=run)
 
@@ -73,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     show = _input_bytes(src) >= PROGRESS_MIN_BYTES
     with tqdm(total=3, desc="reading", unit="stage", disable=not show or None, file=sys.stderr, leave=False) as bar:
-        scene = load_scene(src)
+        if args.iteration is not None and not os.path.isdir(src):
+            raise CliError(f"--iteration applies to trainer output folders; {src} is a file")
+        scene = load_scene(src) if args.iteration is None else load_scene(src, iteration=args.iteration)
         n_in, degree_in = len(scene), scene.sh_degree
         bar.set_description("filtering")
         bar.update()

@@ -61,3 +61,20 @@ def test_errors_are_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert err.startswith("warpsplat convert: error:") and "\n" not in err, err
     assert not (tmp_path / "x.ply").exists()
+
+
+def test_trainer_folder_iteration(tmp_path, capsys):
+    from scenes import save_scene
+
+    base = load_scene(scene(THREE))
+    for it in (100, 200):
+        folder = tmp_path / "model" / "point_cloud" / f"iteration_{it}"
+        folder.mkdir(parents=True)
+        shifted = base.subset(slice(None))
+        shifted.means = base.means + it
+        save_scene(shifted, folder / "point_cloud.ply")
+    out = tmp_path / "it100.ply"
+    assert main(["convert", str(tmp_path / "model"), str(out), "--iteration", "100"]) == 0
+    assert float(load_scene(out).means.max()) < 150
+    assert main(["convert", str(tmp_path / "model"), str(tmp_path / "x.ply"), "--iteration", "5"]) == 2
+    assert "available: 100, 200" in capsys.readouterr().err

@@ -21,6 +21,7 @@ import numpy as np
 from pyglet.window import key, mouse
 
 from renderer import Camera
+from renderer.trajectory import Keyframe, interpolate_keyframes
 
 from .keys import PhysicalKeys
 from .state import ViewerState
@@ -53,6 +54,8 @@ CAMERA_HELP = [
     ("F5", "save the keyframes as camera_path.json"),
 ]
 
+PLAYBACK_FPS = 30.0
+SECONDS_PER_TRANSITION = 2.0  # save_camera_path's default duration per key-to-key transition
 SHIFT_FACTOR = 4.0
 CTRL_FACTOR = 0.25
 
@@ -75,40 +78,8 @@ def orthonormalize(R: np.ndarray) -> np.ndarray:
     return out
 
 
-def slerp_rotation(R0: np.ndarray, R1: np.ndarray, t: float) -> np.ndarray:
-    """Geodesic interpolation between two rotations."""
-    dR = R0.T @ R1
-    angle = math.acos(max(-1.0, min(1.0, (np.trace(dR) - 1) / 2)))
-    if angle < 1e-9:
-        return R0.copy()
-    w = np.array([dR[2, 1] - dR[1, 2], dR[0, 2] - dR[2, 0], dR[1, 0] - dR[0, 1]])
-    if np.linalg.norm(w) < 1e-9:  # 180 degrees: axis from the symmetric part
-        vals, vecs = np.linalg.eigh(dR + np.eye(3))
-        w = vecs[:, np.argmax(vals)]
-    return R0 @ rotation(w, angle * t)
-
-
-def interpolate_poses(poses: list[np.ndarray], t: float) -> np.ndarray:
-    """Pose at parameter t in [0, len(poses) - 1]: Catmull-Rom positions, geodesic rotations."""
-    n = len(poses)
-    if n == 1:
-        return poses[0].copy()
-    t = min(max(t, 0.0), n - 1.0)
-    i = min(int(t), n - 2)
-    u = t - i
-    p = [poses[min(max(j, 0), n - 1)][:3, 3] for j in (i - 1, i, i + 1, i + 2)]
-    pos = 0.5 * (
-        2 * p[1] + (-p[0] + p[2]) * u + (2 * p[0] - 5 * p[1] + 4 * p[2] - p[3]) * u**2
-        + (-p[0] + 3 * p[1] - 3 * p[2] + p[3]) * u**3
-    )  # fmt: skip
-    T = np.eye(4)
-    T[:3, :3] = slerp_rotation(poses[i][:3, :3], poses[i + 1][:3, :3], u)
-    T[:3, 3] = pos
-    return T
-
-
 @dataclass
-class SceneFrame:
+class SceneExtent:
     """What navigation needs to know about the scene: where it is, how big, which way is up."""
 
     center: np.ndarray  # [3] look-at point of the default view
@@ -132,7 +103,7 @@ class CameraController:
     def __init__(
         self,
         state: ViewerState,
-        scene: SceneFrame,
+        scene: SceneExtent,
         home: Camera,
         *,
         keys: PhysicalKeys | None = None,
@@ -159,8 +130,8 @@ class CameraController:
         self.pivot = np.asarray(scene.center, np.float64).copy()
         self.keyframes: list[Camera] = []
         self.playing = False
-        self.play_t = 0.0
-        self.seconds_per_keyframe = 2.0
+        self.play_t = 0.0  # seconds into the path
+        self._play_cameras: list[Camera] = []
         self.training_index = -1
         self._held: set[int] = set()
         self._shift = False
@@ -381,15 +352,28 @@ class CameraController:
         elif len(self.keyframes) < 2:
             self.state.message = "add at least 2 keyframes (K) to play a path"
         else:
+            self._play_cameras = self.path_cameras()
             self.playing = True
             self.play_t = 0.0
             self.state.message = "playing"
 
+    def path_cameras(self) -> list[Camera]:
+        """The keyframe path sampled at PLAYBACK_FPS, as `save_camera_path` samples it for the file (same
+        spline, same timing: SECONDS_PER_TRANSITION per key-to-key transition, spaced by distance and angle),
+        so the window plays what `warpsplat render --path FILE.json` renders."""
+        cam = self.camera
+        n = max(round(PLAYBACK_FPS * SECONDS_PER_TRANSITION * (len(self.keyframes) - 1)), 1)
+        keys = [Keyframe.from_camera(c) for c in self.keyframes]
+        return interpolate_keyframes(keys, n, cam.width, cam.height, ease=False)
+
     def _advance_playback(self, dt: float) -> None:
-        self.play_t += dt / self.seconds_per_keyframe
-        end = len(self.keyframes) - 1
-        self._set_pose(interpolate_poses([c.T_world_camera for c in self.keyframes], min(self.play_t, end)))
-        if self.play_t >= end:
+        self.play_t += dt
+        cams = self._play_cameras
+        i = min(int(self.play_t * PLAYBACK_FPS), len(cams) - 1)
+        self.state.camera = cams[i].with_pose(cams[i].T_world_camera)
+        self.state.mark_dirty()
+        self.last_motion = self.clock()
+        if i == len(cams) - 1:
             self.playing = False
             self.state.message = "playback finished"
 

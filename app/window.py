@@ -22,7 +22,7 @@ from pyglet.window import key
 
 from renderer import Camera, Renderer, default_camera, up_vector
 
-from .camera_controller import CAMERA_HELP, CameraController, SceneFrame
+from .camera_controller import CAMERA_HELP, CameraController, SceneExtent
 from .frames import Frame, FrameProducer, FrameRequest
 from .interop import FrameTexture
 from .keys import PhysicalKeys
@@ -116,7 +116,7 @@ class ViewerWindow(pyglet.window.Window):
         # the input; this window's own on_key_press gets the keys the controller did not take
         self.keys = PhysicalKeys.from_window(self)
         lo, hi = (v.double().cpu().numpy() for v in scene.robust_bounds())
-        frame = SceneFrame(center=scene.center().double().cpu().numpy(),
+        frame = SceneExtent(center=scene.center().double().cpu().numpy(),
                            radius=max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6), up=upv)  # fmt: skip
         if training_cameras is None:
             try:

@@ -136,6 +136,32 @@ def test_resize_keeps_the_field_of_view(viewer):
     assert viewer.frame_texture.size == (56, 40)
 
 
+def test_keyframes_save_a_camera_path_the_renderer_reads(viewer):
+    from pyglet.window import key, mouse
+
+    from renderer.camera_path import load_camera_path
+
+    start = viewer.state.camera.T_world_camera.copy()
+    send(viewer, "on_key_press", key.K, 0)
+    send(viewer, "on_mouse_drag", 20, 20, -15, 5, mouse.LEFT, 0)
+    send(viewer, "on_key_press", key.K, 0)
+    end = viewer.state.camera.T_world_camera.copy()
+    send(viewer, "on_key_press", key.F5, 0)
+    files = [f for f in os.listdir(viewer.state.output_dir) if f.endswith(".json")]
+    assert len(files) == 1, viewer.state.message
+    path = load_camera_path(os.path.join(viewer.state.output_dir, files[0]))
+    assert len(path.keyframes) == 2
+    np.testing.assert_allclose(path.keyframes[0].T_world_camera, start, atol=1e-6)
+    np.testing.assert_allclose(path.keyframes[1].T_world_camera, end, atol=1e-6)
+    np.testing.assert_allclose(path.cameras[-1].T_world_camera, end, atol=1e-6)
+    send(viewer, "on_key_press", key.SPACE, 0)  # play it back in the window
+    viewer.tick(0.0)
+    np.testing.assert_allclose(viewer.state.camera.T_world_camera, start, atol=1e-9)
+    viewer.tick(10.0)
+    assert not viewer.controller.playing
+    np.testing.assert_allclose(viewer.state.camera.T_world_camera, end, atol=1e-9)
+
+
 def test_imgui_takes_the_mouse_over_the_overlay(viewer):
     from imgui_bundle import imgui
     from pyglet.window import mouse

@@ -39,6 +39,7 @@ import json
 import math
 import os
 import zipfile
+import zlib
 from collections.abc import Callable
 
 import numpy as np
@@ -98,12 +99,8 @@ class _Source:
             try:
                 with self.zip.open(info) as f:
                     data = f.read(limit + 1)  # zipfile stops at the declared size; the cap is belt and braces
-            except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as e:
+            except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError) as e:
                 raise SceneFormatError(f"{what} is corrupt ({e})") from None
-            except Exception as e:  # zlib.error is not an OSError
-                if type(e).__name__ == "error":
-                    raise SceneFormatError(f"{what} is corrupt ({e})") from None
-                raise
             return data
         assert self.folder is not None
         file = os.path.join(self.folder, *name.split("/"))

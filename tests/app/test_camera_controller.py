@@ -173,3 +173,23 @@ def test_physical_keys_follow_the_layout():
     assert keys(key.COMMA) == key.W
     assert keys(ord("o")) == key.S
     assert PhysicalKeys()(key.W) == key.W
+
+
+def test_training_cameras_come_from_the_scenes_cameras_json(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    from app.window import load_training_cameras
+
+    entries = []
+    for i, x in enumerate((1.0, -1.0)):
+        T = Camera.look_at((x, 0.0, -3.0), (0, 0, 0), width=100, height=50).T_world_camera
+        entries.append({"id": i, "img_name": f"{i:05d}", "width": 100, "height": 50, "position": T[:3, 3].tolist(),
+                        "rotation": T[:3, :3].tolist(), "fx": 80.0, "fy": 80.0})  # fmt: skip
+    path = tmp_path / "cameras.json"
+    path.write_text(json.dumps(entries))
+    cams = load_training_cameras(SimpleNamespace(extras={"cameras_json": str(path)}), 64, 48)
+    assert [c.position[0] for c in cams] == pytest.approx([1.0, -1.0])
+    assert (cams[0].width, cams[0].height) == (64, 48)
+    assert cams[0].fov_y_deg == pytest.approx(math.degrees(2 * math.atan(25 / 80)))
+    assert load_training_cameras(SimpleNamespace(extras={}), 64, 48) == []

@@ -64,3 +64,32 @@ def test_bad_arguments_before_anything_opens(capsys, tmp_path):
     assert code == 2 and "no such folder" in err
     code, err = run_view(capsys, str(tmp_path / "missing.ply"))
     assert code == 2 and "no such file" in err
+
+
+def test_view_runs_the_event_loop_and_esc_quits(capsys, x_display):
+    """The real command: window, event loop, a rendered frame, Esc, clean shutdown, exit code 0."""
+    import app  # noqa: F401  (sets pyglet's options: must come before any pyglet.window import)
+
+    # isort: split
+    import pyglet
+    from pyglet.window import key
+
+    from app.window import ViewerWindow
+
+    before = set(pyglet.app.windows)
+    seen = {}
+
+    def press_esc(dt):
+        window = next(w for w in pyglet.app.windows if w not in before and isinstance(w, ViewerWindow))
+        if window._last_frame is None and dt < 60:  # wait for the first frame
+            pyglet.clock.schedule_once(lambda dt2: press_esc(dt + dt2), 0.2)
+            return
+        seen["frame"] = window._last_frame is not None
+        window.dispatch_event("on_key_press", key.ESCAPE, 0)
+        seen["closed"] = window._closed
+        pyglet.clock.schedule_once(lambda dt: pyglet.app.exit(), 0.5)  # other tests' windows may be open
+
+    pyglet.clock.schedule_once(press_esc, 0.5)
+    code, err = run_view(capsys, "--size", "48x32", "--render-scale", "0.5")
+    assert code == 0, err
+    assert seen == {"frame": True, "closed": True}

@@ -6,11 +6,20 @@ For pixel centre p = (x + 0.5, y + 0.5) and each Gaussian of the tile's depth-so
     stop (without blending) when T (1 - alpha) <= 1e-4;  else C += c alpha T,  T *= 1 - alpha
     rgb = C + T background,  alpha_out = 1 - T
 
-One program per tile, one lane per pixel. Two loop forms with identical semantics:
-- `_rasterize_batched_kernel`: B Gaussians per step as a [B, pixels] block, transmittance by `tl.cumprod`
-  along the batch. Few, wide steps: the form the Triton interpreter (tests, CPU) runs fast.
-- `_rasterize_scalar_kernel`: one Gaussian at a time, UNROLL per loop step, per-pixel branch-free selects,
-  exit when every pixel of the tile is done. The form that compiles well for GPUs (DESIGN.md, "Measuring").
+Load balancing (CaT-GS's tile scheduling; HiGS is the published kernel closest to it). A tile's list is cut
+into chunks of CHUNK Gaussians and every (tile, chunk) is its own program, so one crowded tile no longer holds
+the frame back. A tile of one chunk (the common case) is finished by its program, early termination included.
+A chunk of a longer list composites from T = 1 and writes its partial (C, T) and whether a pixel stopped; a
+second kernel walks a tile's chunks front to back: C += T C_k, T *= T_k (the "over" operator is associative).
+That is exact except where a pixel stops inside chunk k: there the stop depends on the global T, so the
+second kernel re-blends chunk k for those pixels from their true (C, T), with the stopping rule; the pixel is
+then done. A pixel that stops inside a chunk locally (T_k <= 1e-4) always stops there globally (T <= 1).
+
+Loop forms, identical semantics:
+- "scalar": one Gaussian at a time, UNROLL per loop step, branch-free per-pixel selects, exit when every pixel
+  of the tile is done. The form that compiles well for GPUs (DESIGN.md, "Measuring").
+- "batched": B Gaussians per step as a [B, pixels] block, transmittance by `tl.cumprod` along the batch.
+  Few, wide steps: the form the Triton interpreter (tests, CPU) runs fast.
 
 Inputs : sorted gaussian_ids [P] i32, ranges [n_tiles, 2] i32, means2d [N,2], conic_opacity [N,4],
          colors [N,3], background [3]
@@ -24,6 +33,105 @@ import triton
 import triton.language as tl
 
 from ._launch import interpreting
+
+T_STOP = tl.constexpr(1e-4)  # a pixel stops before the Gaussian that would take T to <= 1e-4 (gsplat)
+
+
+# ----------------------------------------------------------------------------------------------- blending
+
+
+@triton.jit
+def _blend_scalar(
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
+    UNROLL: tl.constexpr,
+):  # fmt: skip
+    """Blend list entries [s, end) into the pixels' (C, T); `alive` pixels stop by gsplat's rule.
+
+    Returns (T, alive, stopped, cr, cg, cb): `stopped` marks pixels that hit the stopping rule here."""
+    stopped = alive & False
+    while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
+        for u in tl.static_range(UNROLL):
+            i = s + u
+            in_list = i < end
+            gid = tl.load(ids_ptr + i, mask=in_list, other=0).to(tl.int64)
+            mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_list, other=0.0)
+            my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_list, other=0.0)
+            ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_list, other=0.0)
+            cbb = tl.load(conic_opacity_ptr + gid * 4 + 1, mask=in_list, other=0.0)
+            cc = tl.load(conic_opacity_ptr + gid * 4 + 2, mask=in_list, other=0.0)
+            op = tl.load(conic_opacity_ptr + gid * 4 + 3, mask=in_list, other=0.0)
+            dx = mx - fx
+            dy = my - fy
+            sigma = 0.5 * (ca * dx * dx + cc * dy * dy) + cbb * dx * dy
+            alpha = tl.minimum(0.999, op * tl.exp(-sigma))
+            ok = alive & in_list & (sigma >= 0.0) & (alpha >= 1.0 / 255.0)
+            next_T = T * (1.0 - alpha)
+            stop = ok & (next_T <= T_STOP)
+            blend = ok & ~stop
+            w = tl.where(blend, alpha * T, 0.0)
+            cr += w * tl.load(colors_ptr + gid * 3 + 0, mask=in_list, other=0.0)
+            cg += w * tl.load(colors_ptr + gid * 3 + 1, mask=in_list, other=0.0)
+            cb += w * tl.load(colors_ptr + gid * 3 + 2, mask=in_list, other=0.0)
+            T = tl.where(blend, next_T, T)
+            alive = alive & ~stop
+            stopped = stopped | stop
+        s += UNROLL
+    return T, alive, stopped, cr, cg, cb
+
+
+@triton.jit
+def _blend_batched(
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
+    BATCH: tl.constexpr,
+):  # fmt: skip
+    """Same contract as `_blend_scalar`, BATCH Gaussians per step (transmittance by cumprod)."""
+    stopped = alive & False
+    k = tl.arange(0, BATCH)
+    while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
+        in_batch = s + k < end
+        gid = tl.load(ids_ptr + s + k, mask=in_batch, other=0).to(tl.int64)
+        mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_batch, other=0.0)
+        my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_batch, other=0.0)
+        ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_batch, other=0.0)
+        cbb = tl.load(conic_opacity_ptr + gid * 4 + 1, mask=in_batch, other=0.0)
+        cc = tl.load(conic_opacity_ptr + gid * 4 + 2, mask=in_batch, other=0.0)
+        op = tl.load(conic_opacity_ptr + gid * 4 + 3, mask=in_batch, other=0.0)
+        dx = mx[:, None] - fx[None, :]  # [BATCH, PIX]
+        dy = my[:, None] - fy[None, :]
+        sigma = 0.5 * (ca[:, None] * dx * dx + cc[:, None] * dy * dy) + cbb[:, None] * dx * dy
+        alpha = tl.minimum(0.999, op[:, None] * tl.exp(-sigma))
+        ok = in_batch[:, None] & (sigma >= 0.0) & (alpha >= 1.0 / 255.0) & alive[None, :]
+        alpha = tl.where(ok, alpha, 0.0)
+        incl = tl.cumprod(1.0 - alpha, axis=0) * T[None, :]  # T after each Gaussian
+        keep = incl > T_STOP  # prefix-closed: incl never increases
+        w = tl.where(keep, alpha * (incl / (1.0 - alpha)), 0.0)  # alpha * T before the Gaussian
+        cr += tl.sum(w * tl.load(colors_ptr + gid * 3 + 0, mask=in_batch, other=0.0)[:, None], axis=0)
+        cg += tl.sum(w * tl.load(colors_ptr + gid * 3 + 1, mask=in_batch, other=0.0)[:, None], axis=0)
+        cb += tl.sum(w * tl.load(colors_ptr + gid * 3 + 2, mask=in_batch, other=0.0)[:, None], axis=0)
+        stop = alive & (tl.min(incl, axis=0) <= T_STOP)
+        T = tl.min(tl.where(keep, incl, T[None, :]), axis=0)
+        alive = alive & ~stop
+        stopped = stopped | stop
+        s += BATCH
+    return T, alive, stopped, cr, cg, cb
+
+
+@triton.jit
+def _blend(
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
+    BATCHED: tl.constexpr, STEP: tl.constexpr,
+):  # fmt: skip
+    if BATCHED:
+        return _blend_batched(
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb, STEP
+        )
+    else:
+        return _blend_scalar(
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb, STEP
+        )
+
+
+# ----------------------------------------------------------------------------------------------- output
 
 
 @triton.jit
@@ -46,135 +154,143 @@ def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_
         tl.store(rgba8_ptr + pix * 4 + 3, a8, mask=inside)
 
 
-@triton.jit(do_not_specialize=["width", "height"])
-def _rasterize_batched_kernel(
+@triton.jit
+def _tile_pixels(tile_id, width, height, TILE: tl.constexpr):
+    n_tx = (width + TILE - 1) // TILE
+    lane = tl.arange(0, TILE * TILE)
+    px = (tile_id % n_tx) * TILE + lane % TILE
+    py = (tile_id // n_tx) * TILE + lane // TILE
+    inside = (px < width) & (py < height)
+    pix = py.to(tl.int64) * width + px
+    return px.to(tl.float32) + 0.5, py.to(tl.float32) + 0.5, inside, pix
+
+
+# ----------------------------------------------------------------------------------------------- kernels
+
+
+@triton.jit(do_not_specialize=["width", "height", "n_tiles", "chunk"])
+def _rasterize_chunks_kernel(
     ids_ptr,  # [P] i32, sorted by (tile, depth)
     ranges_ptr,  # [n_tiles, 2] i32
+    chunk_offsets_ptr,  # [n_tiles] i32, first work item of each tile (exclusive prefix sum of chunk counts)
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
     bg_ptr,  # [3] f32
+    partial_ptr,  # [n_items, 4, PIX] f32 out: C rgb and T (negated where the pixel stopped) of long lists
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
     width,
     height,
+    n_tiles,
+    chunk,  # Gaussians per work item
     TILE: tl.constexpr,
-    BATCH: tl.constexpr,
+    BATCHED: tl.constexpr,
+    STEP: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
 ):
-    tile_id = tl.program_id(0)
-    n_tx = (width + TILE - 1) // TILE
-    tile_x = tile_id % n_tx
-    tile_y = tile_id // n_tx
-    lane = tl.arange(0, TILE * TILE)
-    px = tile_x * TILE + lane % TILE
-    py = tile_y * TILE + lane // TILE
-    inside = (px < width) & (py < height)
-    fx = px.to(tl.float32) + 0.5
-    fy = py.to(tl.float32) + 0.5
-    pix = py.to(tl.int64) * width + px
-
-    start = tl.load(ranges_ptr + tile_id * 2 + 0)
-    end = tl.load(ranges_ptr + tile_id * 2 + 1)
-    T = tl.full([TILE * TILE], 1.0, tl.float32)
-    done = ~inside
-    cr = tl.zeros([TILE * TILE], tl.float32)
-    cg = tl.zeros([TILE * TILE], tl.float32)
-    cb = tl.zeros([TILE * TILE], tl.float32)
-    k = tl.arange(0, BATCH)
-    s = start
-    while (s < end) & (tl.min(done.to(tl.int32), axis=0) == 0):
-        in_batch = s + k < end
-        gid = tl.load(ids_ptr + s + k, mask=in_batch, other=0).to(tl.int64)
-        mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_batch, other=0.0)
-        my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_batch, other=0.0)
-        ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_batch, other=0.0)
-        cbb = tl.load(conic_opacity_ptr + gid * 4 + 1, mask=in_batch, other=0.0)
-        cc = tl.load(conic_opacity_ptr + gid * 4 + 2, mask=in_batch, other=0.0)
-        op = tl.load(conic_opacity_ptr + gid * 4 + 3, mask=in_batch, other=0.0)
-        dx = mx[:, None] - fx[None, :]  # [BATCH, PIX]
-        dy = my[:, None] - fy[None, :]
-        sigma = 0.5 * (ca[:, None] * dx * dx + cc[:, None] * dy * dy) + cbb[:, None] * dx * dy
-        alpha = tl.minimum(0.999, op[:, None] * tl.exp(-sigma))
-        ok = in_batch[:, None] & (sigma >= 0.0) & (alpha >= 1.0 / 255.0) & (~done)[None, :]
-        alpha = tl.where(ok, alpha, 0.0)
-        incl = tl.cumprod(1.0 - alpha, axis=0) * T[None, :]  # T after each Gaussian
-        keep = incl > 1e-4  # prefix-closed: incl never increases
-        w = tl.where(keep, alpha * (incl / (1.0 - alpha)), 0.0)  # alpha * T before the Gaussian
-        cr += tl.sum(w * tl.load(colors_ptr + gid * 3 + 0, mask=in_batch, other=0.0)[:, None], axis=0)
-        cg += tl.sum(w * tl.load(colors_ptr + gid * 3 + 1, mask=in_batch, other=0.0)[:, None], axis=0)
-        cb += tl.sum(w * tl.load(colors_ptr + gid * 3 + 2, mask=in_batch, other=0.0)[:, None], axis=0)
-        done = done | (tl.min(incl, axis=0) <= 1e-4)
-        T = tl.min(tl.where(keep, incl, T[None, :]), axis=0)
-        s += BATCH
-    _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+    item = tl.program_id(0)
+    n_items = tl.load(chunk_offsets_ptr + n_tiles - 1) + tl.maximum(
+        tl.cdiv(tl.load(ranges_ptr + n_tiles * 2 - 1) - tl.load(ranges_ptr + n_tiles * 2 - 2), chunk), 1
+    )
+    if item < n_items:
+        # the tile of this work item: the last tile whose first item is <= item (binary search)
+        lo = 0
+        hi = n_tiles - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if tl.load(chunk_offsets_ptr + mid) <= item:
+                lo = mid
+            else:
+                hi = mid - 1
+        tile_id = lo
+        k = item - tl.load(chunk_offsets_ptr + tile_id)
+        start = tl.load(ranges_ptr + tile_id * 2 + 0)
+        end = tl.load(ranges_ptr + tile_id * 2 + 1)
+        fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
+        s = start + k * chunk
+        e = tl.minimum(end, s + chunk)
+        T = tl.full([TILE * TILE], 1.0, tl.float32)
+        zero = tl.zeros([TILE * TILE], tl.float32)
+        T, alive, stopped, cr, cg, cb = _blend(
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, e, fx, fy, T, inside, zero, zero, zero,
+            BATCHED, STEP,
+        )  # fmt: skip
+        if end - start <= chunk:  # a short list: this program finishes the tile
+            _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+        else:
+            lane = tl.arange(0, TILE * TILE)
+            base = partial_ptr + item.to(tl.int64) * (4 * TILE * TILE)
+            tl.store(base + lane, cr)
+            tl.store(base + TILE * TILE + lane, cg)
+            tl.store(base + 2 * TILE * TILE + lane, cb)
+            tl.store(base + 3 * TILE * TILE + lane, tl.where(stopped, -T, T))
 
 
-@triton.jit(do_not_specialize=["width", "height"])
-def _rasterize_scalar_kernel(
-    ids_ptr,  # [P] i32, sorted by (tile, depth)
+@triton.jit(do_not_specialize=["width", "height", "chunk"])
+def _composite_chunks_kernel(
+    ids_ptr,  # [P] i32
     ranges_ptr,  # [n_tiles, 2] i32
+    chunk_offsets_ptr,  # [n_tiles] i32
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
     bg_ptr,  # [3] f32
+    partial_ptr,  # [n_items, 4, PIX] f32
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
-    rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
+    rgba8_ptr,  # [H, W, 4] u8 out
     width,
     height,
+    chunk,
     TILE: tl.constexpr,
-    UNROLL: tl.constexpr,
+    BATCHED: tl.constexpr,
+    STEP: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
 ):
     tile_id = tl.program_id(0)
-    n_tx = (width + TILE - 1) // TILE
-    tile_x = tile_id % n_tx
-    tile_y = tile_id // n_tx
-    lane = tl.arange(0, TILE * TILE)
-    px = tile_x * TILE + lane % TILE
-    py = tile_y * TILE + lane // TILE
-    inside = (px < width) & (py < height)
-    fx = px.to(tl.float32) + 0.5
-    fy = py.to(tl.float32) + 0.5
-    pix = py.to(tl.int64) * width + px
-
     start = tl.load(ranges_ptr + tile_id * 2 + 0)
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
-    T = tl.full([TILE * TILE], 1.0, tl.float32)
-    alive = inside
-    cr = tl.zeros([TILE * TILE], tl.float32)
-    cg = tl.zeros([TILE * TILE], tl.float32)
-    cb = tl.zeros([TILE * TILE], tl.float32)
-    s = start
-    while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
-        for u in tl.static_range(UNROLL):
-            i = s + u
-            in_list = i < end
-            gid = tl.load(ids_ptr + i, mask=in_list, other=0).to(tl.int64)
-            mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_list, other=0.0)
-            my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_list, other=0.0)
-            ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_list, other=0.0)
-            cbb = tl.load(conic_opacity_ptr + gid * 4 + 1, mask=in_list, other=0.0)
-            cc = tl.load(conic_opacity_ptr + gid * 4 + 2, mask=in_list, other=0.0)
-            op = tl.load(conic_opacity_ptr + gid * 4 + 3, mask=in_list, other=0.0)
-            dx = mx - fx
-            dy = my - fy
-            sigma = 0.5 * (ca * dx * dx + cc * dy * dy) + cbb * dx * dy
-            alpha = tl.minimum(0.999, op * tl.exp(-sigma))
-            ok = alive & in_list & (sigma >= 0.0) & (alpha >= 1.0 / 255.0)
-            next_T = T * (1.0 - alpha)
-            stop = ok & (next_T <= 1e-4)
-            blend = ok & ~stop
-            w = tl.where(blend, alpha * T, 0.0)
-            cr += w * tl.load(colors_ptr + gid * 3 + 0, mask=in_list, other=0.0)
-            cg += w * tl.load(colors_ptr + gid * 3 + 1, mask=in_list, other=0.0)
-            cb += w * tl.load(colors_ptr + gid * 3 + 2, mask=in_list, other=0.0)
-            T = tl.where(blend, next_T, T)
-            alive = alive & ~stop
-        s += UNROLL
-    _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+    if end - start > chunk:
+        fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
+        lane = tl.arange(0, TILE * TILE)
+        first = tl.load(chunk_offsets_ptr + tile_id)
+        n_chunks = tl.cdiv(end - start, chunk)
+        T = tl.full([TILE * TILE], 1.0, tl.float32)
+        alive = inside
+        cr = tl.zeros([TILE * TILE], tl.float32)
+        cg = tl.zeros([TILE * TILE], tl.float32)
+        cb = tl.zeros([TILE * TILE], tl.float32)
+        k = 0
+        while (k < n_chunks) & (tl.max(alive.to(tl.int32), axis=0) > 0):
+            base = partial_ptr + (first + k).to(tl.int64) * (4 * TILE * TILE)
+            tk = tl.load(base + 3 * TILE * TILE + lane)
+            # the pixel stops inside this chunk: it stopped locally, or the global T falls to the threshold
+            stops_here = alive & ((tk < 0.0) | (T * tk <= T_STOP))
+            if tl.max(stops_here.to(tl.int32), axis=0) > 0:
+                s = start + k * chunk
+                T2, alive2, stopped2, cr2, cg2, cb2 = _blend(
+                    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, tl.minimum(end, s + chunk), fx, fy,
+                    T, stops_here, cr, cg, cb, BATCHED, STEP,
+                )  # fmt: skip
+                cr = tl.where(stops_here, cr2, cr)
+                cg = tl.where(stops_here, cg2, cg)
+                cb = tl.where(stops_here, cb2, cb)
+                T = tl.where(stops_here, T2, T)
+            go = alive & ~stops_here
+            cr = tl.where(go, cr + T * tl.load(base + lane), cr)
+            cg = tl.where(go, cg + T * tl.load(base + TILE * TILE + lane), cg)
+            cb = tl.where(go, cb + T * tl.load(base + 2 * TILE * TILE + lane), cb)
+            T = tl.where(go, T * tk, T)
+            alive = go
+            k += 1
+        _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+
+
+# ----------------------------------------------------------------------------------------------- launcher
+
+NO_CHUNKING = 1 << 30
 
 
 def rasterize_tiles(
@@ -189,20 +305,25 @@ def rasterize_tiles(
     *,
     tile_size: int = 16,
     variant: str = "auto",
+    chunk: int | None = None,
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
+    workspace: dict | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
+    chunk: Gaussians per work item for load balancing (None/0 = one program per tile, no balancing).
     step: Gaussians per loop step (batch width or unroll); num_warps: warps per tile program. Both are
-    tuning knobs with measured defaults; neither changes the image.
-    `out` = (rgb, alpha, rgba8 or None) buffers to write into.
+    tuning knobs with measured defaults; none of the three changes the image beyond float rounding.
+    `out` = (rgb, alpha, rgba8 or None) buffers to write into; `workspace` = a dict in which the launcher
+    keeps its chunk buffers between calls.
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
-    assert ranges.shape == (n_tx * n_ty, 2), (ranges.shape, n_tx, n_ty)
+    n_tiles = n_tx * n_ty
+    assert ranges.shape == (n_tiles, 2), (ranges.shape, n_tx, n_ty)
     assert background.shape == (3,) and background.dtype == torch.float32
     device = means2d.device
     if out is None:
@@ -215,21 +336,31 @@ def rasterize_tiles(
     has_rgba8 = rgba8 is not None
     if variant == "auto":
         variant = "batched" if interpreting() else "scalar"
+    if variant not in ("batched", "scalar"):
+        raise ValueError(f"unknown rasterizer variant {variant!r}")
+    batched = variant == "batched"
+    if step is None:  # measured on the H200: 16 per step for both forms (BENCHMARKS.md)
+        step = 64 if batched and interpreting() else 16
+    num_warps = num_warps or (8 if batched else 4)
+    chunk = chunk or NO_CHUNKING
+    n_pairs = gaussian_ids.shape[0]
+    # work items: one per tile, plus one per extra chunk of a long list (an upper bound the host knows)
+    max_items = n_tiles + (n_pairs // chunk if chunk < NO_CHUNKING else 0)
+    ws = workspace if workspace is not None else {}
+    lengths = ranges[:, 1] - ranges[:, 0]
+    n_chunks = torch.clamp_min(torch.div(lengths + (chunk - 1), chunk, rounding_mode="floor"), 1)
+    chunk_offsets = torch.cumsum(n_chunks, 0, dtype=torch.int32) - n_chunks
+    long_lists = chunk < NO_CHUNKING and n_pairs > chunk
+    partial = ws.get("partial")
+    need = max_items * 4 * tile_size * tile_size if long_lists else 1
+    if partial is None or partial.numel() < need:
+        partial = ws["partial"] = torch.empty(max(need, 1), dtype=torch.float32, device=device)
     args = (
-        gaussian_ids, ranges, means2d, conic_opacity, colors, background,
+        gaussian_ids, ranges, chunk_offsets, means2d, conic_opacity, colors, background, partial,
         rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
     )  # fmt: skip
-    grid = (n_tx * n_ty,)
-    if variant == "batched":
-        batch = step or (64 if interpreting() else 16)
-        _rasterize_batched_kernel[grid](
-            *args, TILE=tile_size, BATCH=batch, HAS_RGBA8=has_rgba8, num_warps=num_warps or 8
-        )
-    elif variant == "scalar":
-        unroll = step or 16
-        _rasterize_scalar_kernel[grid](
-            *args, TILE=tile_size, UNROLL=unroll, HAS_RGBA8=has_rgba8, num_warps=num_warps or 4
-        )
-    else:
-        raise ValueError(f"unknown rasterizer variant {variant!r}")
+    meta = dict(TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, num_warps=num_warps)
+    _rasterize_chunks_kernel[(max_items,)](*args, n_tiles, chunk, **meta)
+    if long_lists:
+        _composite_chunks_kernel[(n_tiles,)](*args, chunk, **meta)
     return rgb, alpha, rgba8

@@ -288,12 +288,14 @@ def rasterize_tiles(
     *,
     tile_size: int = 16,
     variant: str = "auto",
+    chunk: int | None = None,
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
+    workspace: dict | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Per tile: the whole depth-sorted list at once, transmittance by cumprod; the Triton tuning knobs
-    (`variant`, `step`, `num_warps`) are accepted and ignored."""
+    """Per tile: the whole depth-sorted list at once, transmittance by cumprod. The Triton launcher's
+    scheduling knobs (`variant`, `chunk`, `step`, `num_warps`, `workspace`) are accepted and ignored."""
     device = means2d.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size

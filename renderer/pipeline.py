@@ -125,6 +125,7 @@ class Renderer:
         self._pairs: tuple[Tensor, ...] = ()
         self._image_key: tuple[int, int] | None = None
         self._image: tuple[Tensor, ...] = ()
+        self._raster_ws: dict = {}  # the rasterizer's chunk buffers (grow-only)
         self.last_timer: StageTimer | None = None
 
     # ------------------------------------------------------------------ workspace
@@ -206,6 +207,7 @@ class Renderer:
             k.rasterize_tiles(
                 sorted_ids, ranges, means2d, conic_opacity, colors, background, W, H,
                 tile_size=tile, variant=settings.rasterizer, out=(rgb, alpha, rgba8),
+                chunk=settings.chunk_size if settings.load_balance else None, workspace=self._raster_ws,
             )  # fmt: skip
         timer.stop()
 

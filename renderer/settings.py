@@ -17,6 +17,9 @@ class RenderSettings:
         eps2d: screen-space dilation added to the 2D covariance diagonal (0.3, as 3DGS trains with).
         tile_size: rasterization tile edge in pixels (16; the exactness contract is stated for 16).
         rasterizer: "auto" | "scalar" | "batched" loop form of the Triton rasterizer (same image).
+        load_balance: split tile lists longer than `chunk_size` into chunks rasterized by separate programs
+            and composited front to back (exact; see kernels/rasterize.py). Off: one program per tile.
+        chunk_size: Gaussians per chunk when load balancing.
     """
 
     sh_degree: int | None = None
@@ -27,6 +30,8 @@ class RenderSettings:
     eps2d: float = 0.3
     tile_size: int = 16
     rasterizer: str = "auto"
+    load_balance: bool = True
+    chunk_size: int = 512
 
     def validate(self) -> RenderSettings:
         if self.sh_degree is not None and not 0 <= self.sh_degree <= 3:
@@ -39,6 +44,8 @@ class RenderSettings:
             raise ValueError(f"near {self.near} / far {self.far}: need 0 < near < far")
         if self.tile_size != 16:
             raise ValueError("tile_size: only 16 is supported")
+        if not 16 <= self.chunk_size <= 1 << 20:
+            raise ValueError(f"chunk_size {self.chunk_size} not in [16, 2^20]")
         if self.rasterizer not in ("auto", "scalar", "batched"):
             raise ValueError(f"rasterizer {self.rasterizer!r}: expected auto, scalar or batched")
         return self

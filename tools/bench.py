@@ -238,6 +238,7 @@ def variants():
 
     return {
         "default": RenderSettings(),
+        "load_balance=off": RenderSettings(load_balance=False),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
     }
 

@@ -40,7 +40,11 @@ class Frame:
     stats: RenderStats
     timer: StageTimer | None  # per-stage times, readable once the device has finished
     wall_ms: float  # host time spent in render() (on CUDA: launch time, not GPU time)
-    max_tile_pairs: torch.Tensor | None = None  # [1] int, device-side until read
+    max_tile_pairs: torch.Tensor | None = None  # [1] int in pinned host memory, valid once `copied` is done
+    copied: torch.cuda.Event | None = None  # recorded after the copy of max_tile_pairs (CUDA only)
+
+    def max_tile_pairs_ready(self) -> bool:
+        return self.max_tile_pairs is not None and (self.copied is None or bool(self.copied.query()))
 
 
 def heat_map(tile_counts: torch.Tensor, width: int, height: int, tile: int) -> torch.Tensor:
@@ -79,15 +83,17 @@ def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool,
     else:
         assert out.rgba8 is not None
         image = out.rgba8.clone() if copy else out.rgba8
-    max_pairs = None
-    if not sync_stats:
+    max_pairs, copied = None, None
+    if not sync_stats:  # the longest tile list without a sync: copy it to the host, read it a frame later
         max_pairs = out.tile_counts.max().reshape(1)
         if max_pairs.is_cuda:
             pinned = torch.empty(1, dtype=max_pairs.dtype, pin_memory=True)
             pinned.copy_(max_pairs, non_blocking=True)
+            copied = torch.cuda.Event()
+            copied.record()
             max_pairs = pinned
     wall_ms = (time.perf_counter() - t0) * 1e3
-    return Frame(image, request, out.stats, renderer.last_timer, wall_ms, max_pairs)
+    return Frame(image, request, out.stats, renderer.last_timer, wall_ms, max_pairs, copied)
 
 
 class FrameProducer:

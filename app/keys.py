@@ -41,6 +41,11 @@ class PhysicalKeys:
     def __call__(self, symbol: int) -> int:
         return self._map.get(symbol, symbol)
 
+    def describe(self) -> str:
+        if self.source == "symbols":
+            return "keys act by the symbol they print (no keycodes on this platform)"
+        return f"keys act by physical position ({self.source})"
+
     @classmethod
     def from_keysym_lookup(cls, keysym_of_keycode: Callable[[int], int], *, source: str) -> PhysicalKeys:
         """Build the map from a keycode -> keysym lookup of the active layout (level 0, unshifted)."""

@@ -47,6 +47,9 @@ CPU_MOVING_SCALE = 0.125
 class ViewerWindow(pyglet.window.Window):
     """A window showing one scene.
 
+    pyglet may dispatch events (on_resize, on_draw) from inside `Window.__init__` when an event loop has run
+    in the process; the handlers ignore them until the window is fully set up (`_ready`).
+
     Args:
         scene: the scene to show.
         size: window size in screen pixels.
@@ -61,6 +64,9 @@ class ViewerWindow(pyglet.window.Window):
         caption: the window title.
         visible: show the window (tests may keep it hidden).
     """
+
+    _ready = False
+    _closed = False
 
     def __init__(
         self,
@@ -83,6 +89,7 @@ class ViewerWindow(pyglet.window.Window):
         config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True, double_buffer=True)
         super().__init__(size[0], size[1], caption=caption, resizable=True, config=config, vsync=vsync,
                          visible=visible)  # fmt: skip
+        self.switch_to()  # pyglet leaves it current on its first window only
         self.ctx = moderngl.create_context()
         self.scene = scene
         self.output_dir = output_dir
@@ -130,8 +137,9 @@ class ViewerWindow(pyglet.window.Window):
             wants_keyboard=lambda: io.want_capture_keyboard, wants_mouse=lambda: io.want_capture_mouse,
             save_path=self._save_path,
         )  # fmt: skip
+        help_rows = CAMERA_HELP + UI_HELP + [("", self.keys.describe())]
         self.overlay = Overlay(self.state, scene_sh_degree=scene.sh_degree, n_gaussians=len(scene),
-                               controller=self.controller, help_rows=CAMERA_HELP + UI_HELP)  # fmt: skip
+                               controller=self.controller, help_rows=help_rows)  # fmt: skip
         self.push_handlers(self.controller)
         self.imgui_input = ImguiInput(lambda: self.height)
         self.push_handlers(self.imgui_input)
@@ -144,6 +152,14 @@ class ViewerWindow(pyglet.window.Window):
         self._vsync_applied = vsync
         self._closed = False
         pyglet.clock.schedule_interval(self.tick, 1 / 120)
+        self._ready = True
+
+    @property
+    def redraw_interval(self) -> float:
+        """Seconds between window frames for `pyglet.app.run`: as fast as the display allows on CUDA (vsync
+        paces it; with vsync off the overlay shows the true frame rate), 60 Hz on the CPU, where the render
+        worker needs the cores more than the window needs frames."""
+        return 0.0 if self.renderer.device.type == "cuda" else 1 / 60
 
     # ------------------------------------------------------------------ clock
 
@@ -178,7 +194,7 @@ class ViewerWindow(pyglet.window.Window):
         if frame is None or frame.timer is None:
             return
         ms = frame.timer.elapsed_ms()
-        if ms is None:
+        if ms is None or not (frame.max_tile_pairs is None or frame.max_tile_pairs_ready()):
             return
         self.state.stage_ms = ms
         self.state.render_ms.append(ms.get("total", 0.0))
@@ -230,6 +246,8 @@ class ViewerWindow(pyglet.window.Window):
         self.imgui_renderer.render(imgui.get_draw_data(), framebuffer)
 
     def on_draw(self) -> None:
+        if not self._ready or self._closed:
+            return
         now = time.perf_counter()
         self.state.frame_ms.append((now - self._last_draw) * 1e3)
         self._last_draw = now
@@ -297,7 +315,7 @@ class ViewerWindow(pyglet.window.Window):
     # ------------------------------------------------------------------ events
 
     def on_key_press(self, symbol, modifiers):
-        if imgui.get_io().want_capture_keyboard:
+        if not self._ready or imgui.get_io().want_capture_keyboard:
             return None
         sym = self.keys(symbol)
         modes = {key._1: 0, key._2: 1, key._3: 2}
@@ -317,6 +335,8 @@ class ViewerWindow(pyglet.window.Window):
         return True
 
     def on_resize(self, width, height):
+        if not self._ready:
+            return
         fb_w, fb_h = self.get_framebuffer_size()
         cam = self.state.camera
         if (fb_w, fb_h) != (cam.width, cam.height) and fb_w > 0 and fb_h > 0:
@@ -327,6 +347,8 @@ class ViewerWindow(pyglet.window.Window):
             self.state.mark_dirty()
 
     def on_deactivate(self):
+        if not self._ready:
+            return
         self.controller.release_all()
 
     def on_close(self):

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     import pyglet
 
     try:
-        pyglet.app.run(interval=1 / 240)
+        pyglet.app.run(interval=window.redraw_interval)
     finally:
         window.shutdown()
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
@@ -47,3 +48,16 @@ def egl_ctx():
     yield ctx
     assert ctx.error == "GL_NO_ERROR"
     ctx.release()
+    _egl_unbind()
+
+
+def _egl_unbind() -> None:
+    """Leave no EGL context current on this thread. moderngl's release() does not unbind it, and with glvnd
+    a thread still holding an EGL context later fails to show GLX contexts to moderngl ("glXGetCurrentContext:
+    cannot detect OpenGL context" once pyglet re-creates a window after an event loop ran)."""
+    egl = ctypes.CDLL("libEGL.so.1")
+    egl.eglGetCurrentDisplay.restype = ctypes.c_void_p
+    egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
+    display = egl.eglGetCurrentDisplay()
+    if display:
+        egl.eglMakeCurrent(display, None, None, None)

@@ -12,7 +12,7 @@ Three parts, as moderngl-window splits them:
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import moderngl
 import numpy as np
@@ -247,11 +247,10 @@ class Overlay:
         help_rows: (keys, action) rows for the help panel.
     """
 
-    def __init__(self, state: ViewerState, *, scene_sh_degree: int, n_gaussians: int, controller=None,
-                 help_rows: list[tuple[str, str]] = ()):  # fmt: skip
+    def __init__(self, state: ViewerState, *, scene_sh_degree: int, controller=None,
+                 help_rows: Sequence[tuple[str, str]] = ()):  # fmt: skip
         self.state = state
         self.scene_sh_degree = scene_sh_degree
-        self.n_gaussians = n_gaussians
         self.controller = controller
         self.help_rows = list(help_rows)
 

@@ -131,15 +131,15 @@ class ViewerWindow(pyglet.window.Window):
             except (OSError, ValueError) as e:  # a broken cameras.json must not stop the viewer
                 training_cameras = []
                 self.state.message = f"training cameras not loaded: {e}"
-        io = imgui.get_io()
         self.controller = CameraController(
             self.state, frame, home, keys=self.keys, training_cameras=training_cameras,
-            wants_keyboard=lambda: io.want_capture_keyboard, wants_mouse=lambda: io.want_capture_mouse,
+            wants_keyboard=lambda: imgui.get_io().want_capture_keyboard,
+            wants_mouse=lambda: imgui.get_io().want_capture_mouse,
             save_path=self._save_path,
         )  # fmt: skip
         help_rows = CAMERA_HELP + UI_HELP + [("", self.keys.describe())]
-        self.overlay = Overlay(self.state, scene_sh_degree=scene.sh_degree, n_gaussians=len(scene),
-                               controller=self.controller, help_rows=help_rows)  # fmt: skip
+        self.overlay = Overlay(self.state, scene_sh_degree=scene.sh_degree, controller=self.controller,
+                               help_rows=help_rows)  # fmt: skip
         self.push_handlers(self.controller)
         self.imgui_input = ImguiInput(lambda: self.height)
         self.push_handlers(self.imgui_input)

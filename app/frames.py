@@ -158,7 +158,9 @@ class FrameProducer:
             self._pending = None
             self._cv.notify_all()
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            # a CPU frame in flight may take seconds: do not hold up quitting for it (the thread is a daemon
+            # and touches no GL, so it can finish after the window is gone)
+            self._thread.join(timeout=0.5)
 
     def _run(self) -> None:
         while True:

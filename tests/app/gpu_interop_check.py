@@ -137,7 +137,8 @@ def main() -> int:
     print(f"GL: {ctx.info['GL_RENDERER']} / {ctx.info['GL_VERSION']}")
     print(f"scene: {args.scene or 'bundled'} ({len(scene):,} Gaussians), {w}x{h}, {n} frames")
     renderer = Renderer(scene)
-    print(f"renderer: {renderer.device}, {renderer.backend}")
+    gpu = f" ({torch.cuda.get_device_name()})" if cuda else ""
+    print(f"renderer: {renderer.device}{gpu}, {renderer.backend}, torch {torch.__version__}")
     interop_cls = CudaGLTexture if cuda else HostTexture
     if not cuda:
         print("no CUDA: host path only (this checks the script, not interop)")

@@ -105,9 +105,7 @@ class CudaGLTexture:
                 "cudaGraphicsSubResourceGetMappedArray",
             )
         finally:
-            _check(
-                self.rt.cudaGraphicsUnmapResources(1, self._resource, stream), "cudaGraphicsUnmapResources"
-            )
+            _check(self.rt.cudaGraphicsUnmapResources(1, self._resource, stream), "cudaGraphicsUnmapResources")
 
     def upload(self, rgba8: torch.Tensor) -> None:
         """rgba8: [H, W, 4] uint8 CUDA tensor, rows contiguous. Ordered after the work already queued on the

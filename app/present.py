@@ -43,9 +43,7 @@ class Presenter:
     def draw(self, texture: moderngl.Texture, viewport: tuple[int, int, int, int]) -> None:
         w, h = viewport[2], viewport[3]
         same_size = texture.size == (w, h)
-        texture.filter = (
-            (moderngl.NEAREST, moderngl.NEAREST) if same_size else (moderngl.LINEAR, moderngl.LINEAR)
-        )
+        texture.filter = (moderngl.NEAREST, moderngl.NEAREST) if same_size else (moderngl.LINEAR, moderngl.LINEAR)
         texture.repeat_x = texture.repeat_y = False
         self.ctx.viewport = viewport
         self.ctx.disable(moderngl.BLEND | moderngl.DEPTH_TEST | moderngl.CULL_FACE)

@@ -128,3 +128,19 @@ def test_present_is_pixel_exact_at_scale_one(egl_ctx, size):
     presenter.release()
     fbo.release()
     ft.release()
+
+
+def test_real_registration_without_a_driver_falls_back(egl_ctx):
+    """cuda-python's real calls on a machine with no CUDA driver: registration fails, the texture it made is
+    released, and the frame goes through the host path with the CUDA error named."""
+    pytest.importorskip("cuda.bindings")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA driver is present: gpu_interop_check.py covers this machine")
+    ft = FrameTexture(egl_ctx, torch.device("cuda"))
+    assert ft.use_interop
+    img = frame(3, 5, seed=11)
+    ft.upload(img)
+    assert ft.path == HOST and ft.describe().startswith("host upload (cudaGraphicsGLRegisterImage failed: cudaError")
+    data = np.frombuffer(ft.texture.read(alignment=1), np.uint8).reshape(3, 5, 4)
+    np.testing.assert_array_equal(data, img.numpy())
+    ft.release()

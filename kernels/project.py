@@ -13,8 +13,9 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
 Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
          sh [N,K,3], camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
 Outputs: means2d [N,2], conic_opacity [N,4] (a, b, c, o with Q = a dx^2 + 2 b dx dy + c dy^2),
-         depths [N], colors [N,3], tiles_touched [N] int32. Rows with tiles_touched == 0 are left unwritten
-         except tiles_touched itself.
+         depths [N], colors [N,3], tiles_touched [N] int32, extents [N,4] (x_min, y_min, x_max, y_max: the
+         pixel box of the ellipse at the binning threshold, which the rasterizer uses to skip sub-tiles).
+         Rows with tiles_touched == 0 are left unwritten except tiles_touched itself.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def _project_kernel(
     depths_ptr,  # [N] f32 out
     colors_ptr,  # [N, 3] f32 out
     tiles_touched_ptr,  # [N] i32 out
+    extents_ptr,  # [N, 4] f32 out
     N,
     width,
     height,
@@ -168,6 +170,11 @@ def _project_kernel(
     tl.store(conic_opacity_ptr + offs * 4 + 2, c, mask=visible)
     tl.store(conic_opacity_ptr + offs * 4 + 3, o, mask=visible)
     tl.store(depths_ptr + offs, zc, mask=visible)
+    rx = tl.sqrt(t * c / (a * c - b * b))  # half-widths of the ellipse's bounding box at the threshold t
+    tl.store(extents_ptr + offs * 4 + 0, mx - rx, mask=visible)
+    tl.store(extents_ptr + offs * 4 + 1, my - ry, mask=visible)
+    tl.store(extents_ptr + offs * 4 + 2, mx + rx, mask=visible)
+    tl.store(extents_ptr + offs * 4 + 3, my + ry, mask=visible)
     tl.store(colors_ptr + offs * 3 + 0, cr, mask=visible)
     tl.store(colors_ptr + offs * 3 + 1, cg, mask=visible)
     tl.store(colors_ptr + offs * 3 + 2, cb, mask=visible)
@@ -188,12 +195,12 @@ def project_gaussians(
     eps2d: float = 0.3,
     tile_size: int = 16,
     out: tuple[torch.Tensor, ...] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
 
     Returns:
-        means2d [N,2], conic_opacity [N,4], depths [N], colors [N,3], tiles_touched [N] int32 (0 = culled).
-        Rows with tiles_touched == 0 are unspecified in the float outputs.
+        means2d [N,2], conic_opacity [N,4], depths [N], colors [N,3], tiles_touched [N] int32 (0 = culled),
+        extents [N,4]. Rows with tiles_touched == 0 are unspecified in the float outputs.
     """
     N = means.shape[0]
     K = sh.shape[1]
@@ -202,15 +209,15 @@ def project_gaussians(
     assert sh_degree >= 0 and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
     if out is None:
         out = project_outputs(N, means.device)
-    means2d, conic_opacity, depths, colors, tiles_touched = out
+    means2d, conic_opacity, depths, colors, tiles_touched, extents = out
     block = 256 if interpreting() else 128
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
-        means2d, conic_opacity, depths, colors, tiles_touched,
+        means2d, conic_opacity, depths, colors, tiles_touched, extents,
         N, width, height, near, far, eps2d,
         K=K, DEGREE=sh_degree, TILE=tile_size, BLOCK_N=block,
     )  # fmt: skip
-    return means2d, conic_opacity, depths, colors, tiles_touched
+    return means2d, conic_opacity, depths, colors, tiles_touched, extents
 
 
 def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
@@ -222,4 +229,5 @@ def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, .
         torch.empty(n, **f32),
         torch.empty(n, 3, **f32),
         torch.empty(n, dtype=torch.int32, device=device),
+        torch.empty(n, 4, **f32),
     )

@@ -41,12 +41,24 @@ T_STOP = tl.constexpr(1e-4)  # a pixel stops before the Gaussian that would take
 
 
 @triton.jit
+def _touches(ext_ptr, gid, valid, box):
+    """Whether a Gaussian's threshold-ellipse bounding box meets the program's block of pixel centres."""
+    x0 = tl.load(ext_ptr + gid * 4 + 0, mask=valid, other=1e30)
+    y0 = tl.load(ext_ptr + gid * 4 + 1, mask=valid, other=1e30)
+    x1 = tl.load(ext_ptr + gid * 4 + 2, mask=valid, other=-1e30)
+    y1 = tl.load(ext_ptr + gid * 4 + 3, mask=valid, other=-1e30)
+    return valid & (x0 <= box[0]) & (x1 >= box[1]) & (y0 <= box[2]) & (y1 >= box[3])
+
+
+@triton.jit
 def _blend_scalar(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
-    UNROLL: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive, cr, cg, cb,
+    UNROLL: tl.constexpr, CULL: tl.constexpr,
 ):  # fmt: skip
     """Blend list entries [s, end) into the pixels' (C, T); `alive` pixels stop by gsplat's rule.
 
+    With CULL, a Gaussian whose box misses this program's pixels (box = x_max, x_min, y_max, y_min of their
+    centres) is skipped: a uniform branch for the whole program, so no pixel pays for it.
     Returns (T, alive, stopped, cr, cg, cb): `stopped` marks pixels that hit the stopping rule here."""
     stopped = alive & False
     while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
@@ -54,6 +66,8 @@ def _blend_scalar(
             i = s + u
             in_list = i < end
             gid = tl.load(ids_ptr + i, mask=in_list, other=0).to(tl.int64)
+            if CULL:
+                in_list = _touches(ext_ptr, gid, in_list, box)
             mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_list, other=0.0)
             my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_list, other=0.0)
             ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_list, other=0.0)
@@ -81,8 +95,8 @@ def _blend_scalar(
 
 @triton.jit
 def _blend_batched(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
-    BATCH: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive, cr, cg, cb,
+    BATCH: tl.constexpr, CULL: tl.constexpr,
 ):  # fmt: skip
     """Same contract as `_blend_scalar`, BATCH Gaussians per step (transmittance by cumprod)."""
     stopped = alive & False
@@ -90,6 +104,8 @@ def _blend_batched(
     while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
         in_batch = s + k < end
         gid = tl.load(ids_ptr + s + k, mask=in_batch, other=0).to(tl.int64)
+        if CULL:
+            in_batch = _touches(ext_ptr, gid, in_batch, box)
         mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_batch, other=0.0)
         my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_batch, other=0.0)
         ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_batch, other=0.0)
@@ -118,17 +134,19 @@ def _blend_batched(
 
 @triton.jit
 def _blend(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
-    BATCHED: tl.constexpr, STEP: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive, cr, cg, cb,
+    BATCHED: tl.constexpr, STEP: tl.constexpr, CULL: tl.constexpr,
 ):  # fmt: skip
     if BATCHED:
         return _blend_batched(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb, STEP
-        )
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive,
+            cr, cg, cb, STEP, CULL,
+        )  # fmt: skip
     else:
         return _blend_scalar(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb, STEP
-        )
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive,
+            cr, cg, cb, STEP, CULL,
+        )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------- output
@@ -155,77 +173,100 @@ def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_
 
 
 @triton.jit
-def _tile_pixels(tile_id, width, height, TILE: tl.constexpr):
+def _block_pixels(tile_id, sub, width, height, TILE: tl.constexpr, SUB: tl.constexpr):
+    """Pixel centres of sub-tile `sub` (SUB x SUB, row-major within the tile) of tile `tile_id`, and the box
+    of those centres as (x_max, x_min, y_max, y_min) for the cull test."""
     n_tx = (width + TILE - 1) // TILE
-    lane = tl.arange(0, TILE * TILE)
-    px = (tile_id % n_tx) * TILE + lane % TILE
-    py = (tile_id // n_tx) * TILE + lane // TILE
+    per_row: tl.constexpr = TILE // SUB
+    x0 = (tile_id % n_tx) * TILE + (sub % per_row) * SUB
+    y0 = (tile_id // n_tx) * TILE + (sub // per_row) * SUB
+    lane = tl.arange(0, SUB * SUB)
+    px = x0 + lane % SUB
+    py = y0 + lane // SUB
     inside = (px < width) & (py < height)
     pix = py.to(tl.int64) * width + px
-    return px.to(tl.float32) + 0.5, py.to(tl.float32) + 0.5, inside, pix
+    box = (x0 + SUB - 0.5, x0 + 0.5, y0 + SUB - 0.5, y0 + 0.5)
+    return px.to(tl.float32) + 0.5, py.to(tl.float32) + 0.5, inside, pix, box
 
 
 # ----------------------------------------------------------------------------------------------- kernels
 
 
-@triton.jit(do_not_specialize=["width", "height", "n_tiles", "chunk"])
+@triton.jit(do_not_specialize=["n_tiles"])
+def _fill_item_tiles_kernel(
+    ranges_ptr,  # [n_tiles, 2] i32
+    chunk_offsets_ptr,  # [n_tiles] i32
+    item_tile_ptr,  # [n_items] i32 out: the tile of each work item
+    n_tiles,
+    chunk,
+    BLOCK: tl.constexpr,
+):
+    tile_id = tl.program_id(0)
+    first = tl.load(chunk_offsets_ptr + tile_id)
+    n = tl.maximum(tl.cdiv(tl.load(ranges_ptr + tile_id * 2 + 1) - tl.load(ranges_ptr + tile_id * 2 + 0), chunk), 1)
+    for k0 in range(0, n, BLOCK):
+        k = k0 + tl.arange(0, BLOCK)
+        tl.store(item_tile_ptr + first + k, tile_id + k * 0, mask=k < n)
+
+
+@triton.jit(do_not_specialize=["width", "height", "chunk"])
 def _rasterize_chunks_kernel(
     ids_ptr,  # [P] i32, sorted by (tile, depth)
     ranges_ptr,  # [n_tiles, 2] i32
     chunk_offsets_ptr,  # [n_tiles] i32, first work item of each tile (exclusive prefix sum of chunk counts)
+    item_tile_ptr,  # [n_items] i32, the tile of each work item (read only when LONG)
+    n_items_ptr,  # [1] i32, number of work items (read only when LONG)
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
+    ext_ptr,  # [N, 4] f32 (x_min, y_min, x_max, y_max)
     bg_ptr,  # [3] f32
-    partial_ptr,  # [n_items, 4, PIX] f32 out: C rgb and T (negated where the pixel stopped) of long lists
+    partial_ptr,  # [n_items * SUBS, 4, SUB * SUB] f32 out: C rgb and T (negated where the pixel stopped)
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
     width,
     height,
-    n_tiles,
     chunk,  # Gaussians per work item
     TILE: tl.constexpr,
+    SUB: tl.constexpr,
     BATCHED: tl.constexpr,
     STEP: tl.constexpr,
+    CULL: tl.constexpr,
+    LONG: tl.constexpr,  # some list is longer than a chunk: items are (tile, chunk) pairs
     HAS_RGBA8: tl.constexpr,
 ):
-    item = tl.program_id(0)
-    n_items = tl.load(chunk_offsets_ptr + n_tiles - 1) + tl.maximum(
-        tl.cdiv(tl.load(ranges_ptr + n_tiles * 2 - 1) - tl.load(ranges_ptr + n_tiles * 2 - 2), chunk), 1
-    )
-    if item < n_items:
-        # the tile of this work item: the last tile whose first item is <= item (binary search)
-        lo = 0
-        hi = n_tiles - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if tl.load(chunk_offsets_ptr + mid) <= item:
-                lo = mid
-            else:
-                hi = mid - 1
-        tile_id = lo
+    SUBS: tl.constexpr = (TILE // SUB) * (TILE // SUB)
+    item = tl.program_id(0) // SUBS
+    sub = tl.program_id(0) % SUBS
+    if LONG:
+        live = item < tl.load(n_items_ptr)
+        tile_id = tl.load(item_tile_ptr + item, mask=live, other=0)
+    else:
+        live = item >= 0
+        tile_id = item
+    if live:
         k = item - tl.load(chunk_offsets_ptr + tile_id)
         start = tl.load(ranges_ptr + tile_id * 2 + 0)
         end = tl.load(ranges_ptr + tile_id * 2 + 1)
-        fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
+        fx, fy, inside, pix, box = _block_pixels(tile_id, sub, width, height, TILE, SUB)
         s = start + k * chunk
         e = tl.minimum(end, s + chunk)
-        T = tl.full([TILE * TILE], 1.0, tl.float32)
-        zero = tl.zeros([TILE * TILE], tl.float32)
+        T = tl.full([SUB * SUB], 1.0, tl.float32)
+        zero = tl.zeros([SUB * SUB], tl.float32)
         T, alive, stopped, cr, cg, cb = _blend(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, e, fx, fy, T, inside, zero, zero, zero,
-            BATCHED, STEP,
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, e, fx, fy, box, T, inside,
+            zero, zero, zero, BATCHED, STEP, CULL,
         )  # fmt: skip
-        if end - start <= chunk:  # a short list: this program finishes the tile
+        if end - start <= chunk:  # a short list: this program finishes its pixels
             _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
         else:
-            lane = tl.arange(0, TILE * TILE)
-            base = partial_ptr + item.to(tl.int64) * (4 * TILE * TILE)
+            lane = tl.arange(0, SUB * SUB)
+            base = partial_ptr + tl.program_id(0).to(tl.int64) * (4 * SUB * SUB)
             tl.store(base + lane, cr)
-            tl.store(base + TILE * TILE + lane, cg)
-            tl.store(base + 2 * TILE * TILE + lane, cb)
-            tl.store(base + 3 * TILE * TILE + lane, tl.where(stopped, -T, T))
+            tl.store(base + SUB * SUB + lane, cg)
+            tl.store(base + 2 * SUB * SUB + lane, cb)
+            tl.store(base + 3 * SUB * SUB + lane, tl.where(stopped, -T, T))
 
 
 @triton.jit(do_not_specialize=["width", "height", "chunk"])
@@ -236,8 +277,9 @@ def _composite_chunks_kernel(
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
+    ext_ptr,  # [N, 4] f32
     bg_ptr,  # [3] f32
-    partial_ptr,  # [n_items, 4, PIX] f32
+    partial_ptr,  # [n_items * SUBS, 4, SUB * SUB] f32
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
     rgba8_ptr,  # [H, W, 4] u8 out
@@ -245,34 +287,38 @@ def _composite_chunks_kernel(
     height,
     chunk,
     TILE: tl.constexpr,
+    SUB: tl.constexpr,
     BATCHED: tl.constexpr,
     STEP: tl.constexpr,
+    CULL: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
 ):
-    tile_id = tl.program_id(0)
+    SUBS: tl.constexpr = (TILE // SUB) * (TILE // SUB)
+    tile_id = tl.program_id(0) // SUBS
+    sub = tl.program_id(0) % SUBS
     start = tl.load(ranges_ptr + tile_id * 2 + 0)
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
     if end - start > chunk:
-        fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
-        lane = tl.arange(0, TILE * TILE)
+        fx, fy, inside, pix, box = _block_pixels(tile_id, sub, width, height, TILE, SUB)
+        lane = tl.arange(0, SUB * SUB)
         first = tl.load(chunk_offsets_ptr + tile_id)
         n_chunks = tl.cdiv(end - start, chunk)
-        T = tl.full([TILE * TILE], 1.0, tl.float32)
+        T = tl.full([SUB * SUB], 1.0, tl.float32)
         alive = inside
-        cr = tl.zeros([TILE * TILE], tl.float32)
-        cg = tl.zeros([TILE * TILE], tl.float32)
-        cb = tl.zeros([TILE * TILE], tl.float32)
+        cr = tl.zeros([SUB * SUB], tl.float32)
+        cg = tl.zeros([SUB * SUB], tl.float32)
+        cb = tl.zeros([SUB * SUB], tl.float32)
         k = 0
         while (k < n_chunks) & (tl.max(alive.to(tl.int32), axis=0) > 0):
-            base = partial_ptr + (first + k).to(tl.int64) * (4 * TILE * TILE)
-            tk = tl.load(base + 3 * TILE * TILE + lane)
+            base = partial_ptr + ((first + k) * SUBS + sub).to(tl.int64) * (4 * SUB * SUB)
+            tk = tl.load(base + 3 * SUB * SUB + lane)
             # the pixel stops inside this chunk: it stopped locally, or the global T falls to the threshold
             stops_here = alive & ((tk < 0.0) | (T * tk <= T_STOP))
             if tl.max(stops_here.to(tl.int32), axis=0) > 0:
                 s = start + k * chunk
                 T2, alive2, stopped2, cr2, cg2, cb2 = _blend(
-                    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, tl.minimum(end, s + chunk), fx, fy,
-                    T, stops_here, cr, cg, cb, BATCHED, STEP,
+                    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, tl.minimum(end, s + chunk),
+                    fx, fy, box, T, stops_here, cr, cg, cb, BATCHED, STEP, CULL,
                 )  # fmt: skip
                 cr = tl.where(stops_here, cr2, cr)
                 cg = tl.where(stops_here, cg2, cg)
@@ -280,8 +326,8 @@ def _composite_chunks_kernel(
                 T = tl.where(stops_here, T2, T)
             go = alive & ~stops_here
             cr = tl.where(go, cr + T * tl.load(base + lane), cr)
-            cg = tl.where(go, cg + T * tl.load(base + TILE * TILE + lane), cg)
-            cb = tl.where(go, cb + T * tl.load(base + 2 * TILE * TILE + lane), cb)
+            cg = tl.where(go, cg + T * tl.load(base + SUB * SUB + lane), cg)
+            cb = tl.where(go, cb + T * tl.load(base + 2 * SUB * SUB + lane), cb)
             T = tl.where(go, T * tk, T)
             alive = go
             k += 1
@@ -299,6 +345,7 @@ def rasterize_tiles(
     means2d: torch.Tensor,  # [N, 2]
     conic_opacity: torch.Tensor,  # [N, 4]
     colors: torch.Tensor,  # [N, 3]
+    extents: torch.Tensor,  # [N, 4]
     background: torch.Tensor,  # [3]
     width: int,
     height: int,
@@ -306,6 +353,7 @@ def rasterize_tiles(
     tile_size: int = 16,
     variant: str = "auto",
     chunk: int | None = None,
+    subtile: int = 16,
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
@@ -315,8 +363,10 @@ def rasterize_tiles(
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
     chunk: Gaussians per work item for load balancing (None/0 = one program per tile, no balancing).
-    step: Gaussians per loop step (batch width or unroll); num_warps: warps per tile program. Both are
-    tuning knobs with measured defaults; none of the three changes the image beyond float rounding.
+    subtile: pixel-block edge of one program (16 = the whole tile; 8 = four programs per tile, each skipping
+    the Gaussians whose box misses its 8x8 block: Local-GS's sub-tile culling, lossless).
+    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program. Tuning knobs with
+    measured defaults; none of these changes the image beyond float rounding.
     `out` = (rgb, alpha, rgba8 or None) buffers to write into; `workspace` = a dict in which the launcher
     keeps its chunk buffers between calls.
     """
@@ -325,6 +375,7 @@ def rasterize_tiles(
     n_tiles = n_tx * n_ty
     assert ranges.shape == (n_tiles, 2), (ranges.shape, n_tx, n_ty)
     assert background.shape == (3,) and background.dtype == torch.float32
+    assert subtile in (4, 8, 16) and tile_size % subtile == 0, subtile
     device = means2d.device
     if out is None:
         out = (
@@ -339,28 +390,56 @@ def rasterize_tiles(
     if variant not in ("batched", "scalar"):
         raise ValueError(f"unknown rasterizer variant {variant!r}")
     batched = variant == "batched"
+    subs = (tile_size // subtile) ** 2
     if step is None:  # measured on the H200: 16 per step for both forms (BENCHMARKS.md)
         step = 64 if batched and interpreting() else 16
-    num_warps = num_warps or (8 if batched else 4)
+    if num_warps is None:  # about one pixel per thread for the scalar form
+        num_warps = 8 if batched else max(1, min(4, subtile * subtile // 64))
     chunk = chunk or NO_CHUNKING
     n_pairs = gaussian_ids.shape[0]
-    # work items: one per tile, plus one per extra chunk of a long list (an upper bound the host knows)
-    max_items = n_tiles + (n_pairs // chunk if chunk < NO_CHUNKING else 0)
-    ws = workspace if workspace is not None else {}
-    lengths = ranges[:, 1] - ranges[:, 0]
-    n_chunks = torch.clamp_min(torch.div(lengths + (chunk - 1), chunk, rounding_mode="floor"), 1)
-    chunk_offsets = torch.cumsum(n_chunks, 0, dtype=torch.int32) - n_chunks
     long_lists = chunk < NO_CHUNKING and n_pairs > chunk
-    partial = ws.get("partial")
-    need = max_items * 4 * tile_size * tile_size if long_lists else 1
-    if partial is None or partial.numel() < need:
-        partial = ws["partial"] = torch.empty(max(need, 1), dtype=torch.float32, device=device)
-    args = (
-        gaussian_ids, ranges, chunk_offsets, means2d, conic_opacity, colors, background, partial,
-        rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
-    )  # fmt: skip
-    meta = dict(TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, num_warps=num_warps)
-    _rasterize_chunks_kernel[(max_items,)](*args, n_tiles, chunk, **meta)
+    ws = workspace if workspace is not None else {}
     if long_lists:
-        _composite_chunks_kernel[(n_tiles,)](*args, chunk, **meta)
+        # work items: one per tile plus one per extra chunk of a long list; n_tiles + P // chunk bounds them
+        max_items = n_tiles + n_pairs // chunk
+        lengths = ranges[:, 1] - ranges[:, 0]
+        n_chunks = torch.clamp_min(torch.div(lengths + (chunk - 1), chunk, rounding_mode="floor"), 1)
+        incl = torch.cumsum(n_chunks, 0, dtype=torch.int32)
+        chunk_offsets = incl - n_chunks
+        n_items = incl[-1:]
+        item_tile = _buffer(ws, "item_tile", max_items, torch.int32, device)
+        partial = _buffer(ws, "partial", max_items * subs * 4 * subtile * subtile, torch.float32, device)
+        _fill_item_tiles_kernel[(n_tiles,)](ranges, chunk_offsets, item_tile, n_tiles, chunk, BLOCK=128)
+    else:
+        max_items = n_tiles
+        chunk_offsets = _offsets0(ws, n_tiles, device)  # item k is tile k
+        item_tile = n_items = partial = chunk_offsets  # not read when LONG is false
+    meta = dict(TILE=tile_size, SUB=subtile, BATCHED=batched, STEP=step, CULL=subtile < tile_size,
+                HAS_RGBA8=has_rgba8, num_warps=num_warps)  # fmt: skip
+    rgba8_arg = rgba8 if has_rgba8 else alpha
+    _rasterize_chunks_kernel[(max_items * subs,)](
+        gaussian_ids, ranges, chunk_offsets, item_tile, n_items, means2d, conic_opacity, colors, extents,
+        background, partial, rgb, alpha, rgba8_arg, width, height, chunk, LONG=long_lists, **meta,
+    )  # fmt: skip
+    if long_lists:
+        _composite_chunks_kernel[(n_tiles * subs,)](
+            gaussian_ids, ranges, chunk_offsets, means2d, conic_opacity, colors, extents, background, partial,
+            rgb, alpha, rgba8_arg, width, height, chunk, **meta,
+        )  # fmt: skip
     return rgb, alpha, rgba8
+
+
+def _buffer(ws: dict, name: str, n: int, dtype: torch.dtype, device) -> torch.Tensor:
+    """A grow-only scratch buffer kept in the caller's workspace."""
+    buf = ws.get(name)
+    if buf is None or buf.numel() < n or buf.dtype != dtype:
+        buf = ws[name] = torch.empty(max(n, 1), dtype=dtype, device=device)
+    return buf
+
+
+def _offsets0(ws: dict, n_tiles: int, device) -> torch.Tensor:
+    """Chunk offsets when every tile is one work item: 0, 1, 2, ... (cached)."""
+    buf = ws.get("identity")
+    if buf is None or buf.numel() < n_tiles:
+        buf = ws["identity"] = torch.arange(max(n_tiles, 1), dtype=torch.int32, device=device)
+    return buf

@@ -24,6 +24,7 @@ def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, .
         torch.empty(n, **f32),
         torch.empty(n, 3, **f32),
         torch.empty(n, dtype=torch.int32, device=device),
+        torch.empty(n, 4, **f32),
     )
 
 
@@ -113,7 +114,7 @@ def project_gaussians(
     eps2d: float = 0.3,
     tile_size: int = 16,
     out: tuple[torch.Tensor, ...] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
     viewmat, fx, fy, cx, cy, campos = _unpack_camera(camera)
     R, t = viewmat[:3, :3], viewmat[:3, 3]
@@ -167,13 +168,15 @@ def project_gaussians(
 
     if out is None:
         out = project_outputs(N, means.device)
-    means2d, conic_opacity, depths, colors_out, tiles_touched = out
+    means2d, conic_opacity, depths, colors_out, tiles_touched, extents = out
+    rx = torch.sqrt(tt * c / (a * c - b * b))
+    extents.copy_(torch.stack([mx - rx, my - ry, mx + rx, my + ry], 1))
     means2d.copy_(torch.stack([mx, my], 1))
     conic_opacity.copy_(torch.stack([a, b, c, o], 1))
     depths.copy_(zc)
     colors_out.copy_(colors)
     tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
-    return means2d, conic_opacity, depths, colors_out, tiles_touched
+    return means2d, conic_opacity, depths, colors_out, tiles_touched, extents
 
 
 # ----------------------------------------------------------------------------------------------- bin
@@ -282,6 +285,7 @@ def rasterize_tiles(
     means2d: torch.Tensor,
     conic_opacity: torch.Tensor,
     colors: torch.Tensor,
+    extents: torch.Tensor,
     background: torch.Tensor,
     width: int,
     height: int,
@@ -289,13 +293,15 @@ def rasterize_tiles(
     tile_size: int = 16,
     variant: str = "auto",
     chunk: int | None = None,
+    subtile: int = 16,
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     workspace: dict | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Per tile: the whole depth-sorted list at once, transmittance by cumprod. The Triton launcher's
-    scheduling knobs (`variant`, `chunk`, `step`, `num_warps`, `workspace`) are accepted and ignored."""
+    """Per tile: the whole depth-sorted list at once, transmittance by cumprod. `extents` and the Triton
+    launcher's scheduling knobs (`variant`, `chunk`, `subtile`, `step`, `num_warps`, `workspace`) are
+    accepted and ignored: none of them changes the image."""
     device = means2d.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size

@@ -180,7 +180,7 @@ class Renderer:
         # 1. project: cull, conic, depth, colour, exact tile counts
         with timer.stage("project"):
             cam = camera.packed(self.device)
-            means2d, conic_opacity, depths, colors, tiles_touched = k.project_gaussians(
+            means2d, conic_opacity, depths, colors, tiles_touched, extents = k.project_gaussians(
                 self.means, self.covars, self.opacities, self.sh, cam, W, H,
                 sh_degree=degree, near=settings.near, far=settings.far, eps2d=settings.eps2d, tile_size=tile,
                 out=self._proj,
@@ -205,9 +205,10 @@ class Renderer:
         with timer.stage("rasterize"):
             background = torch.tensor(settings.background, dtype=torch.float32).to(self.device, non_blocking=True)
             k.rasterize_tiles(
-                sorted_ids, ranges, means2d, conic_opacity, colors, background, W, H,
+                sorted_ids, ranges, means2d, conic_opacity, colors, extents, background, W, H,
                 tile_size=tile, variant=settings.rasterizer, out=(rgb, alpha, rgba8),
                 chunk=settings.chunk_size if settings.load_balance else None, workspace=self._raster_ws,
+                subtile=8 if settings.subtile_cull else 16,
             )  # fmt: skip
         timer.stop()
 

@@ -20,6 +20,8 @@ class RenderSettings:
         load_balance: split tile lists longer than `chunk_size` into chunks rasterized by separate programs
             and composited front to back (exact; see kernels/rasterize.py). Off: one program per tile.
         chunk_size: Gaussians per chunk when load balancing.
+        subtile_cull: rasterize each tile as four 8x8 blocks, each skipping the Gaussians whose bounding box
+            misses it (Local-GS's warp-level culling, lossless). Off: one program per 16x16 tile.
     """
 
     sh_degree: int | None = None
@@ -32,6 +34,7 @@ class RenderSettings:
     rasterizer: str = "auto"
     load_balance: bool = True
     chunk_size: int = 512
+    subtile_cull: bool = True
 
     def validate(self) -> RenderSettings:
         if self.sh_degree is not None and not 0 <= self.sh_degree <= 3:

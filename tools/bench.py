@@ -239,6 +239,7 @@ def variants():
     return {
         "default": RenderSettings(),
         "load_balance=off": RenderSettings(load_balance=False),
+        "subtile_cull=off": RenderSettings(subtile_cull=False),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
     }
 

@@ -25,7 +25,7 @@ def main(path: str, size: str = "1920x1080", chunks: str = "") -> None:
         return
     out = r.render(cam)
     ref_img = out.image.clone()
-    means2d, conic_opacity, _, colors, _ = r._proj
+    means2d, conic_opacity, _, colors, _, extents = r._proj
     ids = r._pairs[4][: out.stats.n_pairs]
     ranges = r._image[3]
     bg = torch.zeros(3, device="cuda")

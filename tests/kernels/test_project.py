@@ -27,14 +27,14 @@ def run_both(n, width, height, sh_degree, device, seed=0, fov=60.0):
 def test_project_matches_reference(n, size, degree, device):
     width, height = size
     want, got = run_both(n, width, height, degree, device)
-    names = ["means2d", "conic_opacity", "depths", "colors"]
+    names = ["means2d", "conic_opacity", "depths", "colors", "extents"]
     tt_want, tt_got = want[4], got[4]
     # integer output: exact, except tile-boundary cases that differ by float rounding alone (bounded)
     diff = (tt_want - tt_got).abs()
     assert int((diff > 1).sum()) == 0, f"tile counts differ by more than 1 on rows {torch.nonzero(diff > 1)[:5]}"
     assert int((diff == 1).sum()) <= max(1, n // 1000), f"{int((diff == 1).sum())} rows differ by one tile"
     rows = (tt_want > 0) & (tt_got > 0)
-    for name, w, g in zip(names, want[:4], got[:4]):
+    for name, w, g in zip(names, want[:4] + want[5:], got[:4] + got[5:]):
         assert torch.isfinite(g[rows]).all(), f"{name}: non-finite values on visible rows (unwritten?)"
         assert_close_rows(name, w, g, rows)
 

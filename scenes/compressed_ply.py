@@ -44,7 +44,7 @@ import torch
 from .atomic import atomic_write
 from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit, make_scene
 from .limits import check_count
-from .ply import read_elements, read_ply
+from .ply import map_file, read_elements, read_ply
 
 CHUNK = 256
 _CHUNK_PROPS = [
@@ -84,9 +84,7 @@ def read_compressed_ply(path: str | os.PathLike, data: bytes | memoryview | None
     """Read a PlayCanvas compressed PLY (falls through to the INRIA reader for an ordinary PLY)."""
     path = os.fspath(path)
     if data is None:
-        if os.path.getsize(path) == 0:
-            raise SceneFormatError(f"{path}: file is empty")
-        data = memoryview(np.memmap(path, dtype=np.uint8, mode="r"))
+        data = map_file(path)
     elements, comments = read_elements(data, path)
     if not is_compressed(elements):
         return read_ply(path, data)

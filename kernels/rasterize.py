@@ -8,9 +8,10 @@ For pixel centre p = (x + 0.5, y + 0.5) and each Gaussian of the tile's depth-so
 
 Load balancing (CaT-GS's tile scheduling; HiGS is the published kernel closest to it). A tile's list is cut
 into chunks of CHUNK Gaussians and every (tile, chunk) is its own program, so one crowded tile no longer holds
-the frame back. A tile of one chunk (the common case) is finished by its program, early termination included.
-A chunk of a longer list composites from T = 1 and writes its partial (C, T) and whether a pixel stopped; a
-second kernel walks a tile's chunks front to back: C += T C_k, T *= T_k (the "over" operator is associative).
+the frame back. Phase 0 runs every tile's first chunk with early termination: a short tile, or a block whose
+pixels all stop in its first chunk, is finished there. Phase 1 runs the other chunks of the unfinished long
+lists, each from T = 1, writing its partial (C, T) and whether a pixel stopped; a third kernel walks a tile's
+chunks front to back: C += T C_k, T *= T_k (the "over" operator is associative).
 That is exact except where a pixel stops inside chunk k: there the stop depends on the global T, so the
 second kernel re-blends chunk k for those pixels from their true (C, T), with the stopping rule; the pixel is
 then done. A pixel that stops inside a chunk locally (T_k <= 1e-4) always stops there globally (T <= 1).
@@ -214,8 +215,9 @@ def _rasterize_chunks_kernel(
     ids_ptr,  # [P] i32, sorted by (tile, depth)
     ranges_ptr,  # [n_tiles, 2] i32
     chunk_offsets_ptr,  # [n_tiles] i32, first work item of each tile (exclusive prefix sum of chunk counts)
-    item_tile_ptr,  # [n_items] i32, the tile of each work item (read only when LONG)
-    n_items_ptr,  # [1] i32, number of work items (read only when LONG)
+    item_tile_ptr,  # [n_items] i32, the tile of each work item (read in PHASE 1)
+    n_items_ptr,  # [1] i32, number of work items (read in PHASE 1)
+    done_ptr,  # [n_tiles * SUBS] i32: 1 where a block's pixels all stopped in its first chunk
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
@@ -233,18 +235,22 @@ def _rasterize_chunks_kernel(
     BATCHED: tl.constexpr,
     STEP: tl.constexpr,
     CULL: tl.constexpr,
-    LONG: tl.constexpr,  # some list is longer than a chunk: items are (tile, chunk) pairs
+    PHASE: tl.constexpr,  # 0: the first chunk of every tile (early termination); 1: the other chunks
     HAS_RGBA8: tl.constexpr,
 ):
     SUBS: tl.constexpr = (TILE // SUB) * (TILE // SUB)
-    item = tl.program_id(0) // SUBS
     sub = tl.program_id(0) % SUBS
-    if LONG:
+    if PHASE == 0:
+        tile_id = tl.program_id(0) // SUBS
+        item = tl.load(chunk_offsets_ptr + tile_id)
+        live = tile_id >= 0
+    else:
+        item = tl.program_id(0) // SUBS
         live = item < tl.load(n_items_ptr)
         tile_id = tl.load(item_tile_ptr + item, mask=live, other=0)
-    else:
-        live = item >= 0
-        tile_id = item
+        first = tl.load(chunk_offsets_ptr + tile_id, mask=live, other=0)
+        live = live & (item > first)  # the first chunk was phase 0's
+        live = live & (tl.load(done_ptr + tile_id * SUBS + sub, mask=live, other=1) == 0)
     if live:
         k = item - tl.load(chunk_offsets_ptr + tile_id)
         start = tl.load(ranges_ptr + tile_id * 2 + 0)
@@ -258,11 +264,16 @@ def _rasterize_chunks_kernel(
             ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, e, fx, fy, box, T, inside,
             zero, zero, zero, BATCHED, STEP, CULL,
         )  # fmt: skip
-        if end - start <= chunk:  # a short list: this program finishes its pixels
+        # A block finishes here when its list is short, or when every pixel stopped within its first chunk
+        # (the stopping rule was applied with the true T, which starts at 1): later chunks cannot matter.
+        finished = (end - start <= chunk) | ((k == 0) & (tl.max(alive.to(tl.int32), axis=0) == 0))
+        if PHASE == 0:
+            tl.store(done_ptr + tile_id * SUBS + sub, finished.to(tl.int32))
+        if finished:
             _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
         else:
             lane = tl.arange(0, SUB * SUB)
-            base = partial_ptr + tl.program_id(0).to(tl.int64) * (4 * SUB * SUB)
+            base = partial_ptr + (item * SUBS + sub).to(tl.int64) * (4 * SUB * SUB)
             tl.store(base + lane, cr)
             tl.store(base + SUB * SUB + lane, cg)
             tl.store(base + 2 * SUB * SUB + lane, cb)
@@ -280,6 +291,7 @@ def _composite_chunks_kernel(
     ext_ptr,  # [N, 4] f32
     bg_ptr,  # [3] f32
     partial_ptr,  # [n_items * SUBS, 4, SUB * SUB] f32
+    done_ptr,  # [n_tiles * SUBS] i32, from phase 0
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
     rgba8_ptr,  # [H, W, 4] u8 out
@@ -298,7 +310,7 @@ def _composite_chunks_kernel(
     sub = tl.program_id(0) % SUBS
     start = tl.load(ranges_ptr + tile_id * 2 + 0)
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
-    if end - start > chunk:
+    if (end - start > chunk) & (tl.load(done_ptr + tile_id * SUBS + sub) == 0):
         fx, fy, inside, pix, box = _block_pixels(tile_id, sub, width, height, TILE, SUB)
         lane = tl.arange(0, SUB * SUB)
         first = tl.load(chunk_offsets_ptr + tile_id)
@@ -399,6 +411,7 @@ def rasterize_tiles(
     n_pairs = gaussian_ids.shape[0]
     long_lists = chunk < NO_CHUNKING and n_pairs > chunk
     ws = workspace if workspace is not None else {}
+    max_items = n_tiles
     if long_lists:
         # work items: one per tile plus one per extra chunk of a long list; n_tiles + P // chunk bounds them
         max_items = n_tiles + n_pairs // chunk
@@ -411,20 +424,24 @@ def rasterize_tiles(
         partial = _buffer(ws, "partial", max_items * subs * 4 * subtile * subtile, torch.float32, device)
         _fill_item_tiles_kernel[(n_tiles,)](ranges, chunk_offsets, item_tile, n_tiles, chunk, BLOCK=128)
     else:
-        max_items = n_tiles
         chunk_offsets = _offsets0(ws, n_tiles, device)  # item k is tile k
-        item_tile = n_items = partial = chunk_offsets  # not read when LONG is false
+        item_tile = n_items = partial = chunk_offsets  # not read: every block finishes in phase 0
+    done = _buffer(ws, "done", n_tiles * subs, torch.int32, device)
     meta = dict(TILE=tile_size, SUB=subtile, BATCHED=batched, STEP=step, CULL=subtile < tile_size,
                 HAS_RGBA8=has_rgba8, num_warps=num_warps)  # fmt: skip
     rgba8_arg = rgba8 if has_rgba8 else alpha
-    _rasterize_chunks_kernel[(max_items * subs,)](
-        gaussian_ids, ranges, chunk_offsets, item_tile, n_items, means2d, conic_opacity, colors, extents,
-        background, partial, rgb, alpha, rgba8_arg, width, height, chunk, LONG=long_lists, **meta,
+    args = (
+        gaussian_ids, ranges, chunk_offsets, item_tile, n_items, done, means2d, conic_opacity, colors, extents,
+        background, partial, rgb, alpha, rgba8_arg, width, height, chunk,
     )  # fmt: skip
+    # phase 0: every tile's first chunk, with early termination; short tiles finish here
+    _rasterize_chunks_kernel[(n_tiles * subs,)](*args, PHASE=0, **meta)
     if long_lists:
+        # phase 1: the other chunks of the long lists whose blocks phase 0 did not finish, then compositing
+        _rasterize_chunks_kernel[(max_items * subs,)](*args, PHASE=1, **meta)
         _composite_chunks_kernel[(n_tiles * subs,)](
             gaussian_ids, ranges, chunk_offsets, means2d, conic_opacity, colors, extents, background, partial,
-            rgb, alpha, rgba8_arg, width, height, chunk, **meta,
+            done, rgb, alpha, rgba8_arg, width, height, chunk, **meta,
         )  # fmt: skip
     return rgb, alpha, rgba8
 

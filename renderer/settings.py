@@ -34,7 +34,7 @@ class RenderSettings:
     rasterizer: str = "auto"
     load_balance: bool = True
     chunk_size: int = 512
-    subtile_cull: bool = True
+    subtile_cull: bool = False  # measured slower on the H200 in every path but fly-overs (BENCHMARKS.md)
 
     def validate(self) -> RenderSettings:
         if self.sh_degree is not None and not 0 <= self.sh_degree <= 3:

@@ -239,7 +239,7 @@ def variants():
     return {
         "default": RenderSettings(),
         "load_balance=off": RenderSettings(load_balance=False),
-        "subtile_cull=off": RenderSettings(subtile_cull=False),
+        "subtile_cull=on": RenderSettings(subtile_cull=True),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
     }
 

@@ -16,10 +16,11 @@ $(BIN)/.installed: pyproject.toml Makefile
 	$(BIN)/pip install -q -e ".[video,viewer,test,dev]"
 	touch $@
 
-# The main job: render the bundled scene to an image and a short orbit of PNG frames.
+# The main job: render the bundled scene to an image, a short orbit of PNG frames, and an H.264 orbit video.
 demo: $(BIN)/.installed
 	$(BIN)/warpsplat render --size 640x480 --out out/plant.png --overwrite
 	$(BIN)/warpsplat render --size 256x192 --path orbit --frames 16 --out out/orbit --overwrite
+	$(BIN)/warpsplat render --size 256x192 --path orbit --frames 48 --out out/orbit.mp4 --overwrite
 
 # GL tests need an X server (Xvfb) for real windows; EGL needs none. Installed once, as root.
 gl-deps:

@@ -10,20 +10,20 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
     scenes_dir = scene_path("lastchance.splat").parent
     rc = main([
         "bench", "--scenes", "fruit_drops_minimal.ply", "--scenes-dir", str(scenes_dir), "--size", "24x16",
-        "--frames", "2", "--warmup", "0", "--psnr-every", "1", "--composites", "40k",
+        "--frames", "2", "--warmup", "0", "--psnr-every", "1", "--composites", "8k",
         "--cache-dir", str(tmp_path / "cache"), "--backend", "torch", "--json", str(out),
     ])  # fmt: skip
     assert rc == 0
     doc = json.loads(out.read_text())
     paths = {(p["scene"], p["path"], p["variant"]) for p in doc["paths"]}
     assert ("fruit_drops_minimal.ply", "orbit", "default") in paths
-    assert ("composite_40k.ply", "flyover", "default") in paths
-    assert ("composite_40k.ply", "overview", "rasterizer=batched") in paths
+    assert ("composite_8k.ply", "flyover", "default") in paths
+    assert ("composite_8k.ply", "overview", "rasterizer=batched") in paths
     for p in doc["paths"]:
         assert len(p["frame_ms"]) == 2 and p["median_ms"] > 0
         if p["variant"] != "default":
             assert all(v > 60 for v in p["psnr_vs_default"]), "lossless switches keep the image"
     overview = next(p for p in doc["paths"] if p["path"] == "overview" and p["variant"] == "default")
-    assert overview["n_gaussians"] == 40_000 and overview["visible"] > 0
+    assert overview["n_gaussians"] == 8_000 and overview["visible"] > 0
     table = capsys.readouterr().out
-    assert "composite_40k.ply / flyover" in table and doc["command"].startswith("warpsplat bench")
+    assert "composite_8k.ply / flyover" in table and doc["command"].startswith("warpsplat bench")

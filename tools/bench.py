@@ -31,10 +31,10 @@ from .cli import CliError
 from .common import parse_size
 
 # Real scenes of the benchmark (file names in the scenes folder) and the quick subset.
-DEFAULT_SCENES = ["playbot_lod0.sog", "plant.splat", "winter_fountain.splat", "st-peter.sog", "fruit_drops_minimal.ply"]
+DEFAULT_SCENES = ["playbot_lod0.sog", "plant.splat", "winter_fountain.splat", "narcissus.sog", "fruit_drops_minimal.ply"]
 QUICK_SCENES = ["plant.splat", "fruit_drops_minimal.ply"]
 # Composites (SH degree 2) of these real scenes, made by `warpsplat compose`.
-COMPOSITE_INPUTS = ["playbot_lod0.sog", "st-peter.sog", "narcissus.sog", "plant.splat", "winter_fountain.splat"]
+COMPOSITE_INPUTS = ["playbot_lod0.sog", "narcissus.sog", "plant.splat", "winter_fountain.splat"]
 DEFAULT_COMPOSITES = "6M,24M"
 
 

@@ -20,6 +20,7 @@ from torch import Tensor
 from scenes import GaussianScene
 
 from .camera import Camera
+from .memory import check_fits
 from .settings import RenderSettings
 from .timing import StageTimer
 
@@ -106,6 +107,7 @@ class Renderer:
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
+        check_fits(len(scene), scene.sh.shape[1], device=self.device)  # one-line MemoryError before any work
         self.backend = resolve_backend(backend, self.device)
         self.k = kernel_module(self.backend)
         self.scene = scene

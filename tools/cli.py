@@ -44,12 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv  # the exact command, for reports (bench JSON)
+    from renderer.memory import OutOfDeviceMemoryError
     from scenes import SceneFormatError
     from scenes.atomic import OutputExistsError
 
     try:
         return int(args.func(args) or 0)
-    except (CliError, SceneFormatError, OutputExistsError, OSError) as e:  # OSError: missing files, disk full, ...
+    except (CliError, SceneFormatError, OutputExistsError, OutOfDeviceMemoryError, OSError) as e:  # OSError: disk full
         print(f"warpsplat {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

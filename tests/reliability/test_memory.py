@@ -1,0 +1,98 @@
+"""Resource limits: the memory estimate, and a clear one-line error before work starts when it does not fit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import renderer.memory as memory
+from renderer import Renderer
+from renderer.memory import OutOfDeviceMemoryError, check_fits, estimate_bytes
+from scenes import make_scene
+from tools.cli import main
+
+
+def small_scene(n=32):
+    g = torch.Generator().manual_seed(0)
+    return make_scene(torch.rand(n, 3, generator=g), torch.randn(n, 4, generator=g),
+                      torch.full((n, 3), -3.0), torch.zeros(n), torch.zeros(n, 4, 3))  # fmt: skip
+
+
+def test_estimate_terms():
+    cuda = estimate_bytes(1_000_000, 9, 1920, 1080, "cuda")
+    cpu = estimate_bytes(1_000_000, 9, 1920, 1080, "cpu")
+    assert cuda.scene == 1_000_000 * (12 + 12 * 9) and cpu.scene == 0  # the CPU renderer shares the scene
+    assert cuda.pairs == cpu.pairs == int(1_000_000 * memory.PAIRS_PER_GAUSSIAN) * 60
+    assert cuda.image == 1920 * 1080 * 20 + 8 * 120 * 68
+    double = estimate_bytes(2_000_000, 9, 1920, 1080, "cuda")
+    assert double.prepared == 2 * cuda.prepared and double.image == cuda.image
+    assert estimate_bytes(10, 1, None, None, "cpu").image == estimate_bytes(10, 1, 1920, 1080, "cpu").image
+    # a 30M SH2 scene (what `warpsplat compose` builds for benchmarks) at 1080p: about 20 GB with the margin
+    assert 15e9 < estimate_bytes(30_000_000, 9, 1920, 1080, "cuda").total < 25e9
+
+
+def test_check_fits_on_cpu_against_mem_available(monkeypatch):
+    monkeypatch.setattr(memory, "mem_available", lambda: 200 << 20)
+    assert check_fits(1000, 1, 64, 48, "cpu").total < 200 << 20
+    monkeypatch.setattr(memory, "mem_available", lambda: 10 << 20)  # less than the fixed part of any estimate
+    with pytest.raises(OutOfDeviceMemoryError, match="1,000 Gaussians"):
+        check_fits(1000, 1, 64, 48, "cpu")
+
+
+def test_error_is_one_line_with_estimate_and_free(monkeypatch):
+    monkeypatch.setattr(memory, "mem_available", lambda: 500 << 20)
+    check_fits(100_000, 16, 640, 480, "cpu")  # ~0.2 GB: fits in 0.5 GB
+    with pytest.raises(OutOfDeviceMemoryError) as e:
+        check_fits(3_000_000, 16, 1920, 1080, "cpu")
+    msg = str(e.value)
+    assert "\n" not in msg and isinstance(e.value, MemoryError)
+    assert "3,000,000 Gaussians" in msg and "1920x1080" in msg and "0.52 GB is free" in msg
+    assert f"about {memory.gb(estimate_bytes(3_000_000, 16, 1920, 1080, 'cpu').total)}" in msg
+
+
+def test_cuda_free_memory_from_mem_get_info(monkeypatch):
+    asked = []
+
+    def fake_mem_get_info(device=None):
+        asked.append(device)
+        return 2 << 30, 80 << 30
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", fake_mem_get_info)
+    check_fits(1_000_000, 16, 1920, 1080, "cuda")  # ~0.7 GB
+    with pytest.raises(OutOfDeviceMemoryError, match=r"on cuda .* but only 2\.15 GB is free"):
+        check_fits(10_000_000, 16, 1920, 1080, "cuda")
+    assert asked and all(torch.device(d).type == "cuda" for d in asked)
+
+
+def test_unknown_free_memory_does_not_refuse(monkeypatch):
+    monkeypatch.setattr(memory, "mem_available", lambda: None)
+    assert check_fits(10**9, 16, 8192, 8192, "cpu").total > 0
+
+
+def test_mem_available_parses_meminfo(tmp_path):
+    f = tmp_path / "meminfo"
+    f.write_text("MemTotal:       24000000 kB\nMemFree:         1000 kB\nMemAvailable:   19000000 kB\n")
+    assert memory.mem_available(str(f)) == 19000000 * 1024
+    assert memory.mem_available(str(tmp_path / "missing")) is None
+    assert memory.mem_available("/proc/meminfo") > 0
+
+
+def test_renderer_refuses_before_work(monkeypatch):
+    monkeypatch.setattr(memory, "mem_available", lambda: 1 << 20)  # 1 MB: less than the fixed part
+    calls = []
+    monkeypatch.setattr(
+        memory, "estimate_bytes", lambda *a, **k: calls.append(a) or memory.MemoryEstimate(0, 0, 0, 0, 0)
+    )
+    with pytest.raises(OutOfDeviceMemoryError, match="32 Gaussians"):
+        Renderer(small_scene(), device="cpu", backend="torch")
+    assert calls == [(32, 4, None, None, torch.device("cpu"))]
+
+
+def test_cli_maps_the_error_to_one_line_exit_2(monkeypatch, tmp_path, capsys, scene_path):
+    monkeypatch.setattr(memory, "mem_available", lambda: 1 << 20)
+    out = tmp_path / "image.png"
+    code = main(["render", str(scene_path("lastchance.splat")), "--size", "32x24", "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("warpsplat render: error:") and "is free" in lines[0], err

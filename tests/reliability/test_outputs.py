@@ -1,0 +1,110 @@
+"""Outputs of every writing command (convert, compose, render image / video / frames): written under a temporary
+name in the output's folder and renamed when complete; an existing output is refused without --overwrite; a
+failure at the rename leaves neither the output nor a temporary file behind."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from scenes import load_scene
+from tools.cli import main
+
+SCENE = "test-splat.3-points-from-train.ply"
+RENDER = ["--size", "16x16", "--backend", "torch", "--quiet"]
+PATH = ["--path", "orbit", "--frames", "2"]
+
+# (id, argv builder(scene, out), output name)
+COMMANDS = [
+    ("convert-ply", lambda s, o: ["convert", s, o], "out.ply"),
+    ("convert-compressed-ply", lambda s, o: ["convert", s, o], "out.compressed.ply"),
+    ("convert-spz", lambda s, o: ["convert", s, o], "out.spz"),
+    ("convert-splat", lambda s, o: ["convert", s, o], "out.splat"),
+    ("compose-ply", lambda s, o: ["compose", o, s, "--grid", "2x1"], "out.ply"),  # streamed
+    ("compose-spz", lambda s, o: ["compose", o, s, "--grid", "2x1"], "out.spz"),  # built in memory
+    ("render-image", lambda s, o: ["render", s, "--out", o, *RENDER], "out.png"),
+    ("render-video", lambda s, o: ["render", s, "--out", o, *PATH, *RENDER], "out.mp4"),
+]
+IDS = [c[0] for c in COMMANDS]
+
+
+@pytest.fixture
+def renames(monkeypatch):
+    """Record every os.replace(src, dst) the command makes (and still make it)."""
+    log: list[tuple[str, str, bool]] = []
+    real = os.replace
+
+    def recording(src, dst, *args, **kwargs):
+        log.append((os.fspath(src), os.fspath(dst), os.path.exists(dst)))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", recording)
+    return log
+
+
+def leftovers(folder) -> list[str]:
+    return sorted(p for p in os.listdir(folder) if p.endswith(".part") or p.startswith("."))
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_written_under_a_temporary_name_then_renamed(cmd, renames, tmp_path, scene_path, capsys):
+    _, argv, name = cmd
+    out = tmp_path / name
+    assert main(argv(str(scene_path(SCENE)), str(out))) == 0, capsys.readouterr().err
+    final = [(src, exists) for src, dst, exists in renames if dst == str(out)]
+    assert len(final) == 1, renames
+    src, existed = final[0]
+    assert os.path.dirname(src) == str(tmp_path) and os.path.basename(src).startswith(f".{name}.")
+    assert not existed  # the output name appears only complete
+    assert out.stat().st_size > 0 and not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_existing_output_refused_without_overwrite(cmd, tmp_path, scene_path, capsys):
+    _, argv, name = cmd
+    out = tmp_path / name
+    out.write_bytes(b"keep me")
+    args = argv(str(scene_path(SCENE)), str(out))
+    assert main(args) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and "--overwrite" in err[0], err
+    assert out.read_bytes() == b"keep me" and not leftovers(tmp_path)
+    assert main([*args, "--overwrite"]) == 0
+    assert out.read_bytes() != b"keep me"
+    if name.endswith((".ply", ".spz", ".splat")):
+        assert len(load_scene(out)) > 0
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_failed_rename_leaves_nothing(cmd, monkeypatch, tmp_path, scene_path, capsys):
+    """A failure at the very end (here: the rename, as on a full or vanished disk) is one line, exit 2, and
+    leaves neither a file under the output name nor a temporary file."""
+    _, argv, name = cmd
+    out = tmp_path / name
+
+    def failing(src, dst, *args, **kwargs):
+        raise OSError(28, "No space left on device (simulated)")
+
+    monkeypatch.setattr(os, "replace", failing)
+    assert main(argv(str(scene_path(SCENE)), str(out))) == 2
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if ln.startswith("warpsplat ")]
+    assert len(errors) == 1 and "No space left on device" in errors[0] and "Traceback" not in err, err
+    assert not out.exists() and not leftovers(tmp_path)
+
+
+def test_frames_folder(tmp_path, scene_path, renames, capsys):
+    """PNG frames are renamed one by one; a folder holding frames is refused without --overwrite/--resume."""
+    out = tmp_path / "frames"
+    args = ["render", str(scene_path(SCENE)), "--out", str(out), *PATH, *RENDER]
+    assert main(args) == 0, capsys.readouterr().err
+    frames = sorted(p for p in os.listdir(out) if p.endswith(".png"))
+    assert len(frames) == 2 and not leftovers(out)
+    renamed = {os.path.basename(dst) for src, dst, _ in renames if os.path.dirname(src) == str(out)}
+    assert set(frames) <= renamed
+    before = {f: (out / f).read_bytes() for f in frames}
+    assert main(args) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert {f: (out / f).read_bytes() for f in frames} == before
+    assert main([*args, "--overwrite"]) == 0

@@ -6,7 +6,22 @@
   (the ellipse's right boundary x_r(dy) is concave, so its maximum over a band is at the band point closest
   to the ellipse's rightmost point; symmetrically for the left boundary). A tile is kept iff that interval
   meets the tile's pixel centres. `kernels/reference.py` has the same math in torch.
+- `adagscale_s2`: AdaGScale's per-Gaussian, per-view scale of the binning ellipse (lossy, opt-in; see below).
 - `eval_sh`: view-dependent colour from SH coefficients, gsplat 1.5.3's polynomial forms, degree 0..3.
+
+AdaGScale (Jo et al. 2026, arXiv 2604.18980; reconstruction in the project's technique notes). The pairs of a
+Gaussian's outer tiles carry little colour. With Q = d^T conic d, the alpha mass (in pixels) of the elliptical
+annulus s^2 t <= Q <= t is the integral of o exp(-Q/2) over it,
+    M(s) = 2 pi o sqrt(det Sigma) (exp(-s^2 t / 2) - exp(-t / 2)),      det Sigma = 1 / (a c - b^2),
+and the peripheral score is S(s) = w M(s) with w the colour weight (brightest channel, clamped to
+[WEIGHT_MIN, 1]: a dark Gaussian still hides what lies behind it). The smallest s with S(s) <= tau is, with
+k = w 2 pi o sqrt(det Sigma) exp(-t/2) (so that S(s) = k (exp((1 - s^2) t / 2) - 1)),
+    s^2 = 1 - (2 / t) ln(1 + tau / k),
+clamped to [s_min^2, 1] (tau = 0 gives s^2 = 1 exactly, hence the exact binning bit for bit). Binning then uses
+t' = s^2 t; blending keeps the full Gaussian, so a kept tile renders exactly as before and only whole tiles of
+the periphery are dropped. A second floor keeps the tile holding the mean: the ellipse at t' must contain the
+square of half-width 1/2 around the mean (Q at its corners is (a + c + 2|b|) / 4), which holds a pixel centre of
+the mean's tile, so a Gaussian whose mean is on screen is never binned to nothing.
 """
 
 import triton
@@ -18,12 +33,26 @@ import triton.language as tl
 T_MARGIN = tl.constexpr(1e-3)
 # Far-off-screen extents are clamped to this many tiles beyond the image before float->int conversion.
 CLAMP_TILES = tl.constexpr(4.0)
+# AdaGScale: the centre-tile floor's slack (5% in Q, far above float rounding of the row/span test) and the
+# smallest colour weight (a black Gaussian still occludes; keep in sync with kernels/reference.py).
+CENTRE_SLACK = tl.constexpr(1.05)
+WEIGHT_MIN = tl.constexpr(0.1)
 
 
 @triton.jit
 def alpha_threshold_t(opacity):
     """t such that o * exp(-Q/2) >= 1/255  <=>  Q <= t (Q = d^T conic d); margin included."""
     return 2.0 * tl.log(opacity * 255.0) + T_MARGIN
+
+
+@triton.jit
+def adagscale_s2(a, b, c, o, t, cr, cg, cb, tau, s_min):
+    """s^2 in [s_min^2, 1] of AdaGScale's binning threshold t' = s^2 t (module docstring); rgb = (cr, cg, cb)."""
+    w = tl.minimum(tl.maximum(tl.maximum(tl.maximum(cr, cg), cb), WEIGHT_MIN), 1.0)
+    k = w * 6.283185307179586 * o * tl.exp(-0.5 * t) / tl.sqrt(a * c - b * b)
+    s2 = 1.0 - (2.0 / t) * tl.log(1.0 + tau / k)
+    centre = CENTRE_SLACK * 0.25 * (a + c + 2.0 * tl.abs(b)) / t
+    return tl.minimum(tl.maximum(tl.maximum(s2, centre), s_min * s_min), 1.0)
 
 
 @triton.jit

@@ -9,7 +9,10 @@ count (the two kernels are compiled separately, so float contraction could diffe
 get the sentinel key INT64_MAX, which sorts last and which `tile_ranges` ignores: a pair is never left
 unwritten and a Gaussian never writes past its slots.
 
-Inputs : means2d [N,2], conic_opacity [N,4], depths [N], tiles_touched [N] i32, offsets [N] i64
+The walk's threshold is the one the count used: `bin_t` from `project_gaussians` when given (required when
+AdaGScale shrank it), else t recomputed from the opacity exactly as project does.
+
+Inputs : means2d [N,2], conic_opacity [N,4], depths [N], tiles_touched [N] i32, offsets [N] i64, bin_t [N] (opt.)
 Outputs: keys [P] i64, gaussian_ids [P] i32  (P = sum of tiles_touched)
 """
 
@@ -32,12 +35,14 @@ def _emit_keys_kernel(
     depths_ptr,  # [N] f32
     tiles_touched_ptr,  # [N] i32
     offsets_ptr,  # [N] i64, exclusive prefix sum of tiles_touched
+    bin_t_ptr,  # [N] f32 binning thresholds (read when HAS_BIN_T)
     keys_ptr,  # [P] i64 out
     ids_ptr,  # [P] i32 out
     N,
     width,
     height,
     TILE: tl.constexpr,
+    HAS_BIN_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     COLS: tl.constexpr,
 ):
@@ -55,7 +60,10 @@ def _emit_keys_kernel(
     o = tl.load(conic_opacity_ptr + offs * 4 + 3, mask=live, other=1.0)
     depth = tl.load(depths_ptr + offs, mask=live, other=1.0)
     depth_bits = depth.to(tl.int32, bitcast=True).to(tl.int64)
-    t = alpha_threshold_t(o)
+    if HAS_BIN_T:
+        t = tl.load(bin_t_ptr + offs, mask=live, other=1.0)
+    else:
+        t = alpha_threshold_t(o)
 
     n_tx = (width + TILE - 1) // TILE
     n_ty = (height + TILE - 1) // TILE
@@ -97,12 +105,18 @@ def emit_tile_keys(
     height: int,
     *,
     tile_size: int = 16,
+    bin_t: torch.Tensor | None = None,  # [N]
     out: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Keys and Gaussian ids of every Gaussian-tile pair. `out` buffers may be longer than n_pairs."""
+    """Keys and Gaussian ids of every Gaussian-tile pair. `out` buffers may be longer than n_pairs.
+
+    bin_t: the per-Gaussian binning thresholds `project_gaussians` counted with (its last output); None
+    recomputes t = 2 ln(255 o) + margin, which matches only a count made without AdaGScale.
+    """
     N = means2d.shape[0]
     assert means2d.shape == (N, 2) and conic_opacity.shape == (N, 4) and depths.shape == (N,)
     assert tiles_touched.shape == (N,) and offsets.shape == (N,) and offsets.dtype == torch.int64
+    assert bin_t is None or bin_t.shape == (N,), bin_t.shape
     if out is None:
         out = (
             torch.empty(n_pairs, dtype=torch.int64, device=means2d.device),
@@ -113,7 +127,7 @@ def emit_tile_keys(
     block = 256 if interpreting() else 128
     cols = 16 if interpreting() else 4
     _emit_keys_kernel[(triton.cdiv(N, block),)](
-        means2d, conic_opacity, depths, tiles_touched, offsets, keys, ids,
-        N, width, height, TILE=tile_size, BLOCK_N=block, COLS=cols,
+        means2d, conic_opacity, depths, tiles_touched, offsets, depths if bin_t is None else bin_t, keys, ids,
+        N, width, height, TILE=tile_size, HAS_BIN_T=bin_t is not None, BLOCK_N=block, COLS=cols,
     )  # fmt: skip
     return keys[:n_pairs], ids[:n_pairs]

@@ -9,12 +9,15 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
   colour             clamp_min(SH(normalize(m - campos)) + 0.5, 0)   (visible Gaussians only)
   tiles_touched      exact number of 16x16 tiles whose pixel centres the alpha = 1/255 ellipse reaches
                      (0 = culled; see `_device.row_tile_span`)
+  AdaGScale (opt-in) the same count for the shrunken binning ellipse Q <= s^2 t, s from the colour-weighted
+                     alpha mass of the dropped annulus (`_device.adagscale_s2`); lossy, tiles only
 
 Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
          sh [N,K,3], camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
 Outputs: means2d [N,2], conic_opacity [N,4] (a, b, c, o with Q = a dx^2 + 2 b dx dy + c dy^2),
          depths [N], colors [N,3], tiles_touched [N] int32, extents [N,4] (x_min, y_min, x_max, y_max: the
-         pixel box of the ellipse at the binning threshold, which the rasterizer uses to skip sub-tiles).
+         pixel box of the full alpha = 1/255 ellipse, which the rasterizer uses to skip sub-tiles), bin_t [N]
+         (the binning threshold t' = s^2 t that `emit_tile_keys` must walk again; t when AdaGScale is off).
          Rows with tiles_touched == 0 are left unwritten except tiles_touched itself.
 """
 
@@ -24,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._device import alpha_threshold_t, eval_sh, row_tile_span, tile_rows
+from ._device import adagscale_s2, alpha_threshold_t, eval_sh, row_tile_span, tile_rows
 from ._launch import interpreting
 
 
@@ -41,15 +44,19 @@ def _project_kernel(
     colors_ptr,  # [N, 3] f32 out
     tiles_touched_ptr,  # [N] i32 out
     extents_ptr,  # [N, 4] f32 out
+    bin_t_ptr,  # [N] f32 out
     N,
     width,
     height,
     near,
     far,
     eps2d,
+    tau,
+    s_min,
     K: tl.constexpr,
     DEGREE: tl.constexpr,
     TILE: tl.constexpr,
+    ADAGSCALE: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
@@ -141,27 +148,43 @@ def _project_kernel(
     o = tl.load(opacities_ptr + offs, mask=visible, other=0.0)
     visible = visible & (o >= 1.0 / 255.0)
     t = alpha_threshold_t(tl.where(visible, o, 1.0))
-
-    # exact tile count: walk the tile rows the ellipse spans
+    det_conic = a * c - b * b
+    rx = tl.sqrt(t * c / det_conic)  # half-widths of the ellipse's bounding box at the full threshold t
+    ry = tl.sqrt(t * a / det_conic)
     n_tx = (width + TILE - 1) // TILE
     n_ty = (height + TILE - 1) // TILE
-    ty_lo, rows, ry = tile_rows(my, a, b, c, t, visible, n_ty, TILE)
-    count = tl.zeros([BLOCK_N], dtype=tl.int32)
-    for r in range(0, tl.max(rows, axis=0)):
-        row_tx, span = row_tile_span(ty_lo + r, mx, my, a, b, c, t, ry, n_tx, TILE)
-        count += tl.where(r < rows, span, 0)
-    visible = visible & (count > 0)
-    tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
-
-    # view-dependent colour, only for Gaussians that reach a tile
     dx = x - cam_x
     dy = y - cam_y
     dz = z - cam_z
     inorm = 1.0 / tl.sqrt(tl.maximum(dx * dx + dy * dy + dz * dz, 1e-30))
-    cr, cg, cb = eval_sh(sh_ptr, offs, visible, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
-    cr = tl.maximum(cr + 0.5, 0.0)
-    cg = tl.maximum(cg + 0.5, 0.0)
-    cb = tl.maximum(cb + 0.5, 0.0)
+
+    if ADAGSCALE:
+        # the score weighs by colour, so colour comes first here; its loads are skipped for Gaussians whose
+        # full box misses the image (laterally off-screen ones cost no SH traffic)
+        on_screen = (mx + rx > 0.0) & (mx - rx < width) & (my + ry > 0.0) & (my - ry < height)
+        cr, cg, cb = eval_sh(sh_ptr, offs, visible & on_screen, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
+        cr = tl.maximum(cr + 0.5, 0.0)
+        cg = tl.maximum(cg + 0.5, 0.0)
+        cb = tl.maximum(cb + 0.5, 0.0)
+        t_bin = adagscale_s2(a, b, c, tl.where(visible, o, 1.0), t, cr, cg, cb, tau, s_min) * t
+    else:
+        t_bin = t
+
+    # exact tile count at the binning threshold: walk the tile rows the ellipse spans
+    ty_lo, rows, ry_bin = tile_rows(my, a, b, c, t_bin, visible, n_ty, TILE)
+    count = tl.zeros([BLOCK_N], dtype=tl.int32)
+    for r in range(0, tl.max(rows, axis=0)):
+        row_tx, span = row_tile_span(ty_lo + r, mx, my, a, b, c, t_bin, ry_bin, n_tx, TILE)
+        count += tl.where(r < rows, span, 0)
+    visible = visible & (count > 0)
+    tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
+
+    if not ADAGSCALE:
+        # view-dependent colour, only for Gaussians that reach a tile
+        cr, cg, cb = eval_sh(sh_ptr, offs, visible, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
+        cr = tl.maximum(cr + 0.5, 0.0)
+        cg = tl.maximum(cg + 0.5, 0.0)
+        cb = tl.maximum(cb + 0.5, 0.0)
 
     tl.store(means2d_ptr + offs * 2 + 0, mx, mask=visible)
     tl.store(means2d_ptr + offs * 2 + 1, my, mask=visible)
@@ -170,7 +193,8 @@ def _project_kernel(
     tl.store(conic_opacity_ptr + offs * 4 + 2, c, mask=visible)
     tl.store(conic_opacity_ptr + offs * 4 + 3, o, mask=visible)
     tl.store(depths_ptr + offs, zc, mask=visible)
-    rx = tl.sqrt(t * c / (a * c - b * b))  # half-widths of the ellipse's bounding box at the threshold t
+    tl.store(bin_t_ptr + offs, t_bin, mask=visible)
+    # the full box, not the binning one: every kept tile blends the whole Gaussian (sub-tile culling included)
     tl.store(extents_ptr + offs * 4 + 0, mx - rx, mask=visible)
     tl.store(extents_ptr + offs * 4 + 1, my - ry, mask=visible)
     tl.store(extents_ptr + offs * 4 + 2, mx + rx, mask=visible)
@@ -194,30 +218,38 @@ def project_gaussians(
     far: float = 1e10,
     eps2d: float = 0.3,
     tile_size: int = 16,
+    adagscale_tau: float | None = None,
+    adagscale_s_min: float = 0.25,
     out: tuple[torch.Tensor, ...] | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
 
+    Args:
+        adagscale_tau: None = exact binning; else AdaGScale's score threshold tau >= 0 (pixels of colour-weighted
+            alpha mass; 0 keeps s = 1, the exact tiles). adagscale_s_min: the smallest binning scale, in (0, 1].
+
     Returns:
         means2d [N,2], conic_opacity [N,4], depths [N], colors [N,3], tiles_touched [N] int32 (0 = culled),
-        extents [N,4]. Rows with tiles_touched == 0 are unspecified in the float outputs.
+        extents [N,4], bin_t [N]. Rows with tiles_touched == 0 are unspecified in the float outputs.
     """
     N = means.shape[0]
     K = sh.shape[1]
     assert means.shape == (N, 3) and covars.shape == (N, 6) and opacities.shape == (N,), (means.shape, covars.shape)
     assert sh.shape == (N, K, 3) and camera.shape == (24,), (sh.shape, camera.shape)
     assert sh_degree >= 0 and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
+    assert adagscale_tau is None or adagscale_tau >= 0, adagscale_tau
+    assert 0 < adagscale_s_min <= 1, adagscale_s_min
     if out is None:
         out = project_outputs(N, means.device)
-    means2d, conic_opacity, depths, colors, tiles_touched, extents = out
+    means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t = out
     block = 256 if interpreting() else 128
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
-        means2d, conic_opacity, depths, colors, tiles_touched, extents,
-        N, width, height, near, far, eps2d,
-        K=K, DEGREE=sh_degree, TILE=tile_size, BLOCK_N=block,
+        means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t,
+        N, width, height, near, far, eps2d, float(adagscale_tau or 0.0), float(adagscale_s_min),
+        K=K, DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, BLOCK_N=block,
     )  # fmt: skip
-    return means2d, conic_opacity, depths, colors, tiles_touched, extents
+    return means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t
 
 
 def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
@@ -230,4 +262,5 @@ def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, .
         torch.empty(n, 3, **f32),
         torch.empty(n, dtype=torch.int32, device=device),
         torch.empty(n, 4, **f32),
+        torch.empty(n, **f32),
     )

@@ -10,6 +10,8 @@ import torch
 
 T_MARGIN = 1e-3  # keep in sync with kernels/_device.py: pairs are kept up to Q <= t + T_MARGIN
 CLAMP_TILES = 4.0
+CENTRE_SLACK = 1.05  # keep in sync with kernels/_device.py (adagscale_s2)
+WEIGHT_MIN = 0.1
 SENTINEL_KEY = torch.iinfo(torch.int64).max
 
 
@@ -25,6 +27,7 @@ def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, .
         torch.empty(n, 3, **f32),
         torch.empty(n, dtype=torch.int32, device=device),
         torch.empty(n, 4, **f32),
+        torch.empty(n, **f32),
     )
 
 
@@ -99,6 +102,26 @@ def _alpha_threshold_t(o: torch.Tensor) -> torch.Tensor:
     return 2.0 * torch.log(o * 255.0) + T_MARGIN
 
 
+def peripheral_score(a, b, c, o, t, weight, s):
+    """AdaGScale's peripheral score: colour weight times the alpha mass (pixels) of the elliptical annulus
+    between Mahalanobis radius s sqrt(t) and sqrt(t): w 2 pi o sqrt(det Sigma) (exp(-s^2 t/2) - exp(-t/2))."""
+    return weight * 2.0 * torch.pi * o / torch.sqrt(a * c - b * b) * (torch.exp(-s * s * t / 2) - torch.exp(-t / 2))
+
+
+def adagscale_s2(a, b, c, o, t, weight, tau: float, s_min: float):
+    """s^2 of the binning threshold t' = s^2 t; the twin of `kernels._device.adagscale_s2`."""
+    k = weight * (2.0 * torch.pi) * o * torch.exp(-0.5 * t) / torch.sqrt(a * c - b * b)
+    s2 = 1.0 - (2.0 / t) * torch.log(1.0 + tau / k)
+    centre = CENTRE_SLACK * 0.25 * (a + c + 2.0 * torch.abs(b)) / t
+    s_min_t = torch.full_like(s2, s_min)
+    return torch.clamp(torch.maximum(torch.maximum(s2, centre), s_min_t * s_min_t), max=1.0)
+
+
+def colour_weight(colors: torch.Tensor) -> torch.Tensor:
+    """[N,3] -> [N]: the brightest channel, clamped to [WEIGHT_MIN, 1] (see kernels/_device.py)."""
+    return colors.amax(-1).clamp(WEIGHT_MIN, 1.0)
+
+
 def project_gaussians(
     means: torch.Tensor,  # [N, 3]
     covars: torch.Tensor,  # [N, 6]
@@ -113,6 +136,8 @@ def project_gaussians(
     far: float = 1e10,
     eps2d: float = 0.3,
     tile_size: int = 16,
+    adagscale_tau: float | None = None,
+    adagscale_s_min: float = 0.25,
     out: tuple[torch.Tensor, ...] | None = None,
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
@@ -154,29 +179,35 @@ def project_gaussians(
     visible &= o >= 1.0 / 255.0
     tt = _alpha_threshold_t(torch.where(visible, o, torch.ones_like(o)))
 
+    dirs = torch.nn.functional.normalize(means - campos, dim=-1)
+    colors = torch.clamp_min(eval_sh(sh, dirs, sh_degree) + 0.5, 0.0)
+    t_bin = tt
+    if adagscale_tau is not None:
+        t_bin = adagscale_s2(a, b, c, o, tt, colour_weight(colors), adagscale_tau, adagscale_s_min) * tt
+
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
-    ty_lo, rows, ry = _tile_rows(my, a, b, c, tt, visible, n_ty, tile_size)
+    ty_lo, rows, ry = _tile_rows(my, a, b, c, t_bin, visible, n_ty, tile_size)
     count = torch.zeros(N, dtype=torch.int32, device=means.device)
     for r in range(int(rows.max()) if N else 0):
-        _, span = _row_tile_span(ty_lo + r, mx, my, a, b, c, tt, ry, n_tx, tile_size)
+        _, span = _row_tile_span(ty_lo + r, mx, my, a, b, c, t_bin, ry, n_tx, tile_size)
         count += torch.where(r < rows, span, torch.zeros_like(span))
     visible &= count > 0
 
-    dirs = torch.nn.functional.normalize(means - campos, dim=-1)
-    colors = torch.clamp_min(eval_sh(sh, dirs, sh_degree) + 0.5, 0.0)
-
     if out is None:
         out = project_outputs(N, means.device)
-    means2d, conic_opacity, depths, colors_out, tiles_touched, extents = out
+    means2d, conic_opacity, depths, colors_out, tiles_touched, extents, bin_t = out
+    # extents stay at the full threshold: the rasterizer blends the full Gaussian inside every kept tile
     rx = torch.sqrt(tt * c / (a * c - b * b))
+    ry = torch.sqrt(tt * a / (a * c - b * b))
     extents.copy_(torch.stack([mx - rx, my - ry, mx + rx, my + ry], 1))
+    bin_t.copy_(t_bin)
     means2d.copy_(torch.stack([mx, my], 1))
     conic_opacity.copy_(torch.stack([a, b, c, o], 1))
     depths.copy_(zc)
     colors_out.copy_(colors)
     tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
-    return means2d, conic_opacity, depths, colors_out, tiles_touched, extents
+    return means2d, conic_opacity, depths, colors_out, tiles_touched, extents, bin_t
 
 
 # ----------------------------------------------------------------------------------------------- bin
@@ -193,6 +224,7 @@ def emit_tile_keys(
     height: int,
     *,
     tile_size: int = 16,
+    bin_t: torch.Tensor | None = None,
     out: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, in the kernel's order."""
@@ -202,7 +234,7 @@ def emit_tile_keys(
     live = torch.nonzero(tiles_touched > 0).flatten()
     mx, my = means2d[live, 0], means2d[live, 1]
     a, b, c, o = conic_opacity[live].unbind(-1)
-    t = _alpha_threshold_t(o)
+    t = _alpha_threshold_t(o) if bin_t is None else bin_t[live]
     ty_lo, rows, ry = _tile_rows(my, a, b, c, t, torch.ones_like(mx, dtype=torch.bool), n_ty, tile_size)
     # one entry per (Gaussian, row)
     g_of_row = torch.repeat_interleave(torch.arange(live.numel(), device=device), rows.long())

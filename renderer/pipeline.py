@@ -1,6 +1,7 @@
 """The per-frame pipeline: a readable sequence of stage calls over a reusable workspace.
 
     1. project   per Gaussian: cull, EWA conic, depth, SH colour, exact tile count      (kernels/project.py)
+                 (AdaGScale, when on: the count at a shrunken binning threshold, lossy)
     2. bin       prefix sum of counts -> one (tile | depth) key per Gaussian-tile pair   (kernels/bin.py)
     3. sort      by (tile, depth)                                                        (kernels/sort.py)
     4. ranges    [start, end) per tile                                                   (kernels/tile_ranges.py)
@@ -53,7 +54,7 @@ class RenderStats:
 
     n_gaussians: int
     n_visible: int  # Gaussians that reach at least one tile
-    n_pairs: int  # Gaussian-tile pairs after exact binning
+    n_pairs: int  # Gaussian-tile pairs after binning (exact, or AdaGScale's shrunken footprints when on)
     max_tile_pairs: int  # longest tile list (load-balance indicator)
     stage_ms: dict[str, float] = field(default_factory=dict)  # per stage; "total" included
     backend: str = ""
@@ -182,10 +183,11 @@ class Renderer:
         # 1. project: cull, conic, depth, colour, exact tile counts
         with timer.stage("project"):
             cam = camera.packed(self.device)
-            means2d, conic_opacity, depths, colors, tiles_touched, extents = k.project_gaussians(
+            means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t = k.project_gaussians(
                 self.means, self.covars, self.opacities, self.sh, cam, W, H,
                 sh_degree=degree, near=settings.near, far=settings.far, eps2d=settings.eps2d, tile_size=tile,
-                out=self._proj,
+                adagscale_tau=settings.adagscale_tau if settings.adagscale else None,
+                adagscale_s_min=settings.adagscale_s_min, out=self._proj,
             )  # fmt: skip
         # 2. bin: exclusive prefix sum of counts (the frame's one host sync), then keys
         with timer.stage("bin"):
@@ -195,7 +197,7 @@ class Renderer:
             keys_buf, ids_buf, skeys_buf, perm_buf, sids_buf = self._ensure_pairs(n_pairs)
             keys, ids = k.emit_tile_keys(
                 means2d, conic_opacity, depths, tiles_touched, self._offsets, n_pairs, W, H,
-                tile_size=tile, out=(keys_buf, ids_buf),
+                tile_size=tile, bin_t=bin_t, out=(keys_buf, ids_buf),
             )  # fmt: skip
         # 3. sort by (tile, depth)
         with timer.stage("sort"):

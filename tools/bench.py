@@ -6,9 +6,11 @@ autotuning excluded):
   and p90, wall frames/s, per-stage medians, peak GPU memory;
 - gsplat 1.5.3's `rasterization()` on the same cameras (DESIGN.md's exactness-contract call), timed the same;
 - Gaussians visible, Gaussian-tile pairs, longest tile list (from warpsplat's exact binning);
-- PSNR of warpsplat's image against gsplat's on sampled frames, and of each variant against the default.
+- PSNR of warpsplat's image against gsplat's on sampled frames, and of each variant against the default;
+  SSIM too for the lossy variants (DESIGN.md's exactness contract: lossy switches report their loss).
 
-Variants: the default settings, then each renderer switch flipped alone (an ablation row per switch).
+Variants: the default settings, then each renderer switch flipped alone (an ablation row per switch), and
+AdaGScale (lossy) at its default tau and a small tau sweep: pairs removed, frame time, PSNR/SSIM vs exact.
 Output: a short table on stdout and a JSON file with GPU name, versions, commit and the exact command.
 On a CPU it runs too (tiny sizes, no gsplat) so CI exercises its code paths.
 """
@@ -31,7 +33,13 @@ from .cli import CliError
 from .common import parse_size
 
 # Real scenes of the benchmark (file names in the scenes folder) and the quick subset.
-DEFAULT_SCENES = ["playbot_lod0.sog", "plant.splat", "winter_fountain.splat", "narcissus.sog", "fruit_drops_minimal.ply"]
+DEFAULT_SCENES = [
+    "playbot_lod0.sog",
+    "plant.splat",
+    "winter_fountain.splat",
+    "narcissus.sog",
+    "fruit_drops_minimal.ply",
+]
 QUICK_SCENES = ["plant.splat", "fruit_drops_minimal.ply"]
 # Composites (SH degree 2) of these real scenes, made by `warpsplat compose`.
 COMPOSITE_INPUTS = ["playbot_lod0.sog", "narcissus.sog", "plant.splat", "winter_fountain.splat"]
@@ -95,6 +103,8 @@ class PathResult:
     peak_mem_mb: float = 0.0
     psnr_vs_gsplat: list[float] = field(default_factory=list)
     psnr_vs_default: list[float] = field(default_factory=list)
+    ssim_vs_default: list[float] = field(default_factory=list)  # lossy variants only
+    pairs_removed: float = 0.0  # fraction of the default variant's pairs this variant does not emit
 
     def median(self) -> float:
         return statistics.median(self.frame_ms) if self.frame_ms else float("nan")
@@ -111,6 +121,29 @@ def psnr(a, b) -> float:
 
     mse = torch.mean((a.double() - b.double()) ** 2).item()
     return float("inf") if mse == 0 else 10.0 * math.log10(1.0 / mse)
+
+
+def ssim(a, b) -> float:
+    """Mean SSIM (Wang et al. 2004) of two [H, W, 3] images in [0, 1]: 11x11 Gaussian window, sigma 1.5,
+    K1 = 0.01, K2 = 0.03, per channel, valid region (the window shrinks to fit images under 11 pixels)."""
+    import torch
+
+    x = a.double().clamp(0, 1).permute(2, 0, 1)[:, None]  # [3, 1, H, W]
+    y = b.double().clamp(0, 1).permute(2, 0, 1)[:, None]
+    size = min(11, x.shape[-2], x.shape[-1])
+    size -= 1 - size % 2  # odd
+    g = torch.exp(-((torch.arange(size, dtype=torch.float64) - size // 2) ** 2) / (2 * 1.5**2))
+    g = (g / g.sum()).to(x.device)
+    win = (g[:, None] * g[None, :])[None, None]
+
+    def blur(z):
+        return torch.nn.functional.conv2d(z, win)
+
+    mx, my = blur(x), blur(y)
+    vx, vy, cxy = blur(x * x) - mx * mx, blur(y * y) - my * my, blur(x * y) - mx * my
+    c1, c2 = 0.01**2, 0.03**2
+    s = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return float(s.mean())
 
 
 # ----------------------------------------------------------------------------------------------- timing
@@ -232,16 +265,30 @@ def build_composite(label: str, target: int, inputs: list[str], cache_dir: str) 
 # ----------------------------------------------------------------------------------------------- main
 
 
+# AdaGScale's tau sweep beside its default (pixels of colour-weighted alpha mass per Gaussian; at 1920x1080
+# Gaussians cover more pixels, so a tau keeps more of each footprint than at the small test sizes).
+ADAGSCALE_SWEEP = (0.3, 1.0, 3.0)
+
+
 def variants():
-    """The default settings, then each renderer switch flipped alone (ablation)."""
+    """The default settings, then each renderer switch flipped alone (ablation), then the lossy AdaGScale at
+    its default tau and the sweep (`is_lossy` marks them)."""
     from renderer import RenderSettings
 
-    return {
+    out = {
         "default": RenderSettings(),
         "load_balance=off": RenderSettings(load_balance=False),
         "subtile_cull=on": RenderSettings(subtile_cull=True),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
+        "adagscale": RenderSettings(adagscale=True),
     }
+    for tau in ADAGSCALE_SWEEP:
+        out[f"adagscale tau={tau:g}"] = RenderSettings(adagscale=True, adagscale_tau=tau)
+    return out
+
+
+def is_lossy(settings) -> bool:
+    return settings.adagscale
 
 
 def find_scene(name: str, scenes_dir: str | None) -> str:
@@ -303,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
                 ms, fps, _ = time_path(g_render, cams, clock, args.warmup)
                 gsplat_results.append(PathResult(label, path_name, len(scene), "gsplat", ms, fps))
                 reference_images = {i: g_render(cams[i]).clone() for i in range(0, len(cams), args.psnr_every)}
-            default_images = {}
+            default_images, default_pairs = {}, {}
             for vname, settings in variants().items():
                 if cuda:
                     torch.cuda.reset_peak_memory_stats()
@@ -321,7 +368,7 @@ def run(args: argparse.Namespace) -> int:
                         stage_lists.setdefault(k, []).append(v)
                 res.stage_ms = {k: statistics.median(v) for k, v in stage_lists.items()}
                 res.peak_mem_mb = torch.cuda.max_memory_allocated() / 2**20 if cuda else 0.0
-                vis, pairs, longest = [], [], []
+                vis, pairs, longest, removed = [], [], [], []
                 for i in range(0, len(cams), args.psnr_every):
                     out = renderer.render(cams[i], settings)
                     vis.append(out.stats.n_visible)
@@ -332,13 +379,18 @@ def run(args: argparse.Namespace) -> int:
                         res.psnr_vs_gsplat.append(psnr(img, reference_images[i]))
                     if vname == "default":
                         default_images[i] = img
+                        default_pairs[i] = out.stats.n_pairs
                     else:
                         res.psnr_vs_default.append(psnr(img, default_images[i]))
+                        removed.append(1.0 - out.stats.n_pairs / max(default_pairs[i], 1))
+                        if is_lossy(settings):
+                            res.ssim_vs_default.append(ssim(img, default_images[i]))
                 res.visible, res.pairs, res.max_tile = (
                     int(statistics.median(vis)),
                     int(statistics.median(pairs)),
                     max(longest),
                 )
+                res.pairs_removed = statistics.mean(removed) if removed else 0.0
                 results.append(res)
                 print(f"  {label} {path_name} {vname}: median {res.median():.3f} ms", file=sys.stderr, flush=True)
         renderer = g_render = None  # free this scene's GPU memory before the next one
@@ -360,7 +412,8 @@ def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
     g = {(r.scene, r.path): r for r in gsplat_results}
     print(f"\nwarpsplat bench on {gpu}, {width}x{height}, {n_frames} frames per path (ms per frame)")
     hdr = f"{'scene / path':34} {'variant':20} {'median':>8} {'p90':>8} {'gsplat':>8} {'speedup':>8} " \
-          f"{'visible':>9} {'pairs':>10} {'max tile':>8} {'PSNR':>7} {'MB':>7}"  # fmt: skip
+          f"{'visible':>9} {'pairs':>10} {'removed':>7} {'max tile':>8} {'PSNR':>7} {'mean':>7} {'SSIM':>6} " \
+          f"{'MB':>7}"  # fmt: skip
     print(hdr)
     print("-" * len(hdr))
     for r in results:
@@ -368,10 +421,13 @@ def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
         gms = f"{gr.median():8.3f}" if gr else f"{'-':>8}"
         speed = f"{gr.median() / r.median():7.2f}x" if gr else f"{'-':>8}"
         ps = r.psnr_vs_gsplat if r.variant == "default" else r.psnr_vs_default
-        p = f"{min(ps):7.1f}" if ps else f"{'-':>7}"
+        p = f"{min(ps):7.1f} {statistics.mean(ps):7.1f}" if ps else f"{'-':>7} {'-':>7}"
+        ss = f"{min(r.ssim_vs_default):6.4f}" if r.ssim_vs_default else f"{'-':>6}"
+        rm = f"{100 * r.pairs_removed:6.1f}%" if r.variant != "default" else f"{'-':>7}"
         print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:20} {r.median():8.3f} {r.p90():8.3f} {gms} {speed} "
-              f"{r.visible:9,} {r.pairs:10,} {r.max_tile:8,} {p} {r.peak_mem_mb:7.0f}")  # fmt: skip
-    print("PSNR: min over sampled frames, dB; default variant against gsplat, other variants against default.")
+              f"{r.visible:9,} {r.pairs:10,} {rm} {r.max_tile:8,} {p} {ss} {r.peak_mem_mb:7.0f}")  # fmt: skip
+    print("PSNR: min and mean over sampled frames, dB; default variant against gsplat, other variants against "
+          "default (exact). SSIM: min, lossy variants against default. removed: pairs fewer than default.")  # fmt: skip
 
 
 def write_json(args, results, gsplat_results, cuda, width, height, n_frames) -> None:

@@ -23,7 +23,7 @@ def offsets_of(tiles_touched):
 @pytest.mark.parametrize("n,size", [(1, (16, 16)), (300, (37, 53)), (3000, (128, 96))], ids=str)
 def test_emit_keys_matches_reference(n, size, device):
     width, height = size
-    means2d, conic_opacity, depths, colors, tiles_touched, _ = project(n, width, height, device)
+    means2d, conic_opacity, depths, colors, tiles_touched, _, _ = project(n, width, height, device)
     offsets, n_pairs = offsets_of(tiles_touched)
     want_k, want_i = ref.emit_tile_keys(means2d, conic_opacity, depths, tiles_touched, offsets, n_pairs, width, height)
     out = (nan_like(torch.empty(n_pairs + 5, dtype=torch.int64, device=device)),
@@ -40,7 +40,7 @@ def test_emit_keys_matches_reference(n, size, device):
 def test_keys_cover_every_contributing_pixel(device):
     """No pair is dropped that the rasterizer would blend: brute force alpha >= 1/255 at every pixel centre."""
     width, height, tile = 64, 48, 16
-    means2d, co, depths, _, tiles_touched, _ = project(400, width, height, device, seed=3)
+    means2d, co, depths, _, tiles_touched, _, _ = project(400, width, height, device, seed=3)
     offsets, n_pairs = offsets_of(tiles_touched)
     keys, ids = kernels.emit_tile_keys(means2d, co, depths, tiles_touched, offsets, n_pairs, width, height)
     pairs = set(zip(ids.tolist(), (keys >> 32).tolist()))
@@ -69,7 +69,7 @@ def test_keys_cover_every_contributing_pixel(device):
 def test_sentinel_fill_when_walk_finds_fewer(device):
     """If a count exceeds what the walk finds, the extra slots get the sentinel key (never garbage)."""
     width, height = 37, 53
-    means2d, co, depths, _, tiles_touched, _ = project(50, width, height, device, seed=1)
+    means2d, co, depths, _, tiles_touched, _, _ = project(50, width, height, device, seed=1)
     inflated = tiles_touched + (tiles_touched > 0).to(torch.int32)  # one more slot per live Gaussian
     offsets, n_pairs = offsets_of(inflated)
     keys, ids = kernels.emit_tile_keys(means2d, co, depths, inflated, offsets, n_pairs, width, height)

@@ -27,7 +27,7 @@ def run_both(n, width, height, sh_degree, device, seed=0, fov=60.0):
 def test_project_matches_reference(n, size, degree, device):
     width, height = size
     want, got = run_both(n, width, height, degree, device)
-    names = ["means2d", "conic_opacity", "depths", "colors", "extents"]
+    names = ["means2d", "conic_opacity", "depths", "colors", "extents", "bin_t"]
     tt_want, tt_got = want[4], got[4]
     # integer output: exact, except tile-boundary cases that differ by float rounding alone (bounded)
     diff = (tt_want - tt_got).abs()

@@ -16,7 +16,7 @@ def binned(n, width, height, device, seed=0, degree=0, opaque=False, scale_shift
     if scale_shift:
         covars = covars * torch.exp(torch.tensor(2 * scale_shift))
     cam = camera(width, height).packed(device)
-    m2, co, d, col, tt, ext = ref.project_gaussians(means, covars, opac, sh, cam, width, height, sh_degree=degree)
+    m2, co, d, col, tt, ext, _ = ref.project_gaussians(means, covars, opac, sh, cam, width, height, sh_degree=degree)
     inclusive = torch.cumsum(tt, 0, dtype=torch.int64)
     n_pairs = int(inclusive[-1]) if n else 0
     keys, ids = ref.emit_tile_keys(m2, co, d, tt, inclusive - tt, n_pairs, width, height)

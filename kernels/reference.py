@@ -331,9 +331,10 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     workspace: dict | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Per tile: the whole depth-sorted list at once, transmittance by cumprod. `extents` and the Triton
-    launcher's scheduling knobs (`variant`, `chunk`, `subtile`, `step`, `num_warps`, `workspace`) are
-    accepted and ignored: none of them changes the image."""
+    """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
+    across blocks, stopping once every pixel of the tile is done. `extents` and the Triton launcher's
+    scheduling knobs (`variant`, `chunk`, `subtile`, `step`, `num_warps`, `workspace`) are accepted and
+    ignored: none of them changes the image."""
     device = means2d.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -349,30 +350,39 @@ def rasterize_tiles(
     ly, lx = torch.meshgrid(
         torch.arange(tile_size, device=device), torch.arange(tile_size, device=device), indexing="ij"
     )
-    ranges_l = ranges.tolist()
-    for tile_id, (start, end) in enumerate(ranges_l):
+    block = 256
+    for tile_id, (start, end) in enumerate(ranges.tolist()):
         if end <= start:
             continue
         ty, tx = divmod(tile_id, n_tx)
-        px = (tx * tile_size + lx).flatten().float() + 0.5  # [PIX]
-        py = (ty * tile_size + ly).flatten().float() + 0.5
-        g = gaussian_ids[start:end].long()
-        m = means2d[g]
-        a, b, c, o = conic_opacity[g].unbind(-1)
-        dx = m[:, 0:1] - px[None]  # [L, PIX]
-        dy = m[:, 1:2] - py[None]
-        sigma = 0.5 * (a[:, None] * dx * dx + c[:, None] * dy * dy) + b[:, None] * dx * dy
-        alpha = torch.clamp_max(o[:, None] * torch.exp(-sigma), 0.999)
-        alpha = torch.where((sigma >= 0) & (alpha >= 1.0 / 255.0), alpha, torch.zeros_like(alpha))
-        incl = torch.cumprod(1.0 - alpha, dim=0)  # T after each Gaussian
-        excl = torch.cat([torch.ones_like(incl[:1]), incl[:-1]], 0)  # T before
-        keep = incl > 1e-4  # a pixel stops before the Gaussian that would take T to <= 1e-4
-        w = torch.where(keep, alpha * excl, torch.zeros_like(alpha))
-        T_end = torch.where(keep, incl, torch.full_like(incl, 2.0)).min(0).values
-        T_end = torch.where(T_end > 1.0, torch.ones_like(T_end), T_end)
+        px = (tx * tile_size + lx).flatten()
+        py = (ty * tile_size + ly).flatten()
+        done = (px >= width) | (py >= height)  # pixels outside the image need no work
+        fx, fy = px.float() + 0.5, py.float() + 0.5
+        T = torch.ones_like(fx)
+        acc = torch.zeros(fx.numel(), 3, dtype=torch.float32, device=device)
+        for b0 in range(start, end, block):
+            g = gaussian_ids[b0 : min(end, b0 + block)].long()
+            m = means2d[g]
+            a, b, c, o = conic_opacity[g].unbind(-1)
+            dx = m[:, 0:1] - fx[None]  # [B, PIX]
+            dy = m[:, 1:2] - fy[None]
+            sigma = 0.5 * (a[:, None] * dx * dx + c[:, None] * dy * dy) + b[:, None] * dx * dy
+            alpha = torch.clamp_max(o[:, None] * torch.exp(-sigma), 0.999)
+            ok = (sigma >= 0) & (alpha >= 1.0 / 255.0) & ~done[None]
+            alpha = torch.where(ok, alpha, torch.zeros_like(alpha))
+            incl = torch.cumprod(1.0 - alpha, dim=0) * T[None]  # T after each Gaussian
+            excl = torch.cat([T[None], incl[:-1]], 0)  # T before
+            keep = incl > 1e-4  # a pixel stops before the Gaussian that would take T to <= 1e-4
+            w = torch.where(keep, alpha * excl, torch.zeros_like(alpha))
+            acc += w.T @ colors[g]
+            done |= incl.min(0).values <= 1e-4
+            T = torch.where(keep, incl, T[None]).min(0).values
+            if bool(done.all()):
+                break
         ys, xs = ty * tile_size, tx * tile_size
-        C[ys : ys + tile_size, xs : xs + tile_size] = (w.T @ colors[g]).reshape(tile_size, tile_size, 3)
-        T_img[ys : ys + tile_size, xs : xs + tile_size] = T_end.reshape(tile_size, tile_size)
+        C[ys : ys + tile_size, xs : xs + tile_size] = acc.reshape(tile_size, tile_size, 3)
+        T_img[ys : ys + tile_size, xs : xs + tile_size] = T.reshape(tile_size, tile_size)
     T_img = T_img[:height, :width]
     rgb.copy_(C[:height, :width] + T_img[..., None] * background)
     alpha_out.copy_(1.0 - T_img)

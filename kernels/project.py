@@ -219,7 +219,7 @@ def project_gaussians(
     eps2d: float = 0.3,
     tile_size: int = 16,
     adagscale_tau: float | None = None,
-    adagscale_s_min: float = 0.25,
+    adagscale_s_min: float = 0.5,
     out: tuple[torch.Tensor, ...] | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.

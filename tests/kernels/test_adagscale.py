@@ -141,7 +141,7 @@ def test_score_closed_form_matches_integral():
 def test_triton_kernel_score_is_minimal(device):
     """The kernel's s is the smallest admissible one: S(s) <= tau, and S at a 1% smaller s exceeds tau
     unless a floor (s_min or the centre tile) set it."""
-    width, height, tau, s_min = 128, 96, 0.3, 0.25
+    width, height, tau, s_min = 128, 96, 0.3, DEFAULTS.adagscale_s_min
     means2d, co, _, colors, tt, _, bin_t = project(kernels, 3000, width, height, device, tau=tau, grow=0.5)
     live = tt > 0
     a, b, c, o = co[live].double().unbind(-1)
@@ -160,10 +160,9 @@ def test_triton_kernel_score_is_minimal(device):
 # Real scenes at small size: exact against AdaGScale at the default tau, torch backend (the twins are checked
 # above and end to end below). Small images are the hard case for the PSNR: the dropped mass per Gaussian is
 # bounded by tau in pixels, so the mean squared error scales like (visible Gaussians) * tau / (pixels).
-# NOTE: the default tau = 0.1 came from torch-backend orbits (3-4 frames) of plant, st-peter, winter_fountain,
-# lastchance, fruit_drops and playbot_lod0 at 128x96..256x192: 40.3-47 dB mean against exact, 15-20% fewer
-# pairs; tau = 0.3 fell to 41.5 dB mean / 39.4 dB min on plant at 128x128. Frames: one of a 3-orbit for plant
-# (113k Gaussians: 5 s a frame pair on a loaded core), all three for the small scenes.
+# NOTE: the defaults (renderer/settings.py) came from torch-backend orbits of plant, st-peter, winter_fountain,
+# lastchance, fruit_drops, lod1_tile and playbot_lod0 at 128x96..256x192. Frames here: one of a 3-orbit for
+# plant (113k Gaussians: 5 s a frame pair on a loaded core), all three for the small scenes.
 REAL = [
     ("plant.splat", 128, 96, [1]),
     ("lastchance.splat", 96, 64, [0, 1, 2]),

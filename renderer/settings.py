@@ -38,7 +38,7 @@ class RenderSettings:
     eps2d: float = 0.3
     tile_size: int = 16
     rasterizer: str = "auto"
-    load_balance: bool = True
+    load_balance: bool = False  # measured: wins only the densest view (24M overview), costs elsewhere (BENCHMARKS.md)
     chunk_size: int = 512
     subtile_cull: bool = False  # measured slower on the H200 in every path but fly-overs (BENCHMARKS.md)
     adagscale: bool = False  # lossy: reports its PSNR/SSIM against exact in `warpsplat bench`

@@ -277,7 +277,7 @@ def variants():
 
     out = {
         "default": RenderSettings(),
-        "load_balance=off": RenderSettings(load_balance=False),
+        "load_balance=on": RenderSettings(load_balance=True),
         "subtile_cull=on": RenderSettings(subtile_cull=True),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
         "adagscale": RenderSettings(adagscale=True),

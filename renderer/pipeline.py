@@ -169,6 +169,12 @@ class Renderer:
     ) -> RenderOutput:
         """Render one frame. With sync_stats=False the stage times are left to `last_timer` (read them a
         frame later, when the GPU has finished) and the frame performs only the one pair-count sync."""
+        if self.device.type == "cuda":  # Triton launches on the current device: make it this renderer's
+            with torch.cuda.device(self.device):
+                return self._render(camera, settings, sync_stats)
+        return self._render(camera, settings, sync_stats)
+
+    def _render(self, camera: Camera, settings: RenderSettings | None, sync_stats: bool) -> RenderOutput:
         settings = (settings or RenderSettings()).validate()
         check_image_size(camera.width, camera.height)
         k = self.k

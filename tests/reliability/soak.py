@@ -13,10 +13,11 @@ tolerance (`--tolerance-mb`, default 16 MB for host RSS, which the allocator's c
 between samples; 1 MB for CUDA allocated memory, which is exact). torch.cuda.max_memory_allocated and
 memory_reserved are printed beside it.
 
-On glibc, host RSS of the torch backend swings by hundreds of MB when tile lists are long (the bundled scene at
-32x24: 360-730 MB, its per-tile temporaries are ~75 MB each, and malloc's dynamic mmap threshold keeps freed
-ones in the heap); with MALLOC_MMAP_THRESHOLD_=1048576 the same run stays flat at 364 MB. Set it to tell such
-swings from a leak.
+On glibc, host RSS can swing by hundreds of MB when the torch backend allocates large temporaries: with the
+reference rasterizer before cf76428 (whole tile lists at once), the bundled scene at 32x24 swung between 360
+and 730 MB (malloc's dynamic mmap threshold keeps freed ~75 MB blocks in the heap), and stayed flat at 364 MB
+with MALLOC_MMAP_THRESHOLD_=1048576; with the blockwise rasterizer it stays within 361-373 MB. Set that
+variable to tell such swings from a leak.
 
 Not collected by pytest (the file name does not start with `test_`); tests/reliability/test_soak_script.py runs
 it for a few frames so that it keeps working.

@@ -13,6 +13,7 @@ workspace and are reused across frames (grow-only), so a frame allocates nothing
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -104,10 +105,8 @@ class Renderer:
     """
 
     def __init__(self, scene: GaussianScene, *, device: torch.device | str | None = None, backend: str = "auto"):
-        scene.validate()
-        if device is None:
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = torch.device(device)
+        scene = scene.validate().drop_invalid(name="scene")  # readers already did; scenes built in memory did not
+        self.device = choose_device(device)
         check_fits(len(scene), scene.sh.shape[1], device=self.device)  # one-line MemoryError before any work
         self.backend = resolve_backend(backend, self.device)
         self.k = kernel_module(self.backend)
@@ -227,6 +226,33 @@ class Renderer:
         if sync_stats:
             fill_stats(stats, tiles_touched, tile_counts, timer)
         return RenderOutput(image=rgb, alpha=alpha, rgba8=rgba8, stats=stats, tile_counts=tile_counts)
+
+
+class CudaUnusableError(RuntimeError):
+    """CUDA is reported available but fails at its first call (e.g. a driver older than the runtime)."""
+
+
+def choose_device(device: torch.device | str | None) -> torch.device:
+    """The render device: the one asked for, else CUDA when it works, else the CPU (with a warning when CUDA
+    is reported available but fails its first call, as with a driver older than the runtime)."""
+    if device is None:
+        if not torch.cuda.is_available():
+            return torch.device("cpu")
+        try:
+            torch.cuda.mem_get_info()
+        except RuntimeError as e:
+            warnings.warn(f"CUDA is unusable ({e}); rendering on the CPU", stacklevel=3)
+            return torch.device("cpu")
+        return torch.device("cuda")
+    device = torch.device(device)
+    if device.type == "cuda":
+        try:
+            torch.cuda.mem_get_info(device)
+        except (RuntimeError, AssertionError) as e:
+            raise CudaUnusableError(
+                f"{device} is not usable ({str(e).splitlines()[0]}); render on the CPU with CUDA_VISIBLE_DEVICES=''"
+            ) from None
+    return device
 
 
 def fill_stats(stats: RenderStats, tiles_touched: Tensor, tile_counts: Tensor, timer: StageTimer) -> RenderStats:

@@ -45,15 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv  # the exact command, for reports (bench JSON)
     from renderer.memory import OutOfDeviceMemoryError
+    from renderer.pipeline import CudaUnusableError
     from scenes import SceneFormatError
     from scenes.atomic import OutputExistsError
 
     try:
         return int(args.func(args) or 0)
-    except (CliError, SceneFormatError, OutputExistsError, OutOfDeviceMemoryError, OSError) as e:  # OSError: disk full
+    except (CliError, SceneFormatError, OutputExistsError, OutOfDeviceMemoryError, CudaUnusableError, OSError) as e:
         print(f"warpsplat {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"warpsplat {args.command}: interrupted", file=sys.stderr)
         return 130
-

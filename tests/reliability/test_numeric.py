@@ -238,17 +238,10 @@ def test_extreme_fov_and_camera_inside_the_scene(fov, inside):
 
 # ------------------------------------------------------------------------------------- renderer given bad values
 
-SH_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="Renderer does not drop invalid Gaussians and project_gaussians (both backends) does not cull a "
-    "non-finite SH colour: a visible Gaussian with a NaN or +inf DC coefficient turns its pixels NaN / inf "
-    "(-inf is clamped to 0 by the colour's clamp_min)",
-)
-
 
 @pytest.mark.parametrize(
     "field,value",
-    [pytest.param(f, v, marks=SH_XFAIL) if f == "sh" and v != -INF else (f, v) for f, v in BAD_VALUES],
+    BAD_VALUES,
     ids=[f"{f}={v}" for f, v in BAD_VALUES],
 )
 def test_renderer_given_unchecked_bad_values_stays_finite(field, value):

@@ -70,7 +70,8 @@ def open_window(scene, args: argparse.Namespace, caption: str):
             caption=caption,
         )  # fmt: skip
     except NoSuchDisplayException as e:
-        raise CliError(f"cannot open the display: {e}") from None
+        display = os.environ.get("DISPLAY", "")
+        raise CliError(f"cannot open the display {display!r} ({e}); a window needs an X server (or Xvfb)") from None
     except (pyglet.window.NoSuchConfigException, pyglet.gl.ContextException, moderngl.Error) as e:
         raise CliError(f"no usable OpenGL 3.3 context: {e}") from None
 

@@ -28,5 +28,11 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
             assert all(v > 60 for v in p["psnr_vs_default"]), "lossless switches keep the image"
     overview = next(p for p in doc["paths"] if p["path"] == "overview" and p["variant"] == "default")
     assert overview["n_gaussians"] == 8_000 and overview["visible"] > 0
+    from PIL import Image
+
+    from tools.bench_plot import plot
+
+    plot(doc, str(tmp_path / "bench.png"))
+    assert Image.open(tmp_path / "bench.png").size[0] == 1000
     table = capsys.readouterr().out
     assert "composite_8k.ply / flyover" in table and doc["command"].startswith("warpsplat bench")

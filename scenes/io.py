@@ -6,6 +6,7 @@ failure is a `SceneFormatError` (or `FileNotFoundError`) naming the path: never 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,10 +86,8 @@ def load_scene(path: str | os.PathLike, **options) -> GaussianScene:
         raise SceneFormatError(f"{path}: file is empty")
     lower = path.lower()
     by_ext = None
-    try:
+    with contextlib.suppress(SceneFormatError):
         by_ext = format_for_path(path)
-    except SceneFormatError:
-        pass
     # Magic bytes beat the extension, except where the extension names a more specific variant of the
     # same container (".compressed.ply" is a PLY by magic).
     for fmt in FORMATS:

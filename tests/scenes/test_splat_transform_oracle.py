@@ -15,6 +15,7 @@ network access; the CI machine has it). Without Node/npm or the network this tes
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import subprocess
 
@@ -30,6 +31,19 @@ from ._paths import REPO, scene
 VERSION = "3.7.0"
 CACHE = REPO / ".cache" / "splat-transform"
 N = 2000  # rows of the real SH-3 scene used (keeps SOG's k-means and every conversion around a second)
+
+
+SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def npm_env() -> dict[str, str]:
+    """The environment for npm. Node ignores the system CA store; where a TLS-inspecting proxy signs the
+    registry's certificates (as on the development and CI machines), npm then retries each request until it
+    falls back to a stale cache, about 70 s a package. Point Node at the system bundle unless told otherwise."""
+    env = dict(os.environ)
+    if "NODE_EXTRA_CA_CERTS" not in env and os.path.exists(SYSTEM_CA_BUNDLE):
+        env["NODE_EXTRA_CA_CERTS"] = SYSTEM_CA_BUNDLE
+    return env
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +69,7 @@ def splat_transform() -> str:
                 ],  # fmt: skip
                 check=True,
                 timeout=600,
+                env=npm_env(),
             )
     out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=120)
     assert VERSION in out.stdout + out.stderr

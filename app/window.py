@@ -96,7 +96,6 @@ class ViewerWindow(pyglet.window.Window):
         self.renderer = Renderer(scene, device=device, backend=backend)
         on_cpu = self.renderer.device.type != "cuda"
         fb_w, fb_h = self.get_framebuffer_size()
-        upv = up_vector(up or scene.up_axis)
         home = default_camera(scene, fb_w, fb_h, up=up)
         self.state = ViewerState(
             camera=home,
@@ -122,21 +121,7 @@ class ViewerWindow(pyglet.window.Window):
         # input: imgui sees every event first and never consumes one; the controller acts unless imgui wants
         # the input; this window's own on_key_press gets the keys the controller did not take
         self.keys = PhysicalKeys.from_window(self)
-        lo, hi = (v.double().cpu().numpy() for v in scene.robust_bounds())
-        frame = SceneExtent(center=scene.center().double().cpu().numpy(),
-                           radius=max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6), up=upv)  # fmt: skip
-        if training_cameras is None:
-            try:
-                training_cameras = load_training_cameras(scene, fb_w, fb_h)
-            except (OSError, ValueError) as e:  # a broken cameras.json must not stop the viewer
-                training_cameras = []
-                self.state.message = f"training cameras not loaded: {e}"
-        self.controller = CameraController(
-            self.state, frame, home, keys=self.keys, training_cameras=training_cameras,
-            wants_keyboard=lambda: imgui.get_io().want_capture_keyboard,
-            wants_mouse=lambda: imgui.get_io().want_capture_mouse,
-            save_path=self._save_path,
-        )  # fmt: skip
+        self.controller = self._make_controller(scene, home, up, training_cameras)
         help_rows = CAMERA_HELP + UI_HELP + [("", self.keys.describe())]
         self.overlay = Overlay(self.state, scene_sh_degree=scene.sh_degree, controller=self.controller,
                                help_rows=help_rows)  # fmt: skip
@@ -153,6 +138,56 @@ class ViewerWindow(pyglet.window.Window):
         self._closed = False
         pyglet.clock.schedule_interval(self.tick, 1 / 120)
         self._ready = True
+
+    def _make_controller(self, scene, home: Camera, up: str | None, training_cameras: list[Camera] | None):
+        """A camera controller for `scene` (its extent, up axis and training cameras)."""
+        fb_w, fb_h = self.get_framebuffer_size()
+        lo, hi = (v.double().cpu().numpy() for v in scene.robust_bounds())
+        frame = SceneExtent(center=scene.center().double().cpu().numpy(),
+                           radius=max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6),
+                           up=up_vector(up or scene.up_axis))  # fmt: skip
+        if training_cameras is None:
+            try:
+                training_cameras = load_training_cameras(scene, fb_w, fb_h)
+            except (OSError, ValueError) as e:  # a broken cameras.json must not stop the viewer
+                training_cameras = []
+                self.state.message = f"training cameras not loaded: {e}"
+        return CameraController(
+            self.state, frame, home, keys=self.keys, training_cameras=training_cameras,
+            wants_keyboard=lambda: imgui.get_io().want_capture_keyboard,
+            wants_mouse=lambda: imgui.get_io().want_capture_mouse,
+            save_path=self._save_path,
+        )  # fmt: skip
+
+    def load_scene(self, scene, *, up: str | None = None, training_cameras: list[Camera] | None = None) -> None:
+        """Show another scene in this window, on the same device and backend, from its default view.
+
+        The new renderer and view are made first (a scene that fails to load leaves the old one on screen).
+        Then the old render worker is stopped and the frame texture released, and nothing of the old scene stays
+        referenced: its device memory goes back with the old renderer. Keyframes and navigation start afresh.
+        """
+        renderer = Renderer(scene, device=self.renderer.device, backend=self.renderer.backend)
+        fb_w, fb_h = self.get_framebuffer_size()
+        home = default_camera(scene, fb_w, fb_h, up=up)
+        self.producer.close()
+        self.frame_texture.release()  # the next frame re-creates it; until then the background shows
+        self.scene, self.renderer = scene, renderer
+        self.producer = FrameProducer(renderer, threaded=self.producer.threaded)
+        self._last_frame = self._pending_timer = None
+        self.state.camera = home
+        self.state.stats, self.state.stage_ms, self.state.render_size = None, {}, (0, 0)
+        self.state.render_ms.clear()
+        if self.state.settings.sh_degree is not None and self.state.settings.sh_degree > scene.sh_degree:
+            self.state.settings.sh_degree = None
+        # the controller's handlers go below imgui's input, as in __init__ (imgui sees every event first)
+        self.remove_handlers(self.imgui_input)
+        self.remove_handlers(self.controller)
+        self.controller = self._make_controller(scene, home, up, training_cameras)
+        self.push_handlers(self.controller)
+        self.push_handlers(self.imgui_input)
+        self.overlay.controller = self.controller
+        self.overlay.scene_sh_degree = scene.sh_degree
+        self.state.mark_dirty()
 
     @property
     def redraw_interval(self) -> float:

@@ -24,10 +24,11 @@ Why 16 MB, and why the trim and MALLOC_MMAP_THRESHOLD_: with no leak, the untrim
 between 480 and 590 MB over 300 resizes (freed heap pages of the scene loads stay resident), and even trimmed it
 can step up by ~30 MB once and stay there: glibc's dynamic mmap threshold rises after the first large free, so
 later ~MB-sized temporaries of the loads and renders land in the heap, where fragmentation keeps pages. With
-MALLOC_MMAP_THRESHOLD_=1048576 the trimmed RSS stays within 440-462 MB over 300 resizes and 60 reloads. A leak
-of what a reload replaces is far larger than 16 MB over a run: the bundled scene with its renderer is about
-20 MB, loaded 30 times in the default run. A leak per resize (a frame texture or frame of ~64x36 pixels at
-render scale 0.25, ~10 KB) is too small for RSS; the GL object, texture and thread counts catch those exactly.
+MALLOC_MMAP_THRESHOLD_=1048576 the trimmed RSS medians of the thirds agree within 1 MB over 300 resizes and 60
+reloads (single samples up to 42 MB above them, back at the next sample). A leak of what a reload replaces is
+far larger than 16 MB over a run: the bundled scene with its renderer is 17 MB (6 + 11), loaded 30 times in
+that run. A leak per resize (a frame texture or frame of ~64x36 pixels at render scale 0.25, ~10 KB) is too
+small for RSS; the GL object, texture and thread counts catch those exactly.
 
     MALLOC_MMAP_THRESHOLD_=1048576 python tests/app/soak_viewer.py --iterations 300 --reload-every 5 --sample-every 10
 

@@ -3,40 +3,20 @@
 from __future__ import annotations
 
 import ctypes
-import os
-import shutil
-import subprocess
 
 import pytest
+
+from tests.app import xvfb
 
 
 @pytest.fixture(scope="session")
 def x_display():
     """A usable DISPLAY: the one set, or a private Xvfb for the session (needs the `xvfb` package)."""
-    if os.environ.get("DISPLAY"):
-        yield os.environ["DISPLAY"]
-        return
-    if shutil.which("Xvfb") is None:
-        pytest.fail("DISPLAY is unset and Xvfb is not installed (apt-get install -y xvfb)")
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "640x480x24", "-nolisten", "tcp"],
-        pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    os.close(write_fd)
-    with os.fdopen(read_fd) as f:
-        number = f.readline().strip()
-    if not number:
-        proc.kill()
-        pytest.fail("Xvfb did not start")
-    display = f":{number}"
-    os.environ["DISPLAY"] = display
     try:
-        yield display
-    finally:
-        del os.environ["DISPLAY"]
-        proc.terminate()
-        proc.wait(timeout=10)
+        with xvfb.x_display() as display:
+            yield display
+    except xvfb.NoDisplay as e:
+        pytest.fail(str(e))
 
 
 @pytest.fixture

@@ -42,9 +42,7 @@ import contextlib
 import ctypes
 import gc
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -53,34 +51,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SHARED_SCENE = os.path.join(ROOT, "..", "shared", "scenes", "fruit_drops_minimal.ply")
 # window sizes in screen pixels, cycled; each differs from the one before it
 SIZES = [(160, 120), (224, 128), (96, 160), (200, 200), (128, 72), (256, 144), (120, 90)]
-
-
-@contextlib.contextmanager
-def x_display():
-    """DISPLAY as set, or a private Xvfb for the duration (as the `x_display` fixture of conftest.py)."""
-    if os.environ.get("DISPLAY"):
-        yield os.environ["DISPLAY"]
-        return
-    if shutil.which("Xvfb") is None:
-        sys.exit("DISPLAY is unset and Xvfb is not installed (apt-get install -y xvfb)")
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "640x480x24", "-nolisten", "tcp"],
-        pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    os.close(write_fd)
-    with os.fdopen(read_fd) as f:
-        number = f.readline().strip()
-    if not number:
-        proc.kill()
-        sys.exit("Xvfb did not start")
-    os.environ["DISPLAY"] = f":{number}"
-    try:
-        yield os.environ["DISPLAY"]
-    finally:
-        del os.environ["DISPLAY"]
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def rss_mb() -> dict[str, float]:
@@ -270,8 +240,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("need at least 3 samples (--iterations >= 3 * --sample-every)")
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
-    with x_display():
-        return soak(args)
+    from tests.app.xvfb import NoDisplay, x_display
+
+    try:
+        with x_display():
+            return soak(args)
+    except NoDisplay as e:
+        sys.exit(str(e))
 
 
 if __name__ == "__main__":

@@ -340,6 +340,21 @@ class Overlay:
         c, v = imgui.combo("rasterizer loop", rasterizers.index(s.settings.rasterizer), rasterizers)
         if c:
             s.settings.rasterizer, changed = rasterizers[v], True
+        # the renderer's switches (RenderSettings): each applies at the next frame
+        c, v = imgui.checkbox("load balancing (exact)", s.settings.load_balance)
+        if c:
+            s.settings.load_balance, changed = v, True
+        c, v = imgui.checkbox("sub-tile culling (exact)", s.settings.subtile_cull)
+        if c:
+            s.settings.subtile_cull, changed = v, True
+        c, v = imgui.checkbox("AdaGScale (lossy)", s.settings.adagscale)
+        if c:
+            s.settings.adagscale, changed = v, True
+        if s.settings.adagscale:
+            c, v = imgui.slider_float("AdaGScale tau", s.settings.adagscale_tau, 0.0, 10.0, "%.3f",
+                                      imgui.SliderFlags_.logarithmic)  # fmt: skip
+            if c:
+                s.settings.adagscale_tau, changed = max(v, 0.0), True
         c, v = imgui.checkbox("vsync", s.vsync)
         if c:
             s.vsync = v

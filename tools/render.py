@@ -70,6 +70,9 @@ def add_parser(sub) -> None:
     p.add_argument("--rise", type=float, default=None, help="orbit height above the look-at point (world units)")
     p.add_argument("--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)")
     p.add_argument("--background", default="0,0,0", help="background R,G,B in [0, 1] (default 0,0,0)")
+    p.add_argument("--load-balance", action="store_true", help="split long tile lists over several programs (exact)")
+    p.add_argument("--adagscale-tau", type=float, default=None, metavar="TAU",
+                   help="AdaGScale on, with this quality knob (lossy; 0.1 is the default tau; 0 is exact)")  # fmt: skip
     p.add_argument(
         "--backend",
         choices=("auto", "triton", "torch"),
@@ -115,6 +118,23 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def settings_from_args(args: argparse.Namespace):
+    """RenderSettings from the command line: background and the renderer's switches."""
+    from renderer import RenderSettings
+
+    settings = RenderSettings(
+        background=parse_background(args.background),
+        load_balance=args.load_balance,
+        adagscale=args.adagscale_tau is not None,
+    )
+    if args.adagscale_tau is not None:
+        settings.adagscale_tau = args.adagscale_tau
+    try:
+        return settings.validate()
+    except ValueError as e:
+        raise CliError(str(e)) from None
+
+
 def parse_background(text: str) -> tuple[float, float, float]:
     try:
         vals = tuple(float(v) for v in text.split(","))
@@ -135,7 +155,7 @@ class Job:
     scene: str | None
     up: str | None
     backend: str
-    background: tuple[float, float, float]
+    settings: object  # RenderSettings (background, switches), the same for every frame
     cameras: list  # [Camera] of this job's frames
     indices: list[int]  # frame numbers of `cameras`
     folder: str | None = None  # PNG frames go here
@@ -337,14 +357,14 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
     `scene`: the scene if already loaded (else the job's file is read). Returns the frames' timings."""
     import torch
 
-    from renderer import Renderer, RenderSettings
+    from renderer import Renderer
 
     if job.threads:
         torch.set_num_threads(job.threads)
     if scene is None:
         scene = open_scene(job.scene, job.up)
     renderer = Renderer(scene, device=job.device, backend=job.backend)
-    settings = RenderSettings(background=job.background)
+    settings = job.settings
     stage_ms = []
     sink = FrameSink(job)
     try:
@@ -417,9 +437,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--fps {args.fps}: must be > 0")
     if args.workers < 1:
         raise CliError(f"--workers {args.workers}: must be at least 1")
-    background = parse_background(args.background)
+    settings = settings_from_args(args)
     if args.path is None:
-        return render_image(args, background)
+        return render_image(args)
 
     out = args.out
     is_video = out.lower().endswith(".mp4")
@@ -509,7 +529,7 @@ def run(args: argparse.Namespace) -> int:
                 scene=args.scene,
                 up=args.up,
                 backend=args.backend,
-                background=background,
+                settings=settings,
                 cameras=[cams[i] for i in chunk],
                 indices=chunk,
                 folder=None if is_video else out,
@@ -596,6 +616,7 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float) -> list[int]:
         "frames": len(cams),
         "size": [cams[0].width, cams[0].height],
         "background": args.background,
+        "settings": repr(settings_from_args(args)),
         "cameras": cameras_digest(cams),
     }
     existing = (
@@ -658,11 +679,11 @@ def summary(times: FrameTimes, n: int, wall_s: float, all_s: float, stitch_s: fl
     return "\n".join(lines)
 
 
-def render_image(args: argparse.Namespace, background) -> int:
+def render_image(args: argparse.Namespace) -> int:
     """The single-image mode: the default view to a PNG."""
     from PIL import Image
 
-    from renderer import Renderer, RenderSettings, default_camera
+    from renderer import Renderer, default_camera
     from scenes.atomic import atomic_write, check_writable
 
     if not args.out.lower().endswith(".png"):
@@ -683,7 +704,7 @@ def render_image(args: argparse.Namespace, background) -> int:
         f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}, loaded in {load_s:.2f} s; rendering on {where}"
     )
     cam = default_camera(scene, width, height, fov_y_deg=args.fov)
-    out = renderer.render(cam, RenderSettings(background=background))
+    out = renderer.render(cam, settings_from_args(args))
     with atomic_write(args.out) as f:
         Image.fromarray(np.ascontiguousarray(to_rgba8(out)[..., :3])).save(f, format="PNG")
     s = out.stats

@@ -179,3 +179,20 @@ def test_imgui_takes_the_mouse_over_the_overlay(viewer):
         np.testing.assert_allclose(viewer.state.camera.T_world_camera, T)
     finally:
         viewer.state.show_overlay = False
+
+
+def test_overlay_offers_every_renderer_switch(viewer):
+    """The settings panel draws with every switch on (AdaGScale shows its tau slider), and the next frame
+    renders with those settings."""
+    s = viewer.state.settings
+    s.load_balance = s.subtile_cull = s.adagscale = True
+    s.adagscale_tau = 0.3
+    viewer.state.show_overlay = True
+    try:
+        viewer.state.mark_dirty()
+        pump(viewer)
+        viewer.on_draw()
+        assert viewer.state.settings.adagscale and viewer.state.settings.adagscale_tau == 0.3
+    finally:
+        viewer.state.show_overlay = False
+        s.load_balance = s.subtile_cull = s.adagscale = False

@@ -256,3 +256,15 @@ def test_odd_size_padded_on_request(scene_path, tmp_path, capsys):
     )
     assert "63x47 is odd; the video is 64x48" in capsys.readouterr().out
     assert read_mp4(str(out))[2] == (64, 48)
+
+
+def test_render_switches_reach_the_renderer(tmp_path, scene_path):
+    """--load-balance and --adagscale-tau render (exact and lossy paths) and a bad tau is a one-line error."""
+    from tools.cli import main
+
+    scene = scene_path  # this module's small scene file
+    for extra in (["--load-balance"], ["--adagscale-tau", "0.5"]):
+        out = tmp_path / f"{extra[0].strip('-')}.png"
+        assert main(["render", scene, "--size", "24x16", "--backend", "torch", "--out", str(out), *extra]) == 0
+        assert out.exists()
+    assert main(["render", scene, "--size", "24x16", "--out", str(tmp_path / "x.png"), "--adagscale-tau", "-1"]) == 2

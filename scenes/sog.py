@@ -276,10 +276,8 @@ def _texture_limit(count: int) -> int:
     return 2 * count + (1 << 16)  # writers pad to multiples of 4 rows/columns; anything far larger is a lie
 
 
-def _read_v2(src: _Source, meta: _Meta) -> GaussianScene:
-    path = src.path
-    count = check_count(meta.integer("count"), path, "meta.json count")
-    lim = _texture_limit(count)
+def _means_and_quats(src: _Source, meta: _Meta, count: int, lim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (16-bit, split over two textures, log-transformed) and rotations: the same in v1 and v2."""
     mins, maxs = meta.floats("means.mins", 3), meta.floats("means.maxs", 3)
     lo_name, hi_name = meta.files("means.files", 2)
     lo = _texture(src, lo_name, count, max_texels=lim, label="means_l")[:count]
@@ -287,6 +285,14 @@ def _read_v2(src: _Source, meta: _Meta) -> GaussianScene:
     means = _means(lo, hi, mins, maxs)
     del lo, hi
     quats = _decode_quats(_texture(src, meta.files("quats.files", 1)[0], count, max_texels=lim, label="quats")[:count])
+    return means, quats
+
+
+def _read_v2(src: _Source, meta: _Meta) -> GaussianScene:
+    path = src.path
+    count = check_count(meta.integer("count"), path, "meta.json count")
+    lim = _texture_limit(count)
+    means, quats = _means_and_quats(src, meta, count, lim)
     scale_book = meta.floats("scales.codebook", 256).astype(np.float32)
     sc = _texture(src, meta.files("scales.files", 1)[0], count, max_texels=lim, label="scales")[:count]
     log_scales = scale_book[sc[:, :3]]
@@ -321,12 +327,7 @@ def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
         raise SceneFormatError(f"{path}: SOG v1 meta.json field means.shape is not a list of integers")
     count = check_count(shape[0], path, "meta.json means.shape[0]")
     lim = _texture_limit(count)
-    mins, maxs = meta.floats("means.mins", 3), meta.floats("means.maxs", 3)
-    lo_name, hi_name = meta.files("means.files", 2)
-    lo = _texture(src, lo_name, count, max_texels=lim, label="means_l")[:count]
-    hi = _texture(src, hi_name, count, max_texels=lim, label="means_u")[:count]
-    means = _means(lo, hi, mins, maxs)
-    quats = _decode_quats(_texture(src, meta.files("quats.files", 1)[0], count, max_texels=lim, label="quats")[:count])
+    means, quats = _means_and_quats(src, meta, count, lim)
 
     def lerp8(field: str, texels: np.ndarray, channels: int) -> np.ndarray:
         lo_, hi_ = meta.floats(f"{field}.mins", channels), meta.floats(f"{field}.maxs", channels)

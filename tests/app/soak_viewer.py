@@ -104,23 +104,6 @@ def counting_host_texture(counts: dict[str, int]):
     return CountingHostTexture
 
 
-def pump(window, *, timeout: float = 120.0) -> int:
-    """Draw window frames until the requested frame is rendered and on screen; returns the frames drawn."""
-    end = time.monotonic() + timeout
-    n = 0
-    while True:
-        window.switch_to()
-        window.dispatch_events()
-        window.on_draw()
-        window.flip()
-        n += 1
-        if not window.state.dirty and not window.producer.busy and window.producer.poll() is None and n >= 2:
-            return n
-        if time.monotonic() > end:
-            raise TimeoutError("the viewer did not finish its frame")
-        window.producer.wait(timeout=max(end - time.monotonic(), 0.0))
-
-
 def resize(window, width: int, height: int) -> None:
     """As test_viewer.py's resize test: set_size, let the X server answer, then on_resize."""
     window.set_size(width, height)
@@ -136,6 +119,7 @@ def soak(args) -> int:
     import app  # noqa: F401  (pyglet options first)
     from app.window import ViewerWindow
     from scenes import bundled_scene_path, load_scene
+    from tests.app.driving import pump
 
     paths = args.scene or [bundled_scene_path()] + ([SHARED_SCENE] if os.path.exists(SHARED_SCENE) else [])
     if args.sample_every % (args.reload_every * len(paths)):

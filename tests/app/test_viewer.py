@@ -9,6 +9,8 @@ import time
 import numpy as np
 import pytest
 
+from .driving import pump, send
+
 pytestmark = pytest.mark.gl
 
 SIZE = (64, 48)  # small: the CPU renderer takes ~1-3 s per frame at this size on 2 shared cores
@@ -27,32 +29,6 @@ def viewer(x_display, tmp_path_factory):
     pump(window)
     yield window
     window.close()
-
-
-def send(window, *event) -> None:
-    """Deliver an input event the way the window's event loop delivers the X server's (pyglet queues events
-    dispatched from outside its loop)."""
-    from pyglet.event import EventDispatcher
-
-    EventDispatcher.dispatch_event(window, *event)
-
-
-def pump(window, *, frames: int = 2, timeout: float = 120.0) -> None:
-    """Draw window frames until no render is queued or running and the last one is on screen."""
-    end = time.monotonic() + timeout
-    n = 0
-    while True:
-        window.switch_to()
-        window.dispatch_events()
-        window.on_draw()
-        window.flip()
-        n += 1
-        idle = not window.state.dirty and not window.producer.busy
-        if idle and n >= frames and window.producer.poll() is None:
-            return
-        if time.monotonic() > end:
-            raise TimeoutError("the viewer did not finish its frame")
-        window.producer.wait(timeout=max(end - time.monotonic(), 0.0))
 
 
 def test_opens_with_the_host_path_on_cpu(viewer):

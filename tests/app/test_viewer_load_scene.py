@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from .test_viewer import SIZE, pump, send
+from .driving import pump, send
+from .test_viewer import SIZE
 
 pytestmark = pytest.mark.gl
 

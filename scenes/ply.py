@@ -317,6 +317,8 @@ def _page_releaser(data: bytes | memoryview, records: np.ndarray) -> Callable[[i
     base = np.frombuffer(data, np.uint8).ctypes.data
     start = records.ctypes.data - base
     row = records.dtype.itemsize
+    if start < 0 or start + len(records) * row > len(data):
+        return None  # parsed (ASCII) or converted records: not a view of the mapping, nothing to release
 
     def release(a: int, b: int) -> None:
         lo = (start + a * row) // mmap.PAGESIZE * mmap.PAGESIZE

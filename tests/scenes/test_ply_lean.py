@@ -128,3 +128,16 @@ def test_load_peak_memory_is_about_the_scene(tmp_path):
     extra, size = map(int, out.stdout.split()[-2:])
     print(f"\n1M SH2 PLY load: peak RSS above baseline = {extra / size:.2f} x the scene")
     assert extra < 1.1 * size + (48 << 20)
+
+
+def test_page_release_only_for_records_inside_the_mapping(tmp_path):
+    """Parsed (ASCII) records live outside the file mapping: releasing their 'pages' must not be attempted,
+    wherever the allocator happened to put them (it once raised 'madvise start out of bounds')."""
+    path = tmp_path / "a.bin"
+    path.write_bytes(bytes(3 * 4096))
+    data = ply.map_file(str(path))
+    inside = np.frombuffer(data, np.float32)[1024:2048]
+    assert ply._page_releaser(data, inside) is not None
+    for outside in (np.zeros(4, np.float32), np.zeros(1 << 20, np.float32)):
+        assert ply._page_releaser(data, outside) is None
+    ply._page_releaser(data, inside)(0, len(inside))  # in bounds: no error

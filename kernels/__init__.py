@@ -12,6 +12,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from .bin import SENTINEL_KEY, emit_tile_keys  # noqa: E402
+from .cull import cull_window  # noqa: E402
 from .project import project_gaussians, project_outputs  # noqa: E402
 from .rasterize import rasterize_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
@@ -19,6 +20,7 @@ from .tile_ranges import tile_ranges  # noqa: E402
 
 __all__ = [
     "SENTINEL_KEY",
+    "cull_window",
     "emit_tile_keys",
     "project_gaussians",
     "project_outputs",

@@ -95,6 +95,90 @@ def row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, TILE: tl.constexpr):
 
 
 @triton.jit
+def ewa_footprint(camera_ptr, x, y, z, covars_ptr, offs, valid, width, height, near, far, eps2d):
+    """World point (x, y, z) with covariance row `offs` of covars [N, 6] -> camera depth zc, screen mean
+    (mx, my), conic (a, b, c) of the EWA-projected 2D covariance, and `visible` (valid, within [near, far],
+    det > 0). One definition for the project and window-cull kernels, so their culls agree bit for bit.
+    camera [24]: viewmat row-major [16], fx, fy, cx, cy, campos [3], pad."""
+    # camera: viewmat rows (R | t), intrinsics, centre
+    r00 = tl.load(camera_ptr + 0)
+    r01 = tl.load(camera_ptr + 1)
+    r02 = tl.load(camera_ptr + 2)
+    t0 = tl.load(camera_ptr + 3)
+    r10 = tl.load(camera_ptr + 4)
+    r11 = tl.load(camera_ptr + 5)
+    r12 = tl.load(camera_ptr + 6)
+    t1 = tl.load(camera_ptr + 7)
+    r20 = tl.load(camera_ptr + 8)
+    r21 = tl.load(camera_ptr + 9)
+    r22 = tl.load(camera_ptr + 10)
+    t2 = tl.load(camera_ptr + 11)
+    fx = tl.load(camera_ptr + 16)
+    fy = tl.load(camera_ptr + 17)
+    cx = tl.load(camera_ptr + 18)
+    cy = tl.load(camera_ptr + 19)
+
+    xc = r00 * x + r01 * y + r02 * z + t0
+    yc = r10 * x + r11 * y + r12 * z + t1
+    zc = r20 * x + r21 * y + r22 * z + t2
+    visible = valid & (zc >= near) & (zc <= far)
+
+    # Sigma_c = R Sigma R^T (symmetric 3x3)
+    s00 = tl.load(covars_ptr + offs * 6 + 0, mask=visible, other=0.0)
+    s01 = tl.load(covars_ptr + offs * 6 + 1, mask=visible, other=0.0)
+    s02 = tl.load(covars_ptr + offs * 6 + 2, mask=visible, other=0.0)
+    s11 = tl.load(covars_ptr + offs * 6 + 3, mask=visible, other=0.0)
+    s12 = tl.load(covars_ptr + offs * 6 + 4, mask=visible, other=0.0)
+    s22 = tl.load(covars_ptr + offs * 6 + 5, mask=visible, other=0.0)
+    # M = R Sigma
+    m00 = r00 * s00 + r01 * s01 + r02 * s02
+    m01 = r00 * s01 + r01 * s11 + r02 * s12
+    m02 = r00 * s02 + r01 * s12 + r02 * s22
+    m10 = r10 * s00 + r11 * s01 + r12 * s02
+    m11 = r10 * s01 + r11 * s11 + r12 * s12
+    m12 = r10 * s02 + r11 * s12 + r12 * s22
+    m20 = r20 * s00 + r21 * s01 + r22 * s02
+    m21 = r20 * s01 + r21 * s11 + r22 * s12
+    m22 = r20 * s02 + r21 * s12 + r22 * s22
+    # C = M R^T
+    c00 = m00 * r00 + m01 * r01 + m02 * r02
+    c01 = m00 * r10 + m01 * r11 + m02 * r12
+    c02 = m00 * r20 + m01 * r21 + m02 * r22
+    c11 = m10 * r10 + m11 * r11 + m12 * r12
+    c12 = m10 * r20 + m11 * r21 + m12 * r22
+    c22 = m20 * r20 + m21 * r21 + m22 * r22
+
+    # perspective Jacobian, with the view-space x/z, y/z clamped to 1.3x the frustum (3DGS, gsplat)
+    tan_fovx = 0.5 * width / fx
+    tan_fovy = 0.5 * height / fy
+    lim_x_pos = (width - cx) / fx + 0.3 * tan_fovx
+    lim_x_neg = cx / fx + 0.3 * tan_fovx
+    lim_y_pos = (height - cy) / fy + 0.3 * tan_fovy
+    lim_y_neg = cy / fy + 0.3 * tan_fovy
+    zs = tl.where(visible, zc, 1.0)
+    rz = 1.0 / zs
+    rz2 = rz * rz
+    tx = zs * tl.minimum(lim_x_pos, tl.maximum(-lim_x_neg, xc * rz))
+    ty = zs * tl.minimum(lim_y_pos, tl.maximum(-lim_y_neg, yc * rz))
+    j00 = fx * rz
+    j02 = -fx * tx * rz2
+    j11 = fy * rz
+    j12 = -fy * ty * rz2
+    cov_xx = j00 * j00 * c00 + 2.0 * j00 * j02 * c02 + j02 * j02 * c22 + eps2d
+    cov_xy = j00 * j11 * c01 + j00 * j12 * c02 + j02 * j11 * c12 + j02 * j12 * c22
+    cov_yy = j11 * j11 * c11 + 2.0 * j11 * j12 * c12 + j12 * j12 * c22 + eps2d
+    det = cov_xx * cov_yy - cov_xy * cov_xy
+    visible = visible & (det > 0.0)
+    det = tl.where(visible, det, 1.0)
+    a = cov_yy / det
+    b = -cov_xy / det
+    c = cov_xx / det
+    mx = fx * xc * rz + cx
+    my = fy * yc * rz + cy
+    return zc, mx, my, a, b, c, visible
+
+
+@triton.jit
 def _sh_load(sh_ptr, offs, k: tl.constexpr, K: tl.constexpr, mask):
     base = sh_ptr + offs * (K * 3) + k * 3
     r = tl.load(base + 0, mask=mask, other=0.0)

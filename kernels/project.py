@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._device import adagscale_s2, alpha_threshold_t, eval_sh, row_tile_span, tile_rows
+from ._device import adagscale_s2, alpha_threshold_t, eval_sh, ewa_footprint, row_tile_span, tile_rows
 from ._launch import interpreting
 
 
@@ -45,6 +45,7 @@ def _project_kernel(
     tiles_touched_ptr,  # [N] i32 out
     extents_ptr,  # [N, 4] f32 out
     bin_t_ptr,  # [N] f32 out
+    live_ptr,  # [N] i8: 0 = skip this Gaussian (read only when HAS_LIVE)
     N,
     width,
     height,
@@ -57,93 +58,24 @@ def _project_kernel(
     DEGREE: tl.constexpr,
     TILE: tl.constexpr,
     ADAGSCALE: tl.constexpr,
+    HAS_LIVE: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     in_range = offs < N
-
-    # camera: viewmat rows (R | t), intrinsics, centre
-    r00 = tl.load(camera_ptr + 0)
-    r01 = tl.load(camera_ptr + 1)
-    r02 = tl.load(camera_ptr + 2)
-    t0 = tl.load(camera_ptr + 3)
-    r10 = tl.load(camera_ptr + 4)
-    r11 = tl.load(camera_ptr + 5)
-    r12 = tl.load(camera_ptr + 6)
-    t1 = tl.load(camera_ptr + 7)
-    r20 = tl.load(camera_ptr + 8)
-    r21 = tl.load(camera_ptr + 9)
-    r22 = tl.load(camera_ptr + 10)
-    t2 = tl.load(camera_ptr + 11)
-    fx = tl.load(camera_ptr + 16)
-    fy = tl.load(camera_ptr + 17)
-    cx = tl.load(camera_ptr + 18)
-    cy = tl.load(camera_ptr + 19)
-    cam_x = tl.load(camera_ptr + 20)
-    cam_y = tl.load(camera_ptr + 21)
-    cam_z = tl.load(camera_ptr + 22)
+    valid = in_range
+    if HAS_LIVE:  # temporal reuse: Gaussians outside the live set are culled before any other load
+        valid = valid & (tl.load(live_ptr + offs, mask=in_range, other=0) != 0)
 
     x = tl.load(means_ptr + offs * 3 + 0, mask=in_range, other=0.0)
     y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
     z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
-    xc = r00 * x + r01 * y + r02 * z + t0
-    yc = r10 * x + r11 * y + r12 * z + t1
-    zc = r20 * x + r21 * y + r22 * z + t2
-    visible = in_range & (zc >= near) & (zc <= far)
-
-    # Sigma_c = R Sigma R^T (symmetric 3x3)
-    s00 = tl.load(covars_ptr + offs * 6 + 0, mask=visible, other=0.0)
-    s01 = tl.load(covars_ptr + offs * 6 + 1, mask=visible, other=0.0)
-    s02 = tl.load(covars_ptr + offs * 6 + 2, mask=visible, other=0.0)
-    s11 = tl.load(covars_ptr + offs * 6 + 3, mask=visible, other=0.0)
-    s12 = tl.load(covars_ptr + offs * 6 + 4, mask=visible, other=0.0)
-    s22 = tl.load(covars_ptr + offs * 6 + 5, mask=visible, other=0.0)
-    # M = R Sigma
-    m00 = r00 * s00 + r01 * s01 + r02 * s02
-    m01 = r00 * s01 + r01 * s11 + r02 * s12
-    m02 = r00 * s02 + r01 * s12 + r02 * s22
-    m10 = r10 * s00 + r11 * s01 + r12 * s02
-    m11 = r10 * s01 + r11 * s11 + r12 * s12
-    m12 = r10 * s02 + r11 * s12 + r12 * s22
-    m20 = r20 * s00 + r21 * s01 + r22 * s02
-    m21 = r20 * s01 + r21 * s11 + r22 * s12
-    m22 = r20 * s02 + r21 * s12 + r22 * s22
-    # C = M R^T
-    c00 = m00 * r00 + m01 * r01 + m02 * r02
-    c01 = m00 * r10 + m01 * r11 + m02 * r12
-    c02 = m00 * r20 + m01 * r21 + m02 * r22
-    c11 = m10 * r10 + m11 * r11 + m12 * r12
-    c12 = m10 * r20 + m11 * r21 + m12 * r22
-    c22 = m20 * r20 + m21 * r21 + m22 * r22
-
-    # perspective Jacobian, with the view-space x/z, y/z clamped to 1.3x the frustum (3DGS, gsplat)
-    tan_fovx = 0.5 * width / fx
-    tan_fovy = 0.5 * height / fy
-    lim_x_pos = (width - cx) / fx + 0.3 * tan_fovx
-    lim_x_neg = cx / fx + 0.3 * tan_fovx
-    lim_y_pos = (height - cy) / fy + 0.3 * tan_fovy
-    lim_y_neg = cy / fy + 0.3 * tan_fovy
-    zs = tl.where(visible, zc, 1.0)
-    rz = 1.0 / zs
-    rz2 = rz * rz
-    tx = zs * tl.minimum(lim_x_pos, tl.maximum(-lim_x_neg, xc * rz))
-    ty = zs * tl.minimum(lim_y_pos, tl.maximum(-lim_y_neg, yc * rz))
-    j00 = fx * rz
-    j02 = -fx * tx * rz2
-    j11 = fy * rz
-    j12 = -fy * ty * rz2
-    cov_xx = j00 * j00 * c00 + 2.0 * j00 * j02 * c02 + j02 * j02 * c22 + eps2d
-    cov_xy = j00 * j11 * c01 + j00 * j12 * c02 + j02 * j11 * c12 + j02 * j12 * c22
-    cov_yy = j11 * j11 * c11 + 2.0 * j11 * j12 * c12 + j12 * j12 * c22 + eps2d
-    det = cov_xx * cov_yy - cov_xy * cov_xy
-    visible = visible & (det > 0.0)
-    det = tl.where(visible, det, 1.0)
-    a = cov_yy / det
-    b = -cov_xy / det
-    c = cov_xx / det
-    mx = fx * xc * rz + cx
-    my = fy * yc * rz + cy
+    zc, mx, my, a, b, c, visible = ewa_footprint(camera_ptr, x, y, z, covars_ptr, offs, valid,
+                                                 width, height, near, far, eps2d)  # fmt: skip
+    cam_x = tl.load(camera_ptr + 20)
+    cam_y = tl.load(camera_ptr + 21)
+    cam_z = tl.load(camera_ptr + 22)
 
     o = tl.load(opacities_ptr + offs, mask=visible, other=0.0)
     visible = visible & (o >= 1.0 / 255.0)
@@ -220,6 +152,7 @@ def project_gaussians(
     tile_size: int = 16,
     adagscale_tau: float | None = None,
     adagscale_s_min: float = 0.5,
+    live: torch.Tensor | None = None,
     out: tuple[torch.Tensor, ...] | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
@@ -227,6 +160,7 @@ def project_gaussians(
     Args:
         adagscale_tau: None = exact binning; else AdaGScale's score threshold tau >= 0 (pixels of colour-weighted
             alpha mass; 0 keeps s = 1, the exact tiles). adagscale_s_min: the smallest binning scale, in (0, 1].
+        live: optional [N] int8 mask; Gaussians where it is 0 are culled (tiles_touched 0) without being read.
 
     Returns:
         means2d [N,2], conic_opacity [N,4], depths [N], colors [N,3], tiles_touched [N] int32 (0 = culled),
@@ -239,15 +173,17 @@ def project_gaussians(
     assert sh_degree >= 0 and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
     assert adagscale_tau is None or adagscale_tau >= 0, adagscale_tau
     assert 0 < adagscale_s_min <= 1, adagscale_s_min
+    assert live is None or (live.shape == (N,) and live.dtype == torch.int8), None if live is None else live.shape
     if out is None:
         out = project_outputs(N, means.device)
     means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t = out
     block = 256 if interpreting() else 128
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
-        means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t,
+        means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t, tiles_touched if live is None else live,
         N, width, height, near, far, eps2d, float(adagscale_tau or 0.0), float(adagscale_s_min),
-        K=K, DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, BLOCK_N=block,
+        K=K, DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None,
+        HAS_LIVE=live is not None, BLOCK_N=block,
     )  # fmt: skip
     return means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t
 

@@ -53,13 +53,15 @@ def _touches(ext_ptr, gid, valid, box):
 
 @triton.jit
 def _blend_scalar(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive, cr, cg, cb,
-    UNROLL: tl.constexpr, CULL: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T, alive,
+    cr, cg, cb, UNROLL: tl.constexpr, CULL: tl.constexpr, MARK: tl.constexpr,
 ):  # fmt: skip
     """Blend list entries [s, end) into the pixels' (C, T); `alive` pixels stop by gsplat's rule.
 
     With CULL, a Gaussian whose box misses this program's pixels (box = x_max, x_min, y_max, y_min of their
     centres) is skipped: a uniform branch for the whole program, so no pixel pays for it.
+    With MARK, mark_ptr[gid] = 1 for every Gaussian that blends into or stops at least one pixel: the others
+    can be removed from the list without changing the image (temporal reuse's occlusion culling).
     Returns (T, alive, stopped, cr, cg, cb): `stopped` marks pixels that hit the stopping rule here."""
     stopped = alive & False
     while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
@@ -87,6 +89,8 @@ def _blend_scalar(
             cr += w * tl.load(colors_ptr + gid * 3 + 0, mask=in_list, other=0.0)
             cg += w * tl.load(colors_ptr + gid * 3 + 1, mask=in_list, other=0.0)
             cb += w * tl.load(colors_ptr + gid * 3 + 2, mask=in_list, other=0.0)
+            if MARK:  # blended somewhere, or stopped a pixel (removing it would let that pixel go on)
+                tl.store(mark_ptr + gid, tl.full([], 1, tl.int8), mask=tl.max(ok.to(tl.int32), axis=0) > 0)
             T = tl.where(blend, next_T, T)
             alive = alive & ~stop
             stopped = stopped | stop
@@ -96,8 +100,8 @@ def _blend_scalar(
 
 @triton.jit
 def _blend_batched(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive, cr, cg, cb,
-    BATCH: tl.constexpr, CULL: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T, alive,
+    cr, cg, cb, BATCH: tl.constexpr, CULL: tl.constexpr, MARK: tl.constexpr,
 ):  # fmt: skip
     """Same contract as `_blend_scalar`, BATCH Gaussians per step (transmittance by cumprod)."""
     stopped = alive & False
@@ -125,6 +129,9 @@ def _blend_batched(
         cr += tl.sum(w * tl.load(colors_ptr + gid * 3 + 0, mask=in_batch, other=0.0)[:, None], axis=0)
         cg += tl.sum(w * tl.load(colors_ptr + gid * 3 + 1, mask=in_batch, other=0.0)[:, None], axis=0)
         cb += tl.sum(w * tl.load(colors_ptr + gid * 3 + 2, mask=in_batch, other=0.0)[:, None], axis=0)
+        if MARK:  # blended somewhere, or stopped a pixel: T before it was still above the stopping threshold
+            blended = tl.max((ok & (incl / (1.0 - alpha) > T_STOP)).to(tl.int32), axis=1) > 0
+            tl.store(mark_ptr + gid, tl.full([BATCH], 1, tl.int8), mask=in_batch & blended)
         stop = alive & (tl.min(incl, axis=0) <= T_STOP)
         T = tl.min(tl.where(keep, incl, T[None, :]), axis=0)
         alive = alive & ~stop
@@ -135,18 +142,18 @@ def _blend_batched(
 
 @triton.jit
 def _blend(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive, cr, cg, cb,
-    BATCHED: tl.constexpr, STEP: tl.constexpr, CULL: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T, alive,
+    cr, cg, cb, BATCHED: tl.constexpr, STEP: tl.constexpr, CULL: tl.constexpr, MARK: tl.constexpr,
 ):  # fmt: skip
     if BATCHED:
         return _blend_batched(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive,
-            cr, cg, cb, STEP, CULL,
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T,
+            alive, cr, cg, cb, STEP, CULL, MARK,
         )  # fmt: skip
     else:
         return _blend_scalar(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, end, fx, fy, box, T, alive,
-            cr, cg, cb, STEP, CULL,
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T,
+            alive, cr, cg, cb, STEP, CULL, MARK,
         )  # fmt: skip
 
 
@@ -222,6 +229,7 @@ def _rasterize_chunks_kernel(
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
     ext_ptr,  # [N, 4] f32 (x_min, y_min, x_max, y_max)
+    mark_ptr,  # [N] i8 out: 1 for Gaussians blended into some pixel (written only when MARK)
     bg_ptr,  # [3] f32
     partial_ptr,  # [n_items * SUBS, 4, SUB * SUB] f32 out: C rgb and T (negated where the pixel stopped)
     rgb_ptr,  # [H, W, 3] f32 out
@@ -237,6 +245,7 @@ def _rasterize_chunks_kernel(
     CULL: tl.constexpr,
     PHASE: tl.constexpr,  # 0: the first chunk of every tile (early termination); 1: the other chunks
     HAS_RGBA8: tl.constexpr,
+    MARK: tl.constexpr,
 ):
     SUBS: tl.constexpr = (TILE // SUB) * (TILE // SUB)
     sub = tl.program_id(0) % SUBS
@@ -261,8 +270,8 @@ def _rasterize_chunks_kernel(
         T = tl.full([SUB * SUB], 1.0, tl.float32)
         zero = tl.zeros([SUB * SUB], tl.float32)
         T, alive, stopped, cr, cg, cb = _blend(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, e, fx, fy, box, T, inside,
-            zero, zero, zero, BATCHED, STEP, CULL,
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, e, fx, fy, box, T, inside,
+            zero, zero, zero, BATCHED, STEP, CULL, MARK,
         )  # fmt: skip
         # A block finishes here when its list is short, or when every pixel stopped within its first chunk
         # (the stopping rule was applied with the true T, which starts at 1): later chunks cannot matter.
@@ -289,6 +298,7 @@ def _composite_chunks_kernel(
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
     ext_ptr,  # [N, 4] f32
+    mark_ptr,  # [N] i8 out (when MARK)
     bg_ptr,  # [3] f32
     partial_ptr,  # [n_items * SUBS, 4, SUB * SUB] f32
     done_ptr,  # [n_tiles * SUBS] i32, from phase 0
@@ -304,6 +314,7 @@ def _composite_chunks_kernel(
     STEP: tl.constexpr,
     CULL: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
+    MARK: tl.constexpr,
 ):
     SUBS: tl.constexpr = (TILE // SUB) * (TILE // SUB)
     tile_id = tl.program_id(0) // SUBS
@@ -329,8 +340,8 @@ def _composite_chunks_kernel(
             if tl.max(stops_here.to(tl.int32), axis=0) > 0:
                 s = start + k * chunk
                 T2, alive2, stopped2, cr2, cg2, cb2 = _blend(
-                    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, s, tl.minimum(end, s + chunk),
-                    fx, fy, box, T, stops_here, cr, cg, cb, BATCHED, STEP, CULL,
+                    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s,
+                    tl.minimum(end, s + chunk), fx, fy, box, T, stops_here, cr, cg, cb, BATCHED, STEP, CULL, MARK,
                 )  # fmt: skip
                 cr = tl.where(stops_here, cr2, cr)
                 cg = tl.where(stops_here, cg2, cg)
@@ -370,6 +381,7 @@ def rasterize_tiles(
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     workspace: dict | None = None,
+    marks: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
@@ -381,6 +393,10 @@ def rasterize_tiles(
     measured defaults; none of these changes the image beyond float rounding.
     `out` = (rgb, alpha, rgba8 or None) buffers to write into; `workspace` = a dict in which the launcher
     keeps its chunk buffers between calls.
+    marks: optional [N] int8, zeroed by the caller; set to 1 for each Gaussian that blends into or stops at
+    least one pixel, so that the unmarked ones can be dropped without changing the image. With load
+    balancing, a Gaussian of a later chunk is marked when it blends from that chunk's T = 1 start, so the
+    marks are a superset: never a Gaussian missing that did contribute.
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -428,11 +444,12 @@ def rasterize_tiles(
         item_tile = n_items = partial = chunk_offsets  # not read: every block finishes in phase 0
     done = _buffer(ws, "done", n_tiles * subs, torch.int32, device)
     meta = dict(TILE=tile_size, SUB=subtile, BATCHED=batched, STEP=step, CULL=subtile < tile_size,
-                HAS_RGBA8=has_rgba8, num_warps=num_warps)  # fmt: skip
+                HAS_RGBA8=has_rgba8, MARK=marks is not None, num_warps=num_warps)  # fmt: skip
+    mark_arg = marks if marks is not None else done
     rgba8_arg = rgba8 if has_rgba8 else alpha
     args = (
         gaussian_ids, ranges, chunk_offsets, item_tile, n_items, done, means2d, conic_opacity, colors, extents,
-        background, partial, rgb, alpha, rgba8_arg, width, height, chunk,
+        mark_arg, background, partial, rgb, alpha, rgba8_arg, width, height, chunk,
     )  # fmt: skip
     # phase 0: every tile's first chunk, with early termination; short tiles finish here
     _rasterize_chunks_kernel[(n_tiles * subs,)](*args, PHASE=0, **meta)
@@ -440,8 +457,8 @@ def rasterize_tiles(
         # phase 1: the other chunks of the long lists whose blocks phase 0 did not finish, then compositing
         _rasterize_chunks_kernel[(max_items * subs,)](*args, PHASE=1, **meta)
         _composite_chunks_kernel[(n_tiles * subs,)](
-            gaussian_ids, ranges, chunk_offsets, means2d, conic_opacity, colors, extents, background, partial,
-            done, rgb, alpha, rgba8_arg, width, height, chunk, **meta,
+            gaussian_ids, ranges, chunk_offsets, means2d, conic_opacity, colors, extents, mark_arg, background,
+            partial, done, rgb, alpha, rgba8_arg, width, height, chunk, **meta,
         )  # fmt: skip
     return rgb, alpha, rgba8
 

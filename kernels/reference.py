@@ -122,24 +122,8 @@ def colour_weight(colors: torch.Tensor) -> torch.Tensor:
     return colors.amax(-1).clamp(WEIGHT_MIN, 1.0)
 
 
-def project_gaussians(
-    means: torch.Tensor,  # [N, 3]
-    covars: torch.Tensor,  # [N, 6]
-    opacities: torch.Tensor,  # [N]
-    sh: torch.Tensor,  # [N, K, 3]
-    camera: torch.Tensor,  # [24]
-    width: int,
-    height: int,
-    *,
-    sh_degree: int,
-    near: float = 0.01,
-    far: float = 1e10,
-    eps2d: float = 0.3,
-    tile_size: int = 16,
-    adagscale_tau: float | None = None,
-    adagscale_s_min: float = 0.5,
-    out: tuple[torch.Tensor, ...] | None = None,
-) -> tuple[torch.Tensor, ...]:
+def ewa_footprint(means, covars, camera, width: int, height: int, near: float, far: float, eps2d: float):
+    """Camera depth zc, screen mean (mx, my), EWA conic (a, b, c) and the near/far/det visibility: [N] each."""
     N = means.shape[0]
     viewmat, fx, fy, cx, cy, campos = _unpack_camera(camera)
     R, t = viewmat[:3, :3], viewmat[:3, 3]
@@ -175,6 +159,34 @@ def project_gaussians(
     a, b, c = cyy / det, -cxy / det, cxx / det
     mx, my = fx * xc * rz + cx, fy * yc * rz + cy
 
+    return zc, mx, my, a, b, c, visible
+
+
+def project_gaussians(
+    means: torch.Tensor,  # [N, 3]
+    covars: torch.Tensor,  # [N, 6]
+    opacities: torch.Tensor,  # [N]
+    sh: torch.Tensor,  # [N, K, 3]
+    camera: torch.Tensor,  # [24]
+    width: int,
+    height: int,
+    *,
+    sh_degree: int,
+    near: float = 0.01,
+    far: float = 1e10,
+    eps2d: float = 0.3,
+    tile_size: int = 16,
+    adagscale_tau: float | None = None,
+    adagscale_s_min: float = 0.5,
+    live: torch.Tensor | None = None,
+    out: tuple[torch.Tensor, ...] | None = None,
+) -> tuple[torch.Tensor, ...]:
+    N = means.shape[0]
+    campos = camera[20:23]
+    zc, mx, my, a, b, c, visible = ewa_footprint(means, covars, camera, width, height, near, far, eps2d)
+    if live is not None:
+        visible &= live != 0
+
     o = opacities
     visible &= o >= 1.0 / 255.0
     tt = _alpha_threshold_t(torch.where(visible, o, torch.ones_like(o)))
@@ -208,6 +220,43 @@ def project_gaussians(
     colors_out.copy_(colors)
     tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
     return means2d, conic_opacity, depths, colors_out, tiles_touched, extents, bin_t
+
+
+def cull_window(
+    means: torch.Tensor,
+    covars: torch.Tensor,
+    opacities: torch.Tensor,
+    cameras: torch.Tensor,  # [K, 24]
+    width: int,
+    height: int,
+    *,
+    near: float = 0.01,
+    far: float = 1e10,
+    eps2d: float = 0.3,
+    margin: float = 16.0,
+    guard: float = 0.0,
+    tile_size: int = 16,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """keep [N] int8: the footprint's box meets the widened tile grid of some camera, or the Gaussian lies
+    within `guard` of its centre (see kernels/cull.py)."""
+    o = opacities
+    candidate = o >= 1.0 / 255.0
+    t = _alpha_threshold_t(torch.where(candidate, o, torch.ones_like(o)))
+    x_hi = -(-width // tile_size) * tile_size + margin
+    y_hi = -(-height // tile_size) * tile_size + margin
+    keep = torch.zeros_like(candidate)
+    for cam in cameras:
+        zc, mx, my, a, b, c, visible = ewa_footprint(means, covars, cam, width, height, near, far, eps2d)
+        visible &= candidate
+        det = torch.where(visible, a * c - b * b, torch.ones_like(a))
+        rx, ry = torch.sqrt(t * c / det), torch.sqrt(t * a / det)
+        on = visible & (mx + rx >= -margin) & (mx - rx <= x_hi) & (my + ry >= -margin) & (my - ry <= y_hi)
+        near_camera = candidate & ((means - cam[20:23]).square().sum(1) < guard * guard)
+        keep |= on | near_camera
+    if out is None:
+        out = torch.empty(len(means), dtype=torch.int8, device=means.device)
+    return out.copy_(keep)
 
 
 # ----------------------------------------------------------------------------------------------- bin
@@ -330,11 +379,13 @@ def rasterize_tiles(
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     workspace: dict | None = None,
+    marks: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. `extents` and the Triton launcher's
     scheduling knobs (`variant`, `chunk`, `subtile`, `step`, `num_warps`, `workspace`) are accepted and
-    ignored: none of them changes the image."""
+    ignored: none of them changes the image. `marks` ([N] int8, zeroed by the caller) gets 1 for every
+    Gaussian that blends into or stops at least one pixel."""
     device = means2d.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -376,6 +427,8 @@ def rasterize_tiles(
             keep = incl > 1e-4  # a pixel stops before the Gaussian that would take T to <= 1e-4
             w = torch.where(keep, alpha * excl, torch.zeros_like(alpha))
             acc += w.T @ colors[g]
+            if marks is not None:  # blended, or stopped a pixel (T before it still above the threshold)
+                marks[g[(ok & (excl > 1e-4)).any(1)]] = 1
             done |= incl.min(0).values <= 1e-4
             T = torch.where(keep, incl, T[None]).min(0).values
             if bool(done.all()):
@@ -393,6 +446,7 @@ def rasterize_tiles(
 
 
 __all__ = [
+    "cull_window",
     "project_outputs",
     "project_gaussians",
     "emit_tile_keys",

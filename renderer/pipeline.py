@@ -9,6 +9,9 @@
 
 One device-to-host sync per frame: the number of pairs, to size the sort. Buffers live in the Renderer's
 workspace and are reused across frames (grow-only), so a frame allocates nothing large.
+
+Temporal reuse (renderer/temporal.py) decides, before stage 1, which Gaussians a frame projects: the whole
+scene, or a window's compacted set, optionally masked by occlusion; and may return the last frame unchanged.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from scenes import GaussianScene
 from .camera import Camera
 from .memory import check_fits
 from .settings import RenderSettings
+from .temporal import TemporalCache
 from .timing import StageTimer
 
 BACKENDS = ("auto", "triton", "torch")
@@ -59,6 +63,8 @@ class RenderStats:
     max_tile_pairs: int  # longest tile list (load-balance indicator)
     stage_ms: dict[str, float] = field(default_factory=dict)  # per stage; "total" included
     backend: str = ""
+    n_projected: int = -1  # Gaussians stage 1 ran on (fewer than n_gaussians inside a temporal window)
+    source: str = "full"  # "full" | "window" (a temporal window's set) | "reused" (the last frame, unchanged)
 
 
 @dataclass
@@ -129,6 +135,10 @@ class Renderer:
         self._image: tuple[Tensor, ...] = ()
         self._raster_ws: dict = {}  # the rasterizer's chunk buffers (grow-only)
         self.last_timer: StageTimer | None = None
+        lo, hi = scene.robust_bounds() if self.n else (torch.zeros(3), torch.ones(3))
+        self.scene_radius = max(0.5 * float((hi - lo).norm()), 1e-6)  # the size distance settings scale with
+        self.temporal = TemporalCache()
+        self._last_output: RenderOutput | None = None
 
     # ------------------------------------------------------------------ workspace
 
@@ -164,18 +174,34 @@ class Renderer:
 
     @torch.inference_mode()
     def render(
-        self, camera: Camera, settings: RenderSettings | None = None, *, sync_stats: bool = True
+        self,
+        camera: Camera,
+        settings: RenderSettings | None = None,
+        *,
+        sync_stats: bool = True,
+        future: list[Camera] | None = None,
     ) -> RenderOutput:
         """Render one frame. With sync_stats=False the stage times are left to `last_timer` (read them a
-        frame later, when the GPU has finished) and the frame performs only the one pair-count sync."""
+        frame later, when the GPU has finished) and the frame performs only the one pair-count sync.
+        `future`: the cameras of the next frames when they are known (a camera path), for temporal reuse."""
         if self.device.type == "cuda":  # Triton launches on the current device: make it this renderer's
             with torch.cuda.device(self.device):
-                return self._render(camera, settings, sync_stats)
-        return self._render(camera, settings, sync_stats)
+                return self._render(camera, settings, sync_stats, future)
+        return self._render(camera, settings, sync_stats, future)
 
-    def _render(self, camera: Camera, settings: RenderSettings | None, sync_stats: bool) -> RenderOutput:
+    def _render(
+        self, camera: Camera, settings: RenderSettings | None, sync_stats: bool, future: list[Camera] | None
+    ) -> RenderOutput:
         settings = (settings or RenderSettings()).validate()
         check_image_size(camera.width, camera.height)
+        temporal = self.temporal
+        temporal.stats.frames += 1
+        if self._last_output is not None and temporal.unchanged(camera, settings):
+            temporal.stats.frames_reused += 1
+            last = self._last_output
+            stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused"})
+            return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts)
+        self._last_output = None  # the workspace is about to change
         k = self.k
         W, H, tile = camera.width, camera.height, settings.tile_size
         n_tx, n_ty = (W + tile - 1) // tile, (H + tile - 1) // tile
@@ -185,23 +211,29 @@ class Renderer:
         timer = StageTimer(self.device)
         self.last_timer = timer
 
+        # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
+        with timer.stage("temporal"):
+            src = temporal.source(self, camera, settings, future)
+        n = src.n
+        proj = tuple(buf[:n] for buf in self._proj)
+        offsets = self._offsets[:n]
         # 1. project: cull, conic, depth, colour, exact tile counts
         with timer.stage("project"):
             cam = camera.packed(self.device)
             means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t = k.project_gaussians(
-                self.means, self.covars, self.opacities, self.sh, cam, W, H,
+                src.means, src.covars, src.opacities, src.sh, cam, W, H,
                 sh_degree=degree, near=settings.near, far=settings.far, eps2d=settings.eps2d, tile_size=tile,
                 adagscale_tau=settings.adagscale_tau if settings.adagscale else None,
-                adagscale_s_min=settings.adagscale_s_min, out=self._proj,
+                adagscale_s_min=settings.adagscale_s_min, live=src.live, out=proj,
             )  # fmt: skip
         # 2. bin: exclusive prefix sum of counts (the frame's one host sync), then keys
         with timer.stage("bin"):
-            torch.cumsum(tiles_touched, 0, dtype=torch.int64, out=self._offsets)
-            n_pairs = int(self._offsets[-1])
-            self._offsets -= tiles_touched
+            torch.cumsum(tiles_touched, 0, dtype=torch.int64, out=offsets)
+            n_pairs = int(offsets[-1]) if n else 0
+            offsets -= tiles_touched
             keys_buf, ids_buf, skeys_buf, perm_buf, sids_buf = self._ensure_pairs(n_pairs)
             keys, ids = k.emit_tile_keys(
-                means2d, conic_opacity, depths, tiles_touched, self._offsets, n_pairs, W, H,
+                means2d, conic_opacity, depths, tiles_touched, offsets, n_pairs, W, H,
                 tile_size=tile, bin_t=bin_t, out=(keys_buf, ids_buf),
             )  # fmt: skip
         # 3. sort by (tile, depth)
@@ -217,15 +249,21 @@ class Renderer:
                 sorted_ids, ranges, means2d, conic_opacity, colors, extents, background, W, H,
                 tile_size=tile, variant=settings.rasterizer, out=(rgb, alpha, rgba8),
                 chunk=settings.chunk_size if settings.load_balance else None, workspace=self._raster_ws,
-                subtile=8 if settings.subtile_cull else 16,
+                subtile=8 if settings.subtile_cull else 16, marks=src.marks,
             )  # fmt: skip
+        temporal.end_frame(src)
         timer.stop()
 
         tile_counts = (ranges[:, 1] - ranges[:, 0]).reshape(n_ty, n_tx)
-        stats = RenderStats(n_gaussians=self.n, n_visible=-1, n_pairs=n_pairs, max_tile_pairs=-1, backend=self.backend)
+        stats = RenderStats(n_gaussians=self.n, n_visible=-1, n_pairs=n_pairs, max_tile_pairs=-1, backend=self.backend,
+                            n_projected=n, source=src.kind)  # fmt: skip
         if sync_stats:
             fill_stats(stats, tiles_touched, tile_counts, timer)
-        return RenderOutput(image=rgb, alpha=alpha, rgba8=rgba8, stats=stats, tile_counts=tile_counts)
+            if src.live is not None:
+                temporal.stats.gaussians_skipped = n - int(src.live.sum())
+        temporal.remember(camera, settings)
+        self._last_output = RenderOutput(image=rgb, alpha=alpha, rgba8=rgba8, stats=stats, tile_counts=tile_counts)
+        return self._last_output
 
 
 class CudaUnusableError(RuntimeError):

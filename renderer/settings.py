@@ -28,6 +28,17 @@ class RenderSettings:
         adagscale_tau: the quality knob, in pixels of colour-weighted alpha mass per Gaussian (0 = exact tiles).
         adagscale_s_min: the smallest scale of the binning ellipse, in (0, 1]; it bounds what the many
             Gaussians whose whole periphery scores under tau can lose (at most exp(-s_min^2 t / 2) of their mass).
+        Temporal reuse (renderer/temporal.py; each part measured on its own by `warpsplat bench`):
+        reuse_unchanged_frame: the same camera and settings as the last frame return the last output (exact).
+        temporal_window: K > 1 = one cull pass per K frames, the frames in between project only the Gaussians it
+            kept (exact with the path's cameras given, `render(future=...)`; near-exact with predicted ones).
+        temporal_margin: screen margin in pixels of a predicted window's cull; the motion it absorbs decides
+            whether a frame may use the window (16 of them are float slack, the rest allow deviation).
+        temporal_guard: a predicted window keeps every Gaussian within this fraction of the scene radius of a
+            predicted camera, whatever its footprint (the translation bound is margin x guard / focal).
+        occlusion_cull: (lossy) after a refresh frame, bin only the Gaussians blended into some pixel of it.
+        occlusion_refresh: frames between full refreshes; occlusion_max_angle_deg / occlusion_max_shift (a
+            fraction of the scene radius): camera motion since the refresh that forces one at once.
     """
 
     sh_degree: int | None = None
@@ -48,6 +59,14 @@ class RenderSettings:
     # fewer pairs removed. Small images are the hard case (error ~ visible Gaussians x tau / pixels).
     adagscale_tau: float = 0.1
     adagscale_s_min: float = 0.5
+    reuse_unchanged_frame: bool = False  # the viewer turns it on; benchmarks time every frame
+    temporal_window: int = 0
+    temporal_margin: float = 48.0
+    temporal_guard: float = 0.05
+    occlusion_cull: bool = False  # lossy: reports its PSNR against exact in `warpsplat bench`
+    occlusion_refresh: int = 8
+    occlusion_max_angle_deg: float = 2.0
+    occlusion_max_shift: float = 0.02
 
     def validate(self) -> RenderSettings:
         if self.sh_degree is not None and not 0 <= self.sh_degree <= 3:
@@ -68,4 +87,14 @@ class RenderSettings:
             raise ValueError(f"adagscale_tau {self.adagscale_tau} must be >= 0")
         if not 0 < self.adagscale_s_min <= 1:
             raise ValueError(f"adagscale_s_min {self.adagscale_s_min} not in (0, 1]")
+        if not 0 <= self.temporal_window <= 1024:
+            raise ValueError(f"temporal_window {self.temporal_window} not in [0, 1024]")
+        if not 16.0 <= self.temporal_margin <= 4096.0:
+            raise ValueError(f"temporal_margin {self.temporal_margin} not in [16, 4096] pixels")
+        if not 0.0 <= self.temporal_guard <= 10.0:
+            raise ValueError(f"temporal_guard {self.temporal_guard} not in [0, 10] scene radii")
+        if not 1 <= self.occlusion_refresh <= 1024:
+            raise ValueError(f"occlusion_refresh {self.occlusion_refresh} not in [1, 1024]")
+        if not (self.occlusion_max_angle_deg >= 0 and self.occlusion_max_shift >= 0):
+            raise ValueError("occlusion_max_angle_deg and occlusion_max_shift must be >= 0")
         return self

@@ -1,0 +1,268 @@
+"""Temporal reuse (CaT-GS's ideas, reconstructed): work shared across consecutive frames, each part a switch.
+
+1. Speculative window (exact for known cameras). Every K frames one cull pass (`kernels/cull.py`) finds the
+   Gaussians that any of the window's K cameras can render, and compacts them (ascending index order) into a
+   cached copy of the scene's per-Gaussian arrays. Each frame of the window then projects, bins and sorts only
+   that set. The image is the same bit for bit: every Gaussian a frame renders is in the set, each one's
+   projection is the same computation on the same values, and the compaction keeps the original relative
+   order, so the stable (tile, depth) sort breaks ties exactly as before.
+   The cameras are known in `warpsplat render` (`future=` the next frames of the path). Elsewhere (the viewer)
+   they are predicted by repeating the last frame's motion, and the cull adds a screen margin of m pixels and
+   keeps every Gaussian within a guard distance D of a predicted camera. A frame then uses the window only if
+   its camera has the window's intrinsics and lies within the motion the margin absorbs of a predicted
+   camera: a rotation that moves no image point by more than m/2 pixels, and a translation that moves no point
+   beyond D by more than m/2 pixels (f d / D <= m / 2). That bound is first order (it ignores how a footprint
+   grows as the camera approaches), so the predicted window is near-exact, not proven exact; its PSNR against
+   exact rendering is measured by `warpsplat bench`. Anything else (a jump, a snap, a new size) rebuilds.
+2. Unchanged view (exact): the same camera and settings as the last frame re-present the last frame's output
+   without any GPU work.
+3. Occlusion culling (lossy): a refresh frame records which Gaussians were blended into at least one pixel
+   (`rasterize_tiles(marks=...)`); the following frames bin only those, until the next refresh, which comes
+   every `occlusion_refresh` frames and whenever the window is rebuilt (so after every jump). Gaussians
+   uncovered by motion between refreshes are missing until then: the loss is measured, never assumed.
+Sort order is never reused across frames: every frame sorts its own pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .camera import Camera
+from .settings import RenderSettings
+
+EXACT_MARGIN_PX = 16.0  # known cameras: one tile of slack absorbs float differences between cull and project
+
+
+@dataclass
+class TemporalStats:
+    """Counters since the renderer was created (or `reset()`); read them for hit rates."""
+
+    frames: int = 0
+    frames_reused: int = 0  # unchanged view: the last output re-presented
+    frames_from_window: int = 0  # projected from an existing window's set
+    window_builds: int = 0  # cull passes (the first frame of each window, and every refresh)
+    gaussians_in_window: int = 0  # size of the current window's set
+    occlusion_refreshes: int = 0
+    gaussians_skipped: int = 0  # by occlusion culling in the last frame (resolved only with sync_stats)
+    last_build_reason: str = ""
+
+    def hit_rate(self) -> float:
+        """Frames served from a window (not counting re-presented ones) over frames rendered."""
+        rendered = self.frames - self.frames_reused
+        return self.frames_from_window / rendered if rendered else 0.0
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["window_hit_rate"] = round(self.hit_rate(), 4)
+        return d
+
+
+@dataclass
+class FrameSource:
+    """The per-Gaussian arrays one frame projects: the whole scene or a window's compacted set."""
+
+    means: Tensor  # [M, 3]
+    covars: Tensor  # [M, 6]
+    opacities: Tensor  # [M]
+    sh: Tensor  # [M, K, 3]
+    live: Tensor | None = None  # [M] int8 occlusion mask (None = all)
+    marks: Tensor | None = None  # [M] int8, zeroed: this frame records its contributors here
+    kind: str = "full"  # "full" | "window"
+
+    @property
+    def n(self) -> int:
+        return self.means.shape[0]
+
+
+@dataclass
+class _Window:
+    key: tuple  # settings and intrinsics the cull depended on
+    poses: list[np.ndarray]  # T_world_camera of the cameras it covers
+    predicted: bool
+    max_angle: float  # radians a camera may deviate from a predicted pose (predicted windows)
+    max_shift: float  # world units a camera may deviate from a predicted pose (predicted windows)
+    frames_left: int
+    source: FrameSource
+    index: Tensor  # [M] int64, ascending
+
+
+@dataclass
+class TemporalCache:
+    """The cross-frame state of one Renderer (see the module docstring)."""
+
+    stats: TemporalStats = field(default_factory=TemporalStats)
+    window: _Window | None = None
+    last_pose: np.ndarray | None = None  # the previous rendered camera's pose (for prediction)
+    last_key: tuple | None = None  # the previous frame's full identity (for unchanged-view reuse)
+    since_refresh: int = 0
+    refresh_pose: np.ndarray | None = None  # the camera of the last occlusion refresh
+    live: Tensor | None = None  # occlusion live set, in the current source's index space
+    marks: Tensor | None = None
+    _buffers: dict = field(default_factory=dict)
+
+    def reset(self) -> None:
+        self.window, self.last_pose, self.last_key, self.live, self.marks = None, None, None, None, None
+        self.since_refresh, self.refresh_pose = 0, None
+        self.stats = TemporalStats()
+
+    # ------------------------------------------------------------------ unchanged view
+
+    def unchanged(self, camera: Camera, settings: RenderSettings) -> bool:
+        """Whether this frame equals the last rendered one exactly (same camera, same settings)."""
+        return settings.reuse_unchanged_frame and self.last_key == frame_key(camera, settings)
+
+    def remember(self, camera: Camera, settings: RenderSettings) -> None:
+        """Called after a frame completed: the identity of what the workspace now holds."""
+        self.last_key = frame_key(camera, settings)
+
+    # ------------------------------------------------------------------ window
+
+    def source(self, renderer, camera: Camera, settings: RenderSettings, future: list[Camera] | None) -> FrameSource:
+        """The arrays to project for this frame, building a new window when the current one does not cover it."""
+        full = FrameSource(renderer.means, renderer.covars, renderer.opacities, renderer.sh)
+        if settings.temporal_window <= 1:
+            self.window = None
+            src = full
+        else:
+            w = self.window
+            if w is None or not self._covers(w, camera, settings):
+                reason = "first frame" if w is None else "camera or settings outside the window"
+                if w is not None and w.frames_left <= 0:
+                    reason = "window used up"
+                w = self.window = self._build(renderer, camera, settings, future)
+                self.stats.last_build_reason = reason
+            else:
+                self.stats.frames_from_window += 1
+            w.frames_left -= 1
+            src = w.source
+        self.last_pose = camera.T_world_camera.copy()
+        return self._occlusion(src, camera, settings, renderer.scene_radius)
+
+    def _covers(self, w: _Window, camera: Camera, settings: RenderSettings) -> bool:
+        if w.frames_left <= 0 or w.key != window_key(camera, settings):
+            return False
+        pose = camera.T_world_camera
+        if not w.predicted:
+            return any(np.array_equal(pose, p) for p in w.poses)
+        return any(within(pose, p, w.max_angle, w.max_shift) for p in w.poses)
+
+    def _build(self, renderer, camera: Camera, settings: RenderSettings, future: list[Camera] | None) -> _Window:
+        k = settings.temporal_window
+        key = window_key(camera, settings)
+        if future is not None:
+            cams = [camera] + [c for c in future[: k - 1] if window_key(c, settings) == key]
+            predicted, margin, guard = False, EXACT_MARGIN_PX, 0.0
+            max_angle = max_shift = 0.0
+        else:
+            cams = [camera.with_pose(p) for p in predict_poses(self.last_pose, camera.T_world_camera, k)]
+            predicted, margin = True, float(settings.temporal_margin)
+            guard = settings.temporal_guard * renderer.scene_radius
+            f = max(camera.fx, camera.fy)
+            tan2 = (0.5 * camera.width / camera.fx) ** 2 + (0.5 * camera.height / camera.fy) ** 2
+            max_angle = 0.5 * (margin - EXACT_MARGIN_PX) / (f * (1.0 + tan2))  # d(f tan x)/dx at the corner
+            max_shift = 0.5 * (margin - EXACT_MARGIN_PX) * guard / f
+        packed = torch.stack([c.packed() for c in cams]).to(renderer.device)
+        keep = renderer.k.cull_window(
+            renderer.means, renderer.covars, renderer.opacities, packed, camera.width, camera.height,
+            near=settings.near, far=settings.far, eps2d=settings.eps2d, margin=margin, guard=guard,
+            tile_size=settings.tile_size, out=self._buffer("keep", renderer.n, torch.int8, renderer.device),
+        )  # fmt: skip
+        index = torch.nonzero(keep).squeeze(1)  # ascending: the compacted set keeps the scene's order
+        m = index.numel()
+        dev = renderer.device
+        src = FrameSource(
+            torch.index_select(renderer.means, 0, index, out=self._rows("means", m, 3, dev)),
+            torch.index_select(renderer.covars, 0, index, out=self._rows("covars", m, 6, dev)),
+            torch.index_select(renderer.opacities, 0, index, out=self._buffer("opacities", m, torch.float32, dev)),
+            torch.index_select(renderer.sh, 0, index, out=self._sh(renderer.sh, m, dev)),
+            kind="window",
+        )
+        self.stats.window_builds += 1
+        self.stats.gaussians_in_window = m
+        self.since_refresh = 0  # a new set: occlusion starts over with a full frame
+        poses = [c.T_world_camera.copy() for c in cams]
+        return _Window(key, poses, predicted, max_angle, max_shift, len(cams), src, index)
+
+    # ------------------------------------------------------------------ occlusion
+
+    def _occlusion(self, src: FrameSource, camera: Camera, settings: RenderSettings, radius: float) -> FrameSource:
+        if not settings.occlusion_cull:
+            self.live = self.marks = None
+            return src
+        pose = camera.T_world_camera
+        moved = self.refresh_pose is None or not within(
+            pose, self.refresh_pose, math.radians(settings.occlusion_max_angle_deg),
+            settings.occlusion_max_shift * radius,
+        )  # fmt: skip
+        refresh = (
+            moved
+            or self.live is None
+            or self.live.numel() != src.n
+            or self.since_refresh == 0  # a new window
+            or self.since_refresh >= settings.occlusion_refresh
+        )
+        if refresh:
+            marks = self._buffer("marks", src.n, torch.int8, src.means.device)
+            marks.zero_()
+            self.live = self._buffer("live", src.n, torch.int8, src.means.device)  # filled from marks after the frame
+            self.stats.occlusion_refreshes += 1
+            self.since_refresh = 1
+            self.refresh_pose = pose.copy()
+            return FrameSource(src.means, src.covars, src.opacities, src.sh, None, marks, src.kind)
+        self.since_refresh += 1
+        return FrameSource(src.means, src.covars, src.opacities, src.sh, self.live, None, src.kind)
+
+    def end_frame(self, src: FrameSource) -> None:
+        """After the rasterizer ran: a refresh frame's marks become the live set of the frames that follow."""
+        if src.marks is not None:
+            self.live.copy_(src.marks)
+
+    # ------------------------------------------------------------------ buffers (grow-only)
+
+    def _buffer(self, name: str, n: int, dtype: torch.dtype, device) -> Tensor:
+        buf = self._buffers.get(name)
+        if buf is None or buf.numel() < n or buf.dtype != dtype or buf.device != torch.device(device):
+            buf = self._buffers[name] = torch.empty(max(int(n * 1.25), 1), dtype=dtype, device=device)
+        return buf[:n]
+
+    def _rows(self, name: str, n: int, width: int, device) -> Tensor:
+        return self._buffer(name, n * width, torch.float32, device).view(n, width)
+
+    def _sh(self, sh: Tensor, n: int, device) -> Tensor:
+        k = sh.shape[1]
+        return self._buffer("sh", n * k * 3, sh.dtype, device).view(n, k, 3)
+
+
+def window_key(camera: Camera, settings: RenderSettings) -> tuple:
+    """What a window's cull depends on besides the pose: image size, intrinsics, clip planes, footprint."""
+    return (camera.width, camera.height, camera.fx, camera.fy, camera.cx, camera.cy, settings.near, settings.far,
+            settings.eps2d, settings.scale_modifier, settings.tile_size)  # fmt: skip
+
+
+def frame_key(camera: Camera, settings: RenderSettings) -> tuple:
+    """Everything that determines a frame's image."""
+    return window_key(camera, settings) + (camera.T_world_camera.tobytes(), repr(settings))
+
+
+def within(pose: np.ndarray, other: np.ndarray, max_angle: float, max_shift: float) -> bool:
+    """Whether two camera-to-world poses differ by at most max_angle radians and max_shift world units."""
+    shift = float(np.linalg.norm(pose[:3, 3] - other[:3, 3]))
+    cos = (np.trace(other[:3, :3].T @ pose[:3, :3]) - 1.0) / 2.0
+    return shift <= max_shift and math.acos(min(1.0, max(-1.0, cos))) <= max_angle
+
+
+def predict_poses(previous: np.ndarray | None, current: np.ndarray, k: int) -> list[np.ndarray]:
+    """current, then k - 1 poses that repeat the last frame's motion (camera-to-world, constant velocity in the
+    camera's own frame): P_i = P_0 D^i with D = P_prev^-1 P_0. Without a previous pose, the current one only."""
+    if previous is None:
+        return [current.copy()]
+    step = np.linalg.inv(previous) @ current
+    poses = [current.copy()]
+    for _ in range(k - 1):
+        poses.append(poses[-1] @ step)
+    return poses

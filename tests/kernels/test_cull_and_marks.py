@@ -1,0 +1,98 @@
+"""Temporal reuse's kernel parts: the window cull, project's live mask and the rasterizer's contributor marks,
+each against its torch twin, plus the properties the renderer relies on."""
+
+import pytest
+import torch
+
+import kernels
+import kernels.reference as ref
+from renderer import Camera, look_at_pose
+from tests.kernels.synthetic import camera, gaussians
+from tests.kernels.test_rasterize import binned
+
+
+def window_cameras(width, height, device):
+    """Three cameras of a short move, and one looking away from most of the Gaussians."""
+    poses = [look_at_pose((0.3 + 0.2 * i, -0.2, -4.0 + 0.5 * i), (0.4 * i, 0, 0), (0, -1, 0)) for i in range(3)]
+    poses.append(look_at_pose((0.0, 0.0, 0.0), (1.0, 0.0, 0.2), (0, -1, 0)))
+    cams = [Camera.from_fov(width, height, 50.0, p) for p in poses]
+    return cams, torch.stack([c.packed() for c in cams]).to(device)
+
+
+@pytest.mark.parametrize("margin,guard", [(16.0, 0.0), (64.0, 0.0), (16.0, 0.8)])
+def test_cull_window_matches_twin(margin, guard, device):
+    means, covars, opac, sh = gaussians(4000, seed=3, device=device)
+    _, packed = window_cameras(96, 64, device)
+    for cams in (packed[:1], packed[:3], packed):
+        want = ref.cull_window(means, covars, opac, cams, 96, 64, margin=margin, guard=guard)
+        got = kernels.cull_window(means, covars, opac, cams, 96, 64, margin=margin, guard=guard)
+        assert got.dtype == torch.int8 and got.shape == (4000,)
+        assert torch.equal(got, want), int((got != want).sum())
+
+
+def test_cull_window_keeps_every_gaussian_its_cameras_render(device):
+    """The exactness of a known-camera window: whatever a camera's project stage keeps, the cull keeps."""
+    means, covars, opac, sh = gaussians(4000, seed=4, device=device)
+    cams, packed = window_cameras(80, 48, device)
+    keep = kernels.cull_window(means, covars, opac, packed, 80, 48, margin=16.0).bool()
+    rendered = torch.zeros_like(keep)
+    for cam in packed:
+        tt = kernels.project_gaussians(means, covars, opac, sh, cam, 80, 48, sh_degree=0)[4]
+        rendered |= tt > 0
+    assert int(rendered.sum()) > 500
+    assert not (rendered & ~keep).any(), int((rendered & ~keep).sum())
+    # the camera inside the cloud, alone: it culls what lies behind and beside it, and is a subset of the window
+    inside = kernels.cull_window(means, covars, opac, packed[3:], 80, 48, margin=16.0).bool()
+    tt = kernels.project_gaussians(means, covars, opac, sh, packed[3], 80, 48, sh_degree=0)[4]
+    assert not ((tt > 0) & ~inside).any()
+    assert int(inside.sum()) < 2500 and not (inside & ~keep).any()
+
+
+def test_guard_keeps_gaussians_near_the_camera(device):
+    means, covars, opac, sh = gaussians(2000, seed=5, device=device)
+    cam = camera(64, 48)
+    packed = cam.packed(device)[None]
+    near = (means - torch.tensor(cam.position, dtype=torch.float32, device=device)).norm(dim=1) < 1.5
+    near &= opac >= 1 / 255
+    keep = kernels.cull_window(means, covars, opac, packed, 64, 48, guard=1.5).bool()
+    assert int(near.sum()) > 0 and not (near & ~keep).any()
+
+
+@pytest.mark.parametrize("impl", ["triton", "torch"])
+def test_project_live_mask_culls_exactly_the_masked_rows(impl, device):
+    k = kernels if impl == "triton" else ref
+    means, covars, opac, sh = gaussians(1500, sh_degree=1, seed=6, device=device)
+    cam = camera(64, 48).packed(device)
+    live = (torch.rand(1500, generator=torch.Generator().manual_seed(0)) < 0.6).to(torch.int8).to(device)
+    full = k.project_gaussians(means, covars, opac, sh, cam, 64, 48, sh_degree=1)
+    full = tuple(t.clone() for t in full)
+    part = k.project_gaussians(means, covars, opac, sh, cam, 64, 48, sh_degree=1, live=live)
+    assert torch.equal(part[4], full[4] * live.to(torch.int32))
+    rows = part[4] > 0
+    assert int(rows.sum()) > 100
+    for a, b in zip(full, part):
+        assert torch.equal(a[rows], b[rows])
+
+
+@pytest.mark.parametrize("variant", ["batched", "scalar"])
+def test_marks_match_twin(variant, device):
+    args = binned(1200, 48, 32, device, seed=7, opaque=True)
+    n = args[2].shape[0]
+    bg = torch.zeros(3, device=device)
+    want = torch.zeros(n, dtype=torch.int8, device=device)
+    ref.rasterize_tiles(*args, bg, 48, 32, marks=want)
+    got = torch.zeros(n, dtype=torch.int8, device=device)
+    kernels.rasterize_tiles(*args, bg, 48, 32, variant=variant, marks=got)
+    assert 50 < int(want.sum()) < n  # some, not all
+    assert torch.equal(got, want), int((got != want).sum())
+
+
+def test_marks_with_load_balancing_are_a_superset(device):
+    args = binned(1200, 48, 32, device, seed=7, opaque=True)
+    n = args[2].shape[0]
+    bg = torch.zeros(3, device=device)
+    exact = torch.zeros(n, dtype=torch.int8, device=device)
+    ref.rasterize_tiles(*args, bg, 48, 32, marks=exact)
+    balanced = torch.zeros(n, dtype=torch.int8, device=device)
+    kernels.rasterize_tiles(*args, bg, 48, 32, chunk=32, marks=balanced)
+    assert not ((exact == 1) & (balanced == 0)).any()

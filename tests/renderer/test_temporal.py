@@ -1,0 +1,167 @@
+"""Temporal reuse in the pipeline: exact where it is conservative (bit-equal images), refreshed on jumps and
+setting changes (never a stale frame), lossy parts bounded where the camera does not move."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from renderer import Camera, Renderer, RenderSettings, look_at_pose
+from renderer.temporal import predict_poses
+from renderer.trajectory import scene_frame
+from scenes import load_scene
+from scenes.bundled import bundled_scene_path
+
+W, H = 64, 48
+
+
+@pytest.fixture(scope="module")
+def plant():
+    return load_scene(bundled_scene_path())
+
+
+@pytest.fixture(scope="module")
+def small_plant(plant):
+    """Every 8th Gaussian of the plant: the Triton interpreter's cost grows with N."""
+    return plant.subset(torch.arange(0, len(plant), 8))
+
+
+def scene_for(backend, plant, small_plant):
+    return plant if backend == "torch" else small_plant
+
+
+def inside_path(scene, n, *, start_deg=0.0, step_deg=6.0, radius=0.35):
+    """A camera inside the plant turning on a small circle and looking along it: each frame sees part of it."""
+    f = scene_frame(scene, W, H)
+    up = f.up
+    a = f.start_dir
+    b = np.cross(up, a)
+    cams = []
+    for i in range(n):
+        t = math.radians(start_deg + step_deg * i)
+        eye = f.target + radius * f.extent * (math.cos(t) * a + math.sin(t) * b)
+        look = -math.sin(t) * a + math.cos(t) * b
+        cams.append(Camera.from_fov(W, H, 60.0, look_at_pose(eye, eye + look, -up)))
+    return cams
+
+
+def exact_images(scene, cams, backend, settings=None):
+    r = Renderer(scene, backend=backend)
+    return [r.render(c, settings).image.clone() for c in cams]
+
+
+@pytest.mark.parametrize("backend", ["torch", "triton"])
+def test_known_camera_window_is_bit_exact(plant, small_plant, backend):
+    plant = scene_for(backend, plant, small_plant)
+    cams = inside_path(plant, 7)
+    want = exact_images(plant, cams, backend)
+    r = Renderer(plant, backend=backend)
+    s = RenderSettings(temporal_window=3)
+    sources = []
+    for i, cam in enumerate(cams):
+        out = r.render(cam, s, future=cams[i + 1 :])
+        assert torch.equal(out.image, want[i]), f"frame {i}"
+        sources.append(out.stats.n_projected)
+    st = r.temporal.stats
+    assert st.window_builds == 3 and st.frames_from_window == 4  # frames 0, 3, 6 build; the others hit
+    assert max(sources) < len(plant) * 0.9  # the window's set is a real subset
+
+
+def test_jump_outside_the_window_rebuilds_and_stays_exact(plant):
+    cams = inside_path(plant, 4)
+    far = inside_path(plant, 1, start_deg=180.0)[0]
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(temporal_window=4)
+    r.render(cams[0], s, future=cams[1:])
+    r.render(cams[1], s, future=cams[2:])
+    assert r.temporal.stats.window_builds == 1
+    out = r.render(far, s, future=None)  # a snap to somewhere the window never saw
+    assert r.temporal.stats.window_builds == 2
+    assert torch.equal(out.image, exact_images(plant, [far], "torch")[0])
+
+
+def test_predicted_window_follows_steady_motion_and_rebuilds_on_a_jump(plant):
+    cams = inside_path(plant, 6, step_deg=0.2)  # small steady steps, as in the viewer
+    far = inside_path(plant, 1, start_deg=120.0)[0]
+    want = exact_images(plant, cams + [far], "torch")
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(temporal_window=4, temporal_margin=64.0, temporal_guard=0.2)
+    for cam, img in zip(cams, want):
+        assert torch.equal(r.render(cam, s).image, img)  # no future given: predicted from the motion
+    assert r.temporal.stats.frames_from_window >= 3
+    builds = r.temporal.stats.window_builds
+    assert torch.equal(r.render(far, s).image, want[-1])
+    assert r.temporal.stats.window_builds == builds + 1
+
+
+def test_settings_change_rebuilds_the_window(plant):
+    cams = inside_path(plant, 3)
+    r = Renderer(plant, backend="torch")
+    r.render(cams[0], RenderSettings(temporal_window=3), future=cams[1:])
+    s2 = RenderSettings(temporal_window=3, scale_modifier=1.6)
+    out = r.render(cams[1], s2, future=cams[2:])
+    assert r.temporal.stats.window_builds == 2
+    assert torch.equal(out.image, exact_images(plant, [cams[1]], "torch", RenderSettings(scale_modifier=1.6))[0])
+
+
+def test_unchanged_view_is_reused_and_any_change_renders(plant):
+    cam = inside_path(plant, 1)[0]
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(reuse_unchanged_frame=True)
+    first = r.render(cam, s).image.clone()
+    again = r.render(cam, s)
+    assert again.stats.source == "reused" and torch.equal(again.image, first)
+    assert r.temporal.stats.frames_reused == 1
+    other = r.render(cam, RenderSettings(reuse_unchanged_frame=True, background=(1.0, 1.0, 1.0)))
+    assert other.stats.source == "full" and not torch.equal(other.image, first)
+    off = Renderer(plant, backend="torch")
+    off.render(cam)
+    assert off.render(cam).stats.source == "full"  # off by default: a benchmark times every frame
+
+
+@pytest.mark.parametrize("backend", ["torch", "triton"])
+def test_occlusion_cull_is_exact_for_an_unmoved_camera(plant, small_plant, backend):
+    """The marks are every Gaussian that blends or stops a pixel, so dropping the rest changes nothing."""
+    plant = scene_for(backend, plant, small_plant)
+    cam = inside_path(plant, 1)[0]
+    r = Renderer(plant, backend=backend)
+    s = RenderSettings(occlusion_cull=True, occlusion_refresh=4)
+    first = r.render(cam, s)
+    full_pairs, img = first.stats.n_pairs, first.image.clone()
+    second = r.render(cam, s)
+    assert r.temporal.stats.occlusion_refreshes == 1
+    assert r.temporal.stats.gaussians_skipped > 0 and second.stats.n_pairs < full_pairs
+    # the same Gaussians blend in the same order; only the grouping of float sums (the batched forms sum a
+    # batch at once, and dropping members regroups them) may differ
+    assert torch.allclose(second.image, img, atol=1e-5, rtol=0)
+
+
+def test_occlusion_refreshes_on_schedule_and_after_jumps(plant):
+    cams = inside_path(plant, 5, step_deg=0.05)
+    far = inside_path(plant, 1, start_deg=200.0)[0]
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(occlusion_cull=True, occlusion_refresh=3)
+    for cam in cams:
+        r.render(cam, s)
+    assert r.temporal.stats.occlusion_refreshes == 2  # frames 0 and 3
+    out = r.render(far, s)  # far beyond occlusion_max_angle_deg: refreshed at once, so exact
+    assert r.temporal.stats.occlusion_refreshes == 3
+    assert torch.equal(out.image, exact_images(plant, [far], "torch")[0])
+
+
+def test_predict_poses_repeats_the_last_motion():
+    p0 = look_at_pose((0, 0, -4), (0, 0, 0), (0, -1, 0))
+    p1 = look_at_pose((0.1, 0, -4), (0.1, 0, 0), (0, -1, 0))
+    poses = predict_poses(p0, p1, 3)
+    assert np.allclose(poses[2][:3, 3], (0.3, 0, -4)) and np.allclose(poses[2][:3, :3], p1[:3, :3])
+    assert len(predict_poses(None, p1, 5)) == 1
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("temporal_window", -1), ("temporal_margin", 4.0), ("temporal_guard", -1.0), ("occlusion_refresh", 0)],
+)
+def test_bad_temporal_settings_are_refused(field, value):
+    with pytest.raises(ValueError, match=field):
+        RenderSettings(**{field: value}).validate()

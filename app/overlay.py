@@ -298,6 +298,13 @@ class Overlay:
             fmt = lambda v: "n/a" if v is None or v < 0 else f"{v:,}"  # noqa: E731
             imgui.text(f"Gaussians  {st.n_gaussians:,} total, {fmt(st.n_visible)} visible")
             imgui.text(f"pairs      {fmt(st.n_pairs)}   longest tile list {fmt(st.max_tile_pairs)}")
+            if st.n_projected >= 0 and st.n_projected != st.n_gaussians:
+                imgui.text(f"projected  {st.n_projected:,} (temporal window)")
+        t = s.temporal
+        if t and (s.settings.temporal_window > 1 or s.settings.occlusion_cull):
+            imgui.text(f"temporal   window hits {100 * t['window_hit_rate']:.0f}%, {t['window_builds']} builds")
+            if s.settings.occlusion_cull:
+                imgui.text(f"occlusion  {t['occlusion_refreshes']} refreshes, {t['gaussians_skipped']:,} skipped")
         imgui.text(f"display    {s.display_path}")
         imgui.text(f"renderer   {s.render_device}")
         if s.message:
@@ -355,6 +362,20 @@ class Overlay:
                                       imgui.SliderFlags_.logarithmic)  # fmt: skip
             if c:
                 s.settings.adagscale_tau, changed = max(v, 0.0), True
+        c, v = imgui.checkbox("temporal window (near-exact)", s.settings.temporal_window > 1)
+        if c:
+            s.settings.temporal_window, changed = (8 if v else 0), True
+        if s.settings.temporal_window > 1:
+            c, v = imgui.slider_int("window frames", s.settings.temporal_window, 2, 32)
+            if c:
+                s.settings.temporal_window, changed = v, True
+        c, v = imgui.checkbox("occlusion culling (lossy)", s.settings.occlusion_cull)
+        if c:
+            s.settings.occlusion_cull, changed = v, True
+        if s.settings.occlusion_cull:
+            c, v = imgui.slider_int("refresh every", s.settings.occlusion_refresh, 1, 64)
+            if c:
+                s.settings.occlusion_refresh, changed = v, True
         c, v = imgui.checkbox("vsync", s.vsync)
         if c:
             s.vsync = v

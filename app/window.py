@@ -217,6 +217,7 @@ class ViewerWindow(pyglet.window.Window):
         self._last_frame = frame
         self._pending_timer = frame
         self.state.stats = frame.stats
+        self.state.temporal = self.renderer.temporal.stats.as_dict()
         self.state.render_size = (frame.request.camera.width, frame.request.camera.height)
         if frame.stats.stage_ms:  # filled synchronously (CPU)
             self.state.stage_ms = dict(frame.stats.stage_ms)

@@ -81,6 +81,9 @@ def add_parser(sub) -> None:
         default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "warpsplat-bench"),
         help="where composites are kept between runs",
     )
+    p.add_argument("--variants", default="*",
+                   help="comma-separated name patterns of the variants to run, e.g. 'temporal*,occlusion*' "
+                        "(default: all; the default variant always runs, as the reference)")  # fmt: skip
     p.add_argument("--json", default="bench.json", help="where to write the full results (default bench.json)")
     p.set_defaults(func=run)
 
@@ -105,6 +108,7 @@ class PathResult:
     psnr_vs_default: list[float] = field(default_factory=list)
     ssim_vs_default: list[float] = field(default_factory=list)  # lossy variants only
     pairs_removed: float = 0.0  # fraction of the default variant's pairs this variant does not emit
+    temporal: dict = field(default_factory=dict)  # temporal reuse counters over the timed pass (hit rates)
 
     def median(self) -> float:
         return statistics.median(self.frame_ms) if self.frame_ms else float("nan")
@@ -284,11 +288,35 @@ def variants():
     }
     for tau in ADAGSCALE_SWEEP:
         out[f"adagscale tau={tau:g}"] = RenderSettings(adagscale=True, adagscale_tau=tau)
+    # temporal reuse: "known" gets the path's next cameras (as `warpsplat render` does), "predicted" does not
+    # (as the viewer); both render the path in order, so their quality is measured in order too
+    out[f"temporal K={TEMPORAL_K} known"] = RenderSettings(temporal_window=TEMPORAL_K)
+    out[f"temporal K={TEMPORAL_K} predicted"] = RenderSettings(temporal_window=TEMPORAL_K)
+    out["occlusion_cull"] = RenderSettings(occlusion_cull=True)
+    out[f"temporal K={TEMPORAL_K} known+occl"] = RenderSettings(temporal_window=TEMPORAL_K, occlusion_cull=True)
     return out
 
 
+TEMPORAL_K = 8
+
+
+def selected_variants(patterns: str) -> dict:
+    """The default variant, then the others whose names match one of the comma-separated glob patterns."""
+    import fnmatch
+
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    chosen = {k: v for k, v in variants().items() if k == "default" or any(fnmatch.fnmatch(k, p) for p in pats)}
+    if len(chosen) == 1 and pats and pats != ["default"]:
+        raise CliError(f"--variants {patterns!r}: matches no variant; known: {', '.join(variants())}")
+    return chosen
+
+
 def is_lossy(settings) -> bool:
-    return settings.adagscale
+    return settings.adagscale or settings.occlusion_cull
+
+
+def is_temporal(settings) -> bool:
+    return settings.temporal_window > 1 or settings.occlusion_cull
 
 
 def find_scene(name: str, scenes_dir: str | None) -> str:
@@ -351,15 +379,19 @@ def run(args: argparse.Namespace) -> int:
                 gsplat_results.append(PathResult(label, path_name, len(scene), "gsplat", ms, fps))
                 reference_images = {i: g_render(cams[i]).clone() for i in range(0, len(cams), args.psnr_every)}
             default_images, default_pairs = {}, {}
-            for vname, settings in variants().items():
+            index = {id(c): i for i, c in enumerate(cams)}
+            for vname, settings in selected_variants(args.variants).items():
                 if cuda:
                     torch.cuda.reset_peak_memory_stats()
                 timers = []
+                known = vname.endswith("known") or "known+" in vname
 
-                def frame(cam, settings=settings, timers=timers, renderer=renderer):
-                    renderer.render(cam, settings, sync_stats=False)
+                def frame(cam, settings=settings, timers=timers, renderer=renderer, known=known):
+                    future = cams[index[id(cam)] + 1 :] if known else None
+                    renderer.render(cam, settings, sync_stats=False, future=future)
                     timers.append(renderer.last_timer)
 
+                renderer.temporal.reset()
                 ms, fps, _ = time_path(frame, cams, clock, args.warmup)
                 res = PathResult(label, path_name, len(scene), vname, ms, fps)
                 stage_lists: dict[str, list[float]] = {}
@@ -368,9 +400,15 @@ def run(args: argparse.Namespace) -> int:
                         stage_lists.setdefault(k, []).append(v)
                 res.stage_ms = {k: statistics.median(v) for k, v in stage_lists.items()}
                 res.peak_mem_mb = torch.cuda.max_memory_allocated() / 2**20 if cuda else 0.0
+                res.temporal = renderer.temporal.stats.as_dict() if is_temporal(settings) else {}
                 vis, pairs, longest, removed = [], [], [], []
-                for i in range(0, len(cams), args.psnr_every):
-                    out = renderer.render(cams[i], settings)
+                renderer.temporal.reset()
+                # temporal variants carry state from frame to frame: render the whole path in order, sample
+                step = 1 if is_temporal(settings) else args.psnr_every
+                for i in range(0, len(cams), step):
+                    out = renderer.render(cams[i], settings, future=cams[i + 1 :] if known else None)
+                    if i % args.psnr_every:
+                        continue
                     vis.append(out.stats.n_visible)
                     pairs.append(out.stats.n_pairs)
                     longest.append(out.stats.max_tile_pairs)
@@ -411,7 +449,8 @@ def device_name(cuda: bool) -> str:
 def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
     g = {(r.scene, r.path): r for r in gsplat_results}
     print(f"\nwarpsplat bench on {gpu}, {width}x{height}, {n_frames} frames per path (ms per frame)")
-    hdr = f"{'scene / path':34} {'variant':20} {'median':>8} {'p90':>8} {'gsplat':>8} {'speedup':>8} " \
+    d = {(r.scene, r.path): r for r in results if r.variant == "default"}
+    hdr = f"{'scene / path':34} {'variant':24} {'median':>8} {'p90':>8} {'gsplat':>8} {'speedup':>8} {'vs dflt':>7} " \
           f"{'visible':>9} {'pairs':>10} {'removed':>7} {'max tile':>8} {'PSNR':>7} {'mean':>7} {'SSIM':>6} " \
           f"{'MB':>7}"  # fmt: skip
     print(hdr)
@@ -424,10 +463,20 @@ def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
         p = f"{min(ps):7.1f} {statistics.mean(ps):7.1f}" if ps else f"{'-':>7} {'-':>7}"
         ss = f"{min(r.ssim_vs_default):6.4f}" if r.ssim_vs_default else f"{'-':>6}"
         rm = f"{100 * r.pairs_removed:6.1f}%" if r.variant != "default" else f"{'-':>7}"
-        print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:20} {r.median():8.3f} {r.p90():8.3f} {gms} {speed} "
+        dr = d.get((r.scene, r.path))
+        vs = f"{dr.median() / r.median():6.2f}x" if dr and r.variant != "default" else f"{'-':>7}"
+        print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:24} {r.median():8.3f} {r.p90():8.3f} {gms} {speed} {vs} "
               f"{r.visible:9,} {r.pairs:10,} {rm} {r.max_tile:8,} {p} {ss} {r.peak_mem_mb:7.0f}")  # fmt: skip
     print("PSNR: min and mean over sampled frames, dB; default variant against gsplat, other variants against "
           "default (exact). SSIM: min, lossy variants against default. removed: pairs fewer than default.")  # fmt: skip
+    temporal = [r for r in results if r.temporal]
+    if temporal:
+        print("\ntemporal reuse (timed pass): window hit rate, builds, Gaussians in the last window, occlusion "
+              "refreshes")  # fmt: skip
+        for r in temporal:
+            t = r.temporal
+            print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:24} {100 * t['window_hit_rate']:5.1f}% "
+                  f"{t['window_builds']:5d} {t['gaussians_in_window']:12,} {t['occlusion_refreshes']:5d}")
 
 
 def write_json(args, results, gsplat_results, cuda, width, height, n_frames) -> None:

@@ -73,6 +73,11 @@ def add_parser(sub) -> None:
     p.add_argument("--load-balance", action="store_true", help="split long tile lists over several programs (exact)")
     p.add_argument("--adagscale-tau", type=float, default=None, metavar="TAU",
                    help="AdaGScale on, with this quality knob (lossy; 0.1 is the default tau; 0 is exact)")  # fmt: skip
+    p.add_argument("--temporal", type=int, default=0, metavar="K",
+                   help="temporal reuse: one cull pass per K frames from the path's known cameras (exact)")  # fmt: skip
+    p.add_argument("--occlusion-cull", type=int, default=None, metavar="REFRESH",
+                   help="bin only the Gaussians seen in the last full frame, refreshed every REFRESH frames "
+                        "(lossy; measure it with warpsplat bench)")  # fmt: skip
     p.add_argument(
         "--backend",
         choices=("auto", "triton", "torch"),
@@ -126,9 +131,13 @@ def settings_from_args(args: argparse.Namespace):
         background=parse_background(args.background),
         load_balance=args.load_balance,
         adagscale=args.adagscale_tau is not None,
+        temporal_window=args.temporal,
+        occlusion_cull=args.occlusion_cull is not None,
     )
     if args.adagscale_tau is not None:
         settings.adagscale_tau = args.adagscale_tau
+    if settings.occlusion_cull:
+        settings.occlusion_refresh = args.occlusion_cull
     try:
         return settings.validate()
     except ValueError as e:
@@ -368,8 +377,11 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
     stage_ms = []
     sink = FrameSink(job)
     try:
-        for i, cam in zip(job.indices, job.cameras, strict=True):
-            out = renderer.render(cam, settings)
+        window = settings.temporal_window
+        for j, (i, cam) in enumerate(zip(job.indices, job.cameras, strict=True)):
+            # the path is known: temporal reuse gets the exact cameras of the frames ahead
+            future = job.cameras[j + 1 : j + window] if window > 1 else None
+            out = renderer.render(cam, settings, future=future)
             sink.put(i, to_rgba8(out))  # a host copy: the renderer reuses its buffers next frame
             stage_ms.append(dict(out.stats.stage_ms))
             if on_frame is not None:

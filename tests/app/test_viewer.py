@@ -161,14 +161,19 @@ def test_overlay_offers_every_renderer_switch(viewer):
     """The settings panel draws with every switch on (AdaGScale shows its tau slider), and the next frame
     renders with those settings."""
     s = viewer.state.settings
-    s.load_balance = s.subtile_cull = s.adagscale = True
+    s.load_balance = s.subtile_cull = s.adagscale = s.occlusion_cull = True
     s.adagscale_tau = 0.3
+    s.temporal_window = 8
     viewer.state.show_overlay = True
     try:
         viewer.state.mark_dirty()
         pump(viewer)
         viewer.on_draw()
         assert viewer.state.settings.adagscale and viewer.state.settings.adagscale_tau == 0.3
+        assert viewer.renderer.temporal.stats.window_builds >= 1  # the frame went through temporal reuse
+        assert viewer.state.temporal["occlusion_refreshes"] >= 1
+        viewer.on_draw()  # the overlay now shows the temporal counters
     finally:
         viewer.state.show_overlay = False
-        s.load_balance = s.subtile_cull = s.adagscale = False
+        s.load_balance = s.subtile_cull = s.adagscale = s.occlusion_cull = False
+        s.temporal_window = 0

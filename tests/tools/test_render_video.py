@@ -268,3 +268,20 @@ def test_render_switches_reach_the_renderer(tmp_path, scene_path):
         assert main(["render", scene, "--size", "24x16", "--backend", "torch", "--out", str(out), *extra]) == 0
         assert out.exists()
     assert main(["render", scene, "--size", "24x16", "--out", str(tmp_path / "x.png"), "--adagscale-tau", "-1"]) == 2
+
+
+def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path):
+    """--temporal K gives the renderer the path's next cameras: the frames are those of the exact render, bit
+    for bit (PNG frames, lossless); --occlusion-cull renders too, and a bad K is a one-line error."""
+    common = [scene_path, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}"]
+    assert render(*common, "--out", tmp_path / "exact") == 0
+    assert render(*common, "--out", tmp_path / "window", "--temporal", 3) == 0
+    names = sorted(n for n in os.listdir(tmp_path / "exact") if n.endswith(".png"))
+    assert len(names) == 6
+    for name in names:
+        a = np.asarray(Image.open(tmp_path / "exact" / name))
+        b = np.asarray(Image.open(tmp_path / "window" / name))
+        np.testing.assert_array_equal(a, b)
+    assert render(*common, "--out", tmp_path / "occl", "--occlusion-cull", 4) == 0
+    assert len([n for n in os.listdir(tmp_path / "occl") if n.endswith(".png")]) == 6
+    assert render(*common, "--out", tmp_path / "bad", "--temporal", -2) == 2

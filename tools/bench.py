@@ -386,8 +386,8 @@ def run(args: argparse.Namespace) -> int:
                 timers = []
                 known = vname.endswith("known") or "known+" in vname
 
-                def frame(cam, settings=settings, timers=timers, renderer=renderer, known=known):
-                    future = cams[index[id(cam)] + 1 :] if known else None
+                def frame(cam, settings=settings, timers=timers, renderer=renderer, known=known, cams=cams, at=index):
+                    future = cams[at[id(cam)] + 1 : at[id(cam)] + TEMPORAL_K] if known else None
                     renderer.render(cam, settings, sync_stats=False, future=future)
                     timers.append(renderer.last_timer)
 
@@ -406,7 +406,7 @@ def run(args: argparse.Namespace) -> int:
                 # temporal variants carry state from frame to frame: render the whole path in order, sample
                 step = 1 if is_temporal(settings) else args.psnr_every
                 for i in range(0, len(cams), step):
-                    out = renderer.render(cams[i], settings, future=cams[i + 1 :] if known else None)
+                    out = renderer.render(cams[i], settings, future=cams[i + 1 : i + TEMPORAL_K] if known else None)
                     if i % args.psnr_every:
                         continue
                     vis.append(out.stats.n_visible)
@@ -465,8 +465,8 @@ def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
         rm = f"{100 * r.pairs_removed:6.1f}%" if r.variant != "default" else f"{'-':>7}"
         dr = d.get((r.scene, r.path))
         vs = f"{dr.median() / r.median():6.2f}x" if dr and r.variant != "default" else f"{'-':>7}"
-        print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:24} {r.median():8.3f} {r.p90():8.3f} {gms} {speed} {vs} "
-              f"{r.visible:9,} {r.pairs:10,} {rm} {r.max_tile:8,} {p} {ss} {r.peak_mem_mb:7.0f}")  # fmt: skip
+        print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:24} {r.median():8.3f} {r.p90():8.3f} {gms} {speed} "
+              f"{vs} {r.visible:9,} {r.pairs:10,} {rm} {r.max_tile:8,} {p} {ss} {r.peak_mem_mb:7.0f}")  # fmt: skip
     print("PSNR: min and mean over sampled frames, dB; default variant against gsplat, other variants against "
           "default (exact). SSIM: min, lossy variants against default. removed: pairs fewer than default.")  # fmt: skip
     temporal = [r for r in results if r.temporal]
@@ -475,8 +475,10 @@ def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
               "refreshes")  # fmt: skip
         for r in temporal:
             t = r.temporal
-            print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:24} {100 * t['window_hit_rate']:5.1f}% "
-                  f"{t['window_builds']:5d} {t['gaussians_in_window']:12,} {t['occlusion_refreshes']:5d}")
+            print(
+                f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:24} {100 * t['window_hit_rate']:5.1f}% "
+                f"{t['window_builds']:5d} {t['gaussians_in_window']:12,} {t['occlusion_refreshes']:5d}"
+            )
 
 
 def write_json(args, results, gsplat_results, cuda, width, height, n_frames) -> None:

@@ -27,7 +27,7 @@ HEAT_COLORS = [
 class FrameRequest:
     camera: Camera  # at render resolution
     settings: RenderSettings
-    mode: str  # "rgb" | "alpha" | "heatmap"
+    mode: str  # "rgb" | "alpha" | "depth" | "heatmap"
     serial: int
 
 
@@ -64,6 +64,38 @@ def heat_map(tile_counts: torch.Tensor, width: int, height: int, tile: int) -> t
     return out
 
 
+def depth_image(depth: torch.Tensor, alpha: torch.Tensor, near_far: tuple[float, float] | None = None) -> torch.Tensor:
+    """[H, W] expected depth -> [H, W, 4] uint8: inverse depth between near and far through the heat-map
+    palette (near bright, far dark), uncovered pixels black. near_far defaults to this frame's 2nd and 98th
+    percentiles of the covered pixels' depth (a strided sample of at most ~64k pixels)."""
+    if near_far is None:
+        near_far = depth_range(depth, alpha)
+    near, far = near_far
+    inv = (1.0 / depth.clamp_min(1e-6) - 1.0 / far) / (1.0 / near - 1.0 / far)
+    x = torch.where(alpha >= 1.0 / 255.0, inv.clamp(0, 1), torch.zeros_like(inv))
+    palette = torch.tensor(HEAT_COLORS, dtype=torch.float32, device=depth.device)
+    pos = x * (len(HEAT_COLORS) - 1)
+    i0 = pos.floor().long().clamp(0, len(HEAT_COLORS) - 2)
+    f = (pos - i0)[..., None]
+    rgb = palette[i0] * (1 - f) + palette[i0 + 1] * f
+    out = torch.empty(*depth.shape, 4, dtype=torch.uint8, device=depth.device)
+    out[..., :3] = (rgb + 0.5).clamp(0, 255).to(torch.uint8)
+    out[..., 3] = 255
+    return out
+
+
+def depth_range(depth: torch.Tensor, alpha: torch.Tensor) -> tuple[float, float]:
+    """(near, far): the 2nd and 98th percentiles of the covered pixels' depth (a host sync)."""
+    step = max(1, depth.numel() // 65536)
+    d = depth.reshape(-1)[::step]
+    d = d[alpha.reshape(-1)[::step] >= 0.5]
+    if d.numel() < 2:
+        return 1.0, 2.0
+    q = torch.quantile(d.float(), torch.tensor([0.02, 0.98], device=d.device)).tolist()
+    near = max(q[0], 1e-4)
+    return near, max(q[1], near * 1.01)
+
+
 def alpha_image(alpha: torch.Tensor) -> torch.Tensor:
     """[H, W] coverage in [0, 1] -> [H, W, 4] uint8 grey."""
     a = (alpha.clamp(0, 1) * 255 + 0.5).to(torch.uint8)
@@ -74,10 +106,13 @@ def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool,
     """Render one request and convert it to its display mode. `copy` detaches the image from the renderer's
     workspace (needed when the next frame may render before this one is shown)."""
     t0 = time.perf_counter()
-    out = renderer.render(request.camera, request.settings, sync_stats=sync_stats)
+    settings = replace(request.settings, depth=True) if request.mode == "depth" else request.settings
+    out = renderer.render(request.camera, settings, sync_stats=sync_stats)
     cam = request.camera
     if request.mode == "alpha":
         image = alpha_image(out.alpha)
+    elif request.mode == "depth":
+        image = depth_image(out.depth, out.alpha)
     elif request.mode == "heatmap":
         image = heat_map(out.tile_counts, cam.width, cam.height, request.settings.tile_size)
     else:

@@ -342,7 +342,6 @@ class Overlay:
         c, v = imgui.combo("render mode", RENDER_MODES.index(s.render_mode), labels)
         if c:
             s.render_mode, changed = RENDER_MODES[v], True
-        imgui.text_disabled("(depth: the renderer does not output depth yet)")
         rasterizers = ["auto", "scalar", "batched"]
         c, v = imgui.combo("rasterizer loop", rasterizers.index(s.settings.rasterizer), rasterizers)
         if c:

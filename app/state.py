@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from renderer import Camera, RenderSettings, RenderStats
 
-RENDER_MODES = ("rgb", "alpha", "heatmap")  # depth waits for the renderer to output depth
-RENDER_MODE_LABELS = {"rgb": "RGB", "alpha": "alpha", "heatmap": "Gaussians per tile"}
+RENDER_MODES = ("rgb", "alpha", "heatmap", "depth")  # keys 1 2 3 4
+RENDER_MODE_LABELS = {"rgb": "RGB", "depth": "depth", "alpha": "alpha", "heatmap": "Gaussians per tile"}
 
 
 @dataclass

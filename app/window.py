@@ -33,7 +33,7 @@ from .state import RENDER_MODES, ViewerState
 UI_HELP = [
     ("Tab", "show / hide the overlay"),
     ("H or F1", "show / hide this help"),
-    ("1 / 2 / 3", "render mode: RGB / alpha / Gaussians per tile"),
+    ("1 / 2 / 3 / 4", "render mode: RGB / alpha / Gaussians per tile / depth"),
     ("P or F12", "screenshot (PNG at render resolution)"),
     ("F3", "vsync on / off"),
     ("Esc", "quit"),
@@ -354,7 +354,7 @@ class ViewerWindow(pyglet.window.Window):
         if not self._ready or imgui.get_io().want_capture_keyboard:
             return None
         sym = self.keys(symbol)
-        modes = {key._1: 0, key._2: 1, key._3: 2}
+        modes = {key._1: 0, key._2: 1, key._3: 2, key._4: 3}
         if sym == key.TAB:
             self.state.show_overlay = not self.state.show_overlay
         elif sym in (key.H, key.F1):

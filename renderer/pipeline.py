@@ -76,6 +76,7 @@ class RenderOutput:
     rgba8: Tensor | None  # [H, W, 4] uint8 (RGB clamped to [0, 1], A = coverage)
     stats: RenderStats
     tile_counts: Tensor  # [n_ty, n_tx] int32 Gaussians per tile (for the heat-map view)
+    depth: Tensor | None = None  # [H, W] float32 expected depth (settings.depth); 0 where coverage < 1/255
 
 
 def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float = 1.0) -> Tensor:
@@ -139,6 +140,8 @@ class Renderer:
         self.scene_radius = max(0.5 * float((hi - lo).norm()), 1e-6)  # the size distance settings scale with
         self.temporal = TemporalCache()
         self._last_output: RenderOutput | None = None
+        self._depth_ws: dict = {}  # the depth pass's buffers (grow-only)
+        self._zero3 = torch.zeros(3, dtype=torch.float32, device=self.device)
 
     # ------------------------------------------------------------------ workspace
 
@@ -200,7 +203,7 @@ class Renderer:
             temporal.stats.frames_reused += 1
             last = self._last_output
             stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused"})
-            return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts)
+            return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth)
         self._last_output = None  # the workspace is about to change
         k = self.k
         W, H, tile = camera.width, camera.height, settings.tile_size
@@ -252,6 +255,11 @@ class Renderer:
                 subtile=8 if settings.subtile_cull else 16, marks=src.marks,
             )  # fmt: skip
         temporal.end_frame(src)
+        depth = None
+        if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
+            with timer.stage("depth"):
+                depth = self._render_depth(settings, n, depths, sorted_ids, ranges, means2d, conic_opacity, extents,
+                                           alpha, W, H)  # fmt: skip
         timer.stop()
 
         tile_counts = (ranges[:, 1] - ranges[:, 0]).reshape(n_ty, n_tx)
@@ -262,8 +270,33 @@ class Renderer:
             if src.live is not None:
                 temporal.stats.gaussians_skipped = n - int(src.live.sum())
         temporal.remember(camera, settings)
-        self._last_output = RenderOutput(image=rgb, alpha=alpha, rgba8=rgba8, stats=stats, tile_counts=tile_counts)
+        self._last_output = RenderOutput(
+            image=rgb, alpha=alpha, rgba8=rgba8, stats=stats, tile_counts=tile_counts, depth=depth
+        )
         return self._last_output
+
+    def _render_depth(self, settings, n, depths, sorted_ids, ranges, means2d, conic_opacity, extents, alpha, W, H):
+        ws = self._depth_ws
+        if ws.get("n", -1) < n:
+            ws["colors"] = torch.empty(max(n, 1), 3, dtype=torch.float32, device=self.device)
+            ws["n"] = n
+        if ws.get("size") != (W, H):
+            ws["rgb"] = torch.empty(H, W, 3, dtype=torch.float32, device=self.device)
+            ws["alpha"] = torch.empty(H, W, dtype=torch.float32, device=self.device)
+            ws["depth"] = torch.empty(H, W, dtype=torch.float32, device=self.device)
+            ws["size"] = (W, H)
+        colors = ws["colors"][:n]
+        colors.copy_(depths[:, None].expand(n, 3))  # rows of culled Gaussians are never read
+        self.k.rasterize_tiles(
+            sorted_ids, ranges, means2d, conic_opacity, colors, extents, self._zero3, W, H,
+            tile_size=settings.tile_size, variant=settings.rasterizer, out=(ws["rgb"], ws["alpha"], None),
+            chunk=settings.chunk_size if settings.load_balance else None, workspace=self._raster_ws,
+            subtile=8 if settings.subtile_cull else 16,
+        )  # fmt: skip
+        covered = alpha >= 1.0 / 255.0
+        depth = ws["depth"]
+        torch.where(covered, ws["rgb"][..., 0] / alpha.clamp_min(1.0 / 255.0), torch.zeros_like(alpha), out=depth)
+        return depth
 
 
 class CudaUnusableError(RuntimeError):

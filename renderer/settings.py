@@ -28,6 +28,8 @@ class RenderSettings:
         adagscale_tau: the quality knob, in pixels of colour-weighted alpha mass per Gaussian (0 = exact tiles).
         adagscale_s_min: the smallest scale of the binning ellipse, in (0, 1]; it bounds what the many
             Gaussians whose whole periphery scores under tau can lose (at most exp(-s_min^2 t / 2) of their mass).
+        depth: also output each pixel's expected depth, sum(w_i z_i) / sum(w_i) with the blending weights w_i
+            of the colour pass (gsplat's "ED"); costs a second rasterization pass.
         Temporal reuse (renderer/temporal.py; each part measured on its own by `warpsplat bench`):
         reuse_unchanged_frame: the same camera and settings as the last frame return the last output (exact).
         temporal_window: K > 1 = one cull pass per K frames, the frames in between project only the Gaussians it
@@ -59,6 +61,7 @@ class RenderSettings:
     # fewer pairs removed. Small images are the hard case (error ~ visible Gaussians x tau / pixels).
     adagscale_tau: float = 0.1
     adagscale_s_min: float = 0.5
+    depth: bool = False  # also output the expected depth (a second rasterization pass with depth as colour)
     reuse_unchanged_frame: bool = False  # the viewer turns it on; benchmarks time every frame
     temporal_window: int = 0
     temporal_margin: float = 48.0

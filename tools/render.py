@@ -24,7 +24,7 @@ import os
 import signal
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -111,6 +111,13 @@ def add_parser(sub) -> None:
         metavar="ALPHA.mp4",
         help="also write the coverage (alpha) as a greyscale H.264 video",
     )
+    v.add_argument(
+        "--depth-video",
+        default=None,
+        metavar="DEPTH.mp4",
+        help="also write the expected depth as a greyscale H.264 video (near = white, far = dark, nothing = black; "
+        "one linear range for the whole path, from the cameras' distances to the scene)",
+    )
     p.add_argument(
         "--workers",
         type=int,
@@ -170,6 +177,8 @@ class Job:
     folder: str | None = None  # PNG frames go here
     video: str | None = None  # H.264 of these frames, at this (temporary) path
     alpha_video: str | None = None
+    depth_video: str | None = None
+    depth_range: tuple[float, float] = (1.0, 2.0)  # (near, far) of the depth video's grey scale
     fps: float = 30.0
     crf: int = 18
     preset: str = "medium"
@@ -253,6 +262,33 @@ def cameras_digest(cams) -> str:
 # ------------------------------------------------------------------------------------------------ rendering
 
 
+def _plane(what: str, rgba: np.ndarray, depth8: np.ndarray | None) -> np.ndarray:
+    """The [H, W, 3] uint8 picture one video of a frame shows: its colour, its coverage or its depth (grey)."""
+    if what == "rgb":
+        return rgba[..., :3]
+    return np.repeat(rgba[..., 3:] if what == "alpha" else depth8[..., None], 3, axis=2)
+
+
+def depth_grey(depth, alpha, near_far: tuple[float, float]):
+    """[H, W] expected depth -> [H, W] uint8: linear from near (255) to far (1); uncovered pixels 0."""
+    import torch
+
+    near, far = near_far
+    x = (far - depth) / (far - near)
+    grey = (x.clamp(0, 1) * 254 + 1.5).to(torch.uint8)
+    return torch.where(alpha >= 1.0 / 255.0, grey, torch.zeros_like(grey))
+
+
+def path_depth_range(scene, cams) -> tuple[float, float]:
+    """(near, far) for a whole path's depth video: the closest and farthest any camera is from the scene's
+    robust box (1st-99th percentile), so every frame uses the same grey scale."""
+    lo, hi = (v.double().numpy() for v in scene.robust_bounds())
+    centre, radius = 0.5 * (lo + hi), 0.5 * float(np.linalg.norm(hi - lo))
+    dist = np.array([np.linalg.norm(c.position - centre) for c in cams])
+    near = max(float(dist.min()) - radius, 0.0)
+    return near, max(float(dist.max()) + radius, near + 1e-6)
+
+
 def to_rgba8(out):
     """[H, W, 4] uint8 numpy copy of a frame (the renderer's buffers are reused by the next frame)."""
     if out.rgba8 is not None:
@@ -293,6 +329,9 @@ class FrameSink:
             if job.alpha_video:
                 writer = Mp4Writer(job.alpha_video, w, h, job.fps, temp_path=job.alpha_video, **opts)
                 self.writers.append((writer, "alpha"))
+            if job.depth_video:
+                writer = Mp4Writer(job.depth_video, w, h, job.fps, temp_path=job.depth_video, **opts)
+                self.writers.append((writer, "depth"))
         except BaseException:
             self.abort()
             raise
@@ -302,15 +341,16 @@ class FrameSink:
         self._thread = threading.Thread(target=self._loop, name="frame-writer", daemon=True)
         self._thread.start()
 
-    def put(self, index: int, rgba: np.ndarray) -> None:
-        """Queue frame `index` ([H, W, 4] uint8, owned by the sink from now on); blocks while the queue is full."""
+    def put(self, index: int, rgba: np.ndarray, depth8: np.ndarray | None = None) -> None:
+        """Queue frame `index` ([H, W, 4] uint8 and, for a depth video, [H, W] uint8 grey; owned by the sink from
+        now on); blocks while the queue is full."""
         import queue
 
         while True:
             if self.error is not None:
                 raise self.error
             try:
-                self._queue.put((index, rgba), timeout=0.1)
+                self._queue.put((index, rgba, depth8), timeout=0.1)
                 return
             except queue.Full:
                 continue
@@ -324,14 +364,14 @@ class FrameSink:
             item = self._queue.get()
             if item is None or self.error is not None:
                 return
-            index, rgba = item
+            index, rgba, depth8 = item
             t0 = time.perf_counter()
             try:
                 if self.folder is not None:
                     with atomic_write(os.path.join(self.folder, frame_name(index))) as f:
                         Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(f, format="PNG")
                 for writer, what in self.writers:
-                    writer.write(rgba[..., :3] if what == "rgb" else np.repeat(rgba[..., 3:], 3, axis=2))
+                    writer.write(_plane(what, rgba, depth8))
             except BaseException as e:  # handed to the rendering thread, which raises it
                 self.error = e
                 return
@@ -373,7 +413,7 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
     if scene is None:
         scene = open_scene(job.scene, job.up)
     renderer = Renderer(scene, device=job.device, backend=job.backend)
-    settings = job.settings
+    settings = replace(job.settings, depth=True) if job.depth_video else job.settings
     stage_ms = []
     sink = FrameSink(job)
     try:
@@ -382,7 +422,8 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
             # the path is known: temporal reuse gets the exact cameras of the frames ahead
             future = job.cameras[j + 1 : j + window] if window > 1 else None
             out = renderer.render(cam, settings, future=future)
-            sink.put(i, to_rgba8(out))  # a host copy: the renderer reuses its buffers next frame
+            depth8 = depth_grey(out.depth, out.alpha, job.depth_range).cpu().numpy() if job.depth_video else None
+            sink.put(i, to_rgba8(out), depth8)  # host copies: the renderer reuses its buffers next frame
             stage_ms.append(dict(out.stats.stage_ms))
             if on_frame is not None:
                 on_frame(stage_ms[-1])
@@ -462,19 +503,21 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--resume: only a frame-folder render can be resumed (a video is written whole)")
     if args.resume and args.overwrite:
         raise CliError("--resume and --overwrite: give one of them")
-    if args.alpha_video is not None:
-        if not args.alpha_video.lower().endswith(".mp4"):
-            raise CliError(f"--alpha-video {args.alpha_video}: must end in .mp4")
-        if args.resume:
-            raise CliError("--alpha-video cannot be combined with --resume")
+    for flag, side in (("--alpha-video", args.alpha_video), ("--depth-video", args.depth_video)):
+        if side is not None:
+            if not side.lower().endswith(".mp4"):
+                raise CliError(f"{flag} {side}: must end in .mp4")
+            if args.resume:
+                raise CliError(f"{flag} cannot be combined with --resume")
     from scenes.atomic import check_writable
 
     if is_video:
         check_writable(out, overwrite=args.overwrite)
     elif os.path.exists(out) and not os.path.isdir(out):
         raise CliError(f"--out {out}: exists and is not a folder")
-    if args.alpha_video is not None:
-        check_writable(args.alpha_video, overwrite=args.overwrite)
+    for side in (args.alpha_video, args.depth_video):
+        if side is not None:
+            check_writable(side, overwrite=args.overwrite)
     if args.path not in GENERATED_PATHS and not os.path.exists(args.path):
         raise CliError(
             f"--path {args.path}: no such file"
@@ -490,7 +533,7 @@ def run(args: argparse.Namespace) -> int:
     cams, fps, what = build_cameras(args, scene)
     width, height = cams[0].width, cams[0].height
     note = None
-    if (is_video or args.alpha_video) and (width % 2 or height % 2):
+    if (is_video or args.alpha_video or args.depth_video) and (width % 2 or height % 2):
         ew, eh = width + width % 2, height + height % 2
         if args.odd_size == "refuse":
             raise CliError(
@@ -534,6 +577,7 @@ def run(args: argparse.Namespace) -> int:
         return path
 
     threads = max(1, (os.cpu_count() or 1) // n_workers) if n_workers > 1 else None
+    depth_range = path_depth_range(scene, cams) if args.depth_video else (1.0, 2.0)
     jobs = []
     for k, chunk in enumerate(chunks):
         jobs.append(
@@ -547,6 +591,8 @@ def run(args: argparse.Namespace) -> int:
                 folder=None if is_video else out,
                 video=temp_for(out, k) if is_video else None,
                 alpha_video=temp_for(args.alpha_video, k) if args.alpha_video else None,
+                depth_video=temp_for(args.depth_video, k) if args.depth_video else None,
+                depth_range=depth_range,
                 fps=fps,
                 crf=crf,
                 preset=args.preset,
@@ -576,6 +622,8 @@ def run(args: argparse.Namespace) -> int:
             finish_video([j.video for j in jobs], out)
         if args.alpha_video:
             finish_video([j.alpha_video for j in jobs], args.alpha_video)
+        if args.depth_video:
+            finish_video([j.depth_video for j in jobs], args.depth_video)
         stitch_s = time.perf_counter() - t_stitch
     finally:
         bar.close()
@@ -587,7 +635,7 @@ def run(args: argparse.Namespace) -> int:
     wall_s = time.perf_counter() - t_render
     print(summary(times, len(todo), wall_s, time.perf_counter() - t0, stitch_s, n_workers))
     dest = out if is_video else f"{out}/"
-    extra = f" and {args.alpha_video}" if args.alpha_video else ""
+    extra = "".join(f" and {v}" for v in (args.alpha_video, args.depth_video) if v)
     print(
         f"wrote {dest}{extra}: {len(cams)} frames, {width}x{height}"
         + (f" at {fps:g} fps, crf {crf}" if is_video else "")
@@ -700,8 +748,8 @@ def render_image(args: argparse.Namespace) -> int:
 
     if not args.out.lower().endswith(".png"):
         raise CliError(f"--out {args.out}: a single frame is written as .png (use --path for a video or frames)")
-    if args.workers != 1 or args.resume or args.alpha_video:
-        raise CliError("--workers, --resume and --alpha-video apply to a --path render")
+    if args.workers != 1 or args.resume or args.alpha_video or args.depth_video:
+        raise CliError("--workers, --resume, --alpha-video and --depth-video apply to a --path render")
     check_writable(args.out, overwrite=args.overwrite)
     width, height = args.size or DEFAULT_SIZE
     t0 = time.perf_counter()

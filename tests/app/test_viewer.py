@@ -9,6 +9,8 @@ import time
 import numpy as np
 import pytest
 
+from renderer import RenderSettings
+
 from .driving import pump, send
 
 pytestmark = pytest.mark.gl
@@ -93,6 +95,28 @@ def test_heat_map_mode_and_render_scale(viewer):
     send(viewer, "on_key_press", key._1, 0)
     viewer.state.render_scale = 1.0
     viewer.state.mark_dirty()
+
+
+def test_depth_mode_shows_the_renderers_depth(viewer):
+    """Key 4: the window shows the expected depth through the palette (near bright), computed from the
+    renderer's depth output for the same camera."""
+    from pyglet.window import key
+
+    from app.frames import depth_image
+
+    send(viewer, "on_key_press", key._4, 0)
+    pump(viewer)
+    try:
+        frame = viewer._last_frame
+        assert frame.request.mode == "depth"
+        out = viewer.renderer.render(frame.request.camera, RenderSettings(depth=True))
+        assert out.depth is not None and float(out.depth.max()) > 0
+        np.testing.assert_array_equal(frame.rgba8.numpy(), depth_image(out.depth, out.alpha).numpy())
+        assert len(np.unique(frame.rgba8[..., :3].reshape(-1, 3).numpy(), axis=0)) > 8
+    finally:
+        send(viewer, "on_key_press", key._1, 0)
+        viewer.state.mark_dirty()
+        pump(viewer)
 
 
 def test_resize_keeps_the_field_of_view(viewer):

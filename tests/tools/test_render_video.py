@@ -285,3 +285,28 @@ def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path):
     assert render(*common, "--out", tmp_path / "occl", "--occlusion-cull", 4) == 0
     assert len([n for n in os.listdir(tmp_path / "occl") if n.endswith(".png")]) == 6
     assert render(*common, "--out", tmp_path / "bad", "--temporal", -2) == 2
+
+
+def test_depth_video_decodes_to_the_renderers_depth(scene_path, renderer, tmp_path):
+    """--depth-video: one grey scale for the whole path (from the cameras' distances to the scene), each frame
+    the renderer's expected depth through it; with two workers the chunks share that scale."""
+    from tools.render import depth_grey, path_depth_range
+
+    scene, r = renderer
+    cams = flythrough_path(scene, W, H, 5)
+    near_far = path_depth_range(scene, cams)
+    want = []
+    for cam in cams:
+        out = r.render(cam, RenderSettings(depth=True))
+        want.append(depth_grey(out.depth, out.alpha, near_far).numpy())
+    common = [scene_path, "--path", "flythrough", "--frames", 5, "--size", f"{W}x{H}", "--quality", "lossless"]
+    for workers in (1, 2):
+        depth_mp4 = tmp_path / f"depth{workers}.mp4"
+        assert render(*common, "--out", tmp_path / f"rgb{workers}.mp4", "--depth-video", depth_mp4,
+                      "--workers", workers) == 0  # fmt: skip
+        frames, rate, size = read_mp4(str(depth_mp4))
+        assert frames.shape == (5, H, W, 3) and size == (W, H)
+        for got, exp in zip(frames, want, strict=True):
+            assert np.abs(got[..., 0].astype(int) - exp.astype(int)).max() <= 3  # grey through YUV, lossless
+        assert frames.max() > 100 and (frames == 0).any()
+    assert render(*common, "--out", tmp_path / "x.mp4", "--depth-video", tmp_path / "d.avi") == 2

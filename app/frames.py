@@ -40,7 +40,8 @@ class Frame:
     stats: RenderStats
     timer: StageTimer | None  # per-stage times, readable once the device has finished
     wall_ms: float  # host time spent in render() (on CUDA: launch time, not GPU time)
-    max_tile_pairs: torch.Tensor | None = None  # [1] int in pinned host memory, valid once `copied` is done
+    max_tile_pairs: torch.Tensor | None = None  # [2] int64 in pinned host memory (longest tile list, visible
+    # Gaussians), valid once `copied` is done
     copied: torch.cuda.Event | None = None  # recorded after the copy of max_tile_pairs (CUDA only)
 
     def max_tile_pairs_ready(self) -> bool:
@@ -119,14 +120,16 @@ def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool,
         assert out.rgba8 is not None
         image = out.rgba8.clone() if copy else out.rgba8
     max_pairs, copied = None, None
-    if not sync_stats:  # the longest tile list without a sync: copy it to the host, read it a frame later
-        max_pairs = out.tile_counts.max().reshape(1)
-        if max_pairs.is_cuda:
-            pinned = torch.empty(1, dtype=max_pairs.dtype, pin_memory=True)
-            pinned.copy_(max_pairs, non_blocking=True)
+    if not sync_stats:  # the longest tile list and the visible count without a sync: copy them to the host
+        # and read them a frame later
+        counts = torch.stack([out.tile_counts.max().to(torch.int64), (out.tiles_touched > 0).sum()])
+        if counts.is_cuda:
+            pinned = torch.empty(2, dtype=counts.dtype, pin_memory=True)
+            pinned.copy_(counts, non_blocking=True)
             copied = torch.cuda.Event()
             copied.record()
-            max_pairs = pinned
+            counts = pinned
+        max_pairs = counts
     wall_ms = (time.perf_counter() - t0) * 1e3
     return Frame(image, request, out.stats, renderer.last_timer, wall_ms, max_pairs, copied)
 

@@ -236,6 +236,7 @@ class ViewerWindow(pyglet.window.Window):
         self.state.render_ms.append(ms.get("total", 0.0))
         if frame.max_tile_pairs is not None:
             frame.stats.max_tile_pairs = int(frame.max_tile_pairs[0])
+            frame.stats.n_visible = int(frame.max_tile_pairs[1])
         self._pending_timer = None
 
     def _request_frame(self) -> None:

@@ -77,6 +77,7 @@ class RenderOutput:
     stats: RenderStats
     tile_counts: Tensor  # [n_ty, n_tx] int32 Gaussians per tile (for the heat-map view)
     depth: Tensor | None = None  # [H, W] float32 expected depth (settings.depth); 0 where coverage < 1/255
+    tiles_touched: Tensor | None = None  # [n_projected] int32 tiles per projected Gaussian (0 = culled)
 
 
 def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float = 1.0) -> Tensor:
@@ -203,7 +204,8 @@ class Renderer:
             temporal.stats.frames_reused += 1
             last = self._last_output
             stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused"})
-            return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth)
+            return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth,
+                                last.tiles_touched)  # fmt: skip
         self._last_output = None  # the workspace is about to change
         k = self.k
         W, H, tile = camera.width, camera.height, settings.tile_size
@@ -271,7 +273,13 @@ class Renderer:
                 temporal.stats.gaussians_skipped = n - int(src.live.sum())
         temporal.remember(camera, settings)
         self._last_output = RenderOutput(
-            image=rgb, alpha=alpha, rgba8=rgba8, stats=stats, tile_counts=tile_counts, depth=depth
+            image=rgb,
+            alpha=alpha,
+            rgba8=rgba8,
+            stats=stats,
+            tile_counts=tile_counts,
+            depth=depth,
+            tiles_touched=tiles_touched,
         )
         return self._last_output
 

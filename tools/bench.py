@@ -29,7 +29,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .cli import CliError
+from .cli import CliError, gaussian_count
 from .common import parse_size
 
 # Real scenes of the benchmark (file names in the scenes folder) and the quick subset.
@@ -47,20 +47,16 @@ DEFAULT_COMPOSITES = "6M,24M"
 
 
 def parse_count(text: str) -> int:
-    """'6M' -> 6_000_000, '30k' -> 30_000, '1500' -> 1500."""
-    mult = {"k": 1_000, "m": 1_000_000}.get(text[-1:].lower(), 1)
+    """One --composites entry: '6M' -> 6_000_000."""
     try:
-        value = float(text[:-1] if mult > 1 else text) * mult
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise CliError(f"--composites {text!r}: expected a Gaussian count such as 6M, 24M or 30k")
-    return int(value)
+        return gaussian_count(text)
+    except argparse.ArgumentTypeError as e:
+        raise CliError(f"--composites {e}") from None
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="benchmark warpsplat against gsplat on real and composite scenes")
-    p.add_argument("--scenes", nargs="+", default=None, help="scene files (names in --scenes-dir, or paths)")
+    p.add_argument("--scenes", nargs="+", default=None, help="scene files (names in --scenes-dir, or paths), or 'none'")
     p.add_argument(
         "--scenes-dir", default=None, help="folder of real scenes (default $WARPSPLAT_SCENES or ../shared/scenes)"
     )
@@ -355,6 +351,8 @@ def run(args: argparse.Namespace) -> int:
     width, height = args.size
     n_frames = 20 if args.quick and args.frames == 60 else args.frames
     names = args.scenes or (QUICK_SCENES if args.quick else DEFAULT_SCENES)
+    if names == ["none"]:  # composites only
+        names = []
     comps = [] if args.composites in ("", "none") else args.composites.split(",")
     if args.quick and args.composites == DEFAULT_COMPOSITES:
         comps = ["6M"]

@@ -27,6 +27,18 @@ class CliError(Exception):
     """An expected failure with a one-line message for the user (exit code 2)."""
 
 
+def gaussian_count(text: str) -> int:
+    """'6M' -> 6_000_000, '30k' -> 30_000, '1500' -> 1500 (an argparse type: bad text is a usage error)."""
+    mult = {"k": 1_000, "m": 1_000_000}.get(text[-1:].lower(), 1)
+    try:
+        value = float(text[:-1] if mult > 1 else text) * mult
+    except ValueError:
+        value = 0
+    if value < 1 or value != value:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a Gaussian count such as 6M, 24M, 30k or 1500")
+    return int(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="warpsplat",

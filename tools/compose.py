@@ -31,7 +31,7 @@ from scenes import GaussianScene, load_scene, make_scene, save_scene
 from scenes.atomic import atomic_write, check_writable
 from scenes.io import format_for_path
 
-from .cli import CliError
+from .cli import CliError, gaussian_count
 
 # NOTE measured on the shared 2-core CPU machine: 30M Gaussians (playbot_lod0 + flowers_lod2, SH degree 2,
 # a 4.56 GB .ply) composed in 26 s with a peak RSS of 0.6 GB, disk writes included.
@@ -54,7 +54,8 @@ def add_parser(sub) -> None:
     p.add_argument("output", help="output file; its extension picks the format (.ply is streamed)")
     p.add_argument("scenes", nargs="+", help="input scene files or folders (used in turn)")
     p.add_argument("--grid", type=parse_grid, default=(1, 1), help="COLUMNSxROWS of the tiling (default 1x1)")
-    p.add_argument("--target-count", type=int, default=None, help="add copies until exactly this many Gaussians")
+    p.add_argument("--target-count", type=gaussian_count, default=None,
+                   help="add copies until exactly this many Gaussians (6M, 300k or 1500)")  # fmt: skip
     p.add_argument("--sh-degree", type=int, default=None, help="output SH degree 0-3 (default: largest input)")
     p.add_argument("--spacing", type=float, default=1.25, help="distance between cell centres (scenes are size 1)")
     p.add_argument("--seed", type=int, default=0, help="seed for the subset of the last, partial copy")

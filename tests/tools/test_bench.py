@@ -21,11 +21,16 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
     assert ("composite_8k.ply", "overview", "rasterizer=batched") in paths
     for p in doc["paths"]:
         assert len(p["frame_ms"]) == 2 and p["median_ms"] > 0
-        if p["variant"].startswith("adagscale"):  # lossy: reports its loss against exact
+        lossy = p["variant"].startswith("adagscale") or "occl" in p["variant"]
+        if lossy:  # reports its loss against exact
             assert len(p["ssim_vs_default"]) == 2 and all(0 < v <= 1 for v in p["ssim_vs_default"])
             assert 0 <= p["pairs_removed"] < 1
         elif p["variant"] != "default":
             assert all(v > 60 for v in p["psnr_vs_default"]), "lossless switches keep the image"
+        if p["variant"].startswith("temporal"):  # hit rates of the timed pass
+            assert p["temporal"]["frames"] == 2 and p["temporal"]["window_builds"] >= 1
+        if p["variant"].endswith("known"):  # exact with the path's cameras
+            assert all(v == float("inf") for v in p["psnr_vs_default"])
     overview = next(p for p in doc["paths"] if p["path"] == "overview" and p["variant"] == "default")
     assert overview["n_gaussians"] == 8_000 and overview["visible"] > 0
     from PIL import Image

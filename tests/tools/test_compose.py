@@ -39,14 +39,23 @@ def test_grid_of_normalised_copies(tmp_path, capsys):
 def test_target_count_is_exact_and_grows_rows(tmp_path):
     out = tmp_path / "t.ply"
     assert (
-        main(["compose", str(out), str(scene(PLY)), "--grid", "2x1", "--target-count", "20000", "--sh-degree", "1"])
-        == 0
+        main(["compose", str(out), str(scene(PLY)), "--grid", "2x1", "--target-count", "20k", "--sh-degree", "1"]) == 0
     )
     s = load_scene(out)
     assert len(s) == 20_000 and s.sh_degree == 1
     # 5 copies (4 whole + 1 partial) on a 2-column grid: 3 rows along z.
     zs = np.unique(np.round(s.means[:, 2].numpy() / 1.25))
     assert len(zs) >= 3
+
+
+def test_target_count_forms(capsys):
+    from tools.cli import gaussian_count
+
+    assert gaussian_count("6M") == 6_000_000 and gaussian_count("30k") == 30_000 and gaussian_count("1500") == 1500
+    with pytest.raises(SystemExit) as e:  # a usage error, as argparse reports them
+        main(["compose", "x.ply", "y.ply", "--target-count", "lots"])
+    assert e.value.code == 2
+    assert "expected a Gaussian count" in capsys.readouterr().err
 
 
 def test_streamed_ply_equals_in_memory(tmp_path):

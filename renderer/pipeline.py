@@ -256,7 +256,7 @@ class Renderer:
                 chunk=settings.chunk_size if settings.load_balance else None, workspace=self._raster_ws,
                 subtile=8 if settings.subtile_cull else 16, marks=src.marks,
             )  # fmt: skip
-        temporal.end_frame(src)
+        temporal.end_frame(src, tiles_touched)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
             with timer.stage("depth"):

@@ -67,9 +67,13 @@ class RenderSettings:
     temporal_margin: float = 48.0
     temporal_guard: float = 0.05
     occlusion_cull: bool = False  # lossy: reports its PSNR against exact in `warpsplat bench`
-    occlusion_refresh: int = 8
-    occlusion_max_angle_deg: float = 2.0
-    occlusion_max_shift: float = 0.02
+    # NOTE: measured with the torch backend at 192x108, 64-frame paths (a fly-over of a 36-cell composite, the
+    # plant orbit at 5.6 deg per frame): refresh 2 -> path PSNR 57.0 / 53.0 dB, worst frame 44.3 / 41.2 dB,
+    # 17-18% of the pairs removed over the path (35% on the skipping frames); refresh 4 -> 44.4 / 41.4 dB path,
+    # worst 31.6 / 32.5; refresh 8 -> 37.1 / 34.7 dB. The motion limits only catch jumps at these speeds.
+    occlusion_refresh: int = 2
+    occlusion_max_angle_deg: float = 10.0
+    occlusion_max_shift: float = 0.1
 
     def validate(self) -> RenderSettings:
         if self.sh_degree is not None and not 0 <= self.sh_degree <= 3:

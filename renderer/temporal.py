@@ -16,10 +16,13 @@
    exact rendering is measured by `warpsplat bench`. Anything else (a jump, a snap, a new size) rebuilds.
 2. Unchanged view (exact): the same camera and settings as the last frame re-present the last frame's output
    without any GPU work.
-3. Occlusion culling (lossy): a refresh frame records which Gaussians were blended into at least one pixel
-   (`rasterize_tiles(marks=...)`); the following frames bin only those, until the next refresh, which comes
-   every `occlusion_refresh` frames and whenever the window is rebuilt (so after every jump). Gaussians
-   uncovered by motion between refreshes are missing until then: the loss is measured, never assumed.
+3. Occlusion culling (lossy): a refresh frame records which Gaussians blended into or stopped at least one
+   pixel (`rasterize_tiles(marks=...)`); the following frames skip the Gaussians it binned but that marked
+   nothing (hidden behind others, or too faint), until the next refresh, which comes every
+   `occlusion_refresh` frames, when the camera has moved more than the settings allow, and whenever the window
+   is rebuilt (so after every jump). Gaussians outside the refresh frame's view stay live, so content entering
+   from the image edges is never missing; Gaussians uncovered by motion between refreshes are, until then: the
+   loss is measured, never assumed.
 Sort order is never reused across frames: every frame sorts its own pairs.
 """
 
@@ -217,10 +220,14 @@ class TemporalCache:
         self.since_refresh += 1
         return FrameSource(src.means, src.covars, src.opacities, src.sh, self.live, None, src.kind)
 
-    def end_frame(self, src: FrameSource) -> None:
-        """After the rasterizer ran: a refresh frame's marks become the live set of the frames that follow."""
+    def end_frame(self, src: FrameSource, tiles_touched: Tensor) -> None:
+        """After the rasterizer ran. A refresh frame's live set for the frames that follow: the Gaussians it
+        marked, and every one it did not bin at all (outside the frustum now, they may enter it next frame).
+        Only a Gaussian that was binned and still blended into no pixel, hidden or too faint, is skipped."""
         if src.marks is not None:
-            self.live.copy_(src.marks)
+            torch.logical_or(src.marks != 0, tiles_touched == 0, out=self._buffer("live_bool", src.n, torch.bool,
+                                                                                 src.means.device))  # fmt: skip
+            self.live.copy_(self._buffer("live_bool", src.n, torch.bool, src.means.device))
 
     # ------------------------------------------------------------------ buffers (grow-only)
 

@@ -165,3 +165,16 @@ def test_predict_poses_repeats_the_last_motion():
 def test_bad_temporal_settings_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         RenderSettings(**{field: value}).validate()
+
+
+def test_occlusion_skips_only_binned_gaussians_that_marked_nothing(plant):
+    """After a refresh frame the live set is: marked, or not binned at all (outside the view now, they may enter
+    it next frame). What is skipped was binned and hidden: so panning never loses content entering the view."""
+    cam = inside_path(plant, 1)[0]
+    r = Renderer(plant, backend="torch")
+    out = r.render(cam, RenderSettings(occlusion_cull=True))
+    tiles_touched = out.tiles_touched
+    live = r.temporal.live.bool()
+    assert live[tiles_touched == 0].all()
+    skipped = ~live
+    assert int(skipped.sum()) > 0 and (tiles_touched[skipped] > 0).all()

@@ -104,13 +104,14 @@ class TemporalCache:
     last_key: tuple | None = None  # the previous frame's full identity (for unchanged-view reuse)
     since_refresh: int = 0
     refresh_pose: np.ndarray | None = None  # the camera of the last occlusion refresh
+    refresh_key: tuple | None = None  # and its image size and settings
     live: Tensor | None = None  # occlusion live set, in the current source's index space
     marks: Tensor | None = None
     _buffers: dict = field(default_factory=dict)
 
     def reset(self) -> None:
         self.window, self.last_pose, self.last_key, self.live, self.marks = None, None, None, None, None
-        self.since_refresh, self.refresh_pose = 0, None
+        self.since_refresh, self.refresh_pose, self.refresh_key = 0, None, None
         self.stats = TemporalStats()
 
     # ------------------------------------------------------------------ unchanged view
@@ -198,7 +199,8 @@ class TemporalCache:
             self.live = self.marks = None
             return src
         pose = camera.T_world_camera
-        moved = self.refresh_pose is None or not within(
+        key = (window_key(camera, settings), repr(settings))  # any change of size or settings refreshes
+        moved = self.refresh_pose is None or key != self.refresh_key or not within(
             pose, self.refresh_pose, math.radians(settings.occlusion_max_angle_deg),
             settings.occlusion_max_shift * radius,
         )  # fmt: skip
@@ -215,7 +217,7 @@ class TemporalCache:
             self.live = self._buffer("live", src.n, torch.int8, src.means.device)  # filled from marks after the frame
             self.stats.occlusion_refreshes += 1
             self.since_refresh = 1
-            self.refresh_pose = pose.copy()
+            self.refresh_pose, self.refresh_key = pose.copy(), key
             return FrameSource(src.means, src.covars, src.opacities, src.sh, None, marks, src.kind)
         self.since_refresh += 1
         return FrameSource(src.means, src.covars, src.opacities, src.sh, self.live, None, src.kind)

@@ -72,6 +72,8 @@ def add_parser(sub) -> None:
         default=DEFAULT_COMPOSITES,
         help=f"composite sizes (Gaussian counts) to build and run (default {DEFAULT_COMPOSITES}), or 'none'",
     )
+    p.add_argument("--composite-files", nargs="+", default=[], metavar="PLY",
+                   help="already composed scenes to run on the composite paths (fly-over and overview)")  # fmt: skip
     p.add_argument(
         "--cache-dir",
         default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "warpsplat-bench"),
@@ -373,6 +375,7 @@ def run(args: argparse.Namespace) -> int:
     if comps:
         inputs = [find_scene(name, args.scenes_dir) for name in COMPOSITE_INPUTS]
         jobs += [(build_composite(c, counts[c], inputs, args.cache_dir), composite_paths) for c in comps]
+    jobs += [(find_scene(path, None), composite_paths) for path in args.composite_files]
     for path, make_paths in jobs:
         scene = load_scene(path)
         label = os.path.basename(path)

@@ -148,6 +148,10 @@ def test_occlusion_refreshes_on_schedule_and_after_jumps(plant):
     out = r.render(far, s)  # far beyond occlusion_max_angle_deg: refreshed at once, so exact
     assert r.temporal.stats.occlusion_refreshes == 3
     assert torch.equal(out.image, exact_images(plant, [far], "torch")[0])
+    s2 = RenderSettings(occlusion_cull=True, occlusion_refresh=3, scale_modifier=0.7)
+    out = r.render(far, s2)  # a setting changed: a refresh, never the previous settings' live set
+    assert r.temporal.stats.occlusion_refreshes == 4
+    assert torch.equal(out.image, exact_images(plant, [far], "torch", RenderSettings(scale_modifier=0.7))[0])
 
 
 def test_predict_poses_repeats_the_last_motion():

@@ -290,7 +290,7 @@ def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path):
 def test_depth_video_decodes_to_the_renderers_depth(scene_path, renderer, tmp_path):
     """--depth-video: one grey scale for the whole path (from the cameras' distances to the scene), each frame
     the renderer's expected depth through it; with two workers the chunks share that scale."""
-    from tools.render import depth_grey, path_depth_range
+    from tools.render_jobs import depth_grey, path_depth_range
 
     scene, r = renderer
     cams = flythrough_path(scene, W, H, 5)

@@ -106,11 +106,10 @@ class TemporalCache:
     refresh_pose: np.ndarray | None = None  # the camera of the last occlusion refresh
     refresh_key: tuple | None = None  # and its image size and settings
     live: Tensor | None = None  # occlusion live set, in the current source's index space
-    marks: Tensor | None = None
     _buffers: dict = field(default_factory=dict)
 
     def reset(self) -> None:
-        self.window, self.last_pose, self.last_key, self.live, self.marks = None, None, None, None, None
+        self.window, self.last_pose, self.last_key, self.live = None, None, None, None
         self.since_refresh, self.refresh_pose, self.refresh_key = 0, None, None
         self.stats = TemporalStats()
 
@@ -196,7 +195,7 @@ class TemporalCache:
 
     def _occlusion(self, src: FrameSource, camera: Camera, settings: RenderSettings, radius: float) -> FrameSource:
         if not settings.occlusion_cull:
-            self.live = self.marks = None
+            self.live = None
             return src
         pose = camera.T_world_camera
         key = (window_key(camera, settings), repr(settings))  # any change of size or settings refreshes
@@ -227,9 +226,7 @@ class TemporalCache:
         marked, and every one it did not bin at all (outside the frustum now, they may enter it next frame).
         Only a Gaussian that was binned and still blended into no pixel, hidden or too faint, is skipped."""
         if src.marks is not None:
-            torch.logical_or(src.marks != 0, tiles_touched == 0, out=self._buffer("live_bool", src.n, torch.bool,
-                                                                                 src.means.device))  # fmt: skip
-            self.live.copy_(self._buffer("live_bool", src.n, torch.bool, src.means.device))
+            self.live.copy_((src.marks != 0) | (tiles_touched == 0))
 
     # ------------------------------------------------------------------ buffers (grow-only)
 

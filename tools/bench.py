@@ -18,6 +18,7 @@ On a CPU it runs too (tiny sizes, no gsplat) so CI exercises its code paths.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import math
 import os
@@ -82,6 +83,11 @@ def add_parser(sub) -> None:
     p.add_argument("--variants", default="*",
                    help="comma-separated name patterns of the variants to run, e.g. 'temporal*,occlusion*' "
                         "(default: all; the default variant always runs, as the reference)")  # fmt: skip
+    p.add_argument(
+        "--paths",
+        default="*",
+        help="comma-separated name patterns of the paths to run: orbit, flyover, overview (default: all)",
+    )
     p.add_argument("--json", default="bench.json", help="where to write the full results (default bench.json)")
     p.set_defaults(func=run)
 
@@ -308,8 +314,6 @@ TEMPORAL_K = 8
 
 def selected_variants(patterns: str) -> dict:
     """The default variant, then the others whose names match one of the comma-separated glob patterns."""
-    import fnmatch
-
     pats = [p.strip() for p in patterns.split(",") if p.strip()]
     chosen = {k: v for k, v in variants().items() if k == "default" or any(fnmatch.fnmatch(k, p) for p in pats)}
     if len(chosen) == 1 and pats and pats != ["default"]:
@@ -355,6 +359,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.frames < 1:
         raise CliError(f"--frames {args.frames}: must be at least 1")
+    chosen = selected_variants(args.variants)  # a pattern matching nothing is an error before any work
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
     use_gsplat = cuda and not args.no_gsplat
@@ -382,6 +387,8 @@ def run(args: argparse.Namespace) -> int:
         renderer = Renderer(scene, device=device, backend=args.backend)
         g_render = gsplat_renderer(scene, device) if use_gsplat else None
         for path_name, cams in make_paths(scene, width, height, n_frames).items():
+            if not any(fnmatch.fnmatch(path_name, pat.strip()) for pat in args.paths.split(",")):
+                continue
             reference_images = {}
             if g_render is not None:
                 ms, fps, _ = time_path(g_render, cams, clock, args.warmup)
@@ -389,7 +396,7 @@ def run(args: argparse.Namespace) -> int:
                 reference_images = {i: g_render(cams[i]).clone() for i in range(0, len(cams), args.psnr_every)}
             default_images, default_pairs = {}, {}
             index = {id(c): i for i, c in enumerate(cams)}
-            for vname, settings in selected_variants(args.variants).items():
+            for vname, settings in chosen.items():
                 if cuda:
                     torch.cuda.reset_peak_memory_stats()
                 timers = []

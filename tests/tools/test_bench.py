@@ -41,3 +41,18 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
     assert Image.open(tmp_path / "bench.png").size[0] == 1000
     table = capsys.readouterr().out
     assert "composite_8k.ply / flyover" in table and doc["command"].startswith("warpsplat bench")
+
+
+def test_bench_selects_paths_and_variants(tmp_path, scene_path):
+    """--scenes none --paths flyover --variants 'occlusion*': only those rows (and the default, the reference)."""
+    out = tmp_path / "bench.json"
+    scenes_dir = scene_path("lastchance.splat").parent
+    rc = main([
+        "bench", "--scenes", "none", "--scenes-dir", str(scenes_dir), "--size", "24x16", "--frames", "2",
+        "--warmup", "0", "--composites", "8k", "--paths", "flyover", "--variants", "occlusion*",
+        "--cache-dir", str(tmp_path / "cache"), "--backend", "torch", "--json", str(out),
+    ])  # fmt: skip
+    assert rc == 0
+    rows = {(p["path"], p["variant"]) for p in json.loads(out.read_text())["paths"]}
+    assert rows == {("flyover", "default"), ("flyover", "occlusion_cull"), ("flyover", "occlusion_cull refresh=4")}
+    assert main(["bench", "--variants", "nothing-like-this", "--scenes", "none", "--composites", "none"]) == 2

@@ -29,6 +29,7 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
             assert all(v > 60 for v in p["psnr_vs_default"]), "lossless switches keep the image"
         if p["variant"].startswith("temporal"):  # hit rates of the timed pass
             assert p["temporal"]["frames"] == 2 and p["temporal"]["window_builds"] >= 1
+        assert 0 <= p["projected"] <= p["n_gaussians"]
         if p["variant"].endswith("known"):  # exact with the path's cameras
             assert all(v == float("inf") for v in p["psnr_vs_default"])
     overview = next(p for p in doc["paths"] if p["path"] == "overview" and p["variant"] == "default")

@@ -298,6 +298,7 @@ class CameraController:
         self.pivot = np.asarray(self.scene.center, np.float64).copy()
         self.speed = self.base_speed
         self._set_pose(self.home.T_world_camera)
+        self.state.camera_jumped = True
         self.state.message = "view reset"
 
     # ------------------------------------------------------------------ training cameras
@@ -308,6 +309,7 @@ class CameraController:
         cur = self.camera
         self.state.camera = Camera.from_fov(cur.width, cur.height, cam.fov_y_deg, cur.T_world_camera)
         self._set_pose(cam.T_world_camera)
+        self.state.camera_jumped = True
         self.state.message = f"training camera {index + 1} / {len(self.training_cameras)}"
 
     def snap_training(self, step: int) -> None:
@@ -353,6 +355,7 @@ class CameraController:
             self.state.message = "add at least 2 keyframes (K) to play a path"
         else:
             self._play_cameras = self.path_cameras()
+            self.state.camera_jumped = True  # the path starts at its first keyframe
             self.playing = True
             self.play_t = 0.0
             self.state.message = "playing"

@@ -29,6 +29,7 @@ class FrameRequest:
     settings: RenderSettings
     mode: str  # "rgb" | "alpha" | "depth" | "heatmap"
     serial: int
+    jump: bool = False  # the camera jumped (snap, reset): temporal reuse must not carry anything over
 
 
 @dataclass
@@ -108,6 +109,8 @@ def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool,
     workspace (needed when the next frame may render before this one is shown)."""
     t0 = time.perf_counter()
     settings = replace(request.settings, depth=True) if request.mode == "depth" else request.settings
+    if request.jump:
+        renderer.temporal.invalidate()
     out = renderer.render(request.camera, settings, sync_stats=sync_stats)
     cam = request.camera
     if request.mode == "alpha":
@@ -132,6 +135,11 @@ def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool,
         max_pairs = counts
     wall_ms = (time.perf_counter() - t0) * 1e3
     return Frame(image, request, out.stats, renderer.last_timer, wall_ms, max_pairs, copied)
+
+
+def supersede(pending: FrameRequest | None, newer: FrameRequest) -> FrameRequest:
+    """The request that replaces an unstarted one: the newer, keeping a jump the dropped one carried."""
+    return replace(newer, jump=True) if pending is not None and pending.jump else newer
 
 
 class FrameProducer:
@@ -168,7 +176,7 @@ class FrameProducer:
             self._done = render_frame(self.renderer, request, sync_stats=self.sync_stats, copy=False)
             return
         with self._cv:
-            self._pending = request
+            self._pending = supersede(self._pending, request)
             self._cv.notify()
 
     def poll(self) -> Frame | None:

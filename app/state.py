@@ -42,6 +42,7 @@ class ViewerState:
     show_overlay: bool = True
     show_help: bool = False
     screenshot_requested: bool = False
+    camera_jumped: bool = False  # set by snaps and resets: temporal reuse starts over at the next frame
     output_dir: str = "."  # screenshots and saved camera paths
     display_path: str = ""
     render_device: str = ""

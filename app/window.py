@@ -246,8 +246,8 @@ class ViewerWindow(pyglet.window.Window):
         rw, rh = self.state.render_size_for(fb_w, fb_h)
         self._serial += 1
         request = FrameRequest(self.state.camera.resized(rw, rh), self.state.settings, self.state.render_mode,
-                               self._serial)  # fmt: skip
-        self.state.dirty = False
+                               self._serial, jump=self.state.camera_jumped)  # fmt: skip
+        self.state.dirty = self.state.camera_jumped = False
         self.producer.request(request)
 
     def update_frame(self) -> None:

@@ -108,6 +108,12 @@ class TemporalCache:
     live: Tensor | None = None  # occlusion live set, in the current source's index space
     _buffers: dict = field(default_factory=dict)
 
+    def invalidate(self) -> None:
+        """Forget the window and the occlusion live set (the counters stay): the next frame rebuilds both. For
+        callers that know the camera jumped (a snap, a reset, a new path) whatever the motion limits say."""
+        self.window, self.last_pose, self.live = None, None, None
+        self.since_refresh, self.refresh_pose, self.refresh_key = 0, None, None
+
     def reset(self) -> None:
         self.window, self.last_pose, self.last_key, self.live = None, None, None, None
         self.since_refresh, self.refresh_pose, self.refresh_key = 0, None, None
@@ -189,7 +195,8 @@ class TemporalCache:
         self.stats.gaussians_in_window = m
         self.since_refresh = 0  # a new set: occlusion starts over with a full frame
         poses = [c.T_world_camera.copy() for c in cams]
-        return _Window(key, poses, predicted, max_angle, max_shift, len(cams), src, index)
+        frames = k if predicted else len(cams)  # a camera at rest predicts itself for all K frames
+        return _Window(key, poses, predicted, max_angle, max_shift, frames, src, index)
 
     # ------------------------------------------------------------------ occlusion
 

@@ -122,8 +122,10 @@ def test_imgui_capture_blocks_camera_input():
 def test_training_camera_snaps():
     cams = [Camera.look_at((x, 0.0, -4.0), (0, 0, 0), width=32, height=24, fov_y_deg=40) for x in (-2.0, 0.0, 2.0)]
     ctl = make_controller(training_cameras=cams)
+    ctl.state.camera_jumped = False
     ctl.on_key_press(key.BRACKETRIGHT, 0)
     np.testing.assert_allclose(ctl.camera.T_world_camera, cams[0].T_world_camera)
+    assert ctl.state.camera_jumped  # temporal reuse starts over at the snapped camera
     assert ctl.camera.fov_y_deg == pytest.approx(40)
     assert (ctl.camera.width, ctl.camera.height) == (64, 48)  # the window's size, the dataset's fov
     ctl.on_key_press(key.BRACKETLEFT, 0)

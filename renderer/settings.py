@@ -67,13 +67,13 @@ class RenderSettings:
     temporal_margin: float = 48.0
     temporal_guard: float = 0.05
     occlusion_cull: bool = False  # lossy: reports its PSNR against exact in `warpsplat bench`
-    # NOTE: measured with the torch backend at 192x108, 64-frame paths (a fly-over of a 36-cell composite, the
-    # plant orbit at 5.6 deg per frame): refresh 2 -> path PSNR 57.0 / 53.0 dB, worst frame 44.3 / 41.2 dB,
-    # 17-18% of the pairs removed over the path (35% on the skipping frames); refresh 4 -> 44.4 / 41.4 dB path,
-    # worst 31.6 / 32.5; refresh 8 -> 37.1 / 34.7 dB. The motion limits only catch jumps at these speeds.
+    # NOTE: `warpsplat bench` with the torch backend, 128x72, 64-frame paths (BENCHMARKS.md, section 7): on a
+    # fly-over of a 36-cell composite, refresh 2 keeps the worst frame at 45.6 dB and the path at 54.8 dB
+    # against exact, removing 22% of the pairs; refresh 4 removes 31% but falls to 33.2 / 46.9 dB. The motion
+    # limits catch jumps (a 10 deg turn, half the scene radius); the viewer also flags snaps and resets.
     occlusion_refresh: int = 2
     occlusion_max_angle_deg: float = 10.0
-    occlusion_max_shift: float = 0.1
+    occlusion_max_shift: float = 0.5
 
     def validate(self) -> RenderSettings:
         if self.sh_degree is not None and not 0 <= self.sh_degree <= 3:

@@ -142,10 +142,11 @@ class ViewerWindow(pyglet.window.Window):
     def _make_controller(self, scene, home: Camera, up: str | None, training_cameras: list[Camera] | None):
         """A camera controller for `scene` (its extent, up axis and training cameras)."""
         fb_w, fb_h = self.get_framebuffer_size()
-        lo, hi = (v.double().cpu().numpy() for v in scene.robust_bounds())
-        frame = SceneExtent(center=scene.center().double().cpu().numpy(),
-                           radius=max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6),
-                           up=up_vector(up or scene.up_axis))  # fmt: skip
+        frame = SceneExtent(
+            center=scene.center().double().cpu().numpy(),
+            radius=scene.robust_radius(),
+            up=up_vector(up or scene.up_axis),
+        )
         if training_cameras is None:
             try:
                 training_cameras = load_training_cameras(scene, fb_w, fb_h)

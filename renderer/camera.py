@@ -132,9 +132,8 @@ def default_camera(scene, width: int, height: int, *, up: str | None = None, fov
     percentile box of the means, the box's bounding sphere filling the vertical field of view, from a
     direction 25 degrees above the horizon (with respect to the scene's up axis)."""
     upv = up_vector(up or scene.up_axis)
-    lo, hi = (v.double().cpu().numpy() for v in scene.robust_bounds())
     target = scene.center().double().cpu().numpy()
-    radius = max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6)
+    radius = scene.robust_radius()
     half_fov = math.radians(min(fov_y_deg, fov_y_deg * width / height) / 2)
     dist = radius / math.sin(half_fov)
     # horizontal reference direction: -Z (the side INRIA/COLMAP captures usually start from), else -Y, -X

@@ -16,6 +16,7 @@ scene, or a window's compacted set, optionally masked by occlusion; and may retu
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 
@@ -137,12 +138,15 @@ class Renderer:
         self._image: tuple[Tensor, ...] = ()
         self._raster_ws: dict = {}  # the rasterizer's chunk buffers (grow-only)
         self.last_timer: StageTimer | None = None
-        lo, hi = scene.robust_bounds() if self.n else (torch.zeros(3), torch.ones(3))
-        self.scene_radius = max(0.5 * float((hi - lo).norm()), 1e-6)  # the size distance settings scale with
         self.temporal = TemporalCache()
         self._last_output: RenderOutput | None = None
         self._depth_ws: dict = {}  # the depth pass's buffers (grow-only)
         self._zero3 = torch.zeros(3, dtype=torch.float32, device=self.device)
+
+    @functools.cached_property
+    def scene_radius(self) -> float:
+        """The size that temporal reuse's distance settings scale with (computed on first use, not at load)."""
+        return self.scene.robust_radius()
 
     # ------------------------------------------------------------------ workspace
 

@@ -91,7 +91,6 @@ class _Window:
     max_shift: float  # world units a camera may deviate from a predicted pose (predicted windows)
     frames_left: int
     source: FrameSource
-    index: Tensor  # [M] int64, ascending
 
 
 @dataclass
@@ -150,7 +149,7 @@ class TemporalCache:
             w.frames_left -= 1
             src = w.source
         self.last_pose = camera.T_world_camera.copy()
-        return self._occlusion(src, camera, settings, renderer.scene_radius)
+        return self._occlusion(src, camera, settings, renderer)
 
     def _covers(self, w: _Window, camera: Camera, settings: RenderSettings) -> bool:
         if w.frames_left <= 0 or w.key != window_key(camera, settings):
@@ -196,11 +195,11 @@ class TemporalCache:
         self.since_refresh = 0  # a new set: occlusion starts over with a full frame
         poses = [c.T_world_camera.copy() for c in cams]
         frames = k if predicted else len(cams)  # a camera at rest predicts itself for all K frames
-        return _Window(key, poses, predicted, max_angle, max_shift, frames, src, index)
+        return _Window(key, poses, predicted, max_angle, max_shift, frames, src)
 
     # ------------------------------------------------------------------ occlusion
 
-    def _occlusion(self, src: FrameSource, camera: Camera, settings: RenderSettings, radius: float) -> FrameSource:
+    def _occlusion(self, src: FrameSource, camera: Camera, settings: RenderSettings, renderer) -> FrameSource:
         if not settings.occlusion_cull:
             self.live = None
             return src
@@ -208,7 +207,7 @@ class TemporalCache:
         key = (window_key(camera, settings), repr(settings))  # any change of size or settings refreshes
         moved = self.refresh_pose is None or key != self.refresh_key or not within(
             pose, self.refresh_pose, math.radians(settings.occlusion_max_angle_deg),
-            settings.occlusion_max_shift * radius,
+            settings.occlusion_max_shift * renderer.scene_radius,
         )  # fmt: skip
         refresh = (
             moved

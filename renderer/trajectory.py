@@ -88,14 +88,13 @@ def scene_frame(scene, width: int, height: int, *, up: str | None = None, fov_y_
     vertical = float(offset @ upv)
     horiz = offset - vertical * upv
     horiz /= max(np.linalg.norm(horiz), 1e-12)
-    lo, hi = (v.double().cpu().numpy() for v in scene.robust_bounds())
     return SceneFrame(
         target=target,
         up=upv,
         start_dir=horiz,
         distance=distance,
         elevation_deg=math.degrees(math.asin(max(-1.0, min(1.0, vertical / max(distance, 1e-12))))),
-        extent=max(0.5 * float(np.linalg.norm(hi - lo)), 1e-6),
+        extent=scene.robust_radius(),
     )
 
 

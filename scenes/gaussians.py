@@ -269,6 +269,14 @@ class GaussianScene:
         q = torch.quantile(m.double(), torch.tensor([lo, hi], dtype=torch.float64, device=m.device), dim=0)
         return q[0].float(), q[1].float()
 
+    def robust_radius(self) -> float:
+        """Half the diagonal of the robust box (`robust_bounds`): the scene's size for framing and for
+        distance-based settings (at least 1e-6; 1 for an empty scene)."""
+        if len(self) == 0:
+            return 1.0
+        lo, hi = self.robust_bounds()
+        return max(0.5 * float((hi.double() - lo.double()).norm()), 1e-6)
+
     def center(self) -> Tensor:
         """[3] per-axis median of the means (the default look-at point)."""
         m = self.means

@@ -41,12 +41,12 @@ class Frame:
     stats: RenderStats
     timer: StageTimer | None  # per-stage times, readable once the device has finished
     wall_ms: float  # host time spent in render() (on CUDA: launch time, not GPU time)
-    max_tile_pairs: torch.Tensor | None = None  # [2] int64 in pinned host memory (longest tile list, visible
-    # Gaussians), valid once `copied` is done
-    copied: torch.cuda.Event | None = None  # recorded after the copy of max_tile_pairs (CUDA only)
+    host_counts: torch.Tensor | None = None  # [2] int64 (longest tile list, visible Gaussians) in pinned host
+    # memory, valid once `copied` is done
+    copied: torch.cuda.Event | None = None  # recorded after the copy of host_counts (CUDA only)
 
-    def max_tile_pairs_ready(self) -> bool:
-        return self.max_tile_pairs is not None and (self.copied is None or bool(self.copied.query()))
+    def host_counts_ready(self) -> bool:
+        return self.host_counts is not None and (self.copied is None or bool(self.copied.query()))
 
 
 def heat_map(tile_counts: torch.Tensor, width: int, height: int, tile: int) -> torch.Tensor:
@@ -54,13 +54,18 @@ def heat_map(tile_counts: torch.Tensor, width: int, height: int, tile: int) -> t
     device (no host sync)."""
     x = torch.log1p(tile_counts.float())
     x = x / x.max().clamp_min(1e-6)
-    palette = torch.tensor(HEAT_COLORS, dtype=torch.float32, device=tile_counts.device)  # [P, 3]
+    rgba = palette_image(x)  # [n_ty, n_tx, 4]: one colour per tile, then blown up to the tiles' pixels
+    return rgba.repeat_interleave(tile, 0).repeat_interleave(tile, 1)[:height, :width].contiguous()
+
+
+def palette_image(x: torch.Tensor) -> torch.Tensor:
+    """[H, W] values in [0, 1] -> [H, W, 4] uint8 through HEAT_COLORS (0 dark, 1 bright), linearly blended."""
+    palette = torch.tensor(HEAT_COLORS, dtype=torch.float32, device=x.device)  # [P, 3]
     pos = x * (len(HEAT_COLORS) - 1)
     i0 = pos.floor().long().clamp(0, len(HEAT_COLORS) - 2)
     f = (pos - i0)[..., None]
-    rgb = palette[i0] * (1 - f) + palette[i0 + 1] * f  # [n_ty, n_tx, 3]
-    rgb = rgb.repeat_interleave(tile, 0).repeat_interleave(tile, 1)[:height, :width]
-    out = torch.empty(height, width, 4, dtype=torch.uint8, device=tile_counts.device)
+    rgb = palette[i0] * (1 - f) + palette[i0 + 1] * f
+    out = torch.empty(*x.shape, 4, dtype=torch.uint8, device=x.device)
     out[..., :3] = (rgb + 0.5).clamp(0, 255).to(torch.uint8)
     out[..., 3] = 255
     return out
@@ -74,16 +79,7 @@ def depth_image(depth: torch.Tensor, alpha: torch.Tensor, near_far: tuple[float,
         near_far = depth_range(depth, alpha)
     near, far = near_far
     inv = (1.0 / depth.clamp_min(1e-6) - 1.0 / far) / (1.0 / near - 1.0 / far)
-    x = torch.where(alpha >= 1.0 / 255.0, inv.clamp(0, 1), torch.zeros_like(inv))
-    palette = torch.tensor(HEAT_COLORS, dtype=torch.float32, device=depth.device)
-    pos = x * (len(HEAT_COLORS) - 1)
-    i0 = pos.floor().long().clamp(0, len(HEAT_COLORS) - 2)
-    f = (pos - i0)[..., None]
-    rgb = palette[i0] * (1 - f) + palette[i0 + 1] * f
-    out = torch.empty(*depth.shape, 4, dtype=torch.uint8, device=depth.device)
-    out[..., :3] = (rgb + 0.5).clamp(0, 255).to(torch.uint8)
-    out[..., 3] = 255
-    return out
+    return palette_image(torch.where(alpha >= 1.0 / 255.0, inv.clamp(0, 1), torch.zeros_like(inv)))
 
 
 def depth_range(depth: torch.Tensor, alpha: torch.Tensor) -> tuple[float, float]:
@@ -122,7 +118,7 @@ def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool,
     else:
         assert out.rgba8 is not None
         image = out.rgba8.clone() if copy else out.rgba8
-    max_pairs, copied = None, None
+    counts, copied = None, None
     if not sync_stats:  # the longest tile list and the visible count without a sync: copy them to the host
         # and read them a frame later
         counts = torch.stack([out.tile_counts.max().to(torch.int64), (out.tiles_touched > 0).sum()])
@@ -132,9 +128,8 @@ def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool,
             copied = torch.cuda.Event()
             copied.record()
             counts = pinned
-        max_pairs = counts
     wall_ms = (time.perf_counter() - t0) * 1e3
-    return Frame(image, request, out.stats, renderer.last_timer, wall_ms, max_pairs, copied)
+    return Frame(image, request, out.stats, renderer.last_timer, wall_ms, counts, copied)
 
 
 def supersede(pending: FrameRequest | None, newer: FrameRequest) -> FrameRequest:

@@ -231,13 +231,13 @@ class ViewerWindow(pyglet.window.Window):
         if frame is None or frame.timer is None:
             return
         ms = frame.timer.elapsed_ms()
-        if ms is None or not (frame.max_tile_pairs is None or frame.max_tile_pairs_ready()):
+        if ms is None or not (frame.host_counts is None or frame.host_counts_ready()):
             return
         self.state.stage_ms = ms
         self.state.render_ms.append(ms.get("total", 0.0))
-        if frame.max_tile_pairs is not None:
-            frame.stats.max_tile_pairs = int(frame.max_tile_pairs[0])
-            frame.stats.n_visible = int(frame.max_tile_pairs[1])
+        if frame.host_counts is not None:
+            frame.stats.max_tile_pairs = int(frame.host_counts[0])
+            frame.stats.n_visible = int(frame.host_counts[1])
         self._pending_timer = None
 
     def _request_frame(self) -> None:

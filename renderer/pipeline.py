@@ -256,9 +256,7 @@ class Renderer:
             background = torch.tensor(settings.background, dtype=torch.float32).to(self.device, non_blocking=True)
             k.rasterize_tiles(
                 sorted_ids, ranges, means2d, conic_opacity, colors, extents, background, W, H,
-                tile_size=tile, variant=settings.rasterizer, out=(rgb, alpha, rgba8),
-                chunk=settings.chunk_size if settings.load_balance else None, workspace=self._raster_ws,
-                subtile=8 if settings.subtile_cull else 16, marks=src.marks,
+                out=(rgb, alpha, rgba8), marks=src.marks, **self._raster_options(settings),
             )  # fmt: skip
         temporal.end_frame(src, tiles_touched)
         depth = None
@@ -287,6 +285,13 @@ class Renderer:
         )
         return self._last_output
 
+    def _raster_options(self, settings: RenderSettings) -> dict:
+        """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
+        return dict(
+            tile_size=settings.tile_size, variant=settings.rasterizer, workspace=self._raster_ws,
+            chunk=settings.chunk_size if settings.load_balance else None, subtile=8 if settings.subtile_cull else 16,
+        )  # fmt: skip
+
     def _render_depth(self, settings, n, depths, sorted_ids, ranges, means2d, conic_opacity, extents, alpha, W, H):
         ws = self._depth_ws
         if ws.get("n", -1) < n:
@@ -301,9 +306,7 @@ class Renderer:
         colors.copy_(depths[:, None].expand(n, 3))  # rows of culled Gaussians are never read
         self.k.rasterize_tiles(
             sorted_ids, ranges, means2d, conic_opacity, colors, extents, self._zero3, W, H,
-            tile_size=settings.tile_size, variant=settings.rasterizer, out=(ws["rgb"], ws["alpha"], None),
-            chunk=settings.chunk_size if settings.load_balance else None, workspace=self._raster_ws,
-            subtile=8 if settings.subtile_cull else 16,
+            out=(ws["rgb"], ws["alpha"], None), **self._raster_options(settings),
         )  # fmt: skip
         covered = alpha >= 1.0 / 255.0
         depth = ws["depth"]

@@ -16,9 +16,9 @@ def test_unsynced_frame_reports_visible_and_longest_list_a_frame_later():
     cam = default_camera(scene, 48, 32)
     want = r.render(cam).stats
     frame = render_frame(r, FrameRequest(cam, RenderSettings(), "rgb", 0), sync_stats=False, copy=True)
-    assert frame.max_tile_pairs_ready()
-    assert int(frame.max_tile_pairs[0]) == want.max_tile_pairs
-    assert int(frame.max_tile_pairs[1]) == want.n_visible > 0
+    assert frame.host_counts_ready()
+    assert int(frame.host_counts[0]) == want.max_tile_pairs
+    assert int(frame.host_counts[1]) == want.n_visible > 0
 
 
 def test_a_jump_request_restarts_temporal_reuse():

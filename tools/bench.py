@@ -396,16 +396,16 @@ def run(args: argparse.Namespace) -> int:
                 gsplat_results.append(PathResult(label, path_name, len(scene), "gsplat", ms, fps))
                 reference_images = {i: g_render(cams[i]).clone() for i in range(0, len(cams), args.psnr_every)}
             default_images, default_pairs = {}, {}
-            index = {id(c): i for i, c in enumerate(cams)}
+            # the next cameras of each frame, for the variants that know the path (as `warpsplat render` does)
+            futures = {id(c): cams[i + 1 : i + TEMPORAL_K] for i, c in enumerate(cams)}
             for vname, settings in chosen.items():
                 if cuda:
                     torch.cuda.reset_peak_memory_stats()
                 timers = []
-                known = vname.endswith("known") or "known+" in vname
+                known = "known" in vname
 
-                def frame(cam, settings=settings, timers=timers, renderer=renderer, known=known, cams=cams, at=index):
-                    future = cams[at[id(cam)] + 1 : at[id(cam)] + TEMPORAL_K] if known else None
-                    renderer.render(cam, settings, sync_stats=False, future=future)
+                def frame(cam, settings=settings, timers=timers, renderer=renderer, known=known, futures=futures):
+                    renderer.render(cam, settings, sync_stats=False, future=futures[id(cam)] if known else None)
                     timers.append(renderer.last_timer)
 
                 renderer.temporal.reset()
@@ -423,7 +423,7 @@ def run(args: argparse.Namespace) -> int:
                 # temporal variants carry state from frame to frame: render the whole path in order, sample
                 step = 1 if is_temporal(settings) else args.psnr_every
                 for i in range(0, len(cams), step):
-                    out = renderer.render(cams[i], settings, future=cams[i + 1 : i + TEMPORAL_K] if known else None)
+                    out = renderer.render(cams[i], settings, future=futures[id(cams[i])] if known else None)
                     if i % args.psnr_every:
                         continue
                     vis.append(out.stats.n_visible)

@@ -30,7 +30,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .cli import CliError, gaussian_count
+from .cli import CliError, add_command, gaussian_count
 from .common import parse_size
 
 # Real scenes of the benchmark (file names in the scenes folder) and the quick subset.
@@ -56,7 +56,21 @@ def parse_count(text: str) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("bench", help="benchmark warpsplat against gsplat on real and composite scenes")
+    p = add_command(
+        sub,
+        "bench",
+        summary="benchmark warpsplat against gsplat on real and composite scenes",
+        description="""
+            Time warpsplat's renderer and each of its switches (an ablation row per switch) on orbits of real
+            scenes and fly-overs of large composites, against gsplat 1.5.3 on the same cameras when CUDA and
+            gsplat are there. Prints a table and writes every number to a JSON file.
+        """,
+        examples="""
+            warpsplat bench --quick                               # a short run
+            warpsplat bench --scenes-dir scenes/ --json results.json
+            warpsplat bench --variants 'temporal*' --paths flyover  # a few rows, one path kind
+        """,
+    )
     p.add_argument("--scenes", nargs="+", default=None, help="scene files (names in --scenes-dir, or paths), or 'none'")
     p.add_argument(
         "--scenes-dir", default=None, help="folder of real scenes (default $WARPSPLAT_SCENES or ../shared/scenes)"
@@ -67,7 +81,8 @@ def add_parser(sub) -> None:
     p.add_argument("--psnr-every", type=int, default=6, help="compare images on every k-th frame (default 6)")
     p.add_argument("--quick", action="store_true", help="smoke check: two small scenes, 20 frames")
     p.add_argument("--no-gsplat", action="store_true", help="skip gsplat (always skipped without CUDA)")
-    p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto")
+    p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto",
+                   help="auto: Triton kernels on CUDA, the torch reference pipeline on a CPU")  # fmt: skip
     p.add_argument(
         "--composites",
         default=DEFAULT_COMPOSITES,

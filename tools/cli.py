@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import textwrap
 
 SUBCOMMANDS = [
     "view",
@@ -39,10 +40,26 @@ def gaussian_count(text: str) -> int:
     return int(value)
 
 
+def add_command(sub, name: str, *, summary: str, description: str, examples: str) -> argparse.ArgumentParser:
+    """A subcommand parser whose --help shows what the command does and how it is called.
+
+    summary: one line for `warpsplat --help`; description: a paragraph for `warpsplat NAME --help`;
+    examples: command lines (with a `# what it does` comment each), shown under "examples:".
+    """
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=textwrap.fill(" ".join(description.split()), width=79),
+        epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip(), "  "),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="warpsplat",
         description="Real-time 3D Gaussian Splatting: view, render, convert and benchmark trained scenes.",
+        epilog="`warpsplat COMMAND --help` describes a command and shows examples.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -51,7 +68,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def missing_requirement() -> str | None:
+    """The name of a package the commands need that this Python cannot import, or None.
+
+    Checked before anything else: a newcomer running `python -m tools` with a Python outside the project's
+    virtual environment should read what to do, not an import traceback.
+    """
+    for module in ("numpy", "torch"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return module
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    missing = missing_requirement()
+    if missing is not None:
+        print(
+            f"warpsplat: error: {missing} is not installed for {sys.executable}; run `make demo` once to set up "
+            f".venv, then use .venv/bin/warpsplat",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)

@@ -31,7 +31,7 @@ from scenes import GaussianScene, load_scene, make_scene, save_scene
 from scenes.atomic import atomic_write, check_writable
 from scenes.io import format_for_path
 
-from .cli import CliError, gaussian_count
+from .cli import CliError, add_command, gaussian_count
 
 # NOTE measured on the shared 2-core CPU machine: 30M Gaussians (playbot_lod0 + flowers_lod2, SH degree 2,
 # a 4.56 GB .ply) composed in 26 s with a peak RSS of 0.6 GB, disk writes included.
@@ -50,8 +50,21 @@ def parse_grid(text: str) -> tuple[int, int]:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("compose", help="tile normalised copies of scenes on a grid into one large scene")
-    p.add_argument("output", help="output file; its extension picks the format (.ply is streamed)")
+    p = add_command(
+        sub,
+        "compose",
+        summary="tile normalised copies of scenes on a grid into one large scene",
+        description="""
+            Build a large scene from real ones, for benchmarks: each input is centred and scaled to size 1,
+            and copies fill the cells of a COLUMNSxROWS grid in the ground plane, cycling through the inputs.
+            With --target-count, copies continue until exactly that many Gaussians are placed.
+        """,
+        examples="""
+            warpsplat compose big.ply a.sog b.splat --grid 6x4 --target-count 6M
+            warpsplat compose row.spz plant.splat --grid 3x1   # three copies side by side
+        """,
+    )
+    p.add_argument("output", metavar="OUT", help="output file; its extension picks the format (.ply is streamed)")
     p.add_argument("scenes", nargs="+", help="input scene files or folders (used in turn)")
     p.add_argument("--grid", type=parse_grid, default=(1, 1), help="COLUMNSxROWS of the tiling (default 1x1)")
     p.add_argument("--target-count", type=gaussian_count, default=None,

@@ -18,7 +18,7 @@ from scenes import GaussianScene
 from scenes.atomic import check_writable
 from scenes.io import format_for_path, load_scene, save_scene
 
-from .cli import CliError
+from .cli import CliError, add_command
 
 PROGRESS_MIN_BYTES = 32 << 20  # smaller files convert in well under a second: no bar
 # Formats that hold no SH beyond the DC colour (the rest is dropped, with a note).
@@ -26,9 +26,23 @@ SH_LESS_FORMATS = {"splat"}
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("convert", help="convert a scene to another format (.ply, .compressed.ply, .spz, .splat)")
-    p.add_argument("input", help="scene file or trained-output folder")
-    p.add_argument("output", help="output file; its extension picks the format")
+    p = add_command(
+        sub,
+        "convert",
+        summary="convert a scene to another format (.ply, .compressed.ply, .spz, .splat)",
+        description="""
+            Read a scene in any supported format and write it in the format OUT's extension names, optionally
+            dropping SH bands or faint Gaussians. OUT is written under a temporary name and renamed when
+            complete; an existing OUT is kept unless --overwrite is given.
+        """,
+        examples="""
+            warpsplat convert scene.ply scene.spz                  # Niantic's compressed format
+            warpsplat convert scene.ply small.ply --sh-degree 1 --min-opacity 0.01
+            warpsplat convert output/ scene.splat --iteration 7000  # from a trainer's output folder
+        """,
+    )
+    p.add_argument("input", metavar="IN", help="scene file or trained-output folder")
+    p.add_argument("output", metavar="OUT", help="output file; its extension picks the format")
     p.add_argument("--sh-degree", type=int, default=None, help="keep SH bands up to this degree (0-3)")
     p.add_argument("--min-opacity", type=float, default=None, help="drop Gaussians with opacity below this (0-1)")
     p.add_argument(

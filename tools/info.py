@@ -13,11 +13,25 @@ import torch
 
 from scenes import GaussianScene
 
+from .cli import add_command
 from .common import add_scene_argument, open_scene
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("info", help="print a scene's Gaussian count, SH degree, bounds and statistics")
+    p = add_command(
+        sub,
+        "info",
+        summary="print a scene's Gaussian count, SH degree, bounds and statistics",
+        description="""
+            Print what a scene file holds: its format, Gaussian count and SH degree, the bounds of the means
+            (all of them, and the 1st-99th percentile box the default view frames), opacity and scale
+            statistics, the memory rendering it needs, and what the reader noted about the file.
+        """,
+        examples="""
+            warpsplat info                                  # the bundled plant scene
+            warpsplat info point_cloud/iteration_30000/point_cloud.ply
+        """,
+    )
     add_scene_argument(p)
     p.set_defaults(func=run)
 

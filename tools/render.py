@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from .cli import CliError
+from .cli import CliError, add_command
 from .common import add_scene_argument, open_scene, parse_size
 from .render_jobs import Job, finish_video, frame_name, path_depth_range, render_job, run_workers, summary, to_rgba8
 
@@ -39,7 +39,23 @@ MANIFEST = "render.json"  # in a frame folder: what was being rendered, so --res
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("render", help="render an image, a video or PNG frames of a camera path (no window, no GL)")
+    p = add_command(
+        sub,
+        "render",
+        summary="render an image, a video or PNG frames of a camera path (no window, no GL)",
+        description="""
+            Render the scene's default view to a PNG, or a camera path to an H.264 video (--out *.mp4) or a
+            folder of PNG frames. A path is generated (orbit, spiral, flythrough, sized to the scene) or read
+            from a .json file: a path saved by `warpsplat view`, a nerfstudio camera_path.json or an INRIA
+            cameras.json. Runs without a display; outputs are renamed into place only when complete.
+        """,
+        examples="""
+            warpsplat render --out plant.png                              # the bundled scene, 1280x720
+            warpsplat render scene.ply --path orbit --frames 120 --out orbit.mp4
+            warpsplat render scene.ply --path camera_path.json --out path.mp4  # a path saved in the viewer
+            warpsplat render scene.ply --path spiral --out frames/ --resume   # continue a killed render
+        """,
+    )
     add_scene_argument(p)
     p.add_argument(
         "--out",

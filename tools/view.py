@@ -13,14 +13,30 @@ import argparse
 import os
 import sys
 
-from .cli import CliError
+from .cli import CliError, add_command
 from .common import add_scene_argument, open_scene, parse_size
 
 VIEWER_PACKAGES = (("pyglet", "pyglet"), ("moderngl", "moderngl"), ("imgui_bundle", "imgui-bundle"))
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("view", help="open the scene in an interactive window")
+    p = add_command(
+        sub,
+        "view",
+        summary="open a scene in an interactive window",
+        description="""
+            Open a scene in a desktop window and fly through it: W/A/S/D and the mouse move the camera, K adds
+            a keyframe, F5 saves the keyframes as a camera path that `warpsplat render --path` plays, F1 lists
+            every key. Drop a scene file on the window (or use the Scene panel) to open another. Needs a
+            display and OpenGL 3.3. On a CPU, frames take about a second each, so the viewer renders at a
+            quarter of the window's size.
+        """,
+        examples="""
+            warpsplat view                                  # the bundled plant scene
+            warpsplat view scene.ply --up +z                # a scene whose up axis is +z
+            warpsplat view scene.sog --size 1920x1080 --out-dir shots/
+        """,
+    )
     add_scene_argument(p)
     p.add_argument("--size", type=parse_size, default=(1280, 720), help="window WIDTHxHEIGHT (default 1280x720)")
     p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto",

@@ -55,7 +55,7 @@ def _quantiles(values: torch.Tensor, qs: list[float]) -> list[float]:
 
 def describe(scene: GaussianScene) -> list[str]:
     """The report lines (separate from printing so tests can check them)."""
-    fmt3 = lambda t: "(" + ", ".join(f"{v:.4g}" for v in t.tolist()) + ")"  # noqa: E731
+    fmt3 = lambda t: "(" + ", ".join(_number(v) for v in t.tolist()) + ")"  # noqa: E731
     lo, hi = scene.bounds()
     rlo, rhi = scene.robust_bounds()
     n = len(scene)
@@ -92,8 +92,18 @@ def describe(scene: GaussianScene) -> list[str]:
         " rendering, plus per-frame pair and image buffers"
     )
     for key, value in scene.extras.items():
+        if isinstance(value, (list, tuple)):
+            if not value:  # "ignored properties: []" says nothing
+                continue
+            value = ", ".join(str(v) for v in value)
         lines.append(f"{key + ':':<14} {value}")
     return lines
+
+
+def _number(v: float) -> str:
+    """4 significant digits; a value that rounds to zero prints as 0, never -0."""
+    text = f"{v:.4g}"
+    return "0" if float(text) == 0 else text
 
 
 def run(args: argparse.Namespace) -> int:

@@ -78,9 +78,11 @@ def add_parser(sub) -> None:
         "--frames",
         type=int,
         default=None,
-        help="number of frames (default 60 for generated paths, the file's own count for files)",
+        help="number of frames (default 60 for generated paths; a path file's own count). A path file is "
+        "re-sampled to N frames over its own duration, so its frame rate becomes N / duration unless --fps is given",
     )
-    p.add_argument("--fps", type=float, default=None, help="video frame rate (default 30, or the file's)")
+    p.add_argument("--fps", type=float, default=None,
+                   help="video frame rate (default 30 for generated paths; a path file's own rate)")  # fmt: skip
     p.add_argument("--turns", type=float, default=None, help="revolutions of orbit (default 1) and spiral (2)")
     p.add_argument("--radius", type=float, default=None, help="orbit radius in world units (default: framing)")
     p.add_argument("--rise", type=float, default=None, help="orbit height above the look-at point (world units)")
@@ -228,7 +230,16 @@ def build_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
     except CameraPathError as e:
         raise CliError(str(e)) from None
     fps = cp.fps if args.fps is None else args.fps
-    return cp.cameras, fps, f"{cp.kind} from {args.path}, {len(cp.cameras)} frames"
+    what = f"{cp.kind} from {args.path}, {len(cp.cameras)} frames"
+    if args.frames is not None:
+        # say what --frames did to a timed path: same duration, so a different frame rate unless --fps is given
+        native = load_camera_path(args.path, width=size[0], height=size[1])
+        if len(native.cameras) != args.frames:
+            seconds = len(native.cameras) / native.fps
+            what += f" re-sampled from the file's {len(native.cameras)} over its {seconds:g} s"
+            if args.fps is None:
+                what += " (--fps sets another rate)"
+    return cp.cameras, fps, what
 
 
 def cameras_digest(cams) -> str:

@@ -126,6 +126,21 @@ def test_keyframes_file_round_trip_renders(scene_path, renderer, tmp_path):
     assert psnr(ref[-1], reference_frames(renderer, cams[2:3])[0]) == float("inf")
 
 
+def test_frames_on_a_timed_path_file_says_what_it_does(scene_path, renderer, tmp_path, capsys):
+    """--frames re-samples a path file over its own duration; the command says so, and the frame rate it gets."""
+    path = tmp_path / "viewer_path.json"
+    cams = orbit_path(renderer[0], W, H, 3)
+    save_camera_path(path, [Keyframe.from_camera(c) for c in cams], width=W, height=H, fps=5, seconds=4.0)
+    capsys.readouterr()
+    assert render(scene_path, "--path", path, "--frames", 2, "--out", tmp_path / "f") == 0
+    out = capsys.readouterr().out
+    assert "2 frames re-sampled from the file's 20 over its 4 s (--fps sets another rate) at 0.5 fps" in out
+    assert render(scene_path, "--path", path, "--frames", 2, "--fps", 30, "--out", tmp_path / "g") == 0
+    assert "2 frames re-sampled from the file's 20 over its 4 s at 30 fps" in capsys.readouterr().out
+    assert render(scene_path, "--path", path, "--frames", 20, "--out", tmp_path / "h") == 0  # the file's count
+    assert "20 frames at 5 fps" in capsys.readouterr().out
+
+
 def test_inria_and_nerfstudio_files_render(scene_path, renderer, tmp_path):
     from tests.renderer.test_camera_path import garden_cameras_json
 

@@ -21,6 +21,7 @@ from imgui_bundle import imgui, implot
 from pyglet.window import key
 
 from renderer import Camera, Renderer, default_camera, up_vector
+from renderer.camera import framing_sphere
 
 from .camera_controller import CAMERA_HELP, CameraController, SceneExtent
 from .frames import Frame, FrameProducer, FrameRequest
@@ -142,11 +143,8 @@ class ViewerWindow(pyglet.window.Window):
     def _make_controller(self, scene, home: Camera, up: str | None, training_cameras: list[Camera] | None):
         """A camera controller for `scene` (its extent, up axis and training cameras)."""
         fb_w, fb_h = self.get_framebuffer_size()
-        frame = SceneExtent(
-            center=scene.center().double().cpu().numpy(),
-            radius=scene.robust_radius(),
-            up=up_vector(up or scene.up_axis),
-        )
+        center, radius = framing_sphere(scene)
+        frame = SceneExtent(center=center, radius=radius, up=up_vector(up or scene.up_axis))
         if training_cameras is None:
             try:
                 training_cameras = load_training_cameras(scene, fb_w, fb_h)

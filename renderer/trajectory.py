@@ -3,8 +3,9 @@
 Frames: every pose here is `T_world_camera` (camera-to-world, [4, 4] float64, OpenCV axes as stated in
 `renderer/camera.py`); file formats with other conventions are converted in `renderer/camera_path.py`.
 
-Generated paths are sized to the scene through its default camera (DESIGN.md): they look at the scene's
-look-at point (the median of the means) from the default framing distance, around the scene's up axis.
+Generated paths are sized to the scene through its default camera: they look at the scene's look-at point
+(the centre of `camera.framing_sphere`) from the default framing distance, around the scene's
+up axis.
 
     orbit_path       a circle (radius, height above the look-at point, turns)
     spiral_path      a circle whose height and distance swing while it turns
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .camera import Camera, default_camera, look_at_pose, up_vector
+from .camera import Camera, default_camera, framing_sphere, look_at_pose, up_vector
 
 # -------------------------------------------------------------------------------------------------- keyframes
 
@@ -62,12 +63,12 @@ class SceneFrame:
     """Where generated paths are placed: the look-at point, the up axis and the default camera geometry.
 
     Attributes:
-        target: [3] the look-at point (median of the means).
+        target: [3] the look-at point (the centre of `framing_sphere`).
         up: [3] unit world up vector.
         start_dir: [3] unit horizontal direction from the target towards the default camera.
         distance: default framing distance (the robust box filling the field of view).
         elevation_deg: elevation of the default camera above the horizon.
-        extent: half the diagonal of the 1st-99th percentile box of the means.
+        extent: the radius of `framing_sphere` (half the diagonal of the framing box).
     """
 
     target: np.ndarray
@@ -82,7 +83,7 @@ def scene_frame(scene, width: int, height: int, *, up: str | None = None, fov_y_
     """The frame generated paths are built in, derived from the scene's default camera."""
     start = default_camera(scene, width, height, up=up, fov_y_deg=fov_y_deg)
     upv = up_vector(up or scene.up_axis)
-    target = scene.center().double().cpu().numpy()
+    target, radius = framing_sphere(scene)
     offset = start.position - target
     distance = float(np.linalg.norm(offset))
     vertical = float(offset @ upv)
@@ -94,7 +95,7 @@ def scene_frame(scene, width: int, height: int, *, up: str | None = None, fov_y_
         start_dir=horiz,
         distance=distance,
         elevation_deg=math.degrees(math.asin(max(-1.0, min(1.0, vertical / max(distance, 1e-12))))),
-        extent=scene.robust_radius(),
+        extent=radius,
     )
 
 

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from renderer import Camera, default_camera, look_at_pose, up_vector
+from renderer.camera import FRAMING_QUANTILES
 from scenes import load_scene
 
 vec = st.tuples(*[st.floats(-100, 100, allow_nan=False)] * 3).map(np.array)
@@ -60,15 +61,29 @@ def test_up_vector_names():
 def test_default_camera_frames_the_robust_box(scene_path):
     scene = load_scene(scene_path("plant.splat"))
     cam = default_camera(scene, 160, 120)
-    lo, hi = (v.numpy().astype(np.float64) for v in scene.robust_bounds())
+    lo, hi = (v.numpy().astype(np.float64) for v in scene.robust_bounds(*FRAMING_QUANTILES))
     corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
     for c in corners:
         uv, depth = project(cam, c)
         assert depth > 0
-        assert -1 <= uv[0] <= 161 and -1 <= uv[1] <= 121, "the 1-99% box is inside the view"
-    # looking at the median of the means
-    uv, _ = project(cam, scene.center().numpy().astype(np.float64))
+        assert -1 <= uv[0] <= 161 and -1 <= uv[1] <= 121, "the framing box is inside the view"
+    # looking at the centre of the box
+    uv, _ = project(cam, 0.5 * (lo + hi))
     assert np.allclose(uv, [80, 60], atol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["guitar.compressed.ply", "angel.sog"])
+def test_default_camera_shows_the_whole_object(scene_path, name):
+    """The guitar's neck and the angel's pedestal hold few Gaussians; the view still shows all of the object:
+    every mean projects inside the image, with a margin of 1/25 of each side for the Gaussians' extent."""
+    scene = load_scene(scene_path(name))
+    cam = default_camera(scene, 160, 120)
+    V = cam.viewmat
+    p = scene.means.double().numpy() @ V[:3, :3].T + V[:3, 3]
+    u, v = cam.fx * p[:, 0] / p[:, 2] + cam.cx, cam.fy * p[:, 1] / p[:, 2] + cam.cy
+    assert p[:, 2].min() > 0
+    assert u.min() >= 160 / 25 and u.max() <= 160 * 24 / 25
+    assert v.min() >= 120 / 25 and v.max() <= 120 * 24 / 25
 
 
 def test_look_at_degenerate_up_still_gives_a_pose():

@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv  # the exact command, for reports (bench JSON)
+    from .threads import apply_thread_policy
+
+    apply_thread_policy()  # before any work: on a CPU, torch's one thread per core collapses beside other work
     from renderer.memory import OutOfDeviceMemoryError
     from renderer.pipeline import CudaUnusableError
     from scenes import SceneFormatError

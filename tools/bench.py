@@ -45,6 +45,13 @@ QUICK_SCENES = ["plant.splat", "fruit_drops_minimal.ply"]
 # Composites (SH degree 2) of these real scenes, made by `warpsplat compose`.
 COMPOSITE_INPUTS = ["playbot_lod0.sog", "narcissus.sog", "plant.splat", "winter_fountain.splat"]
 DEFAULT_COMPOSITES = "6M,24M"
+# --quick on a CPU: the bundled scene, small and short, so that every variant runs in about a minute (the GPU
+# --quick's 1920x1080 and 6M composite had done 2 rows after 9 minutes on the 2-core machine). A frame of the
+# bundled scene costs about 1 s of one core whatever its size (projecting 114k Gaussians dominates), so the
+# frame count sets the time: 3 timed frames per variant, no warm-up (nothing compiles on a CPU), images
+# compared on the first frame.
+QUICK_CPU_SIZE = (160, 120)
+QUICK_CPU_FRAMES = 3
 
 
 def parse_count(text: str) -> int:
@@ -63,10 +70,11 @@ def add_parser(sub) -> None:
         description="""
             Time warpsplat's renderer and each of its switches (an ablation row per switch) on orbits of real
             scenes and fly-overs of large composites, against gsplat 1.5.3 on the same cameras when CUDA and
-            gsplat are there. Prints a table and writes every number to a JSON file.
+            gsplat are there. Prints a table and writes every number to a JSON file. On a CPU, --quick is a
+            one-minute check of the bundled scene at a small size.
         """,
         examples="""
-            warpsplat bench --quick                               # a short run
+            warpsplat bench --quick                               # a short run (a minute on a CPU)
             warpsplat bench --scenes-dir scenes/ --json results.json
             warpsplat bench --variants 'temporal*' --paths flyover  # a few rows, one path kind
         """,
@@ -79,7 +87,10 @@ def add_parser(sub) -> None:
     p.add_argument("--frames", type=int, default=60, help="frames per path (default 60)")
     p.add_argument("--warmup", type=int, default=3, help="untimed frames before each timed path (default 3)")
     p.add_argument("--psnr-every", type=int, default=6, help="compare images on every k-th frame (default 6)")
-    p.add_argument("--quick", action="store_true", help="smoke check: two small scenes, 20 frames")
+    p.add_argument("--quick", action="store_true",
+                   help="a short run: with CUDA, two small scenes, 20 frames and the 6M composite; on a CPU, the "
+                        f"bundled scene at {QUICK_CPU_SIZE[0]}x{QUICK_CPU_SIZE[1]}, {QUICK_CPU_FRAMES} frames, "
+                        "no composites (about a minute)")  # fmt: skip
     p.add_argument("--no-gsplat", action="store_true", help="skip gsplat (always skipped without CUDA)")
     p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto",
                    help="auto: Triton kernels on CUDA, the torch reference pipeline on a CPU")  # fmt: skip
@@ -103,7 +114,8 @@ def add_parser(sub) -> None:
         default="*",
         help="comma-separated name patterns of the paths to run: orbit, flyover, overview (default: all)",
     )
-    p.add_argument("--json", default="bench.json", help="where to write the full results (default bench.json)")
+    p.add_argument("--json", default=None,
+                   help="where to write the full results (default: bench.json in --cache-dir)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -367,6 +379,31 @@ def git_commit() -> str:
         return "unknown"
 
 
+def quick_on_cpu(args: argparse.Namespace, n_variants: int) -> None:
+    """--quick without CUDA: the arguments left at their defaults become the CPU's short run, said aloud."""
+    from scenes import bundled_scene_path
+
+    if args.scenes is None:
+        args.scenes = [str(bundled_scene_path())]
+    if args.size == (1920, 1080):
+        args.size = QUICK_CPU_SIZE
+    if args.frames == 60:
+        args.frames = QUICK_CPU_FRAMES
+    if args.warmup == 3:
+        args.warmup = 0
+    if args.psnr_every == 6:
+        args.psnr_every = args.frames
+    if args.composites == DEFAULT_COMPOSITES:
+        args.composites = "none"
+    scenes = ", ".join(os.path.basename(s) for s in args.scenes)
+    print(
+        f"bench --quick on a CPU: {scenes} at {args.size[0]}x{args.size[1]}, {args.frames} frames per path after "
+        f"{args.warmup} warm-up, {n_variants} variants; no gsplat (it needs CUDA); results to {args.json}"
+        + ("" if args.composites == "none" else f"; composites {args.composites}"),
+        file=sys.stderr,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -379,6 +416,10 @@ def run(args: argparse.Namespace) -> int:
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
     use_gsplat = cuda and not args.no_gsplat
+    if args.json is None:
+        args.json = os.path.join(args.cache_dir, "bench.json")
+    if args.quick and not cuda:
+        quick_on_cpu(args, len(chosen))
     width, height = args.size
     n_frames = 20 if args.quick and args.frames == 60 else args.frames
     names = args.scenes or (QUICK_SCENES if args.quick else DEFAULT_SCENES)
@@ -539,6 +580,7 @@ def write_json(args, results, gsplat_results, cuda, width, height, n_frames) -> 
         "frames": n_frames,
         "paths": [{**r.__dict__, "median_ms": r.median(), "p90_ms": r.p90()} for r in results + gsplat_results],
     }
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     tmp = args.json + ".part"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1, default=float)

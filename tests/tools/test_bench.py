@@ -1,7 +1,13 @@
 """`warpsplat bench` runs its code paths on the CPU (tiny sizes, no gsplat): real scenes and a composite."""
 
 import json
+import os
+import subprocess
+import sys
 
+import pytest
+
+from tests.conftest import REPO
 from tools.cli import main
 
 
@@ -57,3 +63,41 @@ def test_bench_selects_paths_and_variants(tmp_path, scene_path):
     rows = {(p["path"], p["variant"]) for p in json.loads(out.read_text())["paths"]}
     assert rows == {("flyover", "default"), ("flyover", "occlusion_cull"), ("flyover", "occlusion_cull refresh=4")}
     assert main(["bench", "--variants", "nothing-like-this", "--scenes", "none", "--composites", "none"]) == 2
+
+
+def test_quick_on_a_cpu_is_small_and_says_so(capsys):
+    """--quick without CUDA: the bundled scene, small and short, no composites; arguments given are kept."""
+    from tools.bench import QUICK_CPU_FRAMES, QUICK_CPU_SIZE, quick_on_cpu
+    from tools.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "--quick", "--json", "r.json"])
+    quick_on_cpu(args, 13)
+    assert [os.path.basename(s) for s in args.scenes] == ["plant.splat"] and os.path.exists(args.scenes[0])
+    assert (args.size, args.frames, args.warmup, args.composites) == (QUICK_CPU_SIZE, QUICK_CPU_FRAMES, 0, "none")
+    err = capsys.readouterr().err
+    assert err.startswith("bench --quick on a CPU: plant.splat at 160x120, 3 frames") and "results to r.json" in err
+    args = build_parser().parse_args(["bench", "--quick", "--size", "32x24", "--frames", "5"])
+    quick_on_cpu(args, 1)
+    assert (args.size, args.frames) == ((32, 24), 5)
+
+
+def test_quick_on_a_cpu_writes_nothing_into_the_checkout(tmp_path):
+    """Run from the checkout, as a user would: `git status` is the same after, and the JSON lands in the cache
+    folder under TMPDIR. (Smaller and shorter than the real --quick, which takes a minute.)"""
+    if subprocess.run(["git", "status"], cwd=REPO, capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+
+    def status() -> str:
+        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO,
+                              capture_output=True, text=True, check=True).stdout  # fmt: skip
+
+    before = status()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    cmd = [sys.executable, "-m", "tools", "bench", "--quick", "--size", "16x12", "--frames", "1", "--variants",
+           "default"]  # fmt: skip
+    r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert status() == before
+    result = tmp_path / "warpsplat-bench" / "bench.json"
+    assert json.loads(result.read_text())["paths"][0]["scene"] == "plant.splat"
+    assert f"wrote {result}" in r.stdout

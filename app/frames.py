@@ -71,22 +71,33 @@ def palette_image(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+# The depth view shows pixels at least this covered. The expected depth is the colour pass's depth-weighted
+# sum divided by alpha: where alpha is small that quotient is the depth of a faint floater, drawn as solid as
+# a surface (in one fly-through frame, 11% of the pixels had alpha under 10/255 and showed as discs RGB hides).
+DEPTH_MIN_COVERAGE = 0.5
+# Depth runs from the palette's second colour (far) to its last (near); black is kept for "no depth shown".
+DEPTH_FAR_COLOUR = 1.0 / (len(HEAT_COLORS) - 1)
+
+
 def depth_image(depth: torch.Tensor, alpha: torch.Tensor, near_far: tuple[float, float] | None = None) -> torch.Tensor:
     """[H, W] expected depth -> [H, W, 4] uint8: inverse depth between near and far through the heat-map
-    palette (near bright, far dark), uncovered pixels black. near_far defaults to this frame's 2nd and 98th
-    percentiles of the covered pixels' depth (a strided sample of at most ~64k pixels)."""
+    palette from DEPTH_FAR_COLOUR (far, dark) to its end (near, bright); pixels covered less than
+    DEPTH_MIN_COVERAGE are black. near_far defaults to this frame's 2nd and 98th percentiles of the covered
+    pixels' depth (a strided sample of at most ~64k pixels)."""
     if near_far is None:
         near_far = depth_range(depth, alpha)
     near, far = near_far
     inv = (1.0 / depth.clamp_min(1e-6) - 1.0 / far) / (1.0 / near - 1.0 / far)
-    return palette_image(torch.where(alpha >= 1.0 / 255.0, inv.clamp(0, 1), torch.zeros_like(inv)))
+    image = palette_image(DEPTH_FAR_COLOUR + (1.0 - DEPTH_FAR_COLOUR) * inv.clamp(0, 1))
+    image[..., :3] *= (alpha >= DEPTH_MIN_COVERAGE)[..., None].to(torch.uint8)
+    return image
 
 
 def depth_range(depth: torch.Tensor, alpha: torch.Tensor) -> tuple[float, float]:
     """(near, far): the 2nd and 98th percentiles of the covered pixels' depth (a host sync)."""
     step = max(1, depth.numel() // 65536)
     d = depth.reshape(-1)[::step]
-    d = d[alpha.reshape(-1)[::step] >= 0.5]
+    d = d[alpha.reshape(-1)[::step] >= DEPTH_MIN_COVERAGE]
     if d.numel() < 2:
         return 1.0, 2.0
     q = torch.quantile(d.float(), torch.tensor([0.02, 0.98], device=d.device)).tolist()

@@ -40,3 +40,15 @@ def test_a_jump_request_restarts_temporal_reuse():
     newer = supersede(FrameRequest(cam, s, "rgb", 3, jump=True), FrameRequest(cam, s, "rgb", 4))
     assert newer.jump and newer.serial == 4
     assert not supersede(FrameRequest(cam, s, "rgb", 5), FrameRequest(cam, s, "rgb", 6)).jump
+
+
+def test_depth_view_masks_faintly_covered_pixels():
+    """A floater of alpha 10/255 in front of nothing shows black, not as a solid disc of its depth; black is
+    kept for that (the farthest depth is the palette's second colour)."""
+    from app.frames import DEPTH_MIN_COVERAGE, HEAT_COLORS, depth_image
+
+    depth = torch.tensor([[1.0, 2.0, 3.0, 2.0]])
+    alpha = torch.tensor([[1.0, 10 / 255, DEPTH_MIN_COVERAGE, 0.0]])
+    rgb = depth_image(depth, alpha, (1.0, 3.0))[0, :, :3].tolist()
+    assert rgb[1] == rgb[3] == [0, 0, 0]
+    assert rgb[0] == list(HEAT_COLORS[-1]) and rgb[2] == list(HEAT_COLORS[1])  # near; far, half covered

@@ -25,9 +25,11 @@ from renderer.camera import framing_sphere
 
 from .camera_controller import CAMERA_HELP, CameraController, SceneExtent
 from .frames import Frame, FrameProducer, FrameRequest
+from .imgui_gl import ImguiRenderer
+from .imgui_input import ImguiInput
 from .interop import FrameTexture
 from .keys import PhysicalKeys
-from .overlay import ImguiInput, ImguiRenderer, Overlay
+from .overlay import Overlay
 from .present import Presenter
 from .state import RENDER_MODES, ViewerState
 
@@ -390,6 +392,13 @@ class ViewerWindow(pyglet.window.Window):
     def on_close(self):
         self.shutdown()
         super().on_close()
+
+    def close(self):
+        # pyglet's close() does not dispatch on_close: shut down here too, or imgui's context (and the font atlas
+        # texture it registered with this window's GL context) outlives the window and the next window's
+        # overlay cannot draw its text
+        self.shutdown()
+        super().close()
 
     def shutdown(self) -> None:
         """Stop the render worker and release GL and CUDA resources (interop unregistered first)."""

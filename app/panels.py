@@ -1,0 +1,285 @@
+"""The overlay's panels, one class each: what it shows, where it sits, what it changes.
+
+A panel subclasses `Panel`: `title`, `shown()`, `place()` (its position, set before imgui.begin) and `body()`
+(its widgets). It reads and edits `ViewerState` through `self.state` and reaches the scene-dependent parts
+(the SH degree, the camera controller) through its `Overlay`. After each frame `rect` holds
+where it was drawn, so panels can keep clear of each other (the help panel of the settings).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from imgui_bundle import imgui, implot
+
+from .state import RENDER_MODE_LABELS, RENDER_MODES, ViewerState
+
+MARGIN = 8  # pixels between panels and from the window's edges
+ITEM_WIDTH = 170  # sliders and combos: imgui's default (a share of the window) makes auto-sized panels wide
+FPS_LINES = (60, 120, 240)
+
+
+class Panel:
+    """One imgui window of the overlay."""
+
+    title = ""
+    bg_alpha = 0.75
+    flags = imgui.WindowFlags_.always_auto_resize
+
+    def __init__(self, overlay):
+        self.overlay = overlay
+        self.rect: tuple[float, float, float, float] | None = None  # x, y, width, height when last drawn
+
+    @property
+    def state(self) -> ViewerState:
+        return self.overlay.state
+
+    def shown(self) -> bool:
+        return self.state.show_overlay
+
+    def place(self) -> None:
+        """Set the next window's position (and size) before it begins."""
+
+    def body(self) -> None:
+        raise NotImplementedError
+
+    def draw(self) -> None:
+        if not self.shown():
+            self.rect = None
+            return
+        self.place()
+        imgui.set_next_window_bg_alpha(self.bg_alpha)
+        imgui.begin(self.title, flags=self.flags)
+        imgui.push_item_width(ITEM_WIDTH)
+        self.body()
+        imgui.pop_item_width()
+        pos, size = imgui.get_window_pos(), imgui.get_window_size()
+        self.rect = (pos.x, pos.y, size.x, size.y)
+        imgui.end()
+
+
+def display_size() -> tuple[float, float]:
+    size = imgui.get_io().display_size
+    return size.x, size.y
+
+
+# ---------------------------------------------------------------------------------------------- performance
+
+
+def performance_lines(state: ViewerState) -> list[str]:
+    """The performance panel's text above its graph: the render rate first (what the renderer achieves), then
+    the window loop's, which re-presents the last frame and runs at the display rate however slow renders are."""
+    lines = []
+    if state.render_ms:
+        ms = float(np.median(list(state.render_ms)[-10:]))
+        w, h = state.render_size
+        per = f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.2f} ms"
+        lines.append(f"render  {1000.0 / max(ms, 1e-6):7.1f} frames/s  ({per} a frame at {w}x{h})")
+    else:
+        lines.append("render  (first frame in progress)")
+    if state.frame_ms:
+        ms = float(np.median(list(state.frame_ms)[-30:]))
+        lines.append(f"window  {1000.0 / max(ms, 1e-6):7.1f} FPS       (re-presents the last frame)")
+    return lines
+
+
+class PerformancePanel(Panel):
+    """Render and window rates, their history, per-stage times and counts (top left)."""
+
+    title = "Performance"
+
+    def place(self) -> None:
+        imgui.set_next_window_pos((MARGIN, MARGIN), imgui.Cond_.first_use_ever)
+
+    def body(self) -> None:
+        s = self.state
+        for line in performance_lines(s):
+            imgui.text(line)
+        self._graph()
+        if s.stage_ms:
+            imgui.text("previous frame, per stage (ms):")
+            for name, ms in s.stage_ms.items():
+                imgui.text(f"  {name:<10s}{ms:9.3f}")
+        st = s.stats
+        if st is not None:
+            fmt = lambda v: "n/a" if v is None or v < 0 else f"{v:,}"  # noqa: E731
+            imgui.text(f"Gaussians  {st.n_gaussians:,} total, {fmt(st.n_visible)} visible")
+            imgui.text(f"pairs      {fmt(st.n_pairs)}   longest tile list {fmt(st.max_tile_pairs)}")
+            if st.n_projected >= 0 and st.n_projected != st.n_gaussians:
+                imgui.text(f"projected  {st.n_projected:,} (temporal window)")
+        t = s.temporal
+        if t and (s.settings.temporal_window > 1 or s.settings.occlusion_cull):
+            imgui.text(f"temporal   window hits {100 * t['window_hit_rate']:.0f}%, {t['window_builds']} builds")
+            if s.settings.occlusion_cull:
+                imgui.text(f"occlusion  {t['occlusion_refreshes']} refreshes, {t['gaussians_skipped']:,} skipped")
+        imgui.text(f"display    {s.display_path}")
+        imgui.text(f"renderer   {s.render_device}")
+        if s.message:
+            imgui.text_wrapped(s.message)
+
+    def _graph(self) -> None:
+        s = self.state
+        render = np.asarray(s.render_ms, dtype=np.float64)
+        window = np.asarray(s.frame_ms, dtype=np.float64)
+        if not (render.size or window.size):
+            return
+        if not implot.begin_plot("##frame times", (380, 130), flags=implot.Flags_.no_menus):
+            return
+        implot.setup_axes("", "ms")
+        implot.setup_legend(implot.Location_.east, implot.LegendFlags_.outside)
+        top = max(20.0, *(float(np.percentile(v, 95)) * 1.3 for v in (render, window) if v.size))
+        implot.setup_axis_limits(implot.ImAxis_.x1, 0, s.frame_ms.maxlen or window.size, implot.Cond_.always)
+        implot.setup_axis_limits(implot.ImAxis_.y1, 0, top, implot.Cond_.always)
+        if render.size:
+            implot.plot_line("render", np.ascontiguousarray(render))
+        if window.size:
+            implot.plot_line("window", np.ascontiguousarray(window))
+        for fps in FPS_LINES:
+            implot.plot_inf_lines(f"{fps} FPS", np.array([1000.0 / fps]),
+                                  implot.Spec(flags=implot.InfLinesFlags_.horizontal))  # fmt: skip
+        implot.end_plot()
+
+
+# ---------------------------------------------------------------------------------------------- settings
+
+
+class SettingsPanel(Panel):
+    """The renderer's settings and the display options, each applied at the next frame; the camera and its
+    keyframes (top right)."""
+
+    title = "Settings"
+
+    def place(self) -> None:
+        width, _ = display_size()
+        imgui.set_next_window_pos((width - MARGIN, MARGIN), imgui.Cond_.first_use_ever, (1.0, 0.0))
+
+    def body(self) -> None:
+        s = self.state
+        changed = False
+        degree = self.overlay.scene_sh_degree
+        cur = degree if s.settings.sh_degree is None else s.settings.sh_degree
+        c, v = imgui.slider_int("SH degree", cur, 0, degree)
+        if degree == 0:
+            imgui.same_line()
+            imgui.text_disabled("(the scene has no SH)")
+        if c:
+            s.settings.sh_degree, changed = v, True
+        c, v = imgui.slider_float("scale modifier", s.settings.scale_modifier, 0.01, 2.0, "%.3f",
+                                  imgui.SliderFlags_.logarithmic)  # fmt: skip
+        if c:
+            s.settings.scale_modifier, changed = max(v, 1e-3), True
+        c, v = imgui.color_edit3("background", list(s.settings.background))
+        if c:
+            s.settings.background, changed = (float(v[0]), float(v[1]), float(v[2])), True
+        c, v = imgui.slider_float("render scale", s.render_scale, 0.05, 1.0, "%.2f")
+        if c:
+            s.render_scale, changed = v, True
+        c, v = imgui.slider_float("scale while moving", s.moving_scale, 0.05, 1.0, "%.2f")
+        if c:
+            s.moving_scale = v
+        labels = [RENDER_MODE_LABELS[m] for m in RENDER_MODES]
+        c, v = imgui.combo("render mode", RENDER_MODES.index(s.render_mode), labels)
+        if c:
+            s.render_mode, changed = RENDER_MODES[v], True
+        rasterizers = ["auto", "scalar", "batched"]
+        c, v = imgui.combo("rasterizer loop", rasterizers.index(s.settings.rasterizer), rasterizers)
+        if c:
+            s.settings.rasterizer, changed = rasterizers[v], True
+        changed |= self._switches()
+        c, v = imgui.checkbox("vsync", s.vsync)
+        if c:
+            s.vsync = v
+        if changed:
+            s.mark_dirty()
+        ctl = self.overlay.controller
+        if ctl is not None:
+            imgui.separator()
+            imgui.text(f"camera: {ctl.mode} mode, speed {ctl.speed:.3g} units/s")
+            imgui.text(f"training cameras: {len(ctl.training_cameras)}   keyframes: {len(ctl.keyframes)}")
+            if imgui.button("add keyframe"):
+                ctl.add_keyframe()
+            imgui.same_line()
+            if imgui.button("stop" if ctl.playing else "play"):
+                ctl.toggle_playback()
+            imgui.same_line()
+            if imgui.button("save path"):
+                ctl.save_keyframes()
+
+    def _switches(self) -> bool:
+        """The renderer's switches (RenderSettings); True when one changed."""
+        st = self.state.settings
+        changed = False
+        c, v = imgui.checkbox("load balancing (exact)", st.load_balance)
+        if c:
+            st.load_balance, changed = v, True
+        c, v = imgui.checkbox("sub-tile culling (exact)", st.subtile_cull)
+        if c:
+            st.subtile_cull, changed = v, True
+        c, v = imgui.checkbox("AdaGScale (lossy)", st.adagscale)
+        if c:
+            st.adagscale, changed = v, True
+        if st.adagscale:
+            c, v = imgui.slider_float("AdaGScale tau", st.adagscale_tau, 0.0, 10.0, "%.3f",
+                                      imgui.SliderFlags_.logarithmic)  # fmt: skip
+            if c:
+                st.adagscale_tau, changed = max(v, 0.0), True
+        c, v = imgui.checkbox("temporal window (near-exact)", st.temporal_window > 1)
+        if c:
+            st.temporal_window, changed = (8 if v else 0), True
+        if st.temporal_window > 1:
+            c, v = imgui.slider_int("window frames", st.temporal_window, 2, 32)
+            if c:
+                st.temporal_window, changed = v, True
+        c, v = imgui.checkbox("occlusion culling (lossy)", st.occlusion_cull)
+        if c:
+            st.occlusion_cull, changed = v, True
+        if st.occlusion_cull:
+            c, v = imgui.slider_int("refresh every", st.occlusion_refresh, 1, 64)
+            if c:
+                st.occlusion_refresh, changed = v, True
+        return changed
+
+
+# ---------------------------------------------------------------------------------------------- help
+
+
+class HelpPanel(Panel):
+    """The keys (F1 or H). It sits at the bottom, left of the settings and no wider than the room there, so it
+    never covers them; with the overlay hidden (Tab) it is centred."""
+
+    title = "Keys"
+    bg_alpha = 0.95  # on a narrow window it covers the performance panel: keep that text from showing through
+    flags = imgui.WindowFlags_.no_resize  # its width is set in place(); height 0 there fits the rows
+    WIDTH = 480  # when there is room; the actions wrap in a narrower one
+    KEYS_WIDTH = 110  # the first column
+
+    def __init__(self, overlay, rows):
+        super().__init__(overlay)
+        self.rows = list(rows)
+
+    def shown(self) -> bool:
+        return self.state.show_help
+
+    def place(self) -> None:
+        width, height = display_size()
+        right = [p.rect for p in self.overlay.panels if p.rect and isinstance(p, SettingsPanel)]
+        if right:
+            edge = min(r[0] for r in right) - MARGIN
+            imgui.set_next_window_pos((edge, height - MARGIN), imgui.Cond_.always, (1.0, 1.0))
+            room = edge - MARGIN
+        else:
+            imgui.set_next_window_pos((width * 0.5, height - MARGIN), imgui.Cond_.always, (0.5, 1.0))
+            room = width - 2 * MARGIN
+        imgui.set_next_window_size((max(min(room, self.WIDTH), 1), 0), imgui.Cond_.always)
+
+    def body(self) -> None:
+        if not imgui.begin_table("keys", 2, imgui.TableFlags_.sizing_fixed_fit):
+            return
+        imgui.table_setup_column("keys", imgui.TableColumnFlags_.width_fixed, self.KEYS_WIDTH)
+        imgui.table_setup_column("action", imgui.TableColumnFlags_.width_stretch)
+        for keys, action in self.rows:
+            imgui.table_next_row()
+            imgui.table_next_column()
+            imgui.text(keys)
+            imgui.table_next_column()
+            imgui.text_wrapped(action)
+        imgui.end_table()

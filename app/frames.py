@@ -44,6 +44,7 @@ class Frame:
     host_counts: torch.Tensor | None = None  # [2] int64 (longest tile list, visible Gaussians) in pinned host
     # memory, valid once `copied` is done
     copied: torch.cuda.Event | None = None  # recorded after the copy of host_counts (CUDA only)
+    depth_range: tuple[float, float] | None = None  # (near, far) the depth view's colours span ("depth" mode)
 
     def host_counts_ready(self) -> bool:
         return self.host_counts is not None and (self.copied is None or bool(self.copied.query()))
@@ -120,10 +121,12 @@ def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool,
         renderer.temporal.invalidate()
     out = renderer.render(request.camera, settings, sync_stats=sync_stats)
     cam = request.camera
+    near_far = None
     if request.mode == "alpha":
         image = alpha_image(out.alpha)
     elif request.mode == "depth":
-        image = depth_image(out.depth, out.alpha)
+        near_far = depth_range(out.depth, out.alpha)
+        image = depth_image(out.depth, out.alpha, near_far)
     elif request.mode == "heatmap":
         image = heat_map(out.tile_counts, cam.width, cam.height, request.settings.tile_size)
     else:
@@ -140,7 +143,7 @@ def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool,
             copied.record()
             counts = pinned
     wall_ms = (time.perf_counter() - t0) * 1e3
-    return Frame(image, request, out.stats, renderer.last_timer, wall_ms, counts, copied)
+    return Frame(image, request, out.stats, renderer.last_timer, wall_ms, counts, copied, near_far)
 
 
 def supersede(pending: FrameRequest | None, newer: FrameRequest) -> FrameRequest:

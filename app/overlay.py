@@ -8,22 +8,27 @@ panels (app/panels.py), one class each. Adding a panel is a class in app/panels.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from .panels import HelpPanel, Panel, PerformancePanel, SettingsPanel
+from .panels import HelpPanel, LegendPanel, Panel, PerformancePanel, ScenePanel, SettingsPanel
 from .state import ViewerState
 
 
 class Overlay:
-    """The panels, drawn each frame from `state`; their changes go back into `state` (and mark it dirty).
+    """The panels, drawn each frame from `state`; their changes go back into `state` (and mark it dirty), or
+    through the window's callbacks.
 
     Args:
         state: the shared viewer state.
         scene_sh_degree: the scene's SH degree (upper end of the SH slider).
         controller: the camera controller (mode, speed, keyframes, snaps), or None.
         help_rows: (keys, action) rows for the help panel.
+        scene_name: what the scene panel calls the scene.
+        up_axis: the scene's up axis as the window uses it ("-y", "+z", ...).
+        open_scene: called with a path to open another scene.
+        set_up_axis: called with an axis name to change the up axis.
 
-    The window updates the scene-dependent attributes when it opens another scene.
+    The window updates the scene-dependent attributes when it opens another scene or changes the up axis.
     """
 
     def __init__(
@@ -33,14 +38,24 @@ class Overlay:
         scene_sh_degree: int,
         controller=None,
         help_rows: Sequence[tuple[str, str]] = (),
+        scene_name: str = "",
+        up_axis: str = "-y",
+        open_scene: Callable[[str], None] | None = None,
+        set_up_axis: Callable[[str], None] | None = None,
     ):
         self.state = state
         self.scene_sh_degree = scene_sh_degree
         self.controller = controller
+        self.scene_name = scene_name
+        self.up_axis = up_axis
+        self.open_scene = open_scene
+        self.set_up_axis = set_up_axis
         # drawn in this order; a panel placed relative to another comes after it
         self.panels: list[Panel] = [
             PerformancePanel(self),
             SettingsPanel(self),
+            ScenePanel(self),
+            LegendPanel(self),
             HelpPanel(self, help_rows),
         ]
 

@@ -2,20 +2,27 @@
 
 A panel subclasses `Panel`: `title`, `shown()`, `place()` (its position, set before imgui.begin) and `body()`
 (its widgets). It reads and edits `ViewerState` through `self.state` and reaches the scene-dependent parts
-(the SH degree, the camera controller) through its `Overlay`. After each frame `rect` holds
+(the SH degree, the camera controller, opening a scene) through its `Overlay`. After each frame `rect` holds
 where it was drawn, so panels can keep clear of each other (the help panel of the settings).
 """
 
 from __future__ import annotations
 
+import math
+import os
+
 import numpy as np
 from imgui_bundle import imgui, implot
 
+from renderer.camera import AXES
+
+from .frames import HEAT_COLORS
 from .state import RENDER_MODE_LABELS, RENDER_MODES, ViewerState
 
 MARGIN = 8  # pixels between panels and from the window's edges
 ITEM_WIDTH = 170  # sliders and combos: imgui's default (a share of the window) makes auto-sized panels wide
 FPS_LINES = (60, 120, 240)
+UP_AXES = list(AXES)  # "+x", "-x", "+y", "-y", "+z", "-z"
 
 
 class Panel:
@@ -143,8 +150,7 @@ class PerformancePanel(Panel):
 
 
 class SettingsPanel(Panel):
-    """The renderer's settings and the display options, each applied at the next frame; the camera and its
-    keyframes (top right)."""
+    """The renderer's settings and the display options; each applies at the next frame (top right)."""
 
     title = "Settings"
 
@@ -190,19 +196,6 @@ class SettingsPanel(Panel):
             s.vsync = v
         if changed:
             s.mark_dirty()
-        ctl = self.overlay.controller
-        if ctl is not None:
-            imgui.separator()
-            imgui.text(f"camera: {ctl.mode} mode, speed {ctl.speed:.3g} units/s")
-            imgui.text(f"training cameras: {len(ctl.training_cameras)}   keyframes: {len(ctl.keyframes)}")
-            if imgui.button("add keyframe"):
-                ctl.add_keyframe()
-            imgui.same_line()
-            if imgui.button("stop" if ctl.playing else "play"):
-                ctl.toggle_playback()
-            imgui.same_line()
-            if imgui.button("save path"):
-                ctl.save_keyframes()
 
     def _switches(self) -> bool:
         """The renderer's switches (RenderSettings); True when one changed."""
@@ -239,12 +232,135 @@ class SettingsPanel(Panel):
         return changed
 
 
+# ---------------------------------------------------------------------------------------------- scene
+
+
+def up_axis_index(axis: str) -> int:
+    """Index in UP_AXES of an axis name as scenes store it ("-y", "y", "+Z", ...)."""
+    key = axis.strip().lower()
+    return UP_AXES.index("+" + key if key in ("x", "y", "z") else key)
+
+
+class ScenePanel(Panel):
+    """The scene: open another (a path, or a file dropped on the window), its up axis, the camera and its
+    keyframes (right, below the settings)."""
+
+    title = "Scene"
+
+    def __init__(self, overlay):
+        super().__init__(overlay)
+        self.path = ""
+
+    def place(self) -> None:
+        settings = self.overlay.panel(SettingsPanel).rect
+        width, _ = display_size()
+        top = settings[1] + settings[3] + MARGIN if settings else MARGIN
+        imgui.set_next_window_pos((width - MARGIN, top), imgui.Cond_.always, (1.0, 0.0))
+
+    def body(self) -> None:
+        ov = self.overlay
+        imgui.text(ov.scene_name)
+        imgui.set_next_item_width(ITEM_WIDTH + 60)
+        entered, self.path = imgui.input_text("##path", self.path, imgui.InputTextFlags_.enter_returns_true)
+        imgui.same_line()
+        if (imgui.button("open") or entered) and self.path.strip() and ov.open_scene is not None:
+            ov.open_scene(os.path.expanduser(self.path.strip()))
+        imgui.text_disabled("a scene file or folder, or drop one here")
+        c, v = imgui.combo("up axis", up_axis_index(ov.up_axis), UP_AXES)
+        if c and ov.set_up_axis is not None:
+            ov.set_up_axis(UP_AXES[v])
+        ctl = ov.controller
+        if ctl is None:
+            return
+        imgui.separator()
+        imgui.text(f"camera: {ctl.mode} mode, speed {ctl.speed:.3g} units/s")
+        imgui.text(f"training cameras: {len(ctl.training_cameras)}   keyframes: {len(ctl.keyframes)}")
+        if imgui.button("add keyframe"):
+            ctl.add_keyframe()
+        imgui.same_line()
+        if imgui.button("stop" if ctl.playing else "play"):
+            ctl.toggle_playback()
+        imgui.same_line()
+        if imgui.button("save path"):
+            ctl.save_keyframes()
+
+
+# ---------------------------------------------------------------------------------------------- legend
+
+
+def legend_ticks(mode: str, low: float, high: float, n: int = 3) -> list[tuple[float, str]]:
+    """(position along the colour bar in [0, 1], label) for the depth and heat-map views.
+
+    Heat map: `frames.heat_map` colours log(1 + count) / log(1 + busiest tile), so position t is the count
+    exp(t log(1 + high)) - 1. Depth: `frames.depth_image` colours inverse depth between far (0) and near (1)
+    (over the palette from its second colour), so position t is the depth 1 / (1/far + t (1/near - 1/far)),
+    with low = near and high = far.
+    """
+    ticks = []
+    for i in range(n):
+        t = i / (n - 1)
+        if mode == "heatmap":
+            ticks.append((t, f"{math.expm1(t * math.log1p(high)):,.0f}"))
+        else:
+            near, far = low, high
+            ticks.append((t, f"{1.0 / (1.0 / far + t * (1.0 / near - 1.0 / far)):.3g}"))
+    return ticks
+
+
+class LegendPanel(Panel):
+    """The colour bar of the depth and heat-map views, with values (bottom left)."""
+
+    title = "Legend"
+    BAR = (300, 14)
+
+    def shown(self) -> bool:
+        s = self.state
+        return s.show_overlay and self.range() is not None
+
+    def range(self) -> tuple[str, float, float] | None:
+        """(caption, low, high) of the view on screen, or None when it has no legend (yet)."""
+        s = self.state
+        if s.render_mode == "heatmap" and s.stats is not None and s.stats.max_tile_pairs > 0:
+            tile = s.settings.tile_size
+            return f"Gaussians per {tile}x{tile} tile (log scale)", 0.0, float(s.stats.max_tile_pairs)
+        if s.render_mode == "depth" and s.depth_range is not None:
+            return "depth in world units (pixels under half covered: black)", *s.depth_range
+        return None
+
+    def place(self) -> None:
+        _, height = display_size()
+        imgui.set_next_window_pos((MARGIN, height - MARGIN), imgui.Cond_.always, (0.0, 1.0))
+
+    def body(self) -> None:
+        caption, low, high = self.range()
+        imgui.text(caption)
+        x0, y0 = imgui.get_cursor_screen_pos()
+        w, h = self.BAR
+        draw = imgui.get_window_draw_list()
+        mode = self.state.render_mode
+        palette = HEAT_COLORS[1:] if mode == "depth" else HEAT_COLORS  # as frames.depth_image and heat_map use it
+        colours = [imgui.IM_COL32(r, g, b, 255) for r, g, b in palette]
+        step = w / (len(colours) - 1)
+        for i in range(len(colours) - 1):  # the palette's segments, each a horizontal gradient
+            a, b = (x0 + i * step, y0), (x0 + (i + 1) * step, y0 + h)
+            draw.add_rect_filled_multi_color(a, b, colours[i], colours[i + 1], colours[i + 1], colours[i])
+        imgui.dummy((w, h))
+        _, y = imgui.get_cursor_screen_pos()
+        text = imgui.get_color_u32(imgui.Col_.text)
+        for t, label in legend_ticks(mode, low, high):  # each label centred under its place, kept on the bar
+            width = imgui.calc_text_size(label).x
+            draw.add_text((x0 + min(max(t * w - width / 2, 0), w - width), y), text, label)
+        imgui.dummy((w, imgui.get_text_line_height()))
+        ends = ("far", "near") if mode == "depth" else ("few", "many")
+        imgui.text_disabled(f"{ends[0]} (dark) to {ends[1]} (bright)")
+
+
 # ---------------------------------------------------------------------------------------------- help
 
 
 class HelpPanel(Panel):
-    """The keys (F1 or H). It sits at the bottom, left of the settings and no wider than the room there, so it
-    never covers them; with the overlay hidden (Tab) it is centred."""
+    """The keys (F1 or H). It sits at the bottom, left of the right-hand panels and no wider than the room there,
+    so it never covers the settings; with the overlay hidden (Tab) it is centred."""
 
     title = "Keys"
     bg_alpha = 0.95  # on a narrow window it covers the performance panel: keep that text from showing through
@@ -261,7 +377,7 @@ class HelpPanel(Panel):
 
     def place(self) -> None:
         width, height = display_size()
-        right = [p.rect for p in self.overlay.panels if p.rect and isinstance(p, SettingsPanel)]
+        right = [p.rect for p in self.overlay.panels if p.rect and isinstance(p, (SettingsPanel, ScenePanel))]
         if right:
             edge = min(r[0] for r in right) - MARGIN
             imgui.set_next_window_pos((edge, height - MARGIN), imgui.Cond_.always, (1.0, 1.0))

@@ -51,6 +51,7 @@ class ViewerState:
     stage_ms: dict[str, float] = field(default_factory=dict)  # previous frame's per-stage times
     render_size: tuple[int, int] = (0, 0)
     temporal: dict = field(default_factory=dict)  # the renderer's temporal reuse counters (hit rates)
+    depth_range: tuple[float, float] | None = None  # (near, far) of the depth view on screen, for its legend
     frame_ms: collections.deque = field(default_factory=lambda: collections.deque(maxlen=240))
     render_ms: collections.deque = field(default_factory=lambda: collections.deque(maxlen=240))
     message: str = ""  # one status line (saved files, snaps, errors)

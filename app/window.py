@@ -39,6 +39,7 @@ UI_HELP = [
     ("1 / 2 / 3 / 4", "render mode: RGB / alpha / Gaussians per tile / depth"),
     ("P or F12", "screenshot (PNG at render resolution)"),
     ("F3", "vsync on / off"),
+    ("drop a file", "open that scene (or type its path in the Scene panel)"),
     ("Esc", "quit"),
 ]
 
@@ -66,6 +67,7 @@ class ViewerWindow(pyglet.window.Window):
         output_dir: where screenshots and saved camera paths go.
         caption: the window title.
         visible: show the window (tests may keep it hidden).
+        scene_name: what the overlay calls the scene (a file name).
     """
 
     _ready = False
@@ -88,13 +90,15 @@ class ViewerWindow(pyglet.window.Window):
         output_dir: str = ".",
         caption: str = "warpsplat",
         visible: bool = True,
+        scene_name: str = "bundled scene",
     ):
         config = pyglet.gl.Config(major_version=3, minor_version=3, forward_compatible=True, double_buffer=True)
         super().__init__(size[0], size[1], caption=caption, resizable=True, config=config, vsync=vsync,
-                         visible=visible)  # fmt: skip
+                         visible=visible, file_drops=True)  # fmt: skip
         self.switch_to()  # pyglet leaves it current on its first window only
         self.ctx = moderngl.create_context()
         self.scene = scene
+        self.up = up or scene.up_axis
         self.output_dir = output_dir
         self.renderer = Renderer(scene, device=device, backend=backend)
         on_cpu = self.renderer.device.type != "cuda"
@@ -126,8 +130,11 @@ class ViewerWindow(pyglet.window.Window):
         self.keys = PhysicalKeys.from_window(self)
         self.controller = self._make_controller(scene, home, up, training_cameras)
         help_rows = CAMERA_HELP + UI_HELP + [("", self.keys.describe())]
-        self.overlay = Overlay(self.state, scene_sh_degree=scene.sh_degree, controller=self.controller,
-                               help_rows=help_rows)  # fmt: skip
+        self.overlay = Overlay(
+            self.state, scene_sh_degree=scene.sh_degree, controller=self.controller, help_rows=help_rows,
+            scene_name=self._describe_scene(scene_name), up_axis=self.up, open_scene=self.open_scene_file,
+            set_up_axis=self.set_up_axis,
+        )  # fmt: skip
         self.push_handlers(self.controller)
         self.imgui_input = ImguiInput(lambda: self.height)
         self.push_handlers(self.imgui_input)
@@ -160,16 +167,19 @@ class ViewerWindow(pyglet.window.Window):
             save_path=self._save_path,
         )  # fmt: skip
 
-    def load_scene(self, scene, *, up: str | None = None, training_cameras: list[Camera] | None = None) -> None:
+    def load_scene(
+        self, scene, *, up: str | None = None, training_cameras: list[Camera] | None = None, name: str = "scene"
+    ) -> None:
         """Show another scene in this window, on the same device and backend, from its default view.
 
         The new renderer and view are made first (a scene that fails to load leaves the old one on screen).
         Then the old render worker is stopped and the frame texture released, and nothing of the old scene stays
         referenced: its device memory goes back with the old renderer. Keyframes and navigation start afresh.
+        `name` is what the overlay calls the scene.
         """
         renderer = Renderer(scene, device=self.renderer.device, backend=self.renderer.backend)
         fb_w, fb_h = self.get_framebuffer_size()
-        home = default_camera(scene, fb_w, fb_h, up=up)
+        home = default_camera(scene, fb_w, fb_h, up=up)  # also checks `up` before anything changes
         self.producer.close()
         self.frame_texture.release()  # the next frame re-creates it; until then the background shows
         self.scene, self.renderer = scene, renderer
@@ -177,18 +187,67 @@ class ViewerWindow(pyglet.window.Window):
         self._last_frame = self._pending_timer = None
         self.state.camera = home
         self.state.stats, self.state.stage_ms, self.state.render_size = None, {}, (0, 0)
+        self.state.depth_range = None
         self.state.render_ms.clear()
         if self.state.settings.sh_degree is not None and self.state.settings.sh_degree > scene.sh_degree:
             self.state.settings.sh_degree = None
+        self.up = up or scene.up_axis
+        self._replace_controller(home, training_cameras)
+        self.overlay.scene_sh_degree = scene.sh_degree
+        self.overlay.scene_name = self._describe_scene(name)
+        self.state.mark_dirty()
+
+    def _replace_controller(self, home: Camera, training_cameras: list[Camera] | None) -> None:
+        """A new camera controller for the current scene and up axis, starting at `home`."""
         # the controller's handlers go below imgui's input, as in __init__ (imgui sees every event first)
         self.remove_handlers(self.imgui_input)
         self.remove_handlers(self.controller)
-        self.controller = self._make_controller(scene, home, up, training_cameras)
+        self.controller = self._make_controller(self.scene, home, self.up, training_cameras)
         self.push_handlers(self.controller)
         self.push_handlers(self.imgui_input)
         self.overlay.controller = self.controller
-        self.overlay.scene_sh_degree = scene.sh_degree
+        self.overlay.up_axis = self.up
+
+    def _describe_scene(self, name: str) -> str:
+        return f"{name}: {len(self.scene):,} Gaussians, SH degree {self.scene.sh_degree}"
+
+    def open_scene_file(self, path: str) -> bool:
+        """Open the scene at `path` in this window (the Scene panel, a dropped file). A file that cannot be
+        read leaves the current scene and says why in the status line; returns whether it opened."""
+        from scenes import SceneFormatError, load_scene
+
+        self.state.message = f"opening {path} ..."
+        try:
+            scene = load_scene(path)
+        except (SceneFormatError, OSError, ValueError) as e:
+            self.state.message = f"could not open {path}: {e}"
+            return False
+        name = os.path.basename(os.path.normpath(path))
+        self.load_scene(scene, name=name)
+        self.set_caption(f"warpsplat - {name}")
+        self.state.message = f"opened {path}"
+        return True
+
+    def set_up_axis(self, axis: str) -> None:
+        """Make `axis` ("+z", "-y", ...) the scene's up axis: the view goes back to the default framing for it,
+        and navigation and generated views use it from now on."""
+        try:
+            up_vector(axis)
+        except ValueError as e:
+            self.state.message = str(e)
+            return
+        self.scene.up_axis = self.up = axis
+        fb_w, fb_h = self.get_framebuffer_size()
+        home = default_camera(self.scene, fb_w, fb_h, up=axis)
+        self.state.camera = home
+        self.state.camera_jumped = True
+        self._replace_controller(home, self.controller.training_cameras)
+        self.state.message = f"up axis {axis}"
         self.state.mark_dirty()
+
+    def on_file_drop(self, x, y, paths):
+        if self._ready and paths:
+            self.open_scene_file(paths[0])
 
     @property
     def redraw_interval(self) -> float:
@@ -220,6 +279,7 @@ class ViewerWindow(pyglet.window.Window):
         self.state.stats = frame.stats
         self.state.temporal = self.renderer.temporal.stats.as_dict()
         self.state.render_size = (frame.request.camera.width, frame.request.camera.height)
+        self.state.depth_range = frame.depth_range
         if frame.stats.stage_ms:  # filled synchronously (CPU)
             self.state.stage_ms = dict(frame.stats.stage_ms)
             self.state.render_ms.append(frame.stats.stage_ms.get("total", frame.wall_ms))

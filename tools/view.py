@@ -68,8 +68,9 @@ def check_display() -> None:
         )
 
 
-def open_window(scene, args: argparse.Namespace, caption: str):
-    """Create the viewer window, turning display and GL failures into one-line errors."""
+def open_window(scene, args: argparse.Namespace, name: str):
+    """Create the viewer window for the scene called `name`, turning display and GL failures into one-line
+    errors."""
     import app  # noqa: F401  (sets pyglet's options: must come before any pyglet.window import)
 
     # isort: split
@@ -83,7 +84,7 @@ def open_window(scene, args: argparse.Namespace, caption: str):
         return ViewerWindow(
             scene, size=args.size, up=args.up, backend=args.backend, render_scale=args.render_scale,
             allow_interop=not args.no_interop, vsync=not args.no_vsync, output_dir=args.out_dir,
-            caption=caption,
+            caption=f"warpsplat - {name}", scene_name=name,
         )  # fmt: skip
     except NoSuchDisplayException as e:
         display = os.environ.get("DISPLAY", "")
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     check_display()
     scene = open_scene(args.scene, args.up)
     name = os.path.basename(args.scene) if args.scene else "bundled scene"
-    window = open_window(scene, args, f"warpsplat - {name}")
+    window = open_window(scene, args, name)
     import pyglet
 
     try:

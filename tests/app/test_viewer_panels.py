@@ -1,10 +1,13 @@
-"""The overlay's panels: the render rate first, the help beside (not over) the settings."""
+"""The overlay's panels: the render rate first, the help beside (not over) the settings, colour legends for the
+depth and heat-map views, opening another scene (path or dropped file) and changing the up axis."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
 
-from .driving import pump
+from .driving import pump, send
 
 
 def test_performance_panel_shows_the_render_rate_first():
@@ -19,6 +22,15 @@ def test_performance_panel_shows_the_render_rate_first():
     lines = performance_lines(state)
     assert lines[0] == "render      0.8 frames/s  (1.25 s a frame at 320x180)"
     assert lines[1].startswith("window     59.9 FPS")
+
+
+def test_legend_ticks_follow_the_views_colour_scales():
+    from app.panels import legend_ticks
+
+    # heat map: colour position log(1 + n) / log(1 + max), so the middle of the bar is sqrt(1 + max) - 1
+    assert legend_ticks("heatmap", 0, 99) == [(0.0, "0"), (0.5, "9"), (1.0, "99")]
+    # depth: inverse depth from far (0) to near (1); halfway in 1/depth between 1 and 4 is 1.6
+    assert legend_ticks("depth", 1.0, 4.0) == [(0.0, "4"), (0.5, "1.6"), (1.0, "1")]
 
 
 # ---------------------------------------------------------------------------------------------- in a window
@@ -51,7 +63,7 @@ def overlaps(a, b) -> bool:
 @pytest.mark.gl
 @pytest.mark.parametrize("size", [(960, 600), (1280, 720)])
 def test_help_does_not_cover_the_settings(viewer, size):
-    from app.panels import HelpPanel, SettingsPanel
+    from app.panels import HelpPanel, ScenePanel, SettingsPanel
 
     viewer.set_size(*size)
     viewer.dispatch_events()
@@ -59,9 +71,83 @@ def test_help_does_not_cover_the_settings(viewer, size):
     try:
         draw(viewer)
         help_rect = viewer.overlay.panel(HelpPanel).rect
-        for kind in (SettingsPanel,):
+        for kind in (SettingsPanel, ScenePanel):
             rect = viewer.overlay.panel(kind).rect
             assert rect is not None and not overlaps(help_rect, rect), (kind.__name__, help_rect, rect)
         assert help_rect[0] >= 0 and help_rect[1] >= 0, "the help stays in the window"
     finally:
         viewer.state.show_help = False
+
+
+@pytest.mark.gl
+def test_depth_and_heat_map_views_get_a_legend(viewer):
+    from pyglet.window import key
+
+    from app.panels import LegendPanel
+
+    legend = viewer.overlay.panel(LegendPanel)
+    try:
+        for symbol, mode in ((key._4, "depth"), (key._3, "heatmap")):
+            send(viewer, "on_key_press", symbol, 0)
+            pump(viewer)
+            draw(viewer)
+            assert viewer.state.render_mode == mode and legend.rect is not None, mode
+            caption, low, high = legend.range()
+            if mode == "depth":
+                assert (low, high) == viewer._last_frame.depth_range and 0 < low < high
+            else:
+                assert high == viewer.state.stats.max_tile_pairs > 0
+        send(viewer, "on_key_press", key._1, 0)
+        pump(viewer)
+        draw(viewer)
+        assert legend.rect is None, "RGB has no legend"
+    finally:
+        send(viewer, "on_key_press", key._1, 0)
+        pump(viewer)
+
+
+@pytest.mark.gl
+def test_up_axis_can_be_set_in_the_viewer(viewer):
+    from renderer import default_camera
+
+    old = viewer.scene.up_axis
+    try:
+        viewer.set_up_axis("+z")
+        w, h = viewer.get_framebuffer_size()
+        np.testing.assert_allclose(viewer.state.camera.T_world_camera,
+                                   default_camera(viewer.scene, w, h, up="+z").T_world_camera)  # fmt: skip
+        np.testing.assert_allclose(viewer.controller.scene.up, [0, 0, 1])
+        assert viewer.overlay.up_axis == "+z" and viewer.state.camera_jumped
+        viewer.set_up_axis("sideways")
+        assert "--up 'sideways'" in viewer.state.message and viewer.overlay.up_axis == "+z"
+        pump(viewer)
+    finally:
+        viewer.set_up_axis(old)
+        pump(viewer)
+
+
+@pytest.mark.gl
+def test_a_scene_opens_from_a_path_or_a_dropped_file(viewer, tmp_path):
+    from scenes import make_scene, save_scene
+
+    g = torch.Generator().manual_seed(1)
+    n = 300
+    small = make_scene(torch.randn(n, 3, generator=g), torch.randn(n, 4, generator=g),
+                       torch.randn(n, 3, generator=g) - 3, torch.randn(n, generator=g) + 2,
+                       torch.rand(n, 1, 3, generator=g))  # fmt: skip
+    path = tmp_path / "small.ply"
+    save_scene(small, str(path))
+    bad = tmp_path / "bad.ply"
+    bad.write_bytes(b"not a scene")
+
+    before = viewer.scene
+    assert not viewer.open_scene_file(str(bad))
+    assert viewer.scene is before and viewer.state.message.startswith(f"could not open {bad}: ")
+
+    send(viewer, "on_file_drop", 10, 10, [str(path)])
+    assert len(viewer.scene) == n and viewer.overlay.scene_name.startswith("small.ply: 300 Gaussians")
+    assert viewer.state.message == f"opened {path}"
+    pump(viewer)
+    assert viewer.state.stats.n_gaussians == n
+    viewer.load_scene(before, name="bundled scene")
+    pump(viewer)

@@ -350,9 +350,6 @@ class Overlay:
         c, v = imgui.checkbox("load balancing (exact)", s.settings.load_balance)
         if c:
             s.settings.load_balance, changed = v, True
-        c, v = imgui.checkbox("sub-tile culling (exact)", s.settings.subtile_cull)
-        if c:
-            s.settings.subtile_cull, changed = v, True
         c, v = imgui.checkbox("AdaGScale (lossy)", s.settings.adagscale)
         if c:
             s.settings.adagscale, changed = v, True

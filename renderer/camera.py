@@ -107,13 +107,17 @@ class Camera:
     def fov_y_deg(self) -> float:
         return math.degrees(2 * math.atan(0.5 * self.height / self.fy))
 
-    def packed(self, device: torch.device | str = "cpu") -> torch.Tensor:
+    def packed_array(self) -> np.ndarray:
         """[24] float32 for the kernels: viewmat row-major [16], fx, fy, cx, cy, camera centre [3], pad."""
         v = np.zeros(24, dtype=np.float32)
         v[:16] = self.viewmat.reshape(-1)
         v[16:20] = (self.fx, self.fy, self.cx, self.cy)
         v[20:23] = self.position
-        return torch.from_numpy(v).to(device, non_blocking=True)
+        return v
+
+    def packed(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        """`packed_array` as a tensor on `device`."""
+        return torch.from_numpy(self.packed_array()).to(device)
 
     def resized(self, width: int, height: int) -> Camera:
         """Same pose and field of view at another resolution."""

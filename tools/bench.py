@@ -86,7 +86,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--paths",
         default="*",
-        help="comma-separated name patterns of the paths to run: orbit, flyover, overview (default: all)",
+        help="comma-separated name patterns of the paths to run: orbit, close, flyover, overview (default: all)",
     )
     p.add_argument("--json", default="bench.json", help="where to write the full results (default bench.json)")
     p.set_defaults(func=run)
@@ -229,10 +229,21 @@ def time_path(render_fn, cams, clock: Clock, warmup: int) -> tuple[list[float], 
 # ----------------------------------------------------------------------------------------------- paths
 
 
-def object_paths(scene, width, height, n):
-    from renderer.trajectory import orbit_path
+# The close orbit's distance as a fraction of the default framing's: the object then overfills the frame, the
+# hardest kind of object view (large footprints, long tile lists), where a renderer's speed matters most.
+CLOSE_ORBIT = 0.5
 
-    return {"orbit": orbit_path(scene, width, height, n)}
+
+def object_paths(scene, width, height, n):
+    """The default orbit (the whole object in view) and a close one (the object overfilling the frame)."""
+    import math
+
+    from renderer.trajectory import orbit_path, scene_frame
+
+    f = scene_frame(scene, width, height)
+    elev = math.radians(f.elevation_deg)
+    close = dict(radius=CLOSE_ORBIT * f.distance * math.cos(elev), rise=CLOSE_ORBIT * f.distance * math.sin(elev))
+    return {"orbit": orbit_path(scene, width, height, n), "close": orbit_path(scene, width, height, n, **close)}
 
 
 def composite_paths(scene, width, height, n):
@@ -293,8 +304,9 @@ def variants():
 
     out = {
         "default": RenderSettings(),
+        "graphs=off": RenderSettings(),  # the same frames launched stage by stage (and timed per stage)
+        "tile_size=16": RenderSettings(tile_size=16),
         "load_balance=on": RenderSettings(load_balance=True),
-        "subtile_cull=on": RenderSettings(subtile_cull=True),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
         "adagscale": RenderSettings(adagscale=True),
     }
@@ -408,6 +420,8 @@ def run(args: argparse.Namespace) -> int:
                     renderer.render(cam, settings, sync_stats=False, future=futures[id(cam)] if known else None)
                     timers.append(renderer.last_timer)
 
+                graphs = renderer.graphs
+                renderer.graphs = graphs and vname != "graphs=off"
                 renderer.temporal.reset()
                 ms, fps, _ = time_path(frame, cams, clock, args.warmup)
                 res = PathResult(label, path_name, len(scene), vname, ms, fps)
@@ -449,6 +463,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 res.pairs_removed = statistics.mean(removed) if removed else 0.0
                 res.projected = int(statistics.median(projected))
+                renderer.graphs = graphs
                 results.append(res)
                 print(f"  {label} {path_name} {vname}: median {res.median():.3f} ms", file=sys.stderr, flush=True)
         renderer = g_render = None  # free this scene's GPU memory before the next one
@@ -464,6 +479,10 @@ def device_name(cuda: bool) -> str:
     import torch
 
     return torch.cuda.get_device_name() if cuda else f"CPU ({platform.processor() or platform.machine()})"
+
+
+# The renderer's stage names (renderer/pipeline.py), in frame order.
+STAGES = ("cull", "project", "order", "bin", "sort", "tile_ranges", "rasterize", "depth", "total")
 
 
 def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
@@ -490,6 +509,14 @@ def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
     print("PSNR: min over sampled frames, and the path's (from the mean MSE of those frames), dB; default variant "
           "against gsplat, other variants against default (exact). SSIM: min, lossy variants against default. "
           "removed: pairs fewer than default. vs dflt: speed against the default variant.")  # fmt: skip
+    staged = [r for r in results if "rasterize" in r.stage_ms]
+    if staged:
+        names = [k for k in STAGES if any(k in r.stage_ms for r in staged)]
+        print("\nper-stage medians (ms), variants launched stage by stage:")
+        print(f"{'scene / path':34} {'variant':24} " + " ".join(f"{k:>11}" for k in names))
+        for r in staged:
+            cells = " ".join(f"{r.stage_ms[k]:11.3f}" if k in r.stage_ms else f"{'-':>11}" for k in names)
+            print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:24} {cells}")
     temporal = [r for r in results if r.temporal]
     if temporal:
         print("\ntemporal reuse (timed pass): window hit rate, builds, occlusion refreshes; Gaussians projected per "

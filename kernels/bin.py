@@ -18,7 +18,7 @@ the remaining slots get the sentinel key, which sorts last and which `tile_range
 The walk's threshold is the one the count used: `bin_t` from `project_gaussians` when given (required when
 AdaGScale shrank it), else t recomputed from the opacity exactly as project does.
 
-Inputs : order [M] i64 (Gaussian indices, nearest first; M >= the visible count, the rest have count 0),
+Inputs : order [M] i32 (Gaussian indices, nearest first; past the visible ones N, which has no pairs),
          offsets [M] i64, means2d [N,2], conic_opacity [N,4], tiles_touched [N] i32, bin_t [N] (optional)
 Outputs: keys [capacity] i16/i32 (tile ids; untouched past the pair count), ids [capacity] i32
 """
@@ -45,9 +45,9 @@ def sentinel_key(dtype: torch.dtype) -> int:
     return torch.iinfo(dtype).max
 
 
-@triton.jit(do_not_specialize=["M", "capacity", "width", "height", "sentinel"])
+@triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])
 def _bin_kernel(
-    order_ptr,  # [M] i64, Gaussian indices nearest first
+    order_ptr,  # [M] i32, Gaussian indices nearest first (N = no Gaussian)
     offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
@@ -56,6 +56,7 @@ def _bin_kernel(
     keys_ptr,  # [capacity] i16/i32 out
     ids_ptr,  # [capacity] i32 out
     M,
+    N,
     capacity,
     width,
     height,
@@ -68,8 +69,8 @@ def _bin_kernel(
     pid = tl.program_id(0).to(tl.int64)
     r = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     in_range = r < M
-    g = tl.load(order_ptr + r, mask=in_range, other=0)
-    count = tl.load(tiles_touched_ptr + g, mask=in_range, other=0)
+    g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
+    count = tl.load(tiles_touched_ptr + g, mask=in_range & (g < N), other=0)
     live = count > 0
     base = tl.load(offsets_ptr + r, mask=live, other=0) - count
     mx = tl.load(means2d_ptr + g * 2 + 0, mask=live, other=0.0)
@@ -113,8 +114,21 @@ def _bin_kernel(
         tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
 
 
+def bin_config(n_gaussians: int, pairs_per_gaussian: float) -> tuple[int, int]:
+    """(Gaussians per program, tiles written per step). A program walks its Gaussians' rows in lockstep, so
+    few Gaussians with large footprints (an object seen close up) want small programs, for more of them, and
+    wide steps; many small footprints want the reverse. Measured on the H200 (BENCHMARKS.md, section 8)."""
+    if n_gaussians < BIN_SMALL_SCENE or pairs_per_gaussian > BIN_WIDE_FOOTPRINT:
+        return 32, 16
+    return 128, 4
+
+
+BIN_SMALL_SCENE = 65536
+BIN_WIDE_FOOTPRINT = 32.0
+
+
 def bin_pairs(
-    order: torch.Tensor,  # [M] i64
+    order: torch.Tensor,  # [M] i32
     offsets: torch.Tensor,  # [M] i64
     means2d: torch.Tensor,  # [N, 2]
     conic_opacity: torch.Tensor,  # [N, 4]
@@ -125,15 +139,18 @@ def bin_pairs(
     tile_size: int = 8,
     bin_t: torch.Tensor | None = None,  # [N]
     out: tuple[torch.Tensor, torch.Tensor],
+    block: int | None = None,
+    cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Write the pairs of every visible Gaussian into `out` = (keys, ids), whose length is the capacity.
 
     The caller fills keys with `sentinel_key(keys.dtype)` first when the buffers may be longer than the pair
     count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with; None
     recomputes t = 2 ln(255 o) + margin, which matches only a count made without AdaGScale.
+    block, cols: Gaussians per program and tiles written per step (launch knobs; `bin_config` picks them).
     """
     M, N = order.shape[0], means2d.shape[0]
-    assert order.dtype == torch.int64 and offsets.shape == (M,) and offsets.dtype == torch.int64
+    assert order.dtype == torch.int32 and offsets.shape == (M,) and offsets.dtype == torch.int64
     assert means2d.shape == (N, 2) and conic_opacity.shape == (N, 4) and tiles_touched.shape == (N,)
     assert bin_t is None or bin_t.shape == (N,), bin_t.shape
     keys, ids = out
@@ -142,11 +159,13 @@ def bin_pairs(
     assert n_tiles < sentinel_key(keys.dtype), (n_tiles, keys.dtype)
     if M == 0:
         return keys, ids
-    block = 256 if interpreting() else 128
-    cols = 16 if interpreting() else 4
+    if interpreting():  # wide steps: the interpreter's cost is per step, not per element
+        block, cols = 256, 16
+    elif block is None or cols is None:
+        block, cols = bin_config(N, 0.0)
     _bin_kernel[(triton.cdiv(M, block),)](
         order, offsets, means2d, conic_opacity, tiles_touched, tiles_touched if bin_t is None else bin_t, keys, ids,
-        M, keys.shape[0], width, height, sentinel_key(keys.dtype),
+        M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
         TILE=tile_size, HAS_BIN_T=bin_t is not None, BLOCK_N=block, COLS=cols,
     )  # fmt: skip
     return keys, ids

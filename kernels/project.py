@@ -148,6 +148,7 @@ def project_gaussians(
     adagscale_s_min: float = 0.5,
     live: torch.Tensor | None = None,
     out: tuple[torch.Tensor, ...] | None = None,
+    block: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
 
@@ -155,6 +156,7 @@ def project_gaussians(
         adagscale_tau: None = exact binning; else AdaGScale's score threshold tau >= 0 (pixels of colour-weighted
             alpha mass; 0 keeps s = 1, the exact tiles). adagscale_s_min: the smallest binning scale, in (0, 1].
         live: optional [N] int8 mask; Gaussians where it is 0 are culled (tiles_touched 0) without being read.
+        block: Gaussians per program (a launch knob; default `project_block(N)`).
 
     Returns:
         means2d [N,2], conic_opacity [N,4], depths [N] (+inf where culled), colors [N,3], tiles_touched [N]
@@ -171,7 +173,7 @@ def project_gaussians(
     if out is None:
         out = project_outputs(N, means.device)
     means2d, conic_opacity, depths, colors, tiles_touched, bin_t = out
-    block = 256 if interpreting() else 128
+    block = 256 if interpreting() else (block or project_block(N))
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
         means2d, conic_opacity, depths, colors, tiles_touched, bin_t, tiles_touched if live is None else live,
@@ -180,6 +182,16 @@ def project_gaussians(
         HAS_LIVE=live is not None, BLOCK_N=block,
     )  # fmt: skip
     return means2d, conic_opacity, depths, colors, tiles_touched, bin_t
+
+
+def project_block(n: int) -> int:
+    """Gaussians per program. Each lane walks its footprint's tile rows and a program runs as long as its
+    largest footprint, so a small scene (often seen close up, with large footprints) wants small programs, for
+    more of them; a large one, fewer programs. Measured on the H200 (BENCHMARKS.md, section 8)."""
+    return 32 if n < PROJECT_SMALL_SCENE else 128
+
+
+PROJECT_SMALL_SCENE = 65536
 
 
 def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:

@@ -346,9 +346,13 @@ def _composite_chunks_kernel(
 
 # ----------------------------------------------------------------------------------------------- launcher
 
-# Warps per program and Gaussians per loop step of the scalar form, per tile size, measured on the H200
-# (BENCHMARKS.md); the interpreter runs the batched form with one configuration.
-SCALAR_CONFIG = {8: (1, 16), 16: (4, 16)}
+# (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by whether the frame is
+# dense: one pixel per thread pays on long lists (more warps in flight hide the loads of the Gaussians), two
+# pixels per thread and a short unroll on short lists. Measured on the H200 (BENCHMARKS.md, section 8). The
+# interpreter runs the batched form with one configuration.
+SCALAR_CONFIG = {(8, False): (1, 8), (8, True): (2, 16), (16, False): (4, 16), (16, True): (8, 16)}
+# A frame is dense above this many pairs per tile on average (the renderer decides from the last frame).
+DENSE_PAIRS_PER_TILE = {8: 180.0, 16: 800.0}
 
 
 def rasterize_tiles(
@@ -369,13 +373,14 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     workspace: Workspace | None = None,
     marks: torch.Tensor | None = None,
+    dense: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
     chunk: Gaussians per work item for load balancing (None/0 = one program per tile, no balancing).
-    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program. Tuning knobs with
-    measured defaults; none of these changes the image beyond float rounding.
+    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; dense: pick the
+    measured defaults for long lists (SCALAR_CONFIG). Tuning knobs: none of them changes the image.
     `out` = (rgb, alpha, rgba8 or None) buffers to write into; `workspace` = where the launcher keeps its
     chunk buffers between calls.
     marks: optional [N] int8, zeroed by the caller; set to 1 for each Gaussian that blends into or stops at
@@ -403,7 +408,7 @@ def rasterize_tiles(
     if variant not in ("batched", "scalar"):
         raise ValueError(f"unknown rasterizer variant {variant!r}")
     batched = variant == "batched"
-    warps, unroll = SCALAR_CONFIG[tile_size]
+    warps, unroll = SCALAR_CONFIG[tile_size, bool(dense)]
     if step is None:
         step = (64 if interpreting() else 16) if batched else unroll
     if num_warps is None:

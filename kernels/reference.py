@@ -187,6 +187,7 @@ def project_gaussians(
     adagscale_s_min: float = 0.5,
     live: torch.Tensor | None = None,
     out: tuple[torch.Tensor, ...] | None = None,
+    block: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
     campos = camera[20:23]
@@ -265,23 +266,36 @@ def cull_window(
 # ----------------------------------------------------------------------------------------------- order
 
 
+def order_outputs(n: int, capacity: int, device) -> tuple[torch.Tensor, ...]:
+    i32, f32 = dict(dtype=torch.int32, device=device), dict(dtype=torch.float32, device=device)
+    i64 = dict(dtype=torch.int64, device=device)
+    return (torch.empty(n, **i32), torch.empty(capacity, **f32), torch.empty(capacity, **i32),
+            torch.empty(capacity, **f32), torch.empty(capacity, **i64), torch.empty(capacity, **i32),
+            torch.empty(capacity, **i32), torch.empty(capacity, **i64), torch.empty(2, **i64))  # fmt: skip
+
+
 def depth_order(
     depths: torch.Tensor,
     tiles_touched: torch.Tensor,
     *,
-    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+    out: tuple[torch.Tensor, ...],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Ordered by (depth, index) through one sort of unique 64-bit keys (depth bits above the index), so no
-    stability is needed: a different route to the kernel's stable float sort, with the same result."""
+    stability is needed: a different route to the kernel's compaction and stable float sort, same result."""
     N = depths.shape[0]
-    index = torch.arange(N, dtype=torch.int64, device=depths.device)
-    order = torch.argsort((depths.contiguous().view(torch.int32).long() << 32) | index)
-    offsets = torch.cumsum(tiles_touched[order].long(), 0)
-    if out is not None:
-        out[1][:N].copy_(order)
-        out[3][:N].copy_(offsets)
-        return out[1][:N], out[3][:N]
-    return order, offsets
+    order, offsets, totals = out[5], out[7], out[8]
+    C = order.shape[0]
+    visible = torch.nonzero(tiles_touched > 0).flatten()
+    kept = visible[:C]  # a capacity below the visible count keeps the first ones by index (the frame is redone)
+    ranked = kept[torch.argsort((depths[kept].contiguous().view(torch.int32).long() << 32) | kept)]
+    order.fill_(N)
+    order[: ranked.numel()] = ranked.to(torch.int32)
+    counts = torch.zeros(C, dtype=torch.int64, device=depths.device)
+    counts[: ranked.numel()] = tiles_touched[ranked].long()
+    torch.cumsum(counts, 0, out=offsets)
+    totals[0] = visible.numel()
+    totals[1] = offsets[-1] if C else 0
+    return order, offsets, totals
 
 
 # ----------------------------------------------------------------------------------------------- bin
@@ -299,15 +313,20 @@ def bin_pairs(
     tile_size: int = 8,
     bin_t: torch.Tensor | None = None,
     out: tuple[torch.Tensor, torch.Tensor],
+    block: int | None = None,
+    cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, Gaussians in `order`."""
+    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, Gaussians in `order`. `block` and
+    `cols`, the kernel's launch knobs, are ignored."""
     device = means2d.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
     keys, ids = out
     capacity = keys.shape[0]
-    live = order[tiles_touched[order] > 0]  # visible Gaussians, nearest first
-    base = (offsets[tiles_touched[order] > 0] - tiles_touched[live]).long()
+    padded = torch.cat([tiles_touched, tiles_touched.new_zeros(1)])  # index N: no Gaussian, no tiles
+    has = padded[order.long()] > 0
+    live = order.long()[has]  # visible Gaussians, nearest first
+    base = (offsets[has] - tiles_touched[live]).long()
     mx, my = means2d[live, 0], means2d[live, 1]
     a, b, c, o = conic_opacity[live].unbind(-1)
     t = _alpha_threshold_t(o) if bin_t is None else bin_t[live]
@@ -406,10 +425,11 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     workspace=None,
     marks: torch.Tensor | None = None,
+    dense: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
-    (`variant`, `chunk`, `step`, `num_warps`, `workspace`) are accepted and ignored: none of them changes the
+    (`variant`, `chunk`, `step`, `num_warps`, `workspace`, `dense`) are accepted and ignored: none of them changes the
     image. `marks` ([N] int8, zeroed by the caller) gets 1 for every Gaussian that blends into or stops at
     least one pixel."""
     device = means2d.device
@@ -476,6 +496,7 @@ __all__ = [
     "project_outputs",
     "project_gaussians",
     "depth_order",
+    "order_outputs",
     "bin_pairs",
     "sort_pairs",
     "tile_ranges",

@@ -22,6 +22,7 @@ scene, or a window's compacted set, optionally masked by occlusion; and may retu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from dataclasses import dataclass, field
@@ -111,12 +112,67 @@ def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float
     ).contiguous()
 
 
-# Pair capacity policy: grow to GROW x the pairs that did not fit; shrink to GROW x the largest recent count
-# after SHRINK_AFTER frames in a row that used under 1/SHRINK_BELOW of it (sorting an idle capacity costs time).
-GROW = 1.25
-SHRINK_AFTER = 30
-SHRINK_BELOW = 3
 MAX_GRAPHS = 4  # captured frames kept (one per image size and settings); the oldest is dropped first
+
+
+class Capacity:
+    """The length of buffers that hold a per-frame count known only on the device (visible Gaussians, pairs).
+
+    The frame sizes its launches by the capacity instead of waiting for the count; at its end the count is
+    read (the frame's one sync). When the count did not fit, the capacity grows to GROW x the count and the
+    frame redoes the stages that depend on it; after SHRINK_AFTER frames in a row that used under
+    1/SHRINK_BELOW of it, it shrinks to GROW x their largest count (sorting idle capacity costs time)."""
+
+    GROW = 1.15
+    SHRINK_AFTER = 30
+    SHRINK_BELOW = 3
+    MINIMUM = 1024
+
+    def __init__(self) -> None:
+        self.size = 0  # 0 until the first frame measures its need
+        self._low_frames = 0
+        self._recent = 0
+
+    def fits(self, count: int) -> bool:
+        return count <= self.size
+
+    def grow(self, count: int) -> None:
+        self.size = max(int(count * self.GROW), self.MINIMUM)
+        self._low_frames = self._recent = 0
+
+    def observe(self, count: int) -> bool:
+        """After a frame whose count fitted; True when the capacity shrank."""
+        if count * self.SHRINK_BELOW >= self.size:
+            self._low_frames = self._recent = 0
+            return False
+        self._low_frames += 1
+        self._recent = max(self._recent, count)
+        if self._low_frames < self.SHRINK_AFTER:
+            return False
+        self.grow(self._recent)
+        return True
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """The kernels' launch knobs for the next frame, chosen from the last frame's counts (measured rules in
+    kernels/project.py, bin.py and rasterize.py). None of them changes the image."""
+
+    project_block: int = 128
+    bin_block: int = 128
+    bin_cols: int = 4
+    dense: bool = False  # long tile lists: the rasterizer's one-pixel-per-thread configuration
+
+    @staticmethod
+    def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
+        """The configuration for a frame like this one. Density switches with 15% hysteresis, so a frame near
+        the threshold does not flip the rasterizer (and re-capture the frame's graph) back and forth."""
+        from kernels import DENSE_PAIRS_PER_TILE, bin_config, project_block
+
+        per_tile, threshold = n_pairs / max(n_tiles, 1), DENSE_PAIRS_PER_TILE[tile]
+        dense = per_tile > threshold * 1.15 or (previous.dense and per_tile > threshold / 1.15)
+        block, cols = bin_config(n, n_pairs / max(n_visible, 1))
+        return LaunchConfig(project_block(n), block, cols, dense)
 
 
 class Renderer:
@@ -155,11 +211,12 @@ class Renderer:
         cuda = self.device.type == "cuda"
         self.graphs = (cuda and self.backend == "triton") if graphs is None else bool(graphs and cuda)
         self.ws = Workspace(self.device)
-        self.pair_capacity = 0  # pair slots of the workspace; 0 until the first frame measures its need
-        self._low_frames = 0  # frames in a row that used under 1/SHRINK_BELOW of the capacity
-        self._recent_pairs = 0  # the largest pair count among them
+        self.visible_capacity = Capacity()  # slots of the depth order
+        self.pair_capacity = Capacity()  # slots of the pair buffers
+        self.launch = LaunchConfig()
         self._graphs: dict[tuple, torch.cuda.CUDAGraph] = {}
         self._graphs_generation = 0  # the workspace generation the captured graphs' addresses belong to
+        self._frame: tuple[tuple, _Frame] | None = None  # the last frame's stage objects, reused when nothing moved
         # the camera and background reach the device through one pinned staging copy per frame
         self._host_params = torch.empty(27, dtype=torch.float32, pin_memory=cuda)
         self._params = torch.empty(27, dtype=torch.float32, device=self.device)
@@ -218,21 +275,29 @@ class Renderer:
         timer = StageTimer(self.device)
         self.last_timer = timer
         # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
-        with timer.stage("cull"):
+        reuse = settings.temporal_window > 1 or settings.occlusion_cull
+        with timer.stage("cull") if reuse else contextlib.nullcontext():
             src = temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future)
         self._upload(camera, settings)
-        f = _Frame(self, src, camera, settings)
-        plain = src.kind == "full" and src.live is None and src.marks is None
-        if self.graphs and plain and not settings.depth and not settings.load_balance and self.pair_capacity:
+        f = self._frame_for(src, camera, settings)
+        if self.graphs and not reuse and not settings.depth and not settings.load_balance and self.pair_capacity.size:
             self._replay(f, timer)
         else:
             f.run(timer)
-        n_pairs = f.pair_count()  # the frame's one host sync
-        if n_pairs > self.pair_capacity:  # did not fit: grow, then bin again from stage 2's output
-            self._resize_pairs(n_pairs)
+        n_visible, n_pairs = f.totals()  # the frame's one host sync
+        if not self.visible_capacity.fits(n_visible):  # redo from the stage whose buffers were too small
+            self.visible_capacity.grow(n_visible)
+            f = self._frame_for(src, camera, settings)
+            f.run(timer, from_stage="order")
+            n_visible, n_pairs = f.totals()
+        if not self.pair_capacity.fits(n_pairs):
+            self.pair_capacity.grow(n_pairs)
+            f = self._frame_for(src, camera, settings)
             f.run(timer, from_stage="bin")
         else:
-            self._maybe_shrink(n_pairs)
+            self.visible_capacity.observe(n_visible)
+            self.pair_capacity.observe(n_pairs)
+        self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
         temporal.end_frame(src, f.tiles_touched)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
@@ -240,23 +305,15 @@ class Renderer:
                 depth = self._render_depth(f)
         timer.stop()
 
-        tile_counts = (f.ranges[:, 1] - f.ranges[:, 0]).reshape(f.n_ty, f.n_tx)
-        stats = RenderStats(n_gaussians=self.n, n_visible=-1, n_pairs=n_pairs, max_tile_pairs=-1, backend=self.backend,
-                            n_projected=f.n, source=src.kind)  # fmt: skip
+        stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
+                            backend=self.backend, n_projected=f.n, source=src.kind)  # fmt: skip
         if sync_stats:
-            fill_stats(stats, f.tiles_touched, tile_counts, timer)
+            fill_stats(stats, f.tile_counts, timer)
             if src.live is not None:
                 temporal.stats.gaussians_skipped = f.n - int(src.live.sum())
-        temporal.remember(camera, settings)
-        self._last_output = RenderOutput(
-            image=f.rgb,
-            alpha=f.alpha,
-            rgba8=f.rgba8,
-            stats=stats,
-            tile_counts=tile_counts,
-            depth=depth,
-            tiles_touched=f.tiles_touched,
-        )
+        if settings.reuse_unchanged_frame:
+            temporal.remember(camera, settings)
+        self._last_output = RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, depth, f.tiles_touched)
         return self._last_output
 
     def _upload(self, camera: Camera, settings: RenderSettings) -> None:
@@ -267,22 +324,21 @@ class Renderer:
         host[24:] = settings.background
         self._params.copy_(self._host_params, non_blocking=True)
 
-    # ------------------------------------------------------------------ pair capacity
-
-    def _resize_pairs(self, n_pairs: int) -> None:
-        self.pair_capacity = max(int(n_pairs * GROW), 1024)
-        self.ws.drop("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")  # (graphs are dropped too)
-        self._low_frames = 0
-
-    def _maybe_shrink(self, n_pairs: int) -> None:
-        if n_pairs * SHRINK_BELOW >= self.pair_capacity:
-            self._low_frames, self._recent_pairs = 0, 0
-            return
-        self._low_frames += 1
-        self._recent_pairs = max(self._recent_pairs, n_pairs)
-        if self._low_frames >= SHRINK_AFTER:
-            self._resize_pairs(self._recent_pairs)
-            self._recent_pairs = 0
+    def _frame_for(self, src, camera: Camera, settings: RenderSettings) -> _Frame:
+        """The stage objects for this frame: last frame's when nothing they hold has changed (their buffer
+        views and launch arguments), else new ones."""
+        s = settings
+        key = (id(src.means), id(src.live), id(src.marks), src.n, camera.width, camera.height, s.sh_degree, s.near,
+               s.far, s.eps2d, s.tile_size, s.rasterizer, s.load_balance, s.chunk_size, s.adagscale,
+               s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.visible_capacity.size,
+               self.pair_capacity.size, self.launch, self.ws.generation)  # fmt: skip
+        if self._frame is not None and self._frame[0] == key:
+            f = self._frame[1]
+            f.src, f.settings = src, settings
+            return f
+        f = _Frame(self, src, camera, settings)
+        self._frame = (key[:-1] + (self.ws.generation,), f)  # the views it made may have grown the workspace
+        return f
 
     # ------------------------------------------------------------------ CUDA graphs
 
@@ -342,74 +398,65 @@ class _Frame:
     """One frame's stages over the renderer's workspace: the list of stage calls, and nothing else.
 
     Every tensor is a view of a workspace buffer whose address does not change while the image size, the
-    frame's Gaussian count and the pair capacity stay the same, which is what lets `run` be captured once as
-    a CUDA graph and replayed with new camera parameters."""
+    frame's Gaussian count and the capacities stay the same, which is what lets `run` be captured once as a
+    CUDA graph and replayed with new camera parameters."""
+
+    STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
 
     def __init__(self, r: Renderer, src, camera: Camera, settings: RenderSettings):
-        self.r, self.src, self.settings = r, src, settings
+        self.r, self.src, self.settings, self.launch = r, src, settings, r.launch
         self.n, self.width, self.height = src.n, camera.width, camera.height
         tile = self.tile = settings.tile_size
         self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
         self.degree = r.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, r.scene.sh_degree)
         ws, n, W, H = r.ws, self.n, self.width, self.height
+        # stage 1, per Gaussian
         self.means2d = ws.rows("means2d", n, 2)
         self.conic_opacity = ws.rows("conic_opacity", n, 4)
         self.depths = ws.buffer("depths", n, torch.float32)
         self.colors = ws.rows("colors", n, 3)
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         self.bin_t = ws.buffer("bin_t", n, torch.float32)
+        # stage 2, per visible slot
+        cv, i32, i64, f32 = r.visible_capacity.size, torch.int32, torch.int64, torch.float32
         self.order_out = (
-            ws.buffer("sorted_depths", n, torch.float32), ws.buffer("order", n, torch.int64),
-            ws.buffer("ordered_counts", n, torch.int32), ws.buffer("offsets", n, torch.int64),
+            ws.buffer("visible_rank", n, i32), ws.buffer("depth_keys", cv, f32), ws.buffer("depth_ids", cv, i32),
+            ws.buffer("sorted_depths", cv, f32), ws.buffer("depth_perm", cv, i64), ws.buffer("order", cv, i32),
+            ws.buffer("ordered_counts", cv, i32), ws.buffer("offsets", cv, i64), ws.buffer("totals", 2, i64),
         )  # fmt: skip
-        self.offsets = self.order_out[3]
+        # stages 3-4, per pair slot
+        cp, kd = r.pair_capacity.size, r.k.key_dtype(self.n_tx * self.n_ty)
+        self.pairs = (ws.buffer("pair_keys", cp, kd), ws.buffer("pair_ids", cp, i32),
+                      ws.buffer("sorted_keys", cp, kd), ws.buffer("sort_perm", cp, i64),
+                      ws.buffer("sorted_ids", cp, i32))  # fmt: skip
+        self.sorted_ids = self.pairs[4]
+        # stages 5-6, per tile and pixel
+        self.ranges = ws.rows("ranges", self.n_tx * self.n_ty, 2, i32)
+        self.tile_counts = ws.buffer("tile_counts", self.n_tx * self.n_ty, i32).view(self.n_ty, self.n_tx)
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
-        self.alpha = ws.buffer("alpha", H * W, torch.float32).view(H, W)
+        self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
-        self.ranges = ws.rows("ranges", self.n_tx * self.n_ty, 2, torch.int32)
         self.camera = r._params[:24]
         self.background = r._params[24:]
-        self.sorted_ids = self.pair_buffers()[4]  # the rasterizer's lists (set again by `run`)
-
-    def pair_buffers(self):
-        cap, ws = self.r.pair_capacity, self.r.ws
-        kd = self.r.k.key_dtype(self.n_tx * self.n_ty)
-        return (ws.buffer("pair_keys", cap, kd), ws.buffer("pair_ids", cap, torch.int32),
-                ws.buffer("sorted_keys", cap, kd), ws.buffer("sort_perm", cap, torch.int64),
-                ws.buffer("sorted_ids", cap, torch.int32))  # fmt: skip
 
     def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
         s = self.settings
-        return dict(tile_size=s.tile_size, variant=s.rasterizer, workspace=self.r.ws,
+        return dict(tile_size=s.tile_size, variant=s.rasterizer, workspace=self.r.ws, dense=self.launch.dense,
                     chunk=s.chunk_size if s.load_balance else None)  # fmt: skip
 
     def graph_key(self) -> tuple:
         s = self.settings
-        return (
-            self.width,
-            self.height,
-            self.n,
-            self.degree,
-            self.r.pair_capacity,
-            self.r.covars.data_ptr(),
-            s.near,
-            s.far,
-            s.eps2d,
-            s.tile_size,
-            s.rasterizer,
-            s.adagscale,
-            s.adagscale_tau,
-            s.adagscale_s_min,
-        )
+        return (self.width, self.height, self.n, self.degree, self.r.visible_capacity.size, self.r.pair_capacity.size,
+                self.r.covars.data_ptr(), self.launch, s.near, s.far, s.eps2d, s.tile_size, s.rasterizer, s.adagscale,
+                s.adagscale_tau, s.adagscale_s_min)  # fmt: skip
 
-    def pair_count(self) -> int:
-        """The frame's pairs: the last offset (a host sync)."""
-        return int(self.offsets[-1]) if self.n else 0
+    def totals(self) -> tuple[int, int]:
+        """(visible Gaussians, pairs) of the frame just run: the host sync."""
+        n_visible, n_pairs = self.order_out[-1].tolist()
+        return n_visible, n_pairs
 
     # ------------------------------------------------------------------ the stages, in frame order
-
-    STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
 
     def run(self, timer: StageTimer, from_stage: str = "project") -> None:
         """Every stage from `from_stage` on, each timed under its own name."""
@@ -417,33 +464,35 @@ class _Frame:
             with timer.stage(name):
                 getattr(self, name)()
 
-    def project(self) -> None:
+    def project(self, **tuning) -> None:
         s, src = self.settings, self.src
         self.r.k.project_gaussians(
             src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
             adagscale_tau=s.adagscale_tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
             live=src.live, out=(self.means2d, self.conic_opacity, self.depths, self.colors, self.tiles_touched,
-                                self.bin_t),
+                                self.bin_t), **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 
     def order(self) -> None:
         self.r.k.depth_order(self.depths, self.tiles_touched, out=self.order_out)
 
-    def bin(self) -> None:
-        keys, ids = self.pair_buffers()[:2]
+    def bin(self, **tuning) -> None:
+        keys, ids = self.pairs[:2]
         keys.fill_(self.r.k.sentinel_key(keys.dtype))  # the tail past the pair count must sort last
         self.r.k.bin_pairs(
-            self.order_out[1], self.offsets, self.means2d, self.conic_opacity, self.tiles_touched, self.width,
+            self.order_out[5], self.order_out[7], self.means2d, self.conic_opacity, self.tiles_touched, self.width,
             self.height, tile_size=self.tile, bin_t=self.bin_t, out=(keys, ids),
+            **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip
 
     def sort(self) -> None:
-        keys, ids, skeys, perm, sids = self.pair_buffers()
-        self.sorted_keys, self.sorted_ids = self.r.k.sort_pairs(keys, ids, out=(skeys, perm, sids))
+        keys, ids, skeys, perm, sids = self.pairs
+        self.r.k.sort_pairs(keys, ids, out=(skeys, perm, sids))
 
     def tile_ranges(self) -> None:
-        self.r.k.tile_ranges(self.pair_buffers()[2], self.n_tx * self.n_ty, out=self.ranges)
+        self.r.k.tile_ranges(self.pairs[2], self.n_tx * self.n_ty, out=self.ranges)
+        torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
 
     def rasterize(self, **tuning) -> None:
         """`tuning`: launch knobs that override the settings' (variant, num_warps, step), for measuring them."""
@@ -481,10 +530,9 @@ def choose_device(device: torch.device | str | None) -> torch.device:
     return device
 
 
-def fill_stats(stats: RenderStats, tiles_touched: Tensor, tile_counts: Tensor, timer: StageTimer) -> RenderStats:
+def fill_stats(stats: RenderStats, tile_counts: Tensor, timer: StageTimer) -> RenderStats:
     """Resolve the device-side statistics of a frame (synchronises: not for the frame loop)."""
-    counts = torch.stack([(tiles_touched > 0).sum(), tile_counts.max().to(torch.int64)]).tolist()
-    stats.n_visible, stats.max_tile_pairs = int(counts[0]), int(counts[1])
+    stats.max_tile_pairs = int(tile_counts.max()) if tile_counts.numel() else 0
     stats.stage_ms = timer.elapsed_ms(wait=True) or {}
     return stats
 

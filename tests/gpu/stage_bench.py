@@ -29,21 +29,19 @@ from tools.bench import COMPOSITE_INPUTS, build_composite, composite_paths, find
 
 DEVICE = "cuda"
 # (tile size, warps per program, Gaussians per loop step) of the scalar loop
-CONFIGS = [(8, 1, 16), (8, 2, 16), (8, 1, 8), (8, 1, 32), (8, 2, 32), (8, 4, 16), (16, 4, 16), (16, 2, 16),
-           (16, 8, 16)]  # fmt: skip
+CONFIGS = [(8, w, u) for w in (1, 2, 4) for u in (4, 8, 16, 32)] + [(16, 4, 16), (16, 8, 16), (16, 4, 8), (16, 8, 8)]
+BIN_CONFIGS = [(128, 4), (64, 8), (32, 16), (32, 4), (128, 16), (16, 16)]  # (Gaussians per program, tiles per step)
+PROJECT_BLOCKS = [32, 64, 128, 256]
 
 
 def frame_of(r: Renderer, cam, settings: RenderSettings) -> _Frame:
-    """One frame's stages run once (pair capacity sized), kept for timing."""
+    """One frame rendered (capacities and launch configuration sized for it), its stages kept for timing."""
+    r.render(cam, settings)
+    r.render(cam, settings)  # with the launch configuration chosen from the first
     src = r.temporal.source(r.scene_arrays(), r.k, r.scene_radius, cam, settings, None)
     r._upload(cam, settings)
-    f = _Frame(r, src, cam, settings)
+    f = r._frame_for(src, cam, settings)
     f.run(StageTimer(None))
-    n = f.pair_count()
-    if n > r.pair_capacity:
-        r._resize_pairs(n)
-        f = _Frame(r, src, cam, settings)
-        f.run(StageTimer(None))
     return f
 
 
@@ -58,14 +56,23 @@ def measure(r: Renderer, cam) -> dict:
         settings = RenderSettings(tile_size=tile)
         f = frame_of(r, cam, settings)
         torch.cuda.synchronize()
-        row[f"pairs_{tile}"] = f.pair_count()
+        row[f"visible_{tile}"], row[f"pairs_{tile}"] = f.totals()
         row[f"longest_{tile}"] = int((f.ranges[:, 1] - f.ranges[:, 0]).max())
+        row[f"launch_{tile}"] = str(r.launch)
         for name in _Frame.STAGES[:-1]:
             row[f"{name}_{tile}"] = bench(getattr(f, name))
         row[f"frame_eager_{tile}"] = bench(lambda f=f: f.run(StageTimer(None)))
         graph = r._capture(f)
         row[f"frame_graph_{tile}"] = bench(graph.replay)
         graph = None
+        row[f"render_call_{tile}"] = bench(lambda s=settings: r.render(cam, s, sync_stats=False))  # host included
+        f = frame_of(r, cam, settings)
+        if tile == 8:
+            for block, cols in BIN_CONFIGS:
+                row[f"bin_{block}b_{cols}c"] = bench(lambda f=f, b=block, c=cols: f.bin(block=b, cols=c))
+            for block in PROJECT_BLOCKS:
+                row[f"project_{block}b"] = bench(lambda f=f, b=block: f.project(block=b))
+            f.bin()
         f.rasterize()
         reference = f.rgb.clone()
         for t, warps, step in CONFIGS:
@@ -80,6 +87,7 @@ def measure(r: Renderer, cam) -> dict:
     return row
 
 
+@torch.inference_mode()  # as the renderer: its workspace tensors are inference tensors
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenes", nargs="*", default=["plant.splat", "playbot_lod0.sog"])
@@ -103,13 +111,14 @@ def main() -> int:
             if path_name == "orbit":
                 continue  # the close orbit is the harder object view
             samples = [measure(r, cams[i]) for i in range(0, len(cams), max(1, len(cams) // args.frames))]
-            row = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
+            row = {k: statistics.median(s[k] for s in samples) if not isinstance(samples[0][k], str) else samples[0][k]
+                   for k in samples[0]}  # fmt: skip
             row.update(scene=os.path.basename(path), path=path_name)
             rows.append(row)
             print(json.dumps(row), flush=True)
         del r
         torch.cuda.empty_cache()
-    keys = [k for k in rows[0] if k not in ("scene", "path")]
+    keys = [k for k in rows[0] if k not in ("scene", "path") and not k.startswith("launch")]
     print(f"\n{'stage (median ms)':28}" + "".join(f"{(r['scene'][:10] + '/' + r['path'])[:18]:>19}" for r in rows))
     for k in keys:
         print(f"{k:28}" + "".join(f"{r[k]:19.3f}" if isinstance(r[k], float) else f"{r[k]:19,}" for r in rows))

@@ -55,8 +55,9 @@ def bin_all(impl, proj, width, height, *, tile=8, capacity=None, poison=True):
     """Stages 2-3 of either implementation on a projection: (keys, ids, n_pairs). The buffers hold `capacity`
     slots (default: exactly the pair count), filled with the sentinel first as the renderer does."""
     means2d, conic_opacity, depths, _, tiles_touched, bin_t = proj
-    order, offsets = impl.depth_order(depths, tiles_touched)
-    n_pairs = int(offsets[-1]) if offsets.numel() else 0
+    n = depths.shape[0]
+    order, offsets, totals = impl.depth_order(depths, tiles_touched, out=impl.order_outputs(n, n, depths.device))
+    n_pairs = int(totals[1])
     cap = n_pairs if capacity is None else capacity
     n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
     kd = impl.key_dtype(n_tiles)

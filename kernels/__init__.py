@@ -16,12 +16,12 @@ from .bin import bin_config, bin_pairs, key_dtype, sentinel_key  # noqa: E402
 from .cull import cull_window  # noqa: E402
 from .order import depth_order, order_outputs  # noqa: E402
 from .project import project_block, project_gaussians, project_outputs  # noqa: E402
-from .rasterize import DENSE_PAIRS_PER_TILE, rasterize_tiles  # noqa: E402
+from .rasterize import LIST_LENGTHS, rasterize_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
 from .tile_ranges import tile_ranges  # noqa: E402
 
 __all__ = [
-    "DENSE_PAIRS_PER_TILE",
+    "LIST_LENGTHS",
     "Workspace",
     "bin_config",
     "bin_pairs",

@@ -18,7 +18,7 @@ the remaining slots get the sentinel key, which sorts last and which `tile_range
 The walk's threshold is the one the count used: `bin_t` from `project_gaussians` when given (required when
 AdaGScale shrank it), else t recomputed from the opacity exactly as project does.
 
-Inputs : order [M] i32 (Gaussian indices, nearest first; past the visible ones N, which has no pairs),
+Inputs : order [M] i64 (Gaussian indices, nearest first; an index N, past the last Gaussian, has no pairs),
          offsets [M] i64, means2d [N,2], conic_opacity [N,4], tiles_touched [N] i32, bin_t [N] (optional)
 Outputs: keys [capacity] i16/i32 (tile ids; untouched past the pair count), ids [capacity] i32
 """
@@ -47,7 +47,7 @@ def sentinel_key(dtype: torch.dtype) -> int:
 
 @triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])
 def _bin_kernel(
-    order_ptr,  # [M] i32, Gaussian indices nearest first (N = no Gaussian)
+    order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
     offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
@@ -114,21 +114,22 @@ def _bin_kernel(
         tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
 
 
-def bin_config(n_gaussians: int, pairs_per_gaussian: float) -> tuple[int, int]:
+def bin_config(n_visible: int, pairs_per_gaussian: float) -> tuple[int, int]:
     """(Gaussians per program, tiles written per step). A program walks its Gaussians' rows in lockstep, so
-    few Gaussians with large footprints (an object seen close up) want small programs, for more of them, and
-    wide steps; many small footprints want the reverse. Measured on the H200 (BENCHMARKS.md, section 8)."""
-    if n_gaussians < BIN_SMALL_SCENE or pairs_per_gaussian > BIN_WIDE_FOOTPRINT:
-        return 32, 16
-    return 128, 4
+    fewer visible Gaussians want smaller programs, for more of them, and large footprints (an object seen
+    close up) want wide steps. Measured on the H200 (BENCHMARKS.md, section 8): 128 x 4 was fastest from 450k
+    visible Gaussians up to 24M; 32 x 4 halved the time at 100k; 32 x 16 cut a 4.7k-Gaussian close-up (280
+    pairs each) from 0.75 to 0.2 ms."""
+    block = 32 if n_visible < BIN_SMALL_SCENE else 128
+    return block, 16 if pairs_per_gaussian > BIN_WIDE_FOOTPRINT else 4
 
 
-BIN_SMALL_SCENE = 65536
-BIN_WIDE_FOOTPRINT = 32.0
+BIN_SMALL_SCENE = 262144
+BIN_WIDE_FOOTPRINT = 64.0
 
 
 def bin_pairs(
-    order: torch.Tensor,  # [M] i32
+    order: torch.Tensor,  # [M] i64 (or i32)
     offsets: torch.Tensor,  # [M] i64
     means2d: torch.Tensor,  # [N, 2]
     conic_opacity: torch.Tensor,  # [N, 4]
@@ -150,7 +151,7 @@ def bin_pairs(
     block, cols: Gaussians per program and tiles written per step (launch knobs; `bin_config` picks them).
     """
     M, N = order.shape[0], means2d.shape[0]
-    assert order.dtype == torch.int32 and offsets.shape == (M,) and offsets.dtype == torch.int64
+    assert order.dtype in (torch.int32, torch.int64) and offsets.shape == (M,) and offsets.dtype == torch.int64
     assert means2d.shape == (N, 2) and conic_opacity.shape == (N, 4) and tiles_touched.shape == (N,)
     assert bin_t is None or bin_t.shape == (N,), bin_t.shape
     keys, ids = out

@@ -346,13 +346,16 @@ def _composite_chunks_kernel(
 
 # ----------------------------------------------------------------------------------------------- launcher
 
-# (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by whether the frame is
-# dense: one pixel per thread pays on long lists (more warps in flight hide the loads of the Gaussians), two
-# pixels per thread and a short unroll on short lists. Measured on the H200 (BENCHMARKS.md, section 8). The
-# interpreter runs the batched form with one configuration.
-SCALAR_CONFIG = {(8, False): (1, 8), (8, True): (2, 16), (16, False): (4, 16), (16, True): (8, 16)}
-# A frame is dense above this many pairs per tile on average (the renderer decides from the last frame).
-DENSE_PAIRS_PER_TILE = {8: 180.0, 16: 800.0}
+# (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by how long the frame's tile
+# lists are (0 short, 1 medium, 2 long): one pixel per thread pays on longer lists (more warps in flight hide
+# the loads of the Gaussians), two pixels per thread and a short unroll on short ones. Measured on the H200
+# over 1-4 warps and 4-32 Gaussians per step (BENCHMARKS.md, section 8). The interpreter runs the batched form
+# with one configuration.
+SCALAR_CONFIG = {(8, 0): (1, 8), (8, 1): (2, 8), (8, 2): (2, 16), (16, 0): (4, 8), (16, 1): (8, 8), (16, 2): (8, 16)}
+# Mean pairs per tile at which a frame's lists count as medium and long (the renderer decides from the last
+# frame); at 8 px the measured frames had 67-100 (objects seen close), 265 (a fly-over) and 340-1250
+# (overviews of 6M and 24M Gaussians).
+LIST_LENGTHS = {8: (180.0, 300.0), 16: (500.0, 1000.0)}
 
 
 def rasterize_tiles(
@@ -373,14 +376,15 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     workspace: Workspace | None = None,
     marks: torch.Tensor | None = None,
-    dense: bool = False,
+    lists: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
     chunk: Gaussians per work item for load balancing (None/0 = one program per tile, no balancing).
-    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; dense: pick the
-    measured defaults for long lists (SCALAR_CONFIG). Tuning knobs: none of them changes the image.
+    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; lists: 0, 1, 2 for
+    short, medium, long tile lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of
+    them changes the image.
     `out` = (rgb, alpha, rgba8 or None) buffers to write into; `workspace` = where the launcher keeps its
     chunk buffers between calls.
     marks: optional [N] int8, zeroed by the caller; set to 1 for each Gaussian that blends into or stops at
@@ -408,7 +412,7 @@ def rasterize_tiles(
     if variant not in ("batched", "scalar"):
         raise ValueError(f"unknown rasterizer variant {variant!r}")
     batched = variant == "batched"
-    warps, unroll = SCALAR_CONFIG[tile_size, bool(dense)]
+    warps, unroll = SCALAR_CONFIG[tile_size, lists]
     if step is None:
         step = (64 if interpreting() else 16) if batched else unroll
     if num_warps is None:

@@ -266,12 +266,11 @@ def cull_window(
 # ----------------------------------------------------------------------------------------------- order
 
 
-def order_outputs(n: int, capacity: int, device) -> tuple[torch.Tensor, ...]:
-    i32, f32 = dict(dtype=torch.int32, device=device), dict(dtype=torch.float32, device=device)
-    i64 = dict(dtype=torch.int64, device=device)
-    return (torch.empty(n, **i32), torch.empty(capacity, **f32), torch.empty(capacity, **i32),
-            torch.empty(capacity, **f32), torch.empty(capacity, **i64), torch.empty(capacity, **i32),
-            torch.empty(capacity, **i32), torch.empty(capacity, **i64), torch.empty(2, **i64))  # fmt: skip
+def order_outputs(n: int, device) -> tuple[torch.Tensor, ...]:
+    return (torch.empty(n, dtype=torch.float32, device=device), torch.empty(n, dtype=torch.int64, device=device),
+            torch.empty(n, dtype=torch.int32, device=device), torch.empty(n, dtype=torch.int64, device=device),
+            torch.empty(2, dtype=torch.int64, device=device),
+            torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
 
 
 def depth_order(
@@ -281,21 +280,17 @@ def depth_order(
     out: tuple[torch.Tensor, ...],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Ordered by (depth, index) through one sort of unique 64-bit keys (depth bits above the index), so no
-    stability is needed: a different route to the kernel's compaction and stable float sort, same result."""
+    stability is needed: a different route to the kernel's stable float sort, with the same result."""
     N = depths.shape[0]
-    order, offsets, totals = out[5], out[7], out[8]
-    C = order.shape[0]
-    visible = torch.nonzero(tiles_touched > 0).flatten()
-    kept = visible[:C]  # a capacity below the visible count keeps the first ones by index (the frame is redone)
-    ranked = kept[torch.argsort((depths[kept].contiguous().view(torch.int32).long() << 32) | kept)]
-    order.fill_(N)
-    order[: ranked.numel()] = ranked.to(torch.int32)
-    counts = torch.zeros(C, dtype=torch.int64, device=depths.device)
-    counts[: ranked.numel()] = tiles_touched[ranked].long()
-    torch.cumsum(counts, 0, out=offsets)
-    totals[0] = visible.numel()
-    totals[1] = offsets[-1] if C else 0
-    return order, offsets, totals
+    index = torch.arange(N, dtype=torch.int64, device=depths.device)
+    order = torch.argsort((depths.contiguous().view(torch.int32).long() << 32) | index)
+    offsets = torch.cumsum(tiles_touched[order].long(), 0)
+    out[1][:N].copy_(order)
+    out[3][:N].copy_(offsets)
+    totals = out[4]
+    totals[0] = int((tiles_touched > 0).sum())
+    totals[1] = int(offsets[-1]) if N else 0
+    return out[1][:N], out[3][:N], totals
 
 
 # ----------------------------------------------------------------------------------------------- bin
@@ -323,7 +318,7 @@ def bin_pairs(
     n_ty = (height + tile_size - 1) // tile_size
     keys, ids = out
     capacity = keys.shape[0]
-    padded = torch.cat([tiles_touched, tiles_touched.new_zeros(1)])  # index N: no Gaussian, no tiles
+    padded = torch.cat([tiles_touched, tiles_touched.new_zeros(1)])  # index N (none) has no tiles
     has = padded[order.long()] > 0
     live = order.long()[has]  # visible Gaussians, nearest first
     base = (offsets[has] - tiles_touched[live]).long()
@@ -425,11 +420,11 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     workspace=None,
     marks: torch.Tensor | None = None,
-    dense: bool = False,
+    lists: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
-    (`variant`, `chunk`, `step`, `num_warps`, `workspace`, `dense`) are accepted and ignored: none of them changes the
+    (`variant`, `chunk`, `step`, `num_warps`, `workspace`, `lists`) are accepted and ignored: none of them changes the
     image. `marks` ([N] int8, zeroed by the caller) gets 1 for every Gaussian that blends into or stops at
     least one pixel."""
     device = means2d.device

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from kernels import Workspace
+from kernels import LIST_LENGTHS, Workspace, bin_config, project_block
 from scenes import GaussianScene
 
 from .camera import Camera
@@ -112,11 +112,11 @@ def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float
     ).contiguous()
 
 
-MAX_GRAPHS = 4  # captured frames kept (one per image size and settings); the oldest is dropped first
+MAX_FRAMES = 4  # frames' stage objects (and graphs) kept, one per image size and settings; oldest dropped first
 
 
 class Capacity:
-    """The length of buffers that hold a per-frame count known only on the device (visible Gaussians, pairs).
+    """The length of buffers that hold a per-frame count known only on the device (the pairs).
 
     The frame sizes its launches by the capacity instead of waiting for the count; at its end the count is
     read (the frame's one sync). When the count did not fit, the capacity grows to GROW x the count and the
@@ -161,18 +161,21 @@ class LaunchConfig:
     project_block: int = 128
     bin_block: int = 128
     bin_cols: int = 4
-    dense: bool = False  # long tile lists: the rasterizer's one-pixel-per-thread configuration
+    lists: int = 0  # tile lists short (0), medium (1) or long (2): the rasterizer's configuration
 
     @staticmethod
     def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
-        """The configuration for a frame like this one. Density switches with 15% hysteresis, so a frame near
-        the threshold does not flip the rasterizer (and re-capture the frame's graph) back and forth."""
-        from kernels import DENSE_PAIRS_PER_TILE, bin_config, project_block
-
-        per_tile, threshold = n_pairs / max(n_tiles, 1), DENSE_PAIRS_PER_TILE[tile]
-        dense = per_tile > threshold * 1.15 or (previous.dense and per_tile > threshold / 1.15)
-        block, cols = bin_config(n, n_pairs / max(n_visible, 1))
-        return LaunchConfig(project_block(n), block, cols, dense)
+        """The configuration for a frame like this one. The list length class moves with 15% hysteresis, so a
+        frame near a threshold does not flip the rasterizer (and re-capture the frame's graph) back and forth."""
+        per_tile = n_pairs / max(n_tiles, 1)
+        lists = previous.lists
+        while lists < 2 and per_tile > LIST_LENGTHS[tile][lists] * 1.15:
+            lists += 1
+        while lists > 0 and per_tile < LIST_LENGTHS[tile][lists - 1] / 1.15:
+            lists -= 1
+        block, cols = bin_config(n_visible, n_pairs / max(n_visible, 1))
+        config = LaunchConfig(project_block(n), block, cols, lists)
+        return previous if config == previous else config
 
 
 class Renderer:
@@ -211,12 +214,11 @@ class Renderer:
         cuda = self.device.type == "cuda"
         self.graphs = (cuda and self.backend == "triton") if graphs is None else bool(graphs and cuda)
         self.ws = Workspace(self.device)
-        self.visible_capacity = Capacity()  # slots of the depth order
         self.pair_capacity = Capacity()  # slots of the pair buffers
         self.launch = LaunchConfig()
-        self._graphs: dict[tuple, torch.cuda.CUDAGraph] = {}
-        self._graphs_generation = 0  # the workspace generation the captured graphs' addresses belong to
-        self._frame: tuple[tuple, _Frame] | None = None  # the last frame's stage objects, reused when nothing moved
+        # the stage objects of recent frames, reused (with their captured graphs) while nothing they hold changed
+        self._frames: dict[tuple, _Frame] = {}
+        self.graph_replays = 0
         # the camera and background reach the device through one pinned staging copy per frame
         self._host_params = torch.empty(27, dtype=torch.float32, pin_memory=cuda)
         self._params = torch.empty(27, dtype=torch.float32, device=self.device)
@@ -224,6 +226,7 @@ class Renderer:
         self.temporal = TemporalCache(self.ws)
         self._last_output: RenderOutput | None = None
         self._zero3 = torch.zeros(3, dtype=torch.float32, device=self.device)
+        self._inf = torch.full((1,), float("inf"), dtype=torch.float32, device=self.device)
 
     @functools.cached_property
     def scene_radius(self) -> float:
@@ -285,17 +288,11 @@ class Renderer:
         else:
             f.run(timer)
         n_visible, n_pairs = f.totals()  # the frame's one host sync
-        if not self.visible_capacity.fits(n_visible):  # redo from the stage whose buffers were too small
-            self.visible_capacity.grow(n_visible)
-            f = self._frame_for(src, camera, settings)
-            f.run(timer, from_stage="order")
-            n_visible, n_pairs = f.totals()
-        if not self.pair_capacity.fits(n_pairs):
+        if not self.pair_capacity.fits(n_pairs):  # grow, then bin again from stage 2's output
             self.pair_capacity.grow(n_pairs)
             f = self._frame_for(src, camera, settings)
             f.run(timer, from_stage="bin")
         else:
-            self.visible_capacity.observe(n_visible)
             self.pair_capacity.observe(n_pairs)
         self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
         temporal.end_frame(src, f.tiles_touched)
@@ -325,44 +322,39 @@ class Renderer:
         self._params.copy_(self._host_params, non_blocking=True)
 
     def _frame_for(self, src, camera: Camera, settings: RenderSettings) -> _Frame:
-        """The stage objects for this frame: last frame's when nothing they hold has changed (their buffer
-        views and launch arguments), else new ones."""
+        """The stage objects for this frame: a recent frame's when nothing they hold has changed (buffer views,
+        launch arguments, the captured graph), else new ones. Any buffer that moved retires them all."""
         s = settings
         key = (id(src.means), id(src.live), id(src.marks), src.n, camera.width, camera.height, s.sh_degree, s.near,
                s.far, s.eps2d, s.tile_size, s.rasterizer, s.load_balance, s.chunk_size, s.adagscale,
-               s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.visible_capacity.size,
-               self.pair_capacity.size, self.launch, self.ws.generation)  # fmt: skip
-        if self._frame is not None and self._frame[0] == key:
-            f = self._frame[1]
+               s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size, self.launch)  # fmt: skip
+        f = self._frames.get(key)
+        if f is not None and f.generation == self.ws.generation:
             f.src, f.settings = src, settings
             return f
         f = _Frame(self, src, camera, settings)
-        self._frame = (key[:-1] + (self.ws.generation,), f)  # the views it made may have grown the workspace
+        if any(old.generation != self.ws.generation for old in self._frames.values()):
+            self._frames.clear()  # their views (and graphs) point at buffers that moved
+        while len(self._frames) >= MAX_FRAMES:
+            self._frames.pop(next(iter(self._frames)))
+        self._frames[key] = f
         return f
 
     # ------------------------------------------------------------------ CUDA graphs
 
     def _replay(self, f: _Frame, timer: StageTimer) -> None:
-        """The whole frame as one captured graph (captured on first use for this size and these settings)."""
-        if self._graphs_generation != self.ws.generation:  # a buffer moved since they were captured
-            self._graphs.clear()
-            self._graphs_generation = self.ws.generation
-        key = f.graph_key()
-        graph = self._graphs.get(key)
-        if graph is None:
+        """The whole frame as one captured graph (captured on the first frame of its kind)."""
+        if f.graph is None:
             try:
-                graph = self._capture(f)
+                f.graph = self._capture(f)
             except Exception as e:  # a driver, torch or Triton that cannot capture: render eagerly from now on
                 warnings.warn(f"CUDA graph capture failed ({str(e).splitlines()[0]}); rendering without graphs",
                               stacklevel=4)  # fmt: skip
                 self.graphs = False
                 f.run(timer)
                 return
-            while len(self._graphs) >= MAX_GRAPHS:
-                self._graphs.pop(next(iter(self._graphs)))
-            self._graphs[key] = graph
-        with timer.stage("frame"):
-            graph.replay()
+        f.graph.replay()
+        self.graph_replays += 1
 
     def _capture(self, f: _Frame) -> torch.cuda.CUDAGraph:
         untimed = StageTimer(None)
@@ -405,6 +397,7 @@ class _Frame:
 
     def __init__(self, r: Renderer, src, camera: Camera, settings: RenderSettings):
         self.r, self.src, self.settings, self.launch = r, src, settings, r.launch
+        self.graph: torch.cuda.CUDAGraph | None = None  # this frame captured, once it is replayed
         self.n, self.width, self.height = src.n, camera.width, camera.height
         tile = self.tile = settings.tile_size
         self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
@@ -417,12 +410,11 @@ class _Frame:
         self.colors = ws.rows("colors", n, 3)
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         self.bin_t = ws.buffer("bin_t", n, torch.float32)
-        # stage 2, per visible slot
-        cv, i32, i64, f32 = r.visible_capacity.size, torch.int32, torch.int64, torch.float32
+        # stage 2, per Gaussian in depth order
+        i32, i64, f32 = torch.int32, torch.int64, torch.float32
         self.order_out = (
-            ws.buffer("visible_rank", n, i32), ws.buffer("depth_keys", cv, f32), ws.buffer("depth_ids", cv, i32),
-            ws.buffer("sorted_depths", cv, f32), ws.buffer("depth_perm", cv, i64), ws.buffer("order", cv, i32),
-            ws.buffer("ordered_counts", cv, i32), ws.buffer("offsets", cv, i64), ws.buffer("totals", 2, i64),
+            ws.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), ws.buffer("ordered_counts", n, i32),
+            ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64), r._inf,
         )  # fmt: skip
         # stages 3-4, per pair slot
         cp, kd = r.pair_capacity.size, r.k.key_dtype(self.n_tx * self.n_ty)
@@ -438,22 +430,17 @@ class _Frame:
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
         self.camera = r._params[:24]
         self.background = r._params[24:]
+        self.generation = ws.generation  # the views above stay valid while it does not change
 
     def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
         s = self.settings
-        return dict(tile_size=s.tile_size, variant=s.rasterizer, workspace=self.r.ws, dense=self.launch.dense,
+        return dict(tile_size=s.tile_size, variant=s.rasterizer, workspace=self.r.ws, lists=self.launch.lists,
                     chunk=s.chunk_size if s.load_balance else None)  # fmt: skip
-
-    def graph_key(self) -> tuple:
-        s = self.settings
-        return (self.width, self.height, self.n, self.degree, self.r.visible_capacity.size, self.r.pair_capacity.size,
-                self.r.covars.data_ptr(), self.launch, s.near, s.far, s.eps2d, s.tile_size, s.rasterizer, s.adagscale,
-                s.adagscale_tau, s.adagscale_s_min)  # fmt: skip
 
     def totals(self) -> tuple[int, int]:
         """(visible Gaussians, pairs) of the frame just run: the host sync."""
-        n_visible, n_pairs = self.order_out[-1].tolist()
+        n_visible, n_pairs = self.order_out[4].tolist()
         return n_visible, n_pairs
 
     # ------------------------------------------------------------------ the stages, in frame order
@@ -481,7 +468,7 @@ class _Frame:
         keys, ids = self.pairs[:2]
         keys.fill_(self.r.k.sentinel_key(keys.dtype))  # the tail past the pair count must sort last
         self.r.k.bin_pairs(
-            self.order_out[5], self.order_out[7], self.means2d, self.conic_opacity, self.tiles_touched, self.width,
+            self.order_out[1], self.order_out[3], self.means2d, self.conic_opacity, self.tiles_touched, self.width,
             self.height, tile_size=self.tile, bin_t=self.bin_t, out=(keys, ids),
             **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip

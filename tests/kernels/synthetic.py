@@ -56,7 +56,7 @@ def bin_all(impl, proj, width, height, *, tile=8, capacity=None, poison=True):
     slots (default: exactly the pair count), filled with the sentinel first as the renderer does."""
     means2d, conic_opacity, depths, _, tiles_touched, bin_t = proj
     n = depths.shape[0]
-    order, offsets, totals = impl.depth_order(depths, tiles_touched, out=impl.order_outputs(n, n, depths.device))
+    order, offsets, totals = impl.depth_order(depths, tiles_touched, out=impl.order_outputs(n, depths.device))
     n_pairs = int(totals[1])
     cap = n_pairs if capacity is None else capacity
     n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)

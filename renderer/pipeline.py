@@ -218,6 +218,7 @@ class Renderer:
         self.launch = LaunchConfig()
         # the stage objects of recent frames, reused (with their captured graphs) while nothing they hold changed
         self._frames: dict[tuple, _Frame] = {}
+        self._last_kind: _Frame | None = None  # the frame kind replayed or run last
         self.graph_replays = 0
         # the camera and background reach the device through one pinned staging copy per frame
         self._host_params = torch.empty(27, dtype=torch.float32, pin_memory=cuda)
@@ -343,7 +344,13 @@ class Renderer:
     # ------------------------------------------------------------------ CUDA graphs
 
     def _replay(self, f: _Frame, timer: StageTimer) -> None:
-        """The whole frame as one captured graph (captured on the first frame of its kind)."""
+        """The whole frame as one captured graph. A kind of frame is captured on its second frame in a row: a
+        capture costs about two frames, too much to pay for a configuration a moving camera passes once."""
+        if f.graph is None and self._last_kind is not f:
+            self._last_kind = f
+            f.run(timer)
+            return
+        self._last_kind = f
         if f.graph is None:
             try:
                 f.graph = self._capture(f)

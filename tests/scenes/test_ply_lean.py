@@ -75,12 +75,12 @@ def test_bad_rows_compacted_in_place_across_chunks(tmp_path, monkeypatch):
 
 def test_drop_invalid_copies_unless_in_place():
     scene = random_scene(40, 0)
-    scene.opacity_logits[3] = float("inf")
+    scene.opacity_logits[3] = float("nan")
     before = [getattr(scene, n).clone() for n in FIELDS]
     with pytest.warns(UserWarning, match="dropped 1 of 40"):
         out = scene.drop_invalid()
     assert len(out) == 39 and all(getattr(scene, n).equal(b) or n == "opacity_logits" for n, b in zip(FIELDS, before))
-    assert torch.isinf(scene.opacity_logits[3]) and torch.equal(scene.opacity_logits[4:], before[3][4:])
+    assert torch.isnan(scene.opacity_logits[3]) and torch.equal(scene.opacity_logits[4:], before[3][4:])
     with pytest.warns(UserWarning, match="dropped 1 of 40"):
         inplace = scene.drop_invalid(in_place=True)
     assert all(torch.equal(getattr(inplace, n), getattr(out, n)) for n in FIELDS)

@@ -251,8 +251,3 @@ def write_compressed_ply(scene: GaussianScene, path: str | os.PathLike, *, sort:
         f.write(chunk_rec.tobytes())
         f.write(vertex.tobytes())
         f.write(sh_bytes)
-
-
-def is_compressed_ply_head(head: bytes) -> bool:
-    """PLY magic: the compressed layout is told from the header by `read_compressed_ply` itself."""
-    return head.startswith(b"ply\n") or head.startswith(b"ply\r\n")

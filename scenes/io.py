@@ -42,12 +42,6 @@ FORMATS: list[Format] = [
 ]
 
 
-def register_format(fmt: Format, *, first: bool = False) -> None:
-    """Add a format module's reader/writer (used by the format modules themselves)."""
-    FORMATS[:] = [f for f in FORMATS if f.name != fmt.name]
-    FORMATS.insert(0 if first else len(FORMATS), fmt)
-
-
 def format_for_path(path: str, *, for_write: bool = False) -> Format:
     """The format an output (or input without magic) path names by its extension."""
     lower = path.lower()

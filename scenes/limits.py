@@ -10,10 +10,6 @@ from __future__ import annotations
 
 MAX_GAUSSIANS = 1 << 27  # 134M Gaussians: ~33 GB as float32 at SH degree 3, beyond any one GPU we target
 
-# Largest decompressed payload any single stream or archive member may expand to. An SPZ of MAX_GAUSSIANS
-# at SH degree 3 needs ~8.7 GB; members of a SOG archive are WebP images (at most 16383^2 pixels each).
-MAX_DECOMPRESSED_BYTES = 16 << 30
-
 # DEFLATE cannot expand data by more than ~1032:1 (RFC 1951: a 258-byte match costs at least two bits).
 # A gzip/zip header that declares more output than that from its compressed size is lying.
 MAX_DEFLATE_RATIO = 1032

@@ -14,6 +14,7 @@ import math
 import warnings
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -43,6 +44,16 @@ def sh_degree_from_coeffs(k: int) -> int:
 def logit(p: Tensor) -> Tensor:
     """Inverse sigmoid, clamped so opacities of exactly 0 or 1 give finite logits."""
     return torch.logit(p.clamp(0.0, 1.0)).clamp(-MAX_OPACITY_LOGIT, MAX_OPACITY_LOGIT)
+
+
+# `logit(byte / 255)` for every byte: formats that store alpha in 8 bits look their logits up (the same values,
+# without computing a logarithm per Gaussian).
+_ALPHA8_LOGITS = logit(torch.arange(256, dtype=torch.float32) / 255.0).numpy()
+
+
+def logit_alpha8(alpha: np.ndarray) -> Tensor:
+    """[N] opacity logits of 8-bit alphas (uint8, opacity = byte / 255), as `logit` gives them."""
+    return torch.from_numpy(_ALPHA8_LOGITS[alpha])
 
 
 @dataclass

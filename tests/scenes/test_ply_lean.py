@@ -137,7 +137,7 @@ def test_page_release_only_for_records_inside_the_mapping(tmp_path):
     path.write_bytes(bytes(3 * 4096))
     data = ply.map_file(str(path))
     inside = np.frombuffer(data, np.float32)[1024:2048]
-    assert ply._page_releaser(data, inside) is not None
+    assert ply.page_releaser(data, inside) is not None
     for outside in (np.zeros(4, np.float32), np.zeros(1 << 20, np.float32)):
-        assert ply._page_releaser(data, outside) is None
-    ply._page_releaser(data, inside)(0, len(inside))  # in bounds: no error
+        assert ply.page_releaser(data, outside) is None
+    ply.page_releaser(data, inside)(0, len(inside))  # in bounds: no error

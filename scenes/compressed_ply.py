@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from .atomic import atomic_write
-from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit_alpha8, make_scene
+from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit_alpha8
 from .limits import check_count, check_scene_memory
 from .ply import is_antialiased, map_file, page_releaser, read_elements, read_ply
 
@@ -126,18 +126,16 @@ def read_compressed_ply(path: str | os.PathLike, data: bytes | memoryview | None
     bounds = _stack(chunk, _CHUNK_PROPS, np.float32)  # [C, 12]
     colour_bounds = _stack(chunk, _COLOUR_PROPS, np.float32) if has_colour else None  # [C, 6]
 
-    f32 = torch.float32
-    means, quats = torch.empty((n, 3), dtype=f32), torch.empty((n, 4), dtype=f32)
-    log_scales, opacity = torch.empty((n, 3), dtype=f32), torch.empty(n, dtype=f32)
-    sh = torch.empty((n, k, 3), dtype=f32)
+    scene = GaussianScene.allocate(n, k, source_format="compressed-ply", antialiased=is_antialiased(comments))
+    sh = scene.sh
     releases = [page_releaser(data, el) for el in (vertex, sh_el) if el is not None]
     for a in range(0, n, DECODE_ROWS):
         b = min(n, a + DECODE_ROWS)
         ci = np.arange(a, b) >> 8
         m, q, s, o, c = _decode_rows(_stack(vertex[a:b], _VERTEX_PROPS, np.uint32), bounds[ci],
                                      None if colour_bounds is None else colour_bounds[ci])  # fmt: skip
-        means[a:b], quats[a:b], log_scales[a:b] = torch.from_numpy(m), torch.from_numpy(q), torch.from_numpy(s)
-        opacity[a:b] = logit_alpha8(o)
+        scene.means[a:b], scene.quats[a:b], scene.log_scales[a:b] = map(torch.from_numpy, (m, q, s))
+        scene.opacity_logits[a:b] = logit_alpha8(o)
         sh[a:b, 0] = torch.from_numpy((c - 0.5) / SH_C0)
         if k > 1:
             raw = _stack(sh_el[a:b], [f"f_rest_{i}" for i in range(3 * (k - 1))], np.float32)
@@ -147,22 +145,12 @@ def read_compressed_ply(path: str | os.PathLike, data: bytes | memoryview | None
         for release in releases:
             if release is not None:
                 release(a, b)
-    scene = make_scene(
-        means,
-        quats,
-        log_scales,
-        opacity,
-        sh,
-        source_format="compressed-ply",
-        up_axis="-y",
-        antialiased=is_antialiased(comments),
-        extras={
-            "chunks": len(chunk),
-            "colour bounds": "yes" if has_colour else "no",
-            "comments": [c for c in comments if c][:4],
-        },
-    )
-    return scene.drop_invalid(name=path, in_place=True)
+    scene.extras = {
+        "chunks": len(chunk),
+        "colour bounds": "yes" if has_colour else "no",
+        "comments": [c for c in comments if c][:4],
+    }
+    return scene.validate().drop_invalid(name=path, in_place=True)
 
 
 def _decode_rows(packed: np.ndarray, b: np.ndarray, cb: np.ndarray | None) -> tuple[np.ndarray, ...]:

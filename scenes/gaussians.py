@@ -93,6 +93,14 @@ class GaussianScene:
     antialiased: bool = False
     extras: dict = field(default_factory=dict)
 
+    @classmethod
+    def allocate(cls, n: int, sh_coeffs: int, **meta) -> GaussianScene:
+        """N Gaussians with uninitialised float32 tensors (CPU), for readers that decode into the final arrays
+        chunk by chunk rather than building each field whole and copying it; they `validate()` when done."""
+        f32 = torch.float32
+        empty = lambda *shape: torch.empty(shape, dtype=f32)  # noqa: E731
+        return cls(empty(n, 3), empty(n, 4), empty(n, 3), empty(n), empty(n, sh_coeffs, 3), **meta)
+
     # ---------------------------------------------------------------- basic properties
 
     def __len__(self) -> int:

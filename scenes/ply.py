@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from .atomic import atomic_write
-from .gaussians import GaussianScene, SceneFormatError, make_scene
+from .gaussians import GaussianScene, SceneFormatError
 from .limits import check_count, check_memory, check_scene_memory, open_regular
 
 _PLY_TYPES = {
@@ -221,14 +221,10 @@ def scene_from_vertex(
         raise SceneFormatError(f"{path}: {len(rest)} f_rest properties; expected 0, 9, 24 or 45 (SH degree 0-3)")
     check_count(len(v), path, "PLY element vertex")
     check_scene_memory(len(v), 1 + len(rest) // 3, path, "PLY element vertex", buffers=2 * CHUNK_BYTES)
-    fields = _copy_fields(v, {n: i for i, n in enumerate(names)}, rest, release)
-    return make_scene(
-        *fields,
-        source_format=source_format,
-        up_axis="-y",
-        antialiased=is_antialiased(comments),
-        extras={"properties": len(names), "ignored properties": [p for p in names if p not in required + rest]},
-    )
+    scene = _copy_fields(v, {n: i for i, n in enumerate(names)}, rest, release)
+    scene.source_format, scene.antialiased = source_format, is_antialiased(comments)
+    scene.extras = {"properties": len(names), "ignored properties": [p for p in names if p not in required + rest]}
+    return scene.validate()
 
 
 # NOTE one pass over the body, CHUNK_BYTES of rows at a time, measured on the shared 2-core CPU machine (SH degree 2
@@ -262,13 +258,13 @@ def _take(block: torch.Tensor, cols: list[int]) -> torch.Tensor:
 
 def _copy_fields(
     v: np.ndarray, col: dict[str, int], rest: list[str], release: Callable[[int, int], None] | None
-) -> tuple[torch.Tensor, ...]:
+) -> GaussianScene:
     """Copy each field of N vertex records once, chunk of rows by chunk, into its final contiguous tensor.
 
     Each chunk of records is first converted to a float32 [rows, P] staging block (`_to_float32`), so the
     final tensors plus one chunk are all that is allocated, whatever the property types.
 
-    Returns (means [N,3], quats [N,4], log_scales [N,3], opacity_logits [N], sh [N,K,3] coefficient-major).
+    Returns the scene's fields, sh coefficient-major.
     """
     n, p = len(v), len(col)
     k1 = len(rest) // 3
@@ -278,10 +274,7 @@ def _copy_fields(
     c_dc = [col[f"f_dc_{i}"] for i in range(3)]
     c_rest = [col[r] for r in rest]
     c_opacity = col["opacity"]
-    f32 = torch.float32
-    means, log_scales = torch.empty((n, 3), dtype=f32), torch.empty((n, 3), dtype=f32)
-    quats, opacity = torch.empty((n, 4), dtype=f32), torch.empty(n, dtype=f32)
-    sh = torch.empty((n, 1 + k1, 3), dtype=f32)
+    out = GaussianScene.allocate(n, 1 + k1)
     step = max(1, min(n, CHUNK_BYTES // (4 * p)))
     staging = np.empty((step, p), np.float32)  # aligned, writable: the mapped body is neither (odd header length)
     body = _float32_body(v)
@@ -292,16 +285,16 @@ def _copy_fields(
         else:
             _to_float32(v[a:b], staging[: b - a])
         block = torch.from_numpy(staging[: b - a])
-        means[a:b] = _take(block, c_means)
-        quats[a:b] = _take(block, c_quats)
-        log_scales[a:b] = _take(block, c_scales)
-        opacity[a:b] = block[:, c_opacity]
-        sh[a:b, 0] = _take(block, c_dc)
+        out.means[a:b] = _take(block, c_means)
+        out.quats[a:b] = _take(block, c_quats)
+        out.log_scales[a:b] = _take(block, c_scales)
+        out.opacity_logits[a:b] = block[:, c_opacity]
+        out.sh[a:b, 0] = _take(block, c_dc)
         if k1:  # channel-major on disk -> coefficient-major, in the same copy
-            sh[a:b, 1:] = _take(block, c_rest).reshape(b - a, 3, k1).transpose(1, 2)
+            out.sh[a:b, 1:] = _take(block, c_rest).reshape(b - a, 3, k1).transpose(1, 2)
         if release is not None:
             release(a, b)
-    return means, quats, log_scales, opacity, sh
+    return out
 
 
 def _to_float32(records: np.ndarray, out: np.ndarray) -> None:

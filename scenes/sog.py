@@ -46,7 +46,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .gaussians import GaussianScene, SceneFormatError, logit_alpha8, make_scene
+from .gaussians import GaussianScene, SceneFormatError, logit_alpha8
 from .limits import MAX_DEFLATE_RATIO, check_count, check_scene_memory, open_regular
 
 MAX_META_BYTES = 16 << 20  # codebooks are 256 floats each: a real meta.json is ~15 kB
@@ -266,22 +266,6 @@ def _rows(count: int):
     return ((a, min(count, a + DECODE_ROWS)) for a in range(0, count, DECODE_ROWS))
 
 
-class _Scene:
-    """The scene's arrays, allocated once at their final size and filled texture by texture, chunk by chunk:
-    reading peaks at these arrays plus one or two decoded textures (4 bytes a texel each)."""
-
-    def __init__(self, count: int, coeffs: int):
-        f32 = torch.float32
-        self.means, self.quats = torch.empty((count, 3), dtype=f32), torch.empty((count, 4), dtype=f32)
-        self.log_scales, self.opacity = torch.empty((count, 3), dtype=f32), torch.empty(count, dtype=f32)
-        self.sh = torch.zeros((count, coeffs, 3), dtype=f32)
-
-    def finish(self, path: str, *, antialiased: bool, extras: dict) -> GaussianScene:
-        scene = make_scene(self.means, self.quats, self.log_scales, self.opacity, self.sh, source_format="sog",
-                           up_axis="-y", antialiased=antialiased, extras=extras)  # fmt: skip
-        return scene.drop_invalid(name=path, in_place=True)
-
-
 def _sh_table(src: _Source, file: str, coeffs: int, values: Callable) -> np.ndarray:
     """The shN palette as [entries, coeffs, 3] SH values (the table at the top of this module)."""
     cen = _texture(src, file, 1, max_texels=64 * coeffs * 1025, label="shN centroids")
@@ -291,7 +275,7 @@ def _sh_table(src: _Source, file: str, coeffs: int, values: Callable) -> np.ndar
     return values(cen.reshape(len(cen) // coeffs, coeffs, 4)[:, :, :3])
 
 
-def _fill_sh_rest(out: _Scene, src: _Source, file: str, table: np.ndarray, palette: int) -> None:
+def _fill_sh_rest(out: GaussianScene, src: _Source, file: str, table: np.ndarray, palette: int) -> None:
     """Palette-coded SH into sh[:, 1:] (coefficient-major); labels outside the palette leave zero SH."""
     count = len(out.sh)
     lab = _texture(src, file, count, max_texels=_texture_limit(count), label="shN labels")
@@ -305,7 +289,11 @@ def _fill_sh_rest(out: _Scene, src: _Source, file: str, table: np.ndarray, palet
 
 
 def read_sog(path: str | os.PathLike) -> GaussianScene:
-    """Read a `.sog` archive, a folder holding meta.json, or a meta.json path."""
+    """Read a `.sog` archive, a folder holding meta.json, or a meta.json path.
+
+    The scene's arrays are allocated once and filled texture by texture, DECODE_ROWS texels at a time: reading
+    peaks at the arrays plus one or two decoded textures (4 bytes a texel each).
+    """
     path = os.fspath(path)
     src = _Source(path)
     try:
@@ -334,7 +322,7 @@ def _check_memory(count: int, coeffs: int, path: str, field: str) -> None:
     check_scene_memory(count, coeffs, path, f"meta.json {field}", buffers=4 * 4 * _texture_limit(count))
 
 
-def _fill_means_and_quats(out: _Scene, src: _Source, meta: _Meta) -> None:
+def _fill_means_and_quats(out: GaussianScene, src: _Source, meta: _Meta) -> None:
     """Positions (16-bit, split over two textures, log-transformed) and rotations: the same in v1 and v2."""
     count = len(out.means)
     lim = _texture_limit(count)
@@ -361,7 +349,7 @@ def _read_v2(src: _Source, meta: _Meta) -> GaussianScene:
         coeffs = 1 + _SH_COEFFS[bands]
     _check_memory(count, coeffs, path, "count")
     lim = _texture_limit(count)
-    out = _Scene(count, coeffs)
+    out = GaussianScene.allocate(count, coeffs, source_format="sog")
     _fill_means_and_quats(out, src, meta)
     scale_book = meta.floats("scales.codebook", 256).astype(np.float32)
     sc = _texture(src, meta.files("scales.files", 1)[0], count, max_texels=lim, label="scales")
@@ -372,7 +360,7 @@ def _read_v2(src: _Source, meta: _Meta) -> GaussianScene:
     c0 = _texture(src, meta.files("sh0.files", 1)[0], count, max_texels=lim, label="sh0")
     for a, b in _rows(count):
         out.sh[a:b, 0] = torch.from_numpy(colour_book[c0[a:b, :3]])
-        out.opacity[a:b] = logit_alpha8(c0[a:b, 3])
+        out.opacity_logits[a:b] = logit_alpha8(c0[a:b, 3])
     del c0
     if coeffs > 1:
         sh_book = meta.floats("shN.codebook", 256).astype(np.float32)
@@ -386,7 +374,8 @@ def _read_v2(src: _Source, meta: _Meta) -> GaussianScene:
     model = meta.get("model", "default")
     if isinstance(meta.get("asset.generator", None), str):
         extras["generator"] = meta.get("asset.generator")
-    return out.finish(path, antialiased=model == "antialiased", extras=extras)
+    out.antialiased, out.extras = model == "antialiased", extras
+    return out.validate().drop_invalid(name=path, in_place=True)
 
 
 def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
@@ -412,7 +401,7 @@ def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
         coeffs = 1 + _SH_COEFFS[bands]
     _check_memory(count, coeffs, path, "means.shape[0]")
     lim = _texture_limit(count)
-    out = _Scene(count, coeffs)
+    out = GaussianScene.allocate(count, coeffs, source_format="sog")
     _fill_means_and_quats(out, src, meta)
 
     def lerp8(field: str, channels: int) -> Callable[[np.ndarray], np.ndarray]:
@@ -429,13 +418,14 @@ def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
     for a, b in _rows(count):
         v = sh0(c0[a:b])
         out.sh[a:b, 0] = torch.from_numpy(v[:, :3])
-        out.opacity[a:b] = torch.from_numpy(v[:, 3])  # v1 stores the logit itself
+        out.opacity_logits[a:b] = torch.from_numpy(v[:, 3])  # v1 stores the logit itself
     del c0
     if coeffs > 1:
         lo1, hi1 = float(meta.floats("shN.mins")[0]), float(meta.floats("shN.maxs")[0])
         table = _sh_table(src, files[0], coeffs - 1, lambda t: (lo1 + (hi1 - lo1) * (t / 255.0)).astype(np.float32))
         _fill_sh_rest(out, src, files[1], table, 1 << 16)
-    return out.finish(path, antialiased=False, extras=extras)
+    out.extras = extras
+    return out.validate().drop_invalid(name=path, in_place=True)
 
 
 def is_sog(head: bytes) -> bool:

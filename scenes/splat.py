@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .atomic import atomic_write
-from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit_alpha8, make_scene
+from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit_alpha8
 from .limits import check_count, check_scene_memory
 from .ply import map_file, page_releaser
 
@@ -45,24 +45,20 @@ def read_splat(path: str | os.PathLike, data: bytes | memoryview | None = None) 
     rec = np.frombuffer(data, dtype=RECORD)
     n = check_count(len(rec), path, ".splat size")
     check_scene_memory(n, 1, path, ".splat size")
-    f32 = torch.float32
-    means, quats = torch.empty((n, 3), dtype=f32), torch.empty((n, 4), dtype=f32)
-    log_scales, opacity = torch.empty((n, 3), dtype=f32), torch.empty(n, dtype=f32)
-    sh = torch.empty((n, 1, 3), dtype=f32)
+    scene = GaussianScene.allocate(n, 1, source_format="splat")
     release = page_releaser(data, rec)
     for a in range(0, n, DECODE_ROWS):
         b = min(n, a + DECODE_ROWS)
         r = rec[a:b]
-        means[a:b] = torch.from_numpy(r["pos"].astype(np.float32))
+        scene.means[a:b] = torch.from_numpy(r["pos"].astype(np.float32))
         with np.errstate(divide="ignore", invalid="ignore"):
-            log_scales[a:b] = torch.from_numpy(np.log(r["scale"]))  # linear <= 0 -> -inf / NaN: dropped as bad
-        opacity[a:b] = logit_alpha8(r["rgba"][:, 3])
-        sh[a:b, 0] = (torch.from_numpy(r["rgba"][:, :3].astype(np.float32)) / 255.0 - 0.5) / SH_C0
-        quats[a:b] = (torch.from_numpy(r["rot"].astype(np.float32)) - 128.0) / 128.0
+            scene.log_scales[a:b] = torch.from_numpy(np.log(r["scale"]))  # linear <= 0 -> -inf / NaN: dropped as bad
+        scene.opacity_logits[a:b] = logit_alpha8(r["rgba"][:, 3])
+        scene.sh[a:b, 0] = (torch.from_numpy(r["rgba"][:, :3].astype(np.float32)) / 255.0 - 0.5) / SH_C0
+        scene.quats[a:b] = (torch.from_numpy(r["rot"].astype(np.float32)) - 128.0) / 128.0
         if release is not None:
             release(a, b)
-    scene = make_scene(means, quats, log_scales, opacity, sh, source_format="splat", up_axis="-y")
-    return scene.drop_invalid(name=path, in_place=True)
+    return scene.validate().drop_invalid(name=path, in_place=True)
 
 
 def write_splat(scene: GaussianScene, path: str | os.PathLike) -> None:

@@ -63,7 +63,7 @@ import numpy as np
 import torch
 
 from .atomic import atomic_write
-from .gaussians import GaussianScene, SceneFormatError, logit_alpha8, make_scene
+from .gaussians import GaussianScene, SceneFormatError, logit_alpha8
 from .limits import MAX_DEFLATE_RATIO, MAX_ZSTD_RATIO, check_count, check_scene_memory, read_regular
 
 MAGIC = 0x5053474E  # "NGSP" little endian
@@ -304,22 +304,18 @@ def read_spz(path: str | os.PathLike, data: bytes | None = None) -> GaussianScen
 
     d = (degree + 1) ** 2 - 1
     k = 1 + min(d, 15)
-    f32 = torch.float32
-    means, quats = torch.empty((n, 3), dtype=f32), torch.empty((n, 4), dtype=f32)
-    log_scales, opacity = torch.empty((n, 3), dtype=f32), torch.empty(n, dtype=f32)
-    sh = torch.empty((n, k, 3), dtype=f32)
+    scene = GaussianScene.allocate(n, k, source_format="spz", antialiased=bool(flags & FLAG_ANTIALIASED))
     rot_bytes = 3 if version == 2 else 4
     for a in range(0, n, DECODE_ROWS):
         b = min(n, a + DECODE_ROWS)
-        m, q, c = means[a:b].numpy(), quats[a:b].numpy(), sh[a:b].numpy()
+        m, q, c = scene.means[a:b].numpy(), scene.quats[a:b].numpy(), scene.sh[a:b].numpy()
         p = np.frombuffer(blocks[0][9 * a : 9 * b], np.uint8).reshape(b - a, 3, 3).astype(np.int32)
         fixed = p[..., 0] | (p[..., 1] << 8) | (p[..., 2] << 16)
         m[:] = ((fixed ^ 0x800000) - 0x800000).astype(np.float32) * np.float32(2.0**-frac_bits)  # sign-extend 24 bits
-        opacity[a:b] = logit_alpha8(np.frombuffer(blocks[1][a:b], np.uint8))
+        scene.opacity_logits[a:b] = logit_alpha8(np.frombuffer(blocks[1][a:b], np.uint8))
         c[:, 0] = _COLOUR[np.frombuffer(blocks[2][3 * a : 3 * b], np.uint8).reshape(b - a, 3)]
-        log_scales[a:b] = torch.from_numpy(
-            _LOG_SCALE[np.frombuffer(blocks[3][3 * a : 3 * b], np.uint8).reshape(b - a, 3)]
-        )
+        scales = np.frombuffer(blocks[3][3 * a : 3 * b], np.uint8).reshape(b - a, 3)
+        scene.log_scales[a:b] = torch.from_numpy(_LOG_SCALE[scales])
         q[:] = _decode_rotations(blocks[4][rot_bytes * a : rot_bytes * b], b - a, version)
         if d:
             rest = np.frombuffer(blocks[5][3 * d * a : 3 * d * b], np.uint8).reshape(b - a, d, 3)  # RGB innermost
@@ -328,23 +324,13 @@ def read_spz(path: str | os.PathLike, data: bytes | None = None) -> GaussianScen
     del blocks
     if degree > 3:
         warnings.warn(f"{path}: SPZ SH degree {degree}; keeping bands 0-3 (the renderer's maximum)", stacklevel=2)
-    scene = make_scene(
-        means,
-        quats,
-        log_scales,
-        opacity,
-        sh,
-        source_format="spz",
-        up_axis="-y",
-        antialiased=bool(flags & FLAG_ANTIALIASED),
-        extras={
-            "spz version": version,
-            "container": container,
-            "fractional bits": frac_bits,
-            "stored frame": "RUB (converted to the PLY frame on read)",
-        },
-    )
-    return scene.drop_invalid(name=path, in_place=True)
+    scene.extras = {
+        "spz version": version,
+        "container": container,
+        "fractional bits": frac_bits,
+        "stored frame": "RUB (converted to the PLY frame on read)",
+    }
+    return scene.validate().drop_invalid(name=path, in_place=True)
 
 
 def _fraction_bits(max_abs: float, path: str) -> int:

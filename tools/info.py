@@ -61,13 +61,14 @@ def describe(scene: GaussianScene) -> list[str]:
         f"opacity:       min {o[0]:.3g}  1% {o[1]:.3g}  median {o[2]:.3g}  99% {o[3]:.3g}  max {o[4]:.3g}"
         f"  (below 1/255: {faint:,} = {100 * faint / n:.1f}%)"
     )
-    scales = torch.exp(scene.log_scales)
-    largest, smallest = scales.max(1).values, scales.min(1).values
-    s = _quantiles(largest, [0.0, 0.5, 0.99, 1.0])
+    # exp is monotonic: the largest and smallest axes are found on the log-scales ([N] temporaries, not [N, 3])
+    largest, smallest = scene.log_scales.amax(1), scene.log_scales.amin(1)
+    s = np.exp(_quantiles(largest, [0.0, 0.5, 0.99, 1.0]))
     lines.append(f"scale (max):   min {s[0]:.3g}  median {s[1]:.3g}  99% {s[2]:.3g}  max {s[3]:.3g}")
-    s = _quantiles(smallest, [0.0, 0.5, 1.0])
+    s = np.exp(_quantiles(smallest, [0.0, 0.5, 1.0]))
     lines.append(f"scale (min):   min {s[0]:.3g}  median {s[1]:.3g}  max {s[2]:.3g}")
-    aniso = scene.log_scales.max(1).values - scene.log_scales.min(1).values  # log of max/min axis ratio
+    aniso = largest - smallest  # log of max/min axis ratio
+    del largest, smallest
     a = np.exp(_quantiles(aniso, [0.5, 0.99, 1.0]))
     lines.append(f"anisotropy:    median {a[0]:.3g}  99% {a[1]:.3g}  max {a[2]:.3g}  (largest / smallest axis)")
     k = scene.sh.shape[1]

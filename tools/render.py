@@ -23,6 +23,7 @@ import json
 import math
 import os
 import signal
+import sys
 import time
 
 import numpy as np
@@ -472,4 +473,10 @@ def render_image(args: argparse.Namespace) -> int:
         f"wrote {args.out} ({width}x{height}) in {s.stage_ms['total']:.1f} ms: "
         f"{s.n_visible:,} visible, {s.n_pairs:,} Gaussian-tile pairs"
     )
+    if not bool((out.alpha > 0).any()):  # the default view frames the scene: an empty image is the scene's doing
+        print(
+            f"warpsplat render: warning: {args.scene or 'the bundled scene'}: the image is empty: the default view, "
+            f"which frames the scene, draws none of its {len(scene):,} Gaussians (all transparent or degenerate?)",
+            file=sys.stderr,
+        )
     return 0

@@ -270,21 +270,18 @@ def run_workers(jobs: list[Job], on_frame) -> FrameTimes:
 
 def finish_video(parts: list[str], out: str) -> None:
     """One part: rename it. Several: remux them into `out` without re-encoding."""
+    from scenes.atomic import naming_output, set_usual_permissions
+
     from .video import concat_mp4
 
-    if len(parts) == 1:
-        os.replace(parts[0], out)
-        _fix_mode(out)
-    else:
-        concat_mp4(parts, out)
-        _fix_mode(out)
-
-
-def _fix_mode(path: str) -> None:
-    """Temporary files are created 0600; give the finished file the usual permissions (umask applies)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(path, 0o666 & ~mask)
+    try:
+        if len(parts) == 1:
+            os.replace(parts[0], out)
+        else:
+            concat_mp4(parts, out)
+    except OSError as e:
+        raise naming_output(e, out) from None
+    set_usual_permissions(out)
 
 
 def summary(times: FrameTimes, n: int, wall_s: float, all_s: float, stitch_s: float, workers: int) -> str:

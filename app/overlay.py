@@ -347,9 +347,6 @@ class Overlay:
         if c:
             s.settings.rasterizer, changed = rasterizers[v], True
         # the renderer's switches (RenderSettings): each applies at the next frame
-        c, v = imgui.checkbox("load balancing (exact)", s.settings.load_balance)
-        if c:
-            s.settings.load_balance, changed = v, True
         c, v = imgui.checkbox("AdaGScale (lossy)", s.settings.adagscale)
         if c:
             s.settings.adagscale, changed = v, True

@@ -11,7 +11,6 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from ._launch import Workspace  # noqa: E402
 from .bin import bin_config, bin_pairs, key_dtype, sentinel_key  # noqa: E402
 from .cull import cull_window  # noqa: E402
 from .order import depth_order, order_outputs  # noqa: E402
@@ -22,7 +21,6 @@ from .tile_ranges import tile_ranges  # noqa: E402
 
 __all__ = [
     "LIST_LENGTHS",
-    "Workspace",
     "bin_config",
     "bin_pairs",
     "cull_window",

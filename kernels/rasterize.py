@@ -10,15 +10,9 @@ One program per tile, its pixels as lanes. 8x8 tiles are the default: a 64-pixel
 evaluations on small Gaussians than a 256-pixel one and stops sooner, which outweighs the 2-2.5x more pairs
 now that the pair sort is cheap (BENCHMARKS.md has the measurements behind this).
 
-Load balancing (CaT-GS's tile scheduling; HiGS is the published kernel closest to it). A tile's list is cut
-into chunks of CHUNK Gaussians and every (tile, chunk) is its own program, so one crowded tile no longer holds
-the frame back. Phase 0 runs every tile's first chunk with early termination: a short tile, or a tile whose
-pixels all stop in its first chunk, is finished there. Phase 1 runs the other chunks of the unfinished long
-lists, each from T = 1, writing its partial (C, T) and whether a pixel stopped; a third kernel walks a tile's
-chunks front to back: C += T C_k, T *= T_k (the "over" operator is associative).
-That is exact except where a pixel stops inside chunk k: there the stop depends on the global T, so the
-second kernel re-blends chunk k for those pixels from their true (C, T), with the stopping rule; the pixel is
-then done. A pixel that stops inside a chunk locally (T_k <= 1e-4) always stops there globally (T <= 1).
+Long lists are not split across programs: load balancing (chunks of a list on separate programs, composited
+front to back) measured slower on every path with 8x8 tiles, where the longest list is a few times shorter than
+with 16x16 ones and each extra chunk reran from T = 1 (BENCHMARKS.md, section 8).
 
 Loop forms, identical semantics:
 - "scalar": one Gaussian at a time, UNROLL per loop step, branch-free per-pixel selects, exit when every pixel
@@ -37,7 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import Workspace, interpreting
+from ._launch import interpreting
 
 T_STOP = tl.constexpr(1e-4)  # a pixel stops before the Gaussian that would take T to <= 1e-4 (gsplat)
 
@@ -184,164 +178,37 @@ def _tile_pixels(tile_id, width, height, TILE: tl.constexpr):
 # ----------------------------------------------------------------------------------------------- kernels
 
 
-@triton.jit(do_not_specialize=["n_tiles"])
-def _fill_item_tiles_kernel(
-    ranges_ptr,  # [n_tiles, 2] i32
-    chunk_offsets_ptr,  # [n_tiles] i32
-    item_tile_ptr,  # [n_items] i32 out: the tile of each work item
-    n_tiles,
-    chunk,
-    BLOCK: tl.constexpr,
-):
-    tile_id = tl.program_id(0)
-    first = tl.load(chunk_offsets_ptr + tile_id)
-    n = tl.maximum(tl.cdiv(tl.load(ranges_ptr + tile_id * 2 + 1) - tl.load(ranges_ptr + tile_id * 2 + 0), chunk), 1)
-    for k0 in range(0, n, BLOCK):
-        k = k0 + tl.arange(0, BLOCK)
-        tl.store(item_tile_ptr + first + k, tile_id + k * 0, mask=k < n)
-
-
-@triton.jit(do_not_specialize=["width", "height", "chunk"])
+@triton.jit(do_not_specialize=["width", "height"])
 def _rasterize_kernel(
     ids_ptr,  # [C] i32, sorted by tile, depth order within a tile
     ranges_ptr,  # [n_tiles, 2] i32
-    chunk_offsets_ptr,  # [n_tiles] i32, first work item of each tile (BALANCED only)
-    item_tile_ptr,  # [n_items] i32, the tile of each work item (read in PHASE 1)
-    n_items_ptr,  # [1] i32, number of work items (read in PHASE 1)
-    done_ptr,  # [n_tiles] i32: 1 where a tile's pixels all stopped in its first chunk (BALANCED only)
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
     mark_ptr,  # [N] i8 out: 1 for Gaussians blended into some pixel (written only when MARK)
     bg_ptr,  # [3] f32
-    partial_ptr,  # [n_items, 4, TILE * TILE] f32 out: C rgb and T (negated where the pixel stopped)
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
     width,
     height,
-    chunk,  # Gaussians per work item (BALANCED only)
-    TILE: tl.constexpr,
-    BATCHED: tl.constexpr,
-    STEP: tl.constexpr,
-    BALANCED: tl.constexpr,  # False: one program per tile, its whole list
-    PHASE: tl.constexpr,  # BALANCED: 0 = the first chunk of every tile (early termination); 1 = the others
-    HAS_RGBA8: tl.constexpr,
-    MARK: tl.constexpr,
-):
-    PIX: tl.constexpr = TILE * TILE
-    zero = tl.zeros([PIX], tl.float32)
-    if not BALANCED:
-        tile_id = tl.program_id(0)
-        start = tl.load(ranges_ptr + tile_id * 2 + 0)
-        end = tl.load(ranges_ptr + tile_id * 2 + 1)
-        fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
-        T, alive, stopped, cr, cg, cb = _blend(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, start, end, fx, fy, zero + 1.0, inside,
-            zero, zero, zero, BATCHED, STEP, MARK,
-        )  # fmt: skip
-        _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
-    else:
-        if PHASE == 0:
-            tile_id = tl.program_id(0)
-            item = tl.load(chunk_offsets_ptr + tile_id)
-            live = tile_id >= 0
-        else:
-            item = tl.program_id(0)
-            live = item < tl.load(n_items_ptr)
-            tile_id = tl.load(item_tile_ptr + item, mask=live, other=0)
-            first = tl.load(chunk_offsets_ptr + tile_id, mask=live, other=0)
-            live = live & (item > first)  # the first chunk was phase 0's
-            live = live & (tl.load(done_ptr + tile_id, mask=live, other=1) == 0)
-        if live:
-            k = item - tl.load(chunk_offsets_ptr + tile_id)
-            start = tl.load(ranges_ptr + tile_id * 2 + 0)
-            end = tl.load(ranges_ptr + tile_id * 2 + 1)
-            fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
-            s = start + k * chunk
-            e = tl.minimum(end, s + chunk)
-            T, alive, stopped, cr, cg, cb = _blend(
-                ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, e, fx, fy, zero + 1.0, inside,
-                zero, zero, zero, BATCHED, STEP, MARK,
-            )  # fmt: skip
-            # A tile finishes here when its list is short, or when every pixel stopped within its first chunk
-            # (the stopping rule was applied with the true T, which starts at 1): later chunks cannot matter.
-            finished = (end - start <= chunk) | ((k == 0) & (tl.max(alive.to(tl.int32), axis=0) == 0))
-            if PHASE == 0:
-                tl.store(done_ptr + tile_id, finished.to(tl.int32))
-            if finished:
-                _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
-            else:
-                lane = tl.arange(0, PIX)
-                base = partial_ptr + item.to(tl.int64) * (4 * PIX)
-                tl.store(base + lane, cr)
-                tl.store(base + PIX + lane, cg)
-                tl.store(base + 2 * PIX + lane, cb)
-                tl.store(base + 3 * PIX + lane, tl.where(stopped, -T, T))
-
-
-@triton.jit(do_not_specialize=["width", "height", "chunk"])
-def _composite_chunks_kernel(
-    ids_ptr,  # [C] i32
-    ranges_ptr,  # [n_tiles, 2] i32
-    chunk_offsets_ptr,  # [n_tiles] i32
-    means2d_ptr,  # [N, 2] f32
-    conic_opacity_ptr,  # [N, 4] f32
-    colors_ptr,  # [N, 3] f32
-    mark_ptr,  # [N] i8 out (when MARK)
-    bg_ptr,  # [3] f32
-    partial_ptr,  # [n_items, 4, TILE * TILE] f32
-    done_ptr,  # [n_tiles] i32, from phase 0
-    rgb_ptr,  # [H, W, 3] f32 out
-    alpha_ptr,  # [H, W] f32 out
-    rgba8_ptr,  # [H, W, 4] u8 out
-    width,
-    height,
-    chunk,
     TILE: tl.constexpr,
     BATCHED: tl.constexpr,
     STEP: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
     MARK: tl.constexpr,
 ):
-    PIX: tl.constexpr = TILE * TILE
+    """One program per tile: its whole list, front to back, until every pixel is done."""
     tile_id = tl.program_id(0)
     start = tl.load(ranges_ptr + tile_id * 2 + 0)
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
-    if (end - start > chunk) & (tl.load(done_ptr + tile_id) == 0):
-        fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
-        lane = tl.arange(0, PIX)
-        first = tl.load(chunk_offsets_ptr + tile_id)
-        n_chunks = tl.cdiv(end - start, chunk)
-        T = tl.full([PIX], 1.0, tl.float32)
-        alive = inside
-        cr = tl.zeros([PIX], tl.float32)
-        cg = tl.zeros([PIX], tl.float32)
-        cb = tl.zeros([PIX], tl.float32)
-        k = 0
-        while (k < n_chunks) & (tl.max(alive.to(tl.int32), axis=0) > 0):
-            base = partial_ptr + (first + k).to(tl.int64) * (4 * PIX)
-            tk = tl.load(base + 3 * PIX + lane)
-            # the pixel stops inside this chunk: it stopped locally, or the global T falls to the threshold
-            stops_here = alive & ((tk < 0.0) | (T * tk <= T_STOP))
-            if tl.max(stops_here.to(tl.int32), axis=0) > 0:
-                s = start + k * chunk
-                T2, alive2, stopped2, cr2, cg2, cb2 = _blend(
-                    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, tl.minimum(end, s + chunk),
-                    fx, fy, T, stops_here, cr, cg, cb, BATCHED, STEP, MARK,
-                )  # fmt: skip
-                cr = tl.where(stops_here, cr2, cr)
-                cg = tl.where(stops_here, cg2, cg)
-                cb = tl.where(stops_here, cb2, cb)
-                T = tl.where(stops_here, T2, T)
-            go = alive & ~stops_here
-            cr = tl.where(go, cr + T * tl.load(base + lane), cr)
-            cg = tl.where(go, cg + T * tl.load(base + PIX + lane), cg)
-            cb = tl.where(go, cb + T * tl.load(base + 2 * PIX + lane), cb)
-            T = tl.where(go, T * tk, T)
-            alive = go
-            k += 1
-        _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+    fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
+    zero = tl.zeros([TILE * TILE], tl.float32)
+    T, alive, stopped, cr, cg, cb = _blend(
+        ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, start, end, fx, fy, zero + 1.0, inside,
+        zero, zero, zero, BATCHED, STEP, MARK,
+    )  # fmt: skip
+    _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
 
 
 # ----------------------------------------------------------------------------------------------- launcher
@@ -370,27 +237,21 @@ def rasterize_tiles(
     *,
     tile_size: int = 8,
     variant: str = "auto",
-    chunk: int | None = None,
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
-    workspace: Workspace | None = None,
     marks: torch.Tensor | None = None,
     lists: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
-    chunk: Gaussians per work item for load balancing (None/0 = one program per tile, no balancing).
     step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; lists: 0, 1, 2 for
     short, medium, long tile lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of
     them changes the image.
-    `out` = (rgb, alpha, rgba8 or None) buffers to write into; `workspace` = where the launcher keeps its
-    chunk buffers between calls.
+    `out` = (rgb, alpha, rgba8 or None) buffers to write into.
     marks: optional [N] int8, zeroed by the caller; set to 1 for each Gaussian that blends into or stops at
-    least one pixel, so that the unmarked ones can be dropped without changing the image. With load
-    balancing, a Gaussian of a later chunk is marked when it blends from that chunk's T = 1 start, so the
-    marks are a superset: never a Gaussian missing that did contribute.
+    least one pixel, so that the unmarked ones can be dropped without changing the image.
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -417,41 +278,10 @@ def rasterize_tiles(
         step = (64 if interpreting() else 16) if batched else unroll
     if num_warps is None:
         num_warps = max(1, tile_size * tile_size // 32) if batched else warps
-    # the pair buffer's length bounds the pair count; the count itself stays on the device
-    capacity = gaussian_ids.shape[0]
-    balanced = bool(chunk) and capacity > chunk
-    ws = workspace if workspace is not None else Workspace(device)
-    meta = dict(TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, MARK=marks is not None,
-                num_warps=num_warps)  # fmt: skip
     mark_arg = marks if marks is not None else ranges
-    rgba8_arg = rgba8 if has_rgba8 else alpha
-    if not balanced:
-        _rasterize_kernel[(n_tiles,)](
-            gaussian_ids, ranges, ranges, ranges, ranges, ranges, means2d, conic_opacity, colors, mark_arg,
-            background, rgb, rgb, alpha, rgba8_arg, width, height, 0, BALANCED=False, PHASE=0, **meta,
-        )  # fmt: skip
-        return rgb, alpha, rgba8
-    # work items: one per tile plus one per extra chunk of a long list; n_tiles + C // chunk bounds them
-    max_items = n_tiles + capacity // chunk
-    lengths = ranges[:, 1] - ranges[:, 0]
-    n_chunks = torch.clamp_min(torch.div(lengths + (chunk - 1), chunk, rounding_mode="floor"), 1)
-    incl = torch.cumsum(n_chunks, 0, dtype=torch.int32)
-    chunk_offsets = incl - n_chunks
-    n_items = incl[-1:]
-    item_tile = ws.buffer("raster_item_tile", max_items, torch.int32)
-    partial = ws.buffer("raster_partial", max_items * 4 * tile_size * tile_size, torch.float32)
-    done = ws.buffer("raster_done", n_tiles, torch.int32)
-    _fill_item_tiles_kernel[(n_tiles,)](ranges, chunk_offsets, item_tile, n_tiles, chunk, BLOCK=128)
-    args = (
-        gaussian_ids, ranges, chunk_offsets, item_tile, n_items, done, means2d, conic_opacity, colors, mark_arg,
-        background, partial, rgb, alpha, rgba8_arg, width, height, chunk,
-    )  # fmt: skip
-    # phase 0: every tile's first chunk, with early termination; short tiles finish here
-    _rasterize_kernel[(n_tiles,)](*args, BALANCED=True, PHASE=0, **meta)
-    # phase 1: the other chunks of the long lists whose tiles phase 0 did not finish, then compositing
-    _rasterize_kernel[(max_items,)](*args, BALANCED=True, PHASE=1, **meta)
-    _composite_chunks_kernel[(n_tiles,)](
-        gaussian_ids, ranges, chunk_offsets, means2d, conic_opacity, colors, mark_arg, background, partial, done,
-        rgb, alpha, rgba8_arg, width, height, chunk, **meta,
+    _rasterize_kernel[(n_tiles,)](
+        gaussian_ids, ranges, means2d, conic_opacity, colors, mark_arg, background, rgb, alpha,
+        rgba8 if has_rgba8 else alpha, width, height,
+        TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, MARK=marks is not None, num_warps=num_warps,
     )  # fmt: skip
     return rgb, alpha, rgba8

@@ -414,17 +414,15 @@ def rasterize_tiles(
     *,
     tile_size: int = 8,
     variant: str = "auto",
-    chunk: int | None = None,
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
-    workspace=None,
     marks: torch.Tensor | None = None,
     lists: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
-    (`variant`, `chunk`, `step`, `num_warps`, `workspace`, `lists`) are accepted and ignored: none of them changes the
+    (`variant`, `step`, `num_warps`, `lists`) are accepted and ignored: none of them changes the
     image. `marks` ([N] int8, zeroed by the caller) gets 1 for every Gaussian that blends into or stops at
     least one pixel."""
     device = means2d.device

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from kernels import LIST_LENGTHS, Workspace, bin_config, project_block
+from kernels import LIST_LENGTHS, bin_config, project_block
 from scenes import GaussianScene
 
 from .camera import Camera
@@ -38,6 +38,7 @@ from .memory import check_fits
 from .settings import RenderSettings
 from .temporal import SceneArrays, TemporalCache
 from .timing import StageTimer
+from .workspace import Workspace
 
 BACKENDS = ("auto", "triton", "torch")
 
@@ -69,7 +70,7 @@ class RenderStats:
     n_gaussians: int
     n_visible: int  # Gaussians that reach at least one tile
     n_pairs: int  # Gaussian-tile pairs after binning (exact, or AdaGScale's shrunken footprints when on)
-    max_tile_pairs: int  # longest tile list (load-balance indicator)
+    max_tile_pairs: int  # longest tile list
     stage_ms: dict[str, float] = field(default_factory=dict)  # per stage; "total" included
     backend: str = ""
     n_projected: int = -1  # Gaussians stage 1 ran on (fewer than n_gaussians inside a temporal window)
@@ -284,7 +285,7 @@ class Renderer:
             src = temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future)
         self._upload(camera, settings)
         f = self._frame_for(src, camera, settings)
-        if self.graphs and not reuse and not settings.depth and not settings.load_balance and self.pair_capacity.size:
+        if self.graphs and not reuse and not settings.depth and self.pair_capacity.size:
             self._replay(f, timer)
         else:
             f.run(timer)
@@ -327,7 +328,7 @@ class Renderer:
         launch arguments, the captured graph), else new ones. Any buffer that moved retires them all."""
         s = settings
         key = (id(src.means), id(src.live), id(src.marks), src.n, camera.width, camera.height, s.sh_degree, s.near,
-               s.far, s.eps2d, s.tile_size, s.rasterizer, s.load_balance, s.chunk_size, s.adagscale,
+               s.far, s.eps2d, s.tile_size, s.rasterizer, s.adagscale,
                s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size, self.launch)  # fmt: skip
         f = self._frames.get(key)
         if f is not None and f.generation == self.ws.generation:
@@ -442,8 +443,7 @@ class _Frame:
     def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
         s = self.settings
-        return dict(tile_size=s.tile_size, variant=s.rasterizer, workspace=self.r.ws, lists=self.launch.lists,
-                    chunk=s.chunk_size if s.load_balance else None)  # fmt: skip
+        return dict(tile_size=s.tile_size, variant=s.rasterizer, lists=self.launch.lists)
 
     def totals(self) -> tuple[int, int]:
         """(visible Gaussians, pairs) of the frame just run: the host sync."""

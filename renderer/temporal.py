@@ -35,10 +35,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from kernels import Workspace
-
 from .camera import Camera
 from .settings import RenderSettings
+from .workspace import Workspace
 
 EXACT_MARGIN_PX = 16.0  # known cameras: one tile of slack absorbs float differences between cull and project
 

@@ -306,7 +306,6 @@ def variants():
         "default": RenderSettings(),
         "graphs=off": RenderSettings(),  # the same frames launched stage by stage (and timed per stage)
         "tile_size=16": RenderSettings(tile_size=16),
-        "load_balance=on": RenderSettings(load_balance=True),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
         "adagscale": RenderSettings(adagscale=True),
     }

@@ -71,7 +71,6 @@ def add_parser(sub) -> None:
     p.add_argument("--rise", type=float, default=None, help="orbit height above the look-at point (world units)")
     p.add_argument("--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)")
     p.add_argument("--background", default="0,0,0", help="background R,G,B in [0, 1] (default 0,0,0)")
-    p.add_argument("--load-balance", action="store_true", help="split long tile lists over several programs (exact)")
     p.add_argument("--adagscale-tau", type=float, default=None, metavar="TAU",
                    help="AdaGScale on, with this quality knob (lossy; 0.1 is the default tau; 0 is exact)")  # fmt: skip
     p.add_argument("--temporal", type=int, default=0, metavar="K",
@@ -137,7 +136,6 @@ def settings_from_args(args: argparse.Namespace):
 
     settings = RenderSettings(
         background=parse_background(args.background),
-        load_balance=args.load_balance,
         adagscale=args.adagscale_tau is not None,
         temporal_window=args.temporal,
         occlusion_cull=args.occlusion_cull is not None,

@@ -185,7 +185,7 @@ def test_overlay_offers_every_renderer_switch(viewer):
     """The settings panel draws with every switch on (AdaGScale shows its tau slider), and the next frame
     renders with those settings."""
     s = viewer.state.settings
-    s.load_balance = s.adagscale = s.occlusion_cull = True
+    s.adagscale = s.occlusion_cull = True
     s.adagscale_tau = 0.3
     s.temporal_window = 8
     viewer.state.show_overlay = True
@@ -199,5 +199,5 @@ def test_overlay_offers_every_renderer_switch(viewer):
         viewer.on_draw()  # the overlay now shows the temporal counters
     finally:
         viewer.state.show_overlay = False
-        s.load_balance = s.adagscale = s.occlusion_cull = False
+        s.adagscale = s.occlusion_cull = False
         s.temporal_window = 0

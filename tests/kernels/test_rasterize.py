@@ -23,7 +23,7 @@ def binned(n, width, height, device, seed=0, degree=0, opaque=False, scale_shift
     return si, ranges, m2, co, col
 
 
-def render_pair(args, width, height, device, variant, background=(0.1, 0.2, 0.3), chunk=None, tile=8):
+def render_pair(args, width, height, device, variant, background=(0.1, 0.2, 0.3), tile=8):
     bg = torch.tensor(background, dtype=torch.float32, device=device)
     want = ref.rasterize_tiles(*args, bg, width, height, tile_size=tile)
     out = (
@@ -31,7 +31,7 @@ def render_pair(args, width, height, device, variant, background=(0.1, 0.2, 0.3)
         nan_like(torch.empty(height, width, device=device)),
         nan_like(torch.empty(height, width, 4, dtype=torch.uint8, device=device)),
     )
-    got = kernels.rasterize_tiles(*args, bg, width, height, variant=variant, out=out, chunk=chunk, tile_size=tile)
+    got = kernels.rasterize_tiles(*args, bg, width, height, variant=variant, out=out, tile_size=tile)
     return want, got
 
 
@@ -93,33 +93,3 @@ def test_empty_tiles_get_background(tile, device):
         check(want, got)
         assert torch.allclose(got[0], torch.tensor([0.25, 0.5, 1.0], device=device).expand(height, width, 3))
         assert (got[1] == 0).all()
-
-
-@pytest.mark.parametrize("variant,chunk", [("batched", 100), ("batched", 64), ("scalar", 24)])
-def test_load_balanced_chunks_match_reference(variant, chunk, device):
-    """Lists several chunks long, split over programs and composited front to back: same image."""
-    n = 260 if variant == "scalar" else 900
-    args = binned(n, 32, 32, device, seed=7, scale_shift=0.8)
-    lengths = args[1][:, 1] - args[1][:, 0]
-    assert int(lengths.max()) > 3 * chunk, "the case must span several chunks"
-    check(*render_pair(args, 32, 32, device, variant, chunk=chunk))
-
-
-@pytest.mark.parametrize("variant", ["batched", "scalar"])
-def test_chunks_with_pixels_stopping_mid_list(variant, device):
-    """Opaque Gaussians: pixels stop inside a middle chunk; the second pass re-blends that chunk exactly."""
-    args = binned(300 if variant == "batched" else 150, 32, 32, device, seed=5, opaque=True, scale_shift=3.5)
-    want, got = render_pair(args, 32, 32, device, variant, chunk=40)
-    check(want, got)
-    assert float((got[1] > 0.999).float().mean()) > 0.9, "most pixels must stop for this case"
-    exact = ref.rasterize_tiles(*args, torch.zeros(3, device=device), 32, 32)  # reference ignores the knobs
-    chunked = kernels.rasterize_tiles(*args, torch.zeros(3, device=device), 32, 32, variant=variant, chunk=40)
-    assert (exact[0] - chunked[0]).abs().max() < 1e-4, "exact up to float rounding, not up to the 1e-4 tail"
-
-
-def test_chunks_with_empty_and_short_tiles(device):
-    """Mixed tiles: empty ones, short ones finished in one program, long ones chunked."""
-    args = binned(400, 64, 48, device, seed=9, scale_shift=0.5)
-    lengths = args[1][:, 1] - args[1][:, 0]
-    assert int((lengths == 0).sum()) + int((lengths > 0).sum()) == lengths.numel()
-    check(*render_pair(args, 64, 48, device, "batched", chunk=32))

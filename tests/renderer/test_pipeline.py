@@ -21,7 +21,7 @@ def test_triton_matches_torch_reference_on_real_scenes(name, size, scene_path, d
     ref = Renderer(scene, device=device, backend="torch")
     for cam in orbit_path(scene, width, height, 3)[1:2]:
         a, b = tri.render(cam), ref.render(cam)
-        assert a.stats.n_pairs == b.stats.n_pairs or abs(a.stats.n_pairs - b.stats.n_pairs) <= 2
+        assert abs(a.stats.n_pairs - b.stats.n_pairs) <= 2
         assert a.stats.n_visible > 0
         assert psnr(a.image, b.image) >= 60.0, psnr(a.image, b.image)
         assert psnr(a.alpha, b.alpha) >= 60.0
@@ -42,16 +42,18 @@ def test_settings_background_and_sh_degree(scene_path, device):
 
 
 def test_buffers_are_reused_across_frames(scene_path, device):
-    """No per-frame allocation of large buffers: the workspace tensors are the same objects frame to frame."""
+    """No per-frame allocation of large buffers: once the pair buffers have grown to the path's largest frame,
+    every frame renders into the same image and pair tensors."""
     scene = load_scene(scene_path("lastchance.splat"))
     r = Renderer(scene, device=device, backend="torch")
     cams = orbit_path(scene, 32, 32, 4)
-    r.render(cams[0])
+    for cam in cams:  # the pair buffers grow (and only grow) to the largest frame's count
+        r.render(cam)
     image_ptr, pairs = r._image[0].data_ptr(), r._pairs
-    for cam in cams[1:]:
+    for cam in cams:
         out = r.render(cam)
         assert out.image.data_ptr() == image_ptr
-    assert all(x is y for x, y in zip(pairs, r._pairs)) or r._pair_capacity >= max(1, out.stats.n_pairs)
+        assert all(x is y for x, y in zip(pairs, r._pairs, strict=True))
 
 
 def test_camera_inside_scene_and_nothing_visible(scene_path, device):

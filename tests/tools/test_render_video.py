@@ -258,24 +258,56 @@ def test_odd_size_padded_on_request(scene_path, tmp_path, capsys):
     assert read_mp4(str(out))[2] == (64, 48)
 
 
-def test_render_switches_reach_the_renderer(tmp_path, scene_path):
-    """--load-balance and --adagscale-tau render (exact and lossy paths) and a bad tau is a one-line error."""
-    from tools.cli import main
+@pytest.fixture
+def rendered(monkeypatch):
+    """Record (camera, settings, future cameras) of every frame the renderer renders in this process."""
+    log = []
+    real = Renderer.render
 
-    scene = scene_path  # this module's small scene file
-    for extra in (["--load-balance"], ["--adagscale-tau", "0.5"]):
-        out = tmp_path / f"{extra[0].strip('-')}.png"
-        assert main(["render", scene, "--size", "24x16", "--backend", "torch", "--out", str(out), *extra]) == 0
-        assert out.exists()
-    assert main(["render", scene, "--size", "24x16", "--out", str(tmp_path / "x.png"), "--adagscale-tau", "-1"]) == 2
+    def spy(self, camera, settings=None, **kwargs):
+        log.append((camera, settings, kwargs.get("future")))
+        return real(self, camera, settings, **kwargs)
+
+    monkeypatch.setattr(Renderer, "render", spy)
+    return log
 
 
-def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path):
-    """--temporal K gives the renderer the path's next cameras: the frames are those of the exact render, bit
-    for bit (PNG frames, lossless); --occlusion-cull renders too, and a bad K is a one-line error."""
+@pytest.mark.parametrize(
+    "flags, want",
+    [
+        (["--load-balance"], {"load_balance": True}),
+        (["--adagscale-tau", "0.5"], {"adagscale": True, "adagscale_tau": 0.5}),
+        (["--temporal", "3"], {"temporal_window": 3}),
+        (["--occlusion-cull", "4"], {"occlusion_cull": True, "occlusion_refresh": 4}),
+        (["--background", "0,0.5,1"], {"background": (0.0, 0.5, 1.0)}),
+    ],
+    ids=["load-balance", "adagscale", "temporal", "occlusion", "background"],
+)
+def test_render_switches_reach_the_renderer(tmp_path, scene_path, rendered, flags, want):
+    out = tmp_path / "x.png"
+    assert render(scene_path, "--size", "24x16", "--out", out, *flags) == 0
+    (_, settings, _), *_ = rendered
+    assert {k: getattr(settings, k) for k in want} == want
+
+
+def test_bad_switch_values_are_one_line_errors(scene_path, tmp_path, capsys):
+    for flags in (["--adagscale-tau", "-1"], ["--temporal", "-2"], ["--background", "2,0,0"]):
+        assert render(scene_path, "--size", "24x16", "--out", tmp_path / "x.png", *flags) == 2, flags
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("warpsplat render: error:"), err
+
+
+def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path, rendered):
+    """--temporal K gives the renderer the path's next K - 1 cameras with each frame, and the frames are those
+    of the exact render, bit for bit (PNG frames, lossless); --occlusion-cull renders too."""
     common = [scene_path, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}"]
     assert render(*common, "--out", tmp_path / "exact") == 0
+    rendered.clear()
     assert render(*common, "--out", tmp_path / "window", "--temporal", 3) == 0
+    poses = [camera.T_world_camera.tolist() for camera, _, _ in rendered]
+    assert len(poses) == 6
+    for i, (_, _, future) in enumerate(rendered):
+        assert [c.T_world_camera.tolist() for c in future or []] == poses[i + 1 : i + 3]
     names = sorted(n for n in os.listdir(tmp_path / "exact") if n.endswith(".png"))
     assert len(names) == 6
     for name in names:
@@ -284,7 +316,6 @@ def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path):
         np.testing.assert_array_equal(a, b)
     assert render(*common, "--out", tmp_path / "occl", "--occlusion-cull", 4) == 0
     assert len([n for n in os.listdir(tmp_path / "occl") if n.endswith(".png")]) == 6
-    assert render(*common, "--out", tmp_path / "bad", "--temporal", -2) == 2
 
 
 def test_depth_video_decodes_to_the_renderers_depth(scene_path, renderer, tmp_path):

@@ -230,7 +230,7 @@ def time_path(render_fn, cams, clock: Clock, warmup: int) -> tuple[list[float], 
 
 
 def object_paths(scene, width, height, n):
-    from renderer.trajectory import orbit_path
+    from renderer.paths import orbit_path
 
     return {"orbit": orbit_path(scene, width, height, n)}
 
@@ -243,7 +243,7 @@ def composite_paths(scene, width, height, n):
     import numpy as np
 
     from renderer import Camera, look_at_pose
-    from renderer.trajectory import orbit_path
+    from renderer.paths import orbit_path
 
     lo, hi = (v.double().numpy() for v in scene.robust_bounds())
     zc = 0.5 * (lo[2] + hi[2])

@@ -8,10 +8,10 @@
     warpsplat render [SCENE] --path spiral --out frames/ --resume          (continue a killed frame render)
     warpsplat render [SCENE] --path orbit --out orbit.mp4 --workers 2      (one process per GPU, stitched)
 
-No window and no GL: this module never imports `app/`. Paths come from `renderer.trajectory` (generated) and
-`renderer.camera_path` (files); rendering the frames from `tools.render_jobs`, video encoding from
-`tools.video` (PyAV). Outputs are written under
-temporary names and renamed when complete; PNG frames one by one, so `--resume` skips the frames present.
+No window and no GL: this module never imports `app/`. Paths come from `renderer.paths` (generated or read
+from a file); rendering the frames from `tools.render_jobs`, video encoding from `tools.video` (PyAV).
+Outputs are written under temporary names and renamed when complete; PNG frames one by one, so `--resume`
+skips the frames present.
 """
 
 from __future__ import annotations
@@ -175,8 +175,7 @@ def crf_from_args(args: argparse.Namespace) -> int:
 
 def build_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
     """The path's cameras, its frame rate, and a one-line description."""
-    from renderer.camera_path import CameraPathError, load_camera_path
-    from renderer.trajectory import flythrough_path, orbit_path, spiral_path
+    from renderer.paths import CameraPathError, flythrough_path, load_camera_path, orbit_path, spiral_path
 
     width, height = args.size or DEFAULT_SIZE
     if args.path in GENERATED_PATHS:

@@ -128,7 +128,7 @@ def test_resize_keeps_the_field_of_view(viewer):
 def test_keyframes_save_a_camera_path_the_renderer_reads(viewer):
     from pyglet.window import key, mouse
 
-    from renderer.camera_path import load_camera_path
+    from renderer.paths import load_camera_path
 
     start = viewer.state.camera.T_world_camera.copy()
     send(viewer, "on_key_press", key.K, 0)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from renderer import Renderer, RenderSettings
-from renderer.trajectory import orbit_path
+from renderer.paths import orbit_path
 from scenes import load_scene
 from tests.conftest import psnr
 

@@ -11,7 +11,7 @@ import triton.testing
 
 import kernels
 from renderer import Renderer
-from renderer.trajectory import orbit_path
+from renderer.paths import orbit_path
 from scenes import load_scene
 
 

@@ -14,7 +14,7 @@ import torch
 import kernels
 import kernels.reference as ref
 from renderer import Renderer, RenderSettings
-from renderer.trajectory import orbit_path
+from renderer.paths import orbit_path
 from scenes import load_scene
 from tests.conftest import nan_like, psnr
 from tests.kernels.synthetic import assert_close_rows, camera, gaussians

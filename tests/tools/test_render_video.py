@@ -21,8 +21,7 @@ import torch
 from PIL import Image
 
 from renderer import Renderer, RenderSettings
-from renderer.camera_path import load_camera_path, opencv_to_opengl, save_camera_path
-from renderer.trajectory import Keyframe, flythrough_path, orbit_path
+from renderer.paths import Keyframe, flythrough_path, load_camera_path, opencv_to_opengl, orbit_path, save_camera_path
 from scenes import bundled_scene_path, load_scene, save_scene
 from tools.cli import main
 from tools.video import read_mp4
@@ -127,7 +126,7 @@ def test_keyframes_file_round_trip_renders(scene_path, renderer, tmp_path):
 
 
 def test_inria_and_nerfstudio_files_render(scene_path, renderer, tmp_path):
-    from tests.renderer.test_camera_path import garden_cameras_json
+    from tests.renderer.paths.test_formats import garden_cameras_json
 
     cameras, *_ = garden_cameras_json(tmp_path)
     folder = tmp_path / "garden"

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from .cli import CliError, gaussian_count
 from .common import parse_size
+from .metrics import percentile, psnr
 
 # Real scenes of the benchmark (file names in the scenes folder) and the quick subset.
 DEFAULT_SCENES = [
@@ -119,17 +120,7 @@ class PathResult:
         return statistics.median(self.frame_ms) if self.frame_ms else float("nan")
 
     def p90(self) -> float:
-        if not self.frame_ms:
-            return float("nan")
-        s = sorted(self.frame_ms)
-        return s[min(len(s) - 1, int(math.ceil(0.9 * len(s))) - 1)]
-
-
-def psnr(a, b) -> float:
-    import torch
-
-    mse = torch.mean((a.double() - b.double()) ** 2).item()
-    return float("inf") if mse == 0 else 10.0 * math.log10(1.0 / mse)
+        return percentile(self.frame_ms, 90)
 
 
 def path_psnr(frame_psnrs: list[float]) -> float:

@@ -7,7 +7,7 @@ import torch
 from renderer import Renderer, RenderSettings
 from renderer.paths import orbit_path
 from scenes import load_scene
-from tests.conftest import psnr
+from tools.metrics import psnr
 
 pytestmark = pytest.mark.gpu
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from renderer.memory import estimate_bytes
 from scenes import load_scene
-from tests.scenes._paths import scene
+from tests.conftest import real_scene as scene
 from tools.cli import main
 
 

@@ -24,6 +24,7 @@ from renderer import Renderer, RenderSettings
 from renderer.paths import Keyframe, flythrough_path, load_camera_path, opencv_to_opengl, orbit_path, save_camera_path
 from scenes import bundled_scene_path, load_scene, save_scene
 from tools.cli import main
+from tools.metrics import psnr
 from tools.video import read_mp4
 
 W, H = 64, 48
@@ -50,11 +51,6 @@ def reference_frames(renderer, cams) -> np.ndarray:
     return np.stack([r.render(c, RenderSettings()).rgba8[..., :3].numpy().copy() for c in cams])
 
 
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
-    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
-
-
 def render(*args) -> int:
     return main(["render", *map(str, args), *BASE])
 
@@ -66,7 +62,7 @@ def test_orbit_video_decodes_to_the_rendered_frames(scene_path, renderer, tmp_pa
     assert frames.shape == (8, H, W, 3) and rate == 24 and size == (W, H)
     ref = reference_frames(renderer, orbit_path(renderer[0], W, H, 8))
     # crf 18 on tiny sparse frames: measured 32.0-35.5 dB per frame (YUV 4:2:0 chroma loss included)
-    scores = [psnr(a, b) for a, b in zip(frames, ref, strict=True)]
+    scores = [psnr(a, b, peak=255) for a, b in zip(frames, ref, strict=True)]
     assert min(scores) > 30 and np.mean(scores) > 32, scores
     text = capsys.readouterr().out
     assert "rasterize" in text and "frames/s end to end" in text  # the per-stage summary
@@ -81,7 +77,7 @@ def test_lossless_video_and_png_folder(scene_path, renderer, tmp_path):
     frames, rate, _ = read_mp4(str(out))
     assert frames.shape[0] == 6 and rate == 30
     # crf 0 is lossless in YUV: only the RGB -> YUV 4:2:0 conversion remains (measured >= 37.5 dB)
-    assert min(psnr(a, b) for a, b in zip(frames, ref, strict=True)) > 35
+    assert min(psnr(a, b, peak=255) for a, b in zip(frames, ref, strict=True)) > 35
     alpha, _, _ = read_mp4(str(tmp_path / "alpha.mp4"))
     assert alpha.shape == (6, H, W, 3) and alpha.max() > 200 and alpha.min() < 20  # coverage, grey
 
@@ -119,10 +115,10 @@ def test_keyframes_file_round_trip_renders(scene_path, renderer, tmp_path):
     frames, rate, size = read_mp4(str(out))
     assert frames.shape[0] == 5 and rate == 5 and size == (W, H)  # fps * seconds frames, the file's size
     ref = reference_frames(renderer, load_camera_path(path).cameras)
-    assert min(psnr(a, b) for a, b in zip(frames, ref, strict=True)) > 35
+    assert min(psnr(a, b, peak=255) for a, b in zip(frames, ref, strict=True)) > 35
     # the path starts and ends on its first and last keys
-    assert psnr(ref[0], reference_frames(renderer, cams[:1])[0]) == float("inf")
-    assert psnr(ref[-1], reference_frames(renderer, cams[2:3])[0]) == float("inf")
+    assert psnr(ref[0], reference_frames(renderer, cams[:1])[0], peak=255) == float("inf")
+    assert psnr(ref[-1], reference_frames(renderer, cams[2:3])[0], peak=255) == float("inf")
 
 
 def test_inria_and_nerfstudio_files_render(scene_path, renderer, tmp_path):

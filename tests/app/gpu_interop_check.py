@@ -10,7 +10,7 @@
    into a 1920x1080 framebuffer each frame through interop, then through the host path. The issue's budget:
    render + present <= render + 0.5 ms per frame.
 
-A headless pyglet window cannot host moderngl on that machine (../shared/gpu/README.md), hence EGL. Without
+A headless pyglet window cannot host moderngl on the GPU machine (it has no X server), hence EGL. Without
 CUDA the script runs the host path only, at a small size (a check of the script itself). Prints a short table
 last; exits 1 when a check fails.
 """

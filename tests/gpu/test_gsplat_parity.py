@@ -1,4 +1,4 @@
-"""The exactness contract (DESIGN.md): warpsplat's image equals gsplat 1.5.3's, PSNR >= 50 dB on every frame
+"""The exactness contract (docs/architecture.md): warpsplat's image equals gsplat 1.5.3's, PSNR >= 50 dB on every frame
 of an orbit at 1920x1080, on real scenes. Needs CUDA and gsplat: run on the GPU machine."""
 
 import pytest

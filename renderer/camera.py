@@ -132,8 +132,8 @@ class Camera:
 
 
 def default_camera(scene, width: int, height: int, *, up: str | None = None, fov_y_deg: float = 60.0) -> Camera:
-    """The view that frames a scene (DESIGN.md): look at the median of the means from outside the 1st-99th
-    percentile box of the means, the box's bounding sphere filling the vertical field of view, from a
+    """The view that frames a scene (docs/architecture.md): look at the median of the means from outside the
+    1st-99th percentile box of the means, the box's bounding sphere filling the vertical field of view, from a
     direction 25 degrees above the horizon (with respect to the scene's up axis)."""
     upv = up_vector(up or scene.up_axis)
     target = scene.center().double().cpu().numpy()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import torch
@@ -349,25 +349,51 @@ def page_releaser(data: bytes | memoryview, records: np.ndarray) -> Callable[[in
 
 def write_ply(scene: GaussianScene, path: str | os.PathLike, *, with_normals: bool = True) -> None:
     """Write the INRIA layout (float32, little endian). Lossless for every GaussianScene."""
-    scene = scene.to("cpu")
-    n, k = len(scene), scene.sh.shape[1]
+    write_ply_parts(path, [scene], len(scene), scene.sh.shape[1], antialiased=scene.antialiased,
+                    with_normals=with_normals)  # fmt: skip
+
+
+def write_ply_parts(
+    path: str | os.PathLike,
+    parts: Iterable[GaussianScene],
+    total: int,
+    sh_coeffs: int,
+    *,
+    antialiased: bool,
+    with_normals: bool = True,
+) -> None:
+    """Write scenes one after another as one INRIA PLY of `total` Gaussians, holding one part in memory at a
+    time: `warpsplat compose` streams a composite of many copies through here. Every part has `sh_coeffs` SH
+    coefficients per channel; the header is written first, so the parts must add up to `total` (checked)."""
     names = ["x", "y", "z"] + (["nx", "ny", "nz"] if with_normals else [])
-    names += [f"f_dc_{i}" for i in range(3)] + [f"f_rest_{i}" for i in range(3 * (k - 1))]
+    names += [f"f_dc_{i}" for i in range(3)] + [f"f_rest_{i}" for i in range(3 * (sh_coeffs - 1))]
     names += ["opacity"] + [f"scale_{i}" for i in range(3)] + [f"rot_{i}" for i in range(4)]
+    header = ["ply", "format binary_little_endian 1.0", "comment written by warpsplat"]
+    if antialiased:
+        header.append("comment SplatRenderMode: mip")
+    header += [f"element vertex {total}"] + [f"property float {p}" for p in names] + ["end_header"]
+    written = 0
+    with atomic_write(path) as f:
+        f.write(("\n".join(header) + "\n").encode("ascii"))
+        for part in parts:
+            if part.sh.shape[1] != sh_coeffs:
+                raise ValueError(f"write_ply_parts: a part has {part.sh.shape[1]} SH coefficients, not {sh_coeffs}")
+            f.write(memoryview(_ply_rows(part.to("cpu"), with_normals)).cast("B"))
+            written += len(part)
+        if written != total:
+            raise ValueError(f"write_ply_parts: the parts hold {written:,} Gaussians, the header says {total:,}")
+
+
+def _ply_rows(scene: GaussianScene, with_normals: bool) -> np.ndarray:
+    """[N, columns] little-endian float32 rows in write_ply_parts' property order."""
+    n, k = len(scene), scene.sh.shape[1]
     cols = [scene.means.numpy()]
     if with_normals:
         cols.append(np.zeros((n, 3), np.float32))
     sh = scene.sh.numpy()
     cols += [sh[:, 0], sh[:, 1:].transpose(0, 2, 1).reshape(n, 3 * (k - 1))]  # coefficient- -> channel-major
     cols += [scene.opacity_logits.numpy()[:, None], scene.log_scales.numpy(), scene.quats.numpy()]
-    body = np.ascontiguousarray(np.concatenate(cols, axis=1), dtype="<f4")
-    header = ["ply", "format binary_little_endian 1.0", "comment written by warpsplat"]
-    if scene.antialiased:
-        header.append("comment SplatRenderMode: mip")
-    header += [f"element vertex {n}"] + [f"property float {p}" for p in names] + ["end_header"]
-    with atomic_write(path) as f:
-        f.write(("\n".join(header) + "\n").encode("ascii"))
-        f.write(body.tobytes())
+    return np.ascontiguousarray(np.concatenate(cols, axis=1), dtype="<f4")
 
 
 def is_antialiased(comments: list[str]) -> bool:

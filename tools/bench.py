@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from .cli import CliError, gaussian_count
 from .common import parse_size
+from .metrics import percentile, psnr
 
 # Real scenes of the benchmark (file names in the scenes folder) and the quick subset.
 DEFAULT_SCENES = [
@@ -119,17 +120,7 @@ class PathResult:
         return statistics.median(self.frame_ms) if self.frame_ms else float("nan")
 
     def p90(self) -> float:
-        if not self.frame_ms:
-            return float("nan")
-        s = sorted(self.frame_ms)
-        return s[min(len(s) - 1, int(math.ceil(0.9 * len(s))) - 1)]
-
-
-def psnr(a, b) -> float:
-    import torch
-
-    mse = torch.mean((a.double() - b.double()) ** 2).item()
-    return float("inf") if mse == 0 else 10.0 * math.log10(1.0 / mse)
+        return percentile(self.frame_ms, 90)
 
 
 def path_psnr(frame_psnrs: list[float]) -> float:
@@ -238,7 +229,7 @@ def object_paths(scene, width, height, n):
     """The default orbit (the whole object in view) and a close one (the object overfilling the frame)."""
     import math
 
-    from renderer.trajectory import orbit_path, scene_frame
+    from renderer.paths import orbit_path, scene_frame
 
     f = scene_frame(scene, width, height)
     elev = math.radians(f.elevation_deg)
@@ -254,7 +245,7 @@ def composite_paths(scene, width, height, n):
     import numpy as np
 
     from renderer import Camera, look_at_pose
-    from renderer.trajectory import orbit_path
+    from renderer.paths import orbit_path
 
     lo, hi = (v.double().numpy() for v in scene.robust_bounds())
     zc = 0.5 * (lo[2] + hi[2])

@@ -1,7 +1,8 @@
 """`warpsplat info SCENE`: what a scene file holds.
 
-Prints the count, SH degree, bounds, opacity and scale statistics, an estimate of the GPU memory the
-renderer needs for the scene, and the format details the reader recorded (`scene.extras`).
+Prints the count, SH degree, bounds, opacity and scale statistics, the GPU memory the renderer needs for the
+scene (renderer/memory.py's estimate, the one it checks before it starts), and the format details the reader
+recorded (`scene.extras`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import numpy as np
 import torch
 
+from renderer.memory import NOMINAL_FRAME, estimate_bytes
 from scenes import GaussianScene
 
 from .common import add_scene_argument, open_scene
@@ -20,19 +22,6 @@ def add_parser(sub) -> None:
     p = sub.add_parser("info", help="print a scene's Gaussian count, SH degree, bounds and statistics")
     add_scene_argument(p)
     p.set_defaults(func=run)
-
-
-def renderer_bytes_per_gaussian(sh_coeffs: int) -> int:
-    """Device bytes per Gaussian held by `renderer.Renderer` for a scene (not counting per-frame pair and
-    image buffers, which depend on the view and resolution).
-
-    The Renderer keeps the activated copy (means 12, opacity 4, SH 12 K), the raw quats (16) and log-scales
-    (12), the prepared covariance (24), the per-Gaussian projection outputs and the pair offsets (8).
-    """
-    from kernels.reference import project_outputs
-
-    projection = sum(t.element_size() * (t.numel()) for t in project_outputs(1, "meta"))
-    return 12 + 4 + 12 * sh_coeffs + 16 + 12 + 24 + projection + 8
 
 
 def _quantiles(values: torch.Tensor, qs: list[float]) -> list[float]:
@@ -71,12 +60,11 @@ def describe(scene: GaussianScene) -> list[str]:
     del largest, smallest
     a = np.exp(_quantiles(aniso, [0.5, 0.99, 1.0]))
     lines.append(f"anisotropy:    median {a[0]:.3g}  99% {a[1]:.3g}  max {a[2]:.3g}  (largest / smallest axis)")
-    k = scene.sh.shape[1]
-    scene_mib = scene.nbytes() / 2**20
-    gpu_mib = n * renderer_bytes_per_gaussian(k) / 2**20
+    gpu = estimate_bytes(n, scene.sh.shape[1], device="cuda")  # what the renderer checks before it starts
+    w, h = NOMINAL_FRAME
     lines.append(
-        f"memory:        {scene_mib:,.1f} MiB as loaded (float32); about {gpu_mib:,.1f} MiB on the GPU when"
-        " rendering, plus per-frame pair and image buffers"
+        f"memory:        {scene.nbytes() / 2**20:,.1f} MiB as loaded (float32); about {gpu.total / 2**20:,.1f} MiB "
+        f"on the GPU to render it at {w}x{h}, pair and image buffers included"
     )
     for key, value in scene.extras.items():
         lines.append(f"{key + ':':<14} {value}")

@@ -6,7 +6,6 @@ summary. No argument parsing here (tools/render.py) and no window or GL.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import statistics
 import time
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .common import open_scene
+from .metrics import percentile
 
 
 @dataclass
@@ -288,9 +288,7 @@ def summary(times: FrameTimes, n: int, wall_s: float, all_s: float, stitch_s: fl
     """Per-stage frame-time statistics (median / p90 / max ms) and the end-to-end rate."""
 
     def stats(vals: list[float]) -> str:
-        v = sorted(vals)
-        p90 = v[min(len(v) - 1, int(math.ceil(0.9 * len(v))) - 1)]
-        return f"{statistics.median(v):9.2f} {p90:9.2f} {v[-1]:9.2f}"
+        return f"{statistics.median(vals):9.2f} {percentile(vals, 90):9.2f} {max(vals):9.2f}"
 
     stages = [k for k in times.stage_ms[0] if k != "total"] if times.stage_ms else []
     lines = [f"{'ms per frame':<14}{'median':>9} {'p90':>9} {'max':>9}"]

@@ -24,8 +24,8 @@ from renderer import Renderer, RenderSettings
 from renderer.pipeline import _Frame
 from renderer.timing import StageTimer
 from scenes import load_scene
-from tests.conftest import psnr
 from tools.bench import COMPOSITE_INPUTS, build_composite, composite_paths, find_scene, object_paths, parse_count
+from tools.metrics import psnr
 
 DEVICE = "cuda"
 # (tile size, warps per program, Gaussians per loop step) of the scalar loop

@@ -1,14 +1,14 @@
 """The exactness contract: warpsplat's image equals gsplat 1.5.3's (at gsplat's tile size 16), PSNR >= 50 dB on
 every frame of an orbit and a close orbit at 1920x1080, on real scenes, whatever warpsplat's own tile size and
-loop form. Needs CUDA and gsplat: run on the GPU machine (tests/gpu/run_on_gpu.sh)."""
+loop form (docs/architecture.md). Needs CUDA and gsplat: run on the GPU machine (tests/gpu/run_on_gpu.sh)."""
 
 import pytest
 import torch
 
 from renderer import Renderer, RenderSettings
 from scenes import load_scene
-from tests.conftest import psnr
 from tools.bench import object_paths
+from tools.metrics import psnr
 
 pytestmark = pytest.mark.gpu
 

@@ -14,10 +14,11 @@ import torch
 import kernels
 import kernels.reference as ref
 from renderer import Renderer, RenderSettings
-from renderer.trajectory import orbit_path
+from renderer.paths import orbit_path
 from scenes import load_scene
-from tests.conftest import nan_like, psnr
+from tests.conftest import nan_like
 from tests.kernels.synthetic import assert_close_rows, bin_all, camera, gaussians
+from tools.metrics import psnr
 
 DEFAULTS = RenderSettings()
 

@@ -6,8 +6,9 @@ import torch
 
 import kernels
 import kernels.reference as ref
-from tests.conftest import nan_like, psnr
+from tests.conftest import nan_like
 from tests.kernels.synthetic import camera, gaussians, lists_of
+from tools.metrics import psnr
 
 
 def binned(n, width, height, device, seed=0, degree=0, opaque=False, scale_shift=0.0, tile=8):

@@ -14,7 +14,7 @@ import torch
 import kernels.reference as ref
 from renderer import Camera, Renderer, RenderSettings
 from scenes.gaussians import logit, make_scene
-from tests.conftest import psnr
+from tools.metrics import psnr
 
 
 def brute_force_image(proj, width: int, height: int, background) -> tuple[torch.Tensor, torch.Tensor]:

@@ -8,9 +8,9 @@ import torch
 
 import renderer.pipeline as pipeline
 from renderer import Camera, Renderer, RenderSettings
-from renderer.trajectory import orbit_path
+from renderer.paths import orbit_path
 from scenes import load_scene
-from tests.conftest import psnr
+from tools.metrics import psnr
 
 
 def test_buffers_are_reused_across_frames(scene_path, device):

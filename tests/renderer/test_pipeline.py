@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from renderer import Camera, Renderer, RenderSettings, default_camera
-from renderer.trajectory import orbit_path
+from renderer.paths import orbit_path
 from scenes import load_scene
-from tests.conftest import psnr
+from tools.metrics import psnr
 
 
 @pytest.mark.parametrize(
@@ -21,7 +21,7 @@ def test_triton_matches_torch_reference_on_real_scenes(name, size, scene_path, d
     ref = Renderer(scene, device=device, backend="torch")
     for cam in orbit_path(scene, width, height, 3)[1:2]:
         a, b = tri.render(cam), ref.render(cam)
-        assert a.stats.n_pairs == b.stats.n_pairs or abs(a.stats.n_pairs - b.stats.n_pairs) <= 2
+        assert abs(a.stats.n_pairs - b.stats.n_pairs) <= 2
         assert a.stats.n_visible > 0
         assert psnr(a.image, b.image) >= 60.0, psnr(a.image, b.image)
         assert psnr(a.alpha, b.alpha) >= 60.0

@@ -12,8 +12,7 @@ import torch
 from scenes import SH_C0, SceneFormatError, load_scene, make_scene
 from scenes.compressed_ply import morton_order, read_compressed_ply, write_compressed_ply
 from scenes.ply import read_elements
-
-from ._paths import scene
+from tests.conftest import real_scene as scene
 
 
 def _random_scene(n: int, degree: int, seed: int = 0):

@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 
 from scenes import SceneFormatError, load_scene
-
-from ._paths import scene
+from tests.conftest import real_scene as scene
 
 CASES_PER_FILE = 40
 FILES = [

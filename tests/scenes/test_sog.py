@@ -15,8 +15,7 @@ import torch
 from PIL import Image
 
 from scenes import SceneFormatError, load_scene
-
-from ._paths import scene
+from tests.conftest import real_scene as scene
 
 N = 5  # Gaussians in the hand-built scenes; textures are 4x2 (8 texels, 3 padding)
 

@@ -25,8 +25,8 @@ import torch
 
 from scenes import GaussianScene, load_scene, save_scene
 from scenes.spz import flip_rub_rdf, write_spz
-
-from ._paths import REPO, scene
+from tests.conftest import REPO
+from tests.conftest import real_scene as scene
 
 VERSION = "3.7.0"
 CACHE = REPO / ".cache" / "splat-transform"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from scenes import load_scene
-from tests.scenes._paths import scene
+from tests.conftest import real_scene as scene
 from tools.cli import main
 
 THREE = "test-splat.3-points-from-train.ply"

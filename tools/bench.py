@@ -4,10 +4,10 @@ It reports; it does not pass or fail. Per camera path it measures, after warm-up
 autotuning excluded):
 - frame time of every renderer variant (CUDA events around the whole frame, host sync included), median
   and p90, wall frames/s, per-stage medians, peak GPU memory;
-- gsplat 1.5.3's `rasterization()` on the same cameras (DESIGN.md's exactness-contract call), timed the same;
+- gsplat 1.5.3's `rasterization()` on the same cameras (the exactness contract's call, docs/architecture.md), timed the same;
 - Gaussians visible, Gaussian-tile pairs, longest tile list (from warpsplat's exact binning);
 - PSNR of warpsplat's image against gsplat's on sampled frames, and of each variant against the default;
-  SSIM too for the lossy variants (DESIGN.md's exactness contract: lossy switches report their loss).
+  SSIM too for the lossy variants (the exactness contract: lossy switches report their loss).
 
 Variants: the default settings, then each renderer switch flipped alone (an ablation row per switch), and
 AdaGScale (lossy) at its default tau and a small tau sweep: pairs removed, frame time, PSNR/SSIM vs exact.
@@ -181,7 +181,7 @@ class Clock:
 
 
 def gsplat_renderer(scene, device):
-    """A callable camera -> [H,W,3] image through gsplat 1.5.3, called as DESIGN.md's contract states."""
+    """A callable camera -> [H,W,3] image through gsplat 1.5.3, called as the exactness contract (docs/architecture.md) states."""
     import torch
     from gsplat import rasterization
 

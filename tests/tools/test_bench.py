@@ -5,7 +5,6 @@ rasterizer forms: the lossless switches are checked on the Triton kernels, in th
 
 import json
 
-from renderer import RenderSettings
 from tools.cli import main
 
 
@@ -63,19 +62,19 @@ def test_bench_selects_paths_and_variants(tmp_path, scene_path):
 
 def test_lossless_switches_keep_the_image(tmp_path, scene_path):
     """The lossless variants' images against the default's, on the Triton kernels (the torch backend ignores
-    these switches). One frame of a real scene at 16x16, one tile whose list is long enough to split into
-    load-balancing chunks."""
+    the loop form and has no graphs). One frame of a real scene at 16x16: one tile at 16 px, four at 8 px."""
     out = tmp_path / "bench.json"
     scenes_dir = scene_path("fruit_drops_minimal.ply").parent
     rc = main([
         "bench", "--scenes", "fruit_drops_minimal.ply", "--scenes-dir", str(scenes_dir), "--size", "16x16",
-        "--frames", "1", "--warmup", "0", "--composites", "none",
-        "--variants", "load_balance*,subtile_cull*,rasterizer*", "--backend", "triton", "--json", str(out),
+        "--frames", "1", "--warmup", "0", "--composites", "none", "--paths", "orbit",
+        "--variants", "graphs*,tile_size*,rasterizer*", "--backend", "triton", "--json", str(out),
     ])  # fmt: skip
     assert rc == 0
     rows = {p["variant"]: p for p in json.loads(out.read_text())["paths"]}
-    assert set(rows) == {"default", "load_balance=on", "subtile_cull=on", "rasterizer=batched"}
-    assert rows["default"]["max_tile"] > 3 * RenderSettings().chunk_size, "load balancing must split the list"
-    for name in ("load_balance=on", "subtile_cull=on", "rasterizer=batched"):
-        assert rows[name]["pairs"] == rows["default"]["pairs"], name
+    assert set(rows) == {"default", "graphs=off", "tile_size=16", "rasterizer=batched"}
+    assert rows["tile_size=16"]["pairs"] < rows["default"]["pairs"], "16 px tiles bin fewer pairs"
+    for name in ("graphs=off", "tile_size=16", "rasterizer=batched"):
         assert len(rows[name]["psnr_vs_default"]) == 1 and rows[name]["psnr_vs_default"][0] > 100, name
+    for name in ("graphs=off", "rasterizer=batched"):
+        assert rows[name]["pairs"] == rows["default"]["pairs"], name

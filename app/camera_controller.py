@@ -21,7 +21,7 @@ import numpy as np
 from pyglet.window import key, mouse
 
 from renderer import Camera
-from renderer.trajectory import Keyframe, interpolate_keyframes
+from renderer.paths import SECONDS_PER_TRANSITION, Keyframe, axis_angle, interpolate_keyframes
 
 from .keys import PhysicalKeys
 from .state import ViewerState
@@ -55,17 +55,8 @@ CAMERA_HELP = [
 ]
 
 PLAYBACK_FPS = 30.0
-SECONDS_PER_TRANSITION = 2.0  # save_camera_path's default duration per key-to-key transition
 SHIFT_FACTOR = 4.0
 CTRL_FACTOR = 0.25
-
-
-def rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """[3, 3] right-handed rotation by `angle` radians about `axis` (Rodrigues)."""
-    a = np.asarray(axis, np.float64)
-    a = a / np.linalg.norm(a)
-    K = np.array([[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]])
-    return np.eye(3) + math.sin(angle) * K + (1 - math.cos(angle)) * (K @ K)
 
 
 def orthonormalize(R: np.ndarray) -> np.ndarray:
@@ -237,7 +228,7 @@ class CameraController:
         itself; orbit mode turns it about the pivot (the scene follows the cursor)."""
         T = self.camera.T_world_camera
         R_cam = T[:3, :3]
-        R = rotation(self.scene.up, yaw) @ rotation(R_cam[:, 0], pitch)
+        R = axis_angle(self.scene.up, yaw) @ axis_angle(R_cam[:, 0], pitch)
         out = T.copy()
         out[:3, :3] = R @ R_cam
         if self.mode == "orbit":
@@ -279,7 +270,7 @@ class CameraController:
             T[:3, 3] += step
             self.pivot = self.pivot + step
         if roll:
-            T[:3, :3] = rotation(T[:3, 2], roll * self.roll_rate * dt) @ T[:3, :3]
+            T[:3, :3] = axis_angle(T[:3, 2], roll * self.roll_rate * dt) @ T[:3, :3]
         self._set_pose(T)
 
     def toggle_mode(self) -> None:

@@ -201,12 +201,6 @@ class SettingsPanel(Panel):
         """The renderer's switches (RenderSettings); True when one changed."""
         st = self.state.settings
         changed = False
-        c, v = imgui.checkbox("load balancing (exact)", st.load_balance)
-        if c:
-            st.load_balance, changed = v, True
-        c, v = imgui.checkbox("sub-tile culling (exact)", st.subtile_cull)
-        if c:
-            st.subtile_cull, changed = v, True
         c, v = imgui.checkbox("AdaGScale (lossy)", st.adagscale)
         if c:
             st.adagscale, changed = v, True

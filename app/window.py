@@ -403,7 +403,7 @@ class ViewerWindow(pyglet.window.Window):
         return path
 
     def _save_path(self, keyframes: list[Camera]) -> str:
-        from renderer.camera_path import save_camera_path
+        from renderer.paths import save_camera_path
 
         path = self._unique_path("camera_path", ".json")
         cam = self.state.camera
@@ -481,7 +481,7 @@ def load_training_cameras(scene, width: int, height: int) -> list[Camera]:
     path = getattr(scene, "extras", {}).get("cameras_json")
     if not path:
         return []
-    from renderer.camera_path import load_camera_path
+    from renderer.paths import load_camera_path
 
     loaded = load_camera_path(path)
     return [Camera.from_fov(width, height, k.fov_y_deg, k.T_world_camera) for k in loaded.keyframes]

@@ -11,17 +11,24 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from .bin import SENTINEL_KEY, emit_tile_keys  # noqa: E402
+from .bin import bin_config, bin_pairs, key_dtype, sentinel_key  # noqa: E402
 from .cull import cull_window  # noqa: E402
-from .project import project_gaussians, project_outputs  # noqa: E402
-from .rasterize import rasterize_tiles  # noqa: E402
+from .order import depth_order, order_outputs  # noqa: E402
+from .project import project_block, project_gaussians, project_outputs  # noqa: E402
+from .rasterize import LIST_LENGTHS, rasterize_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
 from .tile_ranges import tile_ranges  # noqa: E402
 
 __all__ = [
-    "SENTINEL_KEY",
+    "LIST_LENGTHS",
+    "bin_config",
+    "bin_pairs",
     "cull_window",
-    "emit_tile_keys",
+    "depth_order",
+    "order_outputs",
+    "project_block",
+    "key_dtype",
+    "sentinel_key",
     "project_gaussians",
     "project_outputs",
     "rasterize_tiles",

@@ -1,19 +1,26 @@
-"""Stage 2, bin: emit one (tile, depth) key per Gaussian-tile pair, in the order gsplat does.
+"""Stage 3, bin: one (tile, Gaussian) pair per tile each visible Gaussian reaches, emitted in depth order.
 
-Gaussian g owns the key slots [offsets[g], offsets[g] + tiles_touched[g]) (offsets = exclusive prefix sum of
-the counts from `project_gaussians`). It walks the same exact ellipse-tile test row by row and writes
-    key = tile_id << 32 | float_bits(depth)      (depth > 0, so its bits order like the float)
-    id  = g
-Rows are visited top to bottom and tiles left to right. Should this walk ever find fewer tiles than the
-count (the two kernels are compiled separately, so float contraction could differ), the remaining slots
-get the sentinel key INT64_MAX, which sorts last and which `tile_ranges` ignores: a pair is never left
-unwritten and a Gaussian never writes past its slots.
+The Gaussians are visited in the order `depth_order` produced (nearest first, depth ties by Gaussian index).
+The r-th of them owns the pair slots [offsets[r] - count, offsets[r]) (offsets = inclusive prefix sum of the
+counts in that order) and walks the same exact ellipse-tile test as `project_gaussians`, row by row, tiles
+left to right, writing
+    key = tile id      (int16 when the image has at most 32,767 tiles, else int32)
+    id  = Gaussian index
+A stable sort by key then leaves each tile's pairs in depth order with ties by index, which is gsplat's
+order; the key holds no depth, so it is 2 or 4 bytes instead of the 8 of a (tile << 32 | depth) key.
+
+Slots at or past `capacity` are not written: the pair buffers have a fixed size (so a frame needs no host
+sync to size them, and can be replayed as a CUDA graph), and the renderer compares the true pair count with
+the capacity after the frame, growing the buffers and binning again when it did not fit. Should the walk ever
+find fewer tiles than the count (the two kernels are compiled separately, so float contraction could differ),
+the remaining slots get the sentinel key, which sorts last and which `tile_ranges` ignores.
 
 The walk's threshold is the one the count used: `bin_t` from `project_gaussians` when given (required when
 AdaGScale shrank it), else t recomputed from the opacity exactly as project does.
 
-Inputs : means2d [N,2], conic_opacity [N,4], depths [N], tiles_touched [N] i32, offsets [N] i64, bin_t [N] (opt.)
-Outputs: keys [P] i64, gaussian_ids [P] i32  (P = sum of tiles_touched)
+Inputs : order [M] i64 (Gaussian indices, nearest first; an index N, past the last Gaussian, has no pairs),
+         offsets [M] i64, means2d [N,2], conic_opacity [N,4], tiles_touched [N] i32, bin_t [N] (optional)
+Outputs: keys [capacity] i16/i32 (tile ids; untouched past the pair count), ids [capacity] i32
 """
 
 from __future__ import annotations
@@ -25,109 +32,141 @@ import triton.language as tl
 from ._device import alpha_threshold_t, row_tile_span, tile_rows
 from ._launch import interpreting
 
-SENTINEL_KEY = torch.iinfo(torch.int64).max
+INT16_TILES = 32767  # images with at most this many tiles bin with int16 keys (1920x1080 at 8 px: 32,400)
 
 
-@triton.jit(do_not_specialize=["N", "width", "height"])
-def _emit_keys_kernel(
+def key_dtype(n_tiles: int) -> torch.dtype:
+    """The narrowest key type that holds every tile id and a sentinel above them."""
+    return torch.int16 if n_tiles <= INT16_TILES else torch.int32
+
+
+def sentinel_key(dtype: torch.dtype) -> int:
+    """The key of an unused slot: the type's maximum, above every tile id, so it sorts last."""
+    return torch.iinfo(dtype).max
+
+
+@triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])
+def _bin_kernel(
+    order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
+    offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
-    depths_ptr,  # [N] f32
     tiles_touched_ptr,  # [N] i32
-    offsets_ptr,  # [N] i64, exclusive prefix sum of tiles_touched
     bin_t_ptr,  # [N] f32 binning thresholds (read when HAS_BIN_T)
-    keys_ptr,  # [P] i64 out
-    ids_ptr,  # [P] i32 out
+    keys_ptr,  # [capacity] i16/i32 out
+    ids_ptr,  # [capacity] i32 out
+    M,
     N,
+    capacity,
     width,
     height,
+    sentinel,
     TILE: tl.constexpr,
     HAS_BIN_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     COLS: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
-    offs = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    in_range = offs < N
-    count = tl.load(tiles_touched_ptr + offs, mask=in_range, other=0)
+    r = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    in_range = r < M
+    g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
+    count = tl.load(tiles_touched_ptr + g, mask=in_range & (g < N), other=0)
     live = count > 0
-    base = tl.load(offsets_ptr + offs, mask=live, other=0)
-    mx = tl.load(means2d_ptr + offs * 2 + 0, mask=live, other=0.0)
-    my = tl.load(means2d_ptr + offs * 2 + 1, mask=live, other=0.0)
-    a = tl.load(conic_opacity_ptr + offs * 4 + 0, mask=live, other=1.0)
-    b = tl.load(conic_opacity_ptr + offs * 4 + 1, mask=live, other=0.0)
-    c = tl.load(conic_opacity_ptr + offs * 4 + 2, mask=live, other=1.0)
-    o = tl.load(conic_opacity_ptr + offs * 4 + 3, mask=live, other=1.0)
-    depth = tl.load(depths_ptr + offs, mask=live, other=1.0)
-    depth_bits = depth.to(tl.int32, bitcast=True).to(tl.int64)
+    base = tl.load(offsets_ptr + r, mask=live, other=0) - count
+    mx = tl.load(means2d_ptr + g * 2 + 0, mask=live, other=0.0)
+    my = tl.load(means2d_ptr + g * 2 + 1, mask=live, other=0.0)
+    a = tl.load(conic_opacity_ptr + g * 4 + 0, mask=live, other=1.0)
+    b = tl.load(conic_opacity_ptr + g * 4 + 1, mask=live, other=0.0)
+    c = tl.load(conic_opacity_ptr + g * 4 + 2, mask=live, other=1.0)
+    o = tl.load(conic_opacity_ptr + g * 4 + 3, mask=live, other=1.0)
     if HAS_BIN_T:
-        t = tl.load(bin_t_ptr + offs, mask=live, other=1.0)
+        t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
     else:
         t = alpha_threshold_t(o)
+    key_ty = keys_ptr.dtype.element_ty
+    gid = g.to(tl.int32)
 
     n_tx = (width + TILE - 1) // TILE
     n_ty = (height + TILE - 1) // TILE
     ty_lo, rows, ry = tile_rows(my, a, b, c, t, live, n_ty, TILE)
     cols = tl.arange(0, COLS)[None, :]
     written = tl.zeros([BLOCK_N], dtype=tl.int32)
-    for r in range(0, tl.max(rows, axis=0)):
-        tile_y = ty_lo + r
+    for row in range(0, tl.max(rows, axis=0)):
+        tile_y = ty_lo + row
         tx_lo, span = row_tile_span(tile_y, mx, my, a, b, c, t, ry, n_tx, TILE)
-        span = tl.where(r < rows, span, 0)
+        span = tl.where(row < rows, span, 0)
         span = tl.minimum(span, count - written)  # never past this Gaussian's slots
         for c0 in range(0, tl.max(span, axis=0), COLS):
             col = c0 + cols  # [1, COLS]
-            m = col < span[:, None]  # [BLOCK_N, COLS]
-            tile = (tile_y * n_tx + tx_lo)[:, None] + col
-            key = (tile.to(tl.int64) << 32) | depth_bits[:, None]
             slot = base[:, None] + (written[:, None] + col).to(tl.int64)
-            tl.store(keys_ptr + slot, key, mask=m)
-            tl.store(ids_ptr + slot, offs[:, None].to(tl.int32) + col * 0, mask=m)
+            m = (col < span[:, None]) & (slot < capacity)  # [BLOCK_N, COLS]
+            tile = (tile_y * n_tx + tx_lo)[:, None] + col
+            tl.store(keys_ptr + slot, tile.to(key_ty), mask=m)
+            tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
         written += span
     # sentinel-fill any slots the walk did not reach (see module docstring)
     missing = count - written
     for c0 in range(0, tl.max(missing, axis=0), COLS):
         col = c0 + cols
-        m = col < missing[:, None]
         slot = base[:, None] + (written[:, None] + col).to(tl.int64)
-        tl.store(keys_ptr + slot, tl.full([BLOCK_N, COLS], 0x7FFFFFFFFFFFFFFF, tl.int64), mask=m)
-        tl.store(ids_ptr + slot, offs[:, None].to(tl.int32) + col * 0, mask=m)
+        m = (col < missing[:, None]) & (slot < capacity)
+        tl.store(keys_ptr + slot, (sentinel + col * 0).to(key_ty), mask=m)
+        tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
 
 
-def emit_tile_keys(
+def bin_config(n_visible: int, pairs_per_gaussian: float) -> tuple[int, int]:
+    """(Gaussians per program, tiles written per step). A program walks its Gaussians' rows in lockstep, so
+    fewer visible Gaussians want smaller programs, for more of them, and large footprints (an object seen
+    close up) want wide steps. Measured on the H200 (BENCHMARKS.md, section 8): 128 x 4 was fastest from 450k
+    visible Gaussians up to 24M; 32 x 4 halved the time at 100k; 32 x 16 cut a 4.7k-Gaussian close-up (280
+    pairs each) from 0.75 to 0.2 ms."""
+    block = 32 if n_visible < BIN_SMALL_SCENE else 128
+    return block, 16 if pairs_per_gaussian > BIN_WIDE_FOOTPRINT else 4
+
+
+BIN_SMALL_SCENE = 262144
+BIN_WIDE_FOOTPRINT = 64.0
+
+
+def bin_pairs(
+    order: torch.Tensor,  # [M] i64 (or i32)
+    offsets: torch.Tensor,  # [M] i64
     means2d: torch.Tensor,  # [N, 2]
     conic_opacity: torch.Tensor,  # [N, 4]
-    depths: torch.Tensor,  # [N]
     tiles_touched: torch.Tensor,  # [N] i32
-    offsets: torch.Tensor,  # [N] i64
-    n_pairs: int,
     width: int,
     height: int,
     *,
-    tile_size: int = 16,
+    tile_size: int = 8,
     bin_t: torch.Tensor | None = None,  # [N]
-    out: tuple[torch.Tensor, torch.Tensor] | None = None,
+    out: tuple[torch.Tensor, torch.Tensor],
+    block: int | None = None,
+    cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Keys and Gaussian ids of every Gaussian-tile pair. `out` buffers may be longer than n_pairs.
+    """Write the pairs of every visible Gaussian into `out` = (keys, ids), whose length is the capacity.
 
-    bin_t: the per-Gaussian binning thresholds `project_gaussians` counted with (its last output); None
+    The caller fills keys with `sentinel_key(keys.dtype)` first when the buffers may be longer than the pair
+    count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with; None
     recomputes t = 2 ln(255 o) + margin, which matches only a count made without AdaGScale.
+    block, cols: Gaussians per program and tiles written per step (launch knobs; `bin_config` picks them).
     """
-    N = means2d.shape[0]
-    assert means2d.shape == (N, 2) and conic_opacity.shape == (N, 4) and depths.shape == (N,)
-    assert tiles_touched.shape == (N,) and offsets.shape == (N,) and offsets.dtype == torch.int64
+    M, N = order.shape[0], means2d.shape[0]
+    assert order.dtype in (torch.int32, torch.int64) and offsets.shape == (M,) and offsets.dtype == torch.int64
+    assert means2d.shape == (N, 2) and conic_opacity.shape == (N, 4) and tiles_touched.shape == (N,)
     assert bin_t is None or bin_t.shape == (N,), bin_t.shape
-    if out is None:
-        out = (
-            torch.empty(n_pairs, dtype=torch.int64, device=means2d.device),
-            torch.empty(n_pairs, dtype=torch.int32, device=means2d.device),
-        )
     keys, ids = out
-    assert keys.shape[0] >= n_pairs and ids.shape[0] >= n_pairs
-    block = 256 if interpreting() else 128
-    cols = 16 if interpreting() else 4
-    _emit_keys_kernel[(triton.cdiv(N, block),)](
-        means2d, conic_opacity, depths, tiles_touched, offsets, depths if bin_t is None else bin_t, keys, ids,
-        N, width, height, TILE=tile_size, HAS_BIN_T=bin_t is not None, BLOCK_N=block, COLS=cols,
+    assert keys.dtype in (torch.int16, torch.int32) and ids.dtype == torch.int32 and ids.shape == keys.shape
+    n_tiles = ((width + tile_size - 1) // tile_size) * ((height + tile_size - 1) // tile_size)
+    assert n_tiles < sentinel_key(keys.dtype), (n_tiles, keys.dtype)
+    if M == 0:
+        return keys, ids
+    if interpreting():  # wide steps: the interpreter's cost is per step, not per element
+        block, cols = 256, 16
+    elif block is None or cols is None:
+        block, cols = bin_config(N, 0.0)
+    _bin_kernel[(triton.cdiv(M, block),)](
+        order, offsets, means2d, conic_opacity, tiles_touched, tiles_touched if bin_t is None else bin_t, keys, ids,
+        M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
+        TILE=tile_size, HAS_BIN_T=bin_t is not None, BLOCK_N=block, COLS=cols,
     )  # fmt: skip
-    return keys[:n_pairs], ids[:n_pairs]
+    return keys, ids

@@ -86,7 +86,7 @@ def cull_window(
     eps2d: float = 0.3,
     margin: float = 16.0,
     guard: float = 0.0,
-    tile_size: int = 16,
+    tile_size: int = 8,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """keep [N] int8: 1 for each Gaussian that some camera of the window can render (module docstring)."""

@@ -7,18 +7,18 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
                      1.3x the frustum as in 3DGS/gsplat), conic = Sigma_2d^-1, cull if det <= 0
   opacity            cull if o < 1/255
   colour             clamp_min(SH(normalize(m - campos)) + 0.5, 0)   (visible Gaussians only)
-  tiles_touched      exact number of 16x16 tiles whose pixel centres the alpha = 1/255 ellipse reaches
-                     (0 = culled; see `_device.row_tile_span`)
+  tiles_touched      exact number of TILE x TILE tiles (8 or 16 px) whose pixel centres the alpha = 1/255
+                     ellipse reaches (0 = culled; see `_device.row_tile_span`)
   AdaGScale (opt-in) the same count for the shrunken binning ellipse Q <= s^2 t, s from the colour-weighted
                      alpha mass of the dropped annulus (`_device.adagscale_s2`); lossy, tiles only
 
 Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
          sh [N,K,3], camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
 Outputs: means2d [N,2], conic_opacity [N,4] (a, b, c, o with Q = a dx^2 + 2 b dx dy + c dy^2),
-         depths [N], colors [N,3], tiles_touched [N] int32, extents [N,4] (x_min, y_min, x_max, y_max: the
-         pixel box of the full alpha = 1/255 ellipse, which the rasterizer uses to skip sub-tiles), bin_t [N]
-         (the binning threshold t' = s^2 t that `emit_tile_keys` must walk again; t when AdaGScale is off).
-         Rows with tiles_touched == 0 are left unwritten except tiles_touched itself.
+         depths [N] (+inf where culled, so that one stable sort of all N puts the visible Gaussians first, in
+         depth order), colors [N,3], tiles_touched [N] int32, bin_t [N] (the binning threshold t' = s^2 t that
+         `bin_pairs` must walk again; t when AdaGScale is off).
+         Rows with tiles_touched == 0 are left unwritten except tiles_touched and depths.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ def _project_kernel(
     depths_ptr,  # [N] f32 out
     colors_ptr,  # [N, 3] f32 out
     tiles_touched_ptr,  # [N] i32 out
-    extents_ptr,  # [N, 4] f32 out
     bin_t_ptr,  # [N] f32 out
     live_ptr,  # [N] i8: 0 = skip this Gaussian (read only when HAS_LIVE)
     N,
@@ -80,9 +79,6 @@ def _project_kernel(
     o = tl.load(opacities_ptr + offs, mask=visible, other=0.0)
     visible = visible & (o >= 1.0 / 255.0)
     t = alpha_threshold_t(tl.where(visible, o, 1.0))
-    det_conic = a * c - b * b
-    rx = tl.sqrt(t * c / det_conic)  # half-widths of the ellipse's bounding box at the full threshold t
-    ry = tl.sqrt(t * a / det_conic)
     n_tx = (width + TILE - 1) // TILE
     n_ty = (height + TILE - 1) // TILE
     dx = x - cam_x
@@ -93,6 +89,9 @@ def _project_kernel(
     if ADAGSCALE:
         # the score weighs by colour, so colour comes first here; its loads are skipped for Gaussians whose
         # full box misses the image (laterally off-screen ones cost no SH traffic)
+        det_conic = a * c - b * b
+        rx = tl.sqrt(t * c / det_conic)  # half-widths of the ellipse's bounding box at the full threshold t
+        ry = tl.sqrt(t * a / det_conic)
         on_screen = (mx + rx > 0.0) & (mx - rx < width) & (my + ry > 0.0) & (my - ry < height)
         cr, cg, cb = eval_sh(sh_ptr, offs, visible & on_screen, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
         cr = tl.maximum(cr + 0.5, 0.0)
@@ -110,6 +109,7 @@ def _project_kernel(
         count += tl.where(r < rows, span, 0)
     visible = visible & (count > 0)
     tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
+    tl.store(depths_ptr + offs, tl.where(visible, zc, float("inf")), mask=in_range)
 
     if not ADAGSCALE:
         # view-dependent colour, only for Gaussians that reach a tile
@@ -124,13 +124,7 @@ def _project_kernel(
     tl.store(conic_opacity_ptr + offs * 4 + 1, b, mask=visible)
     tl.store(conic_opacity_ptr + offs * 4 + 2, c, mask=visible)
     tl.store(conic_opacity_ptr + offs * 4 + 3, o, mask=visible)
-    tl.store(depths_ptr + offs, zc, mask=visible)
     tl.store(bin_t_ptr + offs, t_bin, mask=visible)
-    # the full box, not the binning one: every kept tile blends the whole Gaussian (sub-tile culling included)
-    tl.store(extents_ptr + offs * 4 + 0, mx - rx, mask=visible)
-    tl.store(extents_ptr + offs * 4 + 1, my - ry, mask=visible)
-    tl.store(extents_ptr + offs * 4 + 2, mx + rx, mask=visible)
-    tl.store(extents_ptr + offs * 4 + 3, my + ry, mask=visible)
     tl.store(colors_ptr + offs * 3 + 0, cr, mask=visible)
     tl.store(colors_ptr + offs * 3 + 1, cg, mask=visible)
     tl.store(colors_ptr + offs * 3 + 2, cb, mask=visible)
@@ -149,11 +143,12 @@ def project_gaussians(
     near: float = 0.01,
     far: float = 1e10,
     eps2d: float = 0.3,
-    tile_size: int = 16,
+    tile_size: int = 8,
     adagscale_tau: float | None = None,
     adagscale_s_min: float = 0.5,
     live: torch.Tensor | None = None,
     out: tuple[torch.Tensor, ...] | None = None,
+    block: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
 
@@ -161,10 +156,11 @@ def project_gaussians(
         adagscale_tau: None = exact binning; else AdaGScale's score threshold tau >= 0 (pixels of colour-weighted
             alpha mass; 0 keeps s = 1, the exact tiles). adagscale_s_min: the smallest binning scale, in (0, 1].
         live: optional [N] int8 mask; Gaussians where it is 0 are culled (tiles_touched 0) without being read.
+        block: Gaussians per program (a launch knob; default `project_block(N)`).
 
     Returns:
-        means2d [N,2], conic_opacity [N,4], depths [N], colors [N,3], tiles_touched [N] int32 (0 = culled),
-        extents [N,4], bin_t [N]. Rows with tiles_touched == 0 are unspecified in the float outputs.
+        means2d [N,2], conic_opacity [N,4], depths [N] (+inf where culled), colors [N,3], tiles_touched [N]
+        int32 (0 = culled), bin_t [N]. Rows with tiles_touched == 0 are unspecified in the other float outputs.
     """
     N = means.shape[0]
     K = sh.shape[1]
@@ -176,16 +172,26 @@ def project_gaussians(
     assert live is None or (live.shape == (N,) and live.dtype == torch.int8), None if live is None else live.shape
     if out is None:
         out = project_outputs(N, means.device)
-    means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t = out
-    block = 256 if interpreting() else 128
+    means2d, conic_opacity, depths, colors, tiles_touched, bin_t = out
+    block = 256 if interpreting() else (block or project_block(N))
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
-        means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t, tiles_touched if live is None else live,
+        means2d, conic_opacity, depths, colors, tiles_touched, bin_t, tiles_touched if live is None else live,
         N, width, height, near, far, eps2d, float(adagscale_tau or 0.0), float(adagscale_s_min),
         K=K, DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None,
         HAS_LIVE=live is not None, BLOCK_N=block,
     )  # fmt: skip
-    return means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t
+    return means2d, conic_opacity, depths, colors, tiles_touched, bin_t
+
+
+def project_block(n: int) -> int:
+    """Gaussians per program. Each lane walks its footprint's tile rows and a program runs as long as its
+    largest footprint, so a small scene (often seen close up, with large footprints) wants small programs, for
+    more of them; a large one, fewer programs. Measured on the H200 (BENCHMARKS.md, section 8)."""
+    return 32 if n < PROJECT_SMALL_SCENE else 128
+
+
+PROJECT_SMALL_SCENE = 65536
 
 
 def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
@@ -197,6 +203,5 @@ def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, .
         torch.empty(n, **f32),
         torch.empty(n, 3, **f32),
         torch.empty(n, dtype=torch.int32, device=device),
-        torch.empty(n, 4, **f32),
         torch.empty(n, **f32),
     )

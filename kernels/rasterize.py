@@ -1,4 +1,4 @@
-"""Stage 5, rasterize: front-to-back alpha compositing per 16x16 tile, gsplat 1.5.3 semantics exactly.
+"""Stage 6, rasterize: front-to-back alpha compositing per tile (8x8 by default), gsplat 1.5.3 semantics exactly.
 
 For pixel centre p = (x + 0.5, y + 0.5) and each Gaussian of the tile's depth-sorted list:
     sigma = 0.5 (a dx^2 + c dy^2) + b dx dy,  d = mean2d - p
@@ -6,24 +6,22 @@ For pixel centre p = (x + 0.5, y + 0.5) and each Gaussian of the tile's depth-so
     stop (without blending) when T (1 - alpha) <= 1e-4;  else C += c alpha T,  T *= 1 - alpha
     rgb = C + T background,  alpha_out = 1 - T
 
-Load balancing (CaT-GS's tile scheduling; HiGS is the published kernel closest to it). A tile's list is cut
-into chunks of CHUNK Gaussians and every (tile, chunk) is its own program, so one crowded tile no longer holds
-the frame back. Phase 0 runs every tile's first chunk with early termination: a short tile, or a block whose
-pixels all stop in its first chunk, is finished there. Phase 1 runs the other chunks of the unfinished long
-lists, each from T = 1, writing its partial (C, T) and whether a pixel stopped; a third kernel walks a tile's
-chunks front to back: C += T C_k, T *= T_k (the "over" operator is associative).
-That is exact except where a pixel stops inside chunk k: there the stop depends on the global T, so the
-second kernel re-blends chunk k for those pixels from their true (C, T), with the stopping rule; the pixel is
-then done. A pixel that stops inside a chunk locally (T_k <= 1e-4) always stops there globally (T <= 1).
+One program per tile, its pixels as lanes. 8x8 tiles are the default: a 64-pixel program wastes fewer
+evaluations on small Gaussians than a 256-pixel one and stops sooner, which outweighs the 2-2.5x more pairs
+now that the pair sort is cheap (BENCHMARKS.md has the measurements behind this).
+
+Long lists are not split across programs: load balancing (chunks of a list on separate programs, composited
+front to back) measured slower on every path with 8x8 tiles, where the longest list is a few times shorter than
+with 16x16 ones and each extra chunk reran from T = 1 (BENCHMARKS.md, section 8).
 
 Loop forms, identical semantics:
 - "scalar": one Gaussian at a time, UNROLL per loop step, branch-free per-pixel selects, exit when every pixel
-  of the tile is done. The form that compiles well for GPUs (DESIGN.md, "Measuring").
+  of the tile is done. The form that compiles well for GPUs.
 - "batched": B Gaussians per step as a [B, pixels] block, transmittance by `tl.cumprod` along the batch.
   Few, wide steps: the form the Triton interpreter (tests, CPU) runs fast.
 
-Inputs : sorted gaussian_ids [P] i32, ranges [n_tiles, 2] i32, means2d [N,2], conic_opacity [N,4],
-         colors [N,3], background [3]
+Inputs : sorted gaussian_ids [C] i32 (only the ranges' entries are read), ranges [n_tiles, 2] i32,
+         means2d [N,2], conic_opacity [N,4], colors [N,3], background [3]
 Outputs: rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 (optional; A = coverage)
 """
 
@@ -42,24 +40,12 @@ T_STOP = tl.constexpr(1e-4)  # a pixel stops before the Gaussian that would take
 
 
 @triton.jit
-def _touches(ext_ptr, gid, valid, box):
-    """Whether a Gaussian's threshold-ellipse bounding box meets the program's block of pixel centres."""
-    x0 = tl.load(ext_ptr + gid * 4 + 0, mask=valid, other=1e30)
-    y0 = tl.load(ext_ptr + gid * 4 + 1, mask=valid, other=1e30)
-    x1 = tl.load(ext_ptr + gid * 4 + 2, mask=valid, other=-1e30)
-    y1 = tl.load(ext_ptr + gid * 4 + 3, mask=valid, other=-1e30)
-    return valid & (x0 <= box[0]) & (x1 >= box[1]) & (y0 <= box[2]) & (y1 >= box[3])
-
-
-@triton.jit
 def _blend_scalar(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T, alive,
-    cr, cg, cb, UNROLL: tl.constexpr, CULL: tl.constexpr, MARK: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
+    cr, cg, cb, UNROLL: tl.constexpr, MARK: tl.constexpr,
 ):  # fmt: skip
     """Blend list entries [s, end) into the pixels' (C, T); `alive` pixels stop by gsplat's rule.
 
-    With CULL, a Gaussian whose box misses this program's pixels (box = x_max, x_min, y_max, y_min of their
-    centres) is skipped: a uniform branch for the whole program, so no pixel pays for it.
     With MARK, mark_ptr[gid] = 1 for every Gaussian that blends into or stops at least one pixel: the others
     can be removed from the list without changing the image (temporal reuse's occlusion culling).
     Returns (T, alive, stopped, cr, cg, cb): `stopped` marks pixels that hit the stopping rule here."""
@@ -69,8 +55,6 @@ def _blend_scalar(
             i = s + u
             in_list = i < end
             gid = tl.load(ids_ptr + i, mask=in_list, other=0).to(tl.int64)
-            if CULL:
-                in_list = _touches(ext_ptr, gid, in_list, box)
             mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_list, other=0.0)
             my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_list, other=0.0)
             ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_list, other=0.0)
@@ -100,8 +84,8 @@ def _blend_scalar(
 
 @triton.jit
 def _blend_batched(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T, alive,
-    cr, cg, cb, BATCH: tl.constexpr, CULL: tl.constexpr, MARK: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
+    cr, cg, cb, BATCH: tl.constexpr, MARK: tl.constexpr,
 ):  # fmt: skip
     """Same contract as `_blend_scalar`, BATCH Gaussians per step (transmittance by cumprod)."""
     stopped = alive & False
@@ -109,8 +93,6 @@ def _blend_batched(
     while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
         in_batch = s + k < end
         gid = tl.load(ids_ptr + s + k, mask=in_batch, other=0).to(tl.int64)
-        if CULL:
-            in_batch = _touches(ext_ptr, gid, in_batch, box)
         mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_batch, other=0.0)
         my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_batch, other=0.0)
         ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_batch, other=0.0)
@@ -142,18 +124,18 @@ def _blend_batched(
 
 @triton.jit
 def _blend(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T, alive,
-    cr, cg, cb, BATCHED: tl.constexpr, STEP: tl.constexpr, CULL: tl.constexpr, MARK: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
+    cr, cg, cb, BATCHED: tl.constexpr, STEP: tl.constexpr, MARK: tl.constexpr,
 ):  # fmt: skip
     if BATCHED:
         return _blend_batched(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T,
-            alive, cr, cg, cb, STEP, CULL, MARK,
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
+            STEP, MARK,
         )  # fmt: skip
     else:
         return _blend_scalar(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, end, fx, fy, box, T,
-            alive, cr, cg, cb, STEP, CULL, MARK,
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
+            STEP, MARK,
         )  # fmt: skip
 
 
@@ -181,229 +163,102 @@ def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_
 
 
 @triton.jit
-def _block_pixels(tile_id, sub, width, height, TILE: tl.constexpr, SUB: tl.constexpr):
-    """Pixel centres of sub-tile `sub` (SUB x SUB, row-major within the tile) of tile `tile_id`, and the box
-    of those centres as (x_max, x_min, y_max, y_min) for the cull test."""
+def _tile_pixels(tile_id, width, height, TILE: tl.constexpr):
+    """Pixel centres (x + 0.5, y + 0.5) of tile `tile_id` (row-major tiles, row-major pixels), which of them
+    lie inside the image, and their flat indices."""
     n_tx = (width + TILE - 1) // TILE
-    per_row: tl.constexpr = TILE // SUB
-    x0 = (tile_id % n_tx) * TILE + (sub % per_row) * SUB
-    y0 = (tile_id // n_tx) * TILE + (sub // per_row) * SUB
-    lane = tl.arange(0, SUB * SUB)
-    px = x0 + lane % SUB
-    py = y0 + lane // SUB
+    lane = tl.arange(0, TILE * TILE)
+    px = (tile_id % n_tx) * TILE + lane % TILE
+    py = (tile_id // n_tx) * TILE + lane // TILE
     inside = (px < width) & (py < height)
     pix = py.to(tl.int64) * width + px
-    box = (x0 + SUB - 0.5, x0 + 0.5, y0 + SUB - 0.5, y0 + 0.5)
-    return px.to(tl.float32) + 0.5, py.to(tl.float32) + 0.5, inside, pix, box
+    return px.to(tl.float32) + 0.5, py.to(tl.float32) + 0.5, inside, pix
 
 
 # ----------------------------------------------------------------------------------------------- kernels
 
 
-@triton.jit(do_not_specialize=["n_tiles"])
-def _fill_item_tiles_kernel(
+@triton.jit(do_not_specialize=["width", "height"])
+def _rasterize_kernel(
+    ids_ptr,  # [C] i32, sorted by tile, depth order within a tile
     ranges_ptr,  # [n_tiles, 2] i32
-    chunk_offsets_ptr,  # [n_tiles] i32
-    item_tile_ptr,  # [n_items] i32 out: the tile of each work item
-    n_tiles,
-    chunk,
-    BLOCK: tl.constexpr,
-):
-    tile_id = tl.program_id(0)
-    first = tl.load(chunk_offsets_ptr + tile_id)
-    n = tl.maximum(tl.cdiv(tl.load(ranges_ptr + tile_id * 2 + 1) - tl.load(ranges_ptr + tile_id * 2 + 0), chunk), 1)
-    for k0 in range(0, n, BLOCK):
-        k = k0 + tl.arange(0, BLOCK)
-        tl.store(item_tile_ptr + first + k, tile_id + k * 0, mask=k < n)
-
-
-@triton.jit(do_not_specialize=["width", "height", "chunk"])
-def _rasterize_chunks_kernel(
-    ids_ptr,  # [P] i32, sorted by (tile, depth)
-    ranges_ptr,  # [n_tiles, 2] i32
-    chunk_offsets_ptr,  # [n_tiles] i32, first work item of each tile (exclusive prefix sum of chunk counts)
-    item_tile_ptr,  # [n_items] i32, the tile of each work item (read in PHASE 1)
-    n_items_ptr,  # [1] i32, number of work items (read in PHASE 1)
-    done_ptr,  # [n_tiles * SUBS] i32: 1 where a block's pixels all stopped in its first chunk
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
-    ext_ptr,  # [N, 4] f32 (x_min, y_min, x_max, y_max)
     mark_ptr,  # [N] i8 out: 1 for Gaussians blended into some pixel (written only when MARK)
     bg_ptr,  # [3] f32
-    partial_ptr,  # [n_items * SUBS, 4, SUB * SUB] f32 out: C rgb and T (negated where the pixel stopped)
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
     width,
     height,
-    chunk,  # Gaussians per work item
     TILE: tl.constexpr,
-    SUB: tl.constexpr,
     BATCHED: tl.constexpr,
     STEP: tl.constexpr,
-    CULL: tl.constexpr,
-    PHASE: tl.constexpr,  # 0: the first chunk of every tile (early termination); 1: the other chunks
     HAS_RGBA8: tl.constexpr,
     MARK: tl.constexpr,
 ):
-    SUBS: tl.constexpr = (TILE // SUB) * (TILE // SUB)
-    sub = tl.program_id(0) % SUBS
-    if PHASE == 0:
-        tile_id = tl.program_id(0) // SUBS
-        item = tl.load(chunk_offsets_ptr + tile_id)
-        live = tile_id >= 0
-    else:
-        item = tl.program_id(0) // SUBS
-        live = item < tl.load(n_items_ptr)
-        tile_id = tl.load(item_tile_ptr + item, mask=live, other=0)
-        first = tl.load(chunk_offsets_ptr + tile_id, mask=live, other=0)
-        live = live & (item > first)  # the first chunk was phase 0's
-        live = live & (tl.load(done_ptr + tile_id * SUBS + sub, mask=live, other=1) == 0)
-    if live:
-        k = item - tl.load(chunk_offsets_ptr + tile_id)
-        start = tl.load(ranges_ptr + tile_id * 2 + 0)
-        end = tl.load(ranges_ptr + tile_id * 2 + 1)
-        fx, fy, inside, pix, box = _block_pixels(tile_id, sub, width, height, TILE, SUB)
-        s = start + k * chunk
-        e = tl.minimum(end, s + chunk)
-        T = tl.full([SUB * SUB], 1.0, tl.float32)
-        zero = tl.zeros([SUB * SUB], tl.float32)
-        T, alive, stopped, cr, cg, cb = _blend(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s, e, fx, fy, box, T, inside,
-            zero, zero, zero, BATCHED, STEP, CULL, MARK,
-        )  # fmt: skip
-        # A block finishes here when its list is short, or when every pixel stopped within its first chunk
-        # (the stopping rule was applied with the true T, which starts at 1): later chunks cannot matter.
-        finished = (end - start <= chunk) | ((k == 0) & (tl.max(alive.to(tl.int32), axis=0) == 0))
-        if PHASE == 0:
-            tl.store(done_ptr + tile_id * SUBS + sub, finished.to(tl.int32))
-        if finished:
-            _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
-        else:
-            lane = tl.arange(0, SUB * SUB)
-            base = partial_ptr + (item * SUBS + sub).to(tl.int64) * (4 * SUB * SUB)
-            tl.store(base + lane, cr)
-            tl.store(base + SUB * SUB + lane, cg)
-            tl.store(base + 2 * SUB * SUB + lane, cb)
-            tl.store(base + 3 * SUB * SUB + lane, tl.where(stopped, -T, T))
-
-
-@triton.jit(do_not_specialize=["width", "height", "chunk"])
-def _composite_chunks_kernel(
-    ids_ptr,  # [P] i32
-    ranges_ptr,  # [n_tiles, 2] i32
-    chunk_offsets_ptr,  # [n_tiles] i32
-    means2d_ptr,  # [N, 2] f32
-    conic_opacity_ptr,  # [N, 4] f32
-    colors_ptr,  # [N, 3] f32
-    ext_ptr,  # [N, 4] f32
-    mark_ptr,  # [N] i8 out (when MARK)
-    bg_ptr,  # [3] f32
-    partial_ptr,  # [n_items * SUBS, 4, SUB * SUB] f32
-    done_ptr,  # [n_tiles * SUBS] i32, from phase 0
-    rgb_ptr,  # [H, W, 3] f32 out
-    alpha_ptr,  # [H, W] f32 out
-    rgba8_ptr,  # [H, W, 4] u8 out
-    width,
-    height,
-    chunk,
-    TILE: tl.constexpr,
-    SUB: tl.constexpr,
-    BATCHED: tl.constexpr,
-    STEP: tl.constexpr,
-    CULL: tl.constexpr,
-    HAS_RGBA8: tl.constexpr,
-    MARK: tl.constexpr,
-):
-    SUBS: tl.constexpr = (TILE // SUB) * (TILE // SUB)
-    tile_id = tl.program_id(0) // SUBS
-    sub = tl.program_id(0) % SUBS
+    """One program per tile: its whole list, front to back, until every pixel is done."""
+    tile_id = tl.program_id(0)
     start = tl.load(ranges_ptr + tile_id * 2 + 0)
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
-    if (end - start > chunk) & (tl.load(done_ptr + tile_id * SUBS + sub) == 0):
-        fx, fy, inside, pix, box = _block_pixels(tile_id, sub, width, height, TILE, SUB)
-        lane = tl.arange(0, SUB * SUB)
-        first = tl.load(chunk_offsets_ptr + tile_id)
-        n_chunks = tl.cdiv(end - start, chunk)
-        T = tl.full([SUB * SUB], 1.0, tl.float32)
-        alive = inside
-        cr = tl.zeros([SUB * SUB], tl.float32)
-        cg = tl.zeros([SUB * SUB], tl.float32)
-        cb = tl.zeros([SUB * SUB], tl.float32)
-        k = 0
-        while (k < n_chunks) & (tl.max(alive.to(tl.int32), axis=0) > 0):
-            base = partial_ptr + ((first + k) * SUBS + sub).to(tl.int64) * (4 * SUB * SUB)
-            tk = tl.load(base + 3 * SUB * SUB + lane)
-            # the pixel stops inside this chunk: it stopped locally, or the global T falls to the threshold
-            stops_here = alive & ((tk < 0.0) | (T * tk <= T_STOP))
-            if tl.max(stops_here.to(tl.int32), axis=0) > 0:
-                s = start + k * chunk
-                T2, alive2, stopped2, cr2, cg2, cb2 = _blend(
-                    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, ext_ptr, mark_ptr, s,
-                    tl.minimum(end, s + chunk), fx, fy, box, T, stops_here, cr, cg, cb, BATCHED, STEP, CULL, MARK,
-                )  # fmt: skip
-                cr = tl.where(stops_here, cr2, cr)
-                cg = tl.where(stops_here, cg2, cg)
-                cb = tl.where(stops_here, cb2, cb)
-                T = tl.where(stops_here, T2, T)
-            go = alive & ~stops_here
-            cr = tl.where(go, cr + T * tl.load(base + lane), cr)
-            cg = tl.where(go, cg + T * tl.load(base + SUB * SUB + lane), cg)
-            cb = tl.where(go, cb + T * tl.load(base + 2 * SUB * SUB + lane), cb)
-            T = tl.where(go, T * tk, T)
-            alive = go
-            k += 1
-        _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+    fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
+    zero = tl.zeros([TILE * TILE], tl.float32)
+    T, alive, stopped, cr, cg, cb = _blend(
+        ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, start, end, fx, fy, zero + 1.0, inside,
+        zero, zero, zero, BATCHED, STEP, MARK,
+    )  # fmt: skip
+    _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
 
 
 # ----------------------------------------------------------------------------------------------- launcher
 
-NO_CHUNKING = 1 << 30
+# (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by how long the frame's tile
+# lists are (0 short, 1 medium, 2 long): one pixel per thread pays on longer lists (more warps in flight hide
+# the loads of the Gaussians), two pixels per thread and a short unroll on short ones. Measured on the H200
+# over 1-4 warps and 4-32 Gaussians per step (BENCHMARKS.md, section 8). The interpreter runs the batched form
+# with one configuration.
+SCALAR_CONFIG = {(8, 0): (1, 8), (8, 1): (2, 8), (8, 2): (2, 16), (16, 0): (4, 8), (16, 1): (8, 8), (16, 2): (8, 16)}
+# Mean pairs per tile at which a frame's lists count as medium and long (the renderer decides from the last
+# frame); at 8 px the measured frames had 67-100 (objects seen close), 265 (a fly-over) and 340-1250
+# (overviews of 6M and 24M Gaussians).
+LIST_LENGTHS = {8: (180.0, 300.0), 16: (500.0, 1000.0)}
 
 
 def rasterize_tiles(
-    gaussian_ids: torch.Tensor,  # [P] i32, sorted by (tile, depth)
+    gaussian_ids: torch.Tensor,  # [C] i32, sorted by tile, depth order within a tile
     ranges: torch.Tensor,  # [n_tiles, 2] i32
     means2d: torch.Tensor,  # [N, 2]
     conic_opacity: torch.Tensor,  # [N, 4]
     colors: torch.Tensor,  # [N, 3]
-    extents: torch.Tensor,  # [N, 4]
     background: torch.Tensor,  # [3]
     width: int,
     height: int,
     *,
-    tile_size: int = 16,
+    tile_size: int = 8,
     variant: str = "auto",
-    chunk: int | None = None,
-    subtile: int = 16,
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
-    workspace: dict | None = None,
     marks: torch.Tensor | None = None,
+    lists: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
-    chunk: Gaussians per work item for load balancing (None/0 = one program per tile, no balancing).
-    subtile: pixel-block edge of one program (16 = the whole tile; 8 = four programs per tile, each skipping
-    the Gaussians whose box misses its 8x8 block: Local-GS's sub-tile culling, lossless).
-    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program. Tuning knobs with
-    measured defaults; none of these changes the image beyond float rounding.
-    `out` = (rgb, alpha, rgba8 or None) buffers to write into; `workspace` = a dict in which the launcher
-    keeps its chunk buffers between calls.
+    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; lists: 0, 1, 2 for
+    short, medium, long tile lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of
+    them changes the image.
+    `out` = (rgb, alpha, rgba8 or None) buffers to write into.
     marks: optional [N] int8, zeroed by the caller; set to 1 for each Gaussian that blends into or stops at
-    least one pixel, so that the unmarked ones can be dropped without changing the image. With load
-    balancing, a Gaussian of a later chunk is marked when it blends from that chunk's T = 1 start, so the
-    marks are a superset: never a Gaussian missing that did contribute.
+    least one pixel, so that the unmarked ones can be dropped without changing the image.
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
     n_tiles = n_tx * n_ty
+    assert tile_size in (8, 16), tile_size
     assert ranges.shape == (n_tiles, 2), (ranges.shape, n_tx, n_ty)
     assert background.shape == (3,) and background.dtype == torch.float32
-    assert subtile in (4, 8, 16) and tile_size % subtile == 0, subtile
     device = means2d.device
     if out is None:
         out = (
@@ -418,62 +273,15 @@ def rasterize_tiles(
     if variant not in ("batched", "scalar"):
         raise ValueError(f"unknown rasterizer variant {variant!r}")
     batched = variant == "batched"
-    subs = (tile_size // subtile) ** 2
-    if step is None:  # measured on the H200: 16 per step for both forms (BENCHMARKS.md)
-        step = 64 if batched and interpreting() else 16
-    if num_warps is None:  # about one pixel per thread for the scalar form
-        num_warps = 8 if batched else max(1, min(4, subtile * subtile // 64))
-    chunk = chunk or NO_CHUNKING
-    n_pairs = gaussian_ids.shape[0]
-    long_lists = chunk < NO_CHUNKING and n_pairs > chunk
-    ws = workspace if workspace is not None else {}
-    max_items = n_tiles
-    if long_lists:
-        # work items: one per tile plus one per extra chunk of a long list; n_tiles + P // chunk bounds them
-        max_items = n_tiles + n_pairs // chunk
-        lengths = ranges[:, 1] - ranges[:, 0]
-        n_chunks = torch.clamp_min(torch.div(lengths + (chunk - 1), chunk, rounding_mode="floor"), 1)
-        incl = torch.cumsum(n_chunks, 0, dtype=torch.int32)
-        chunk_offsets = incl - n_chunks
-        n_items = incl[-1:]
-        item_tile = _buffer(ws, "item_tile", max_items, torch.int32, device)
-        partial = _buffer(ws, "partial", max_items * subs * 4 * subtile * subtile, torch.float32, device)
-        _fill_item_tiles_kernel[(n_tiles,)](ranges, chunk_offsets, item_tile, n_tiles, chunk, BLOCK=128)
-    else:
-        chunk_offsets = _offsets0(ws, n_tiles, device)  # item k is tile k
-        item_tile = n_items = partial = chunk_offsets  # not read: every block finishes in phase 0
-    done = _buffer(ws, "done", n_tiles * subs, torch.int32, device)
-    meta = dict(TILE=tile_size, SUB=subtile, BATCHED=batched, STEP=step, CULL=subtile < tile_size,
-                HAS_RGBA8=has_rgba8, MARK=marks is not None, num_warps=num_warps)  # fmt: skip
-    mark_arg = marks if marks is not None else done
-    rgba8_arg = rgba8 if has_rgba8 else alpha
-    args = (
-        gaussian_ids, ranges, chunk_offsets, item_tile, n_items, done, means2d, conic_opacity, colors, extents,
-        mark_arg, background, partial, rgb, alpha, rgba8_arg, width, height, chunk,
+    warps, unroll = SCALAR_CONFIG[tile_size, lists]
+    if step is None:
+        step = (64 if interpreting() else 16) if batched else unroll
+    if num_warps is None:
+        num_warps = max(1, tile_size * tile_size // 32) if batched else warps
+    mark_arg = marks if marks is not None else ranges
+    _rasterize_kernel[(n_tiles,)](
+        gaussian_ids, ranges, means2d, conic_opacity, colors, mark_arg, background, rgb, alpha,
+        rgba8 if has_rgba8 else alpha, width, height,
+        TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, MARK=marks is not None, num_warps=num_warps,
     )  # fmt: skip
-    # phase 0: every tile's first chunk, with early termination; short tiles finish here
-    _rasterize_chunks_kernel[(n_tiles * subs,)](*args, PHASE=0, **meta)
-    if long_lists:
-        # phase 1: the other chunks of the long lists whose blocks phase 0 did not finish, then compositing
-        _rasterize_chunks_kernel[(max_items * subs,)](*args, PHASE=1, **meta)
-        _composite_chunks_kernel[(n_tiles * subs,)](
-            gaussian_ids, ranges, chunk_offsets, means2d, conic_opacity, colors, extents, mark_arg, background,
-            partial, done, rgb, alpha, rgba8_arg, width, height, chunk, **meta,
-        )  # fmt: skip
     return rgb, alpha, rgba8
-
-
-def _buffer(ws: dict, name: str, n: int, dtype: torch.dtype, device) -> torch.Tensor:
-    """A grow-only scratch buffer kept in the caller's workspace."""
-    buf = ws.get(name)
-    if buf is None or buf.numel() < n or buf.dtype != dtype:
-        buf = ws[name] = torch.empty(max(n, 1), dtype=dtype, device=device)
-    return buf
-
-
-def _offsets0(ws: dict, n_tiles: int, device) -> torch.Tensor:
-    """Chunk offsets when every tile is one work item: 0, 1, 2, ... (cached)."""
-    buf = ws.get("identity")
-    if buf is None or buf.numel() < n_tiles:
-        buf = ws["identity"] = torch.arange(max(n_tiles, 1), dtype=torch.int32, device=device)
-    return buf

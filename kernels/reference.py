@@ -12,7 +12,15 @@ T_MARGIN = 1e-3  # keep in sync with kernels/_device.py: pairs are kept up to Q 
 CLAMP_TILES = 4.0
 CENTRE_SLACK = 1.05  # keep in sync with kernels/_device.py (adagscale_s2)
 WEIGHT_MIN = 0.1
-SENTINEL_KEY = torch.iinfo(torch.int64).max
+INT16_TILES = 32767  # keep in sync with kernels/bin.py
+
+
+def key_dtype(n_tiles: int) -> torch.dtype:
+    return torch.int16 if n_tiles <= INT16_TILES else torch.int32
+
+
+def sentinel_key(dtype: torch.dtype) -> int:
+    return torch.iinfo(dtype).max
 
 
 # ----------------------------------------------------------------------------------------------- project
@@ -26,7 +34,6 @@ def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, .
         torch.empty(n, **f32),
         torch.empty(n, 3, **f32),
         torch.empty(n, dtype=torch.int32, device=device),
-        torch.empty(n, 4, **f32),
         torch.empty(n, **f32),
     )
 
@@ -175,11 +182,12 @@ def project_gaussians(
     near: float = 0.01,
     far: float = 1e10,
     eps2d: float = 0.3,
-    tile_size: int = 16,
+    tile_size: int = 8,
     adagscale_tau: float | None = None,
     adagscale_s_min: float = 0.5,
     live: torch.Tensor | None = None,
     out: tuple[torch.Tensor, ...] | None = None,
+    block: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
     campos = camera[20:23]
@@ -208,18 +216,14 @@ def project_gaussians(
 
     if out is None:
         out = project_outputs(N, means.device)
-    means2d, conic_opacity, depths, colors_out, tiles_touched, extents, bin_t = out
-    # extents stay at the full threshold: the rasterizer blends the full Gaussian inside every kept tile
-    rx = torch.sqrt(tt * c / (a * c - b * b))
-    ry = torch.sqrt(tt * a / (a * c - b * b))
-    extents.copy_(torch.stack([mx - rx, my - ry, mx + rx, my + ry], 1))
+    means2d, conic_opacity, depths, colors_out, tiles_touched, bin_t = out
     bin_t.copy_(t_bin)
     means2d.copy_(torch.stack([mx, my], 1))
     conic_opacity.copy_(torch.stack([a, b, c, o], 1))
-    depths.copy_(zc)
+    depths.copy_(torch.where(visible, zc, torch.full_like(zc, float("inf"))))
     colors_out.copy_(colors)
     tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
-    return means2d, conic_opacity, depths, colors_out, tiles_touched, extents, bin_t
+    return means2d, conic_opacity, depths, colors_out, tiles_touched, bin_t
 
 
 def cull_window(
@@ -235,7 +239,7 @@ def cull_window(
     eps2d: float = 0.3,
     margin: float = 16.0,
     guard: float = 0.0,
-    tile_size: int = 16,
+    tile_size: int = 8,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """keep [N] int8: the footprint's box meets the widened tile grid of some camera, or the Gaussian lies
@@ -259,28 +263,65 @@ def cull_window(
     return out.copy_(keep)
 
 
+# ----------------------------------------------------------------------------------------------- order
+
+
+def order_outputs(n: int, device) -> tuple[torch.Tensor, ...]:
+    return (torch.empty(n, dtype=torch.float32, device=device), torch.empty(n, dtype=torch.int64, device=device),
+            torch.empty(n, dtype=torch.int32, device=device), torch.empty(n, dtype=torch.int64, device=device),
+            torch.empty(2, dtype=torch.int64, device=device),
+            torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
+
+
+def depth_order(
+    depths: torch.Tensor,
+    tiles_touched: torch.Tensor,
+    *,
+    out: tuple[torch.Tensor, ...],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Ordered by (depth, index) through one sort of unique 64-bit keys (depth bits above the index), so no
+    stability is needed: a different route to the kernel's stable float sort, with the same result."""
+    N = depths.shape[0]
+    index = torch.arange(N, dtype=torch.int64, device=depths.device)
+    order = torch.argsort((depths.contiguous().view(torch.int32).long() << 32) | index)
+    offsets = torch.cumsum(tiles_touched[order].long(), 0)
+    out[1][:N].copy_(order)
+    out[3][:N].copy_(offsets)
+    totals = out[4]
+    totals[0] = int((tiles_touched > 0).sum())
+    totals[1] = int(offsets[-1]) if N else 0
+    return out[1][:N], out[3][:N], totals
+
+
 # ----------------------------------------------------------------------------------------------- bin
 
 
-def emit_tile_keys(
+def bin_pairs(
+    order: torch.Tensor,
+    offsets: torch.Tensor,
     means2d: torch.Tensor,
     conic_opacity: torch.Tensor,
-    depths: torch.Tensor,
     tiles_touched: torch.Tensor,
-    offsets: torch.Tensor,
-    n_pairs: int,
     width: int,
     height: int,
     *,
-    tile_size: int = 16,
+    tile_size: int = 8,
     bin_t: torch.Tensor | None = None,
-    out: tuple[torch.Tensor, torch.Tensor] | None = None,
+    out: tuple[torch.Tensor, torch.Tensor],
+    block: int | None = None,
+    cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, in the kernel's order."""
+    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, Gaussians in `order`. `block` and
+    `cols`, the kernel's launch knobs, are ignored."""
     device = means2d.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
-    live = torch.nonzero(tiles_touched > 0).flatten()
+    keys, ids = out
+    capacity = keys.shape[0]
+    padded = torch.cat([tiles_touched, tiles_touched.new_zeros(1)])  # index N (none) has no tiles
+    has = padded[order.long()] > 0
+    live = order.long()[has]  # visible Gaussians, nearest first
+    base = (offsets[has] - tiles_touched[live]).long()
     mx, my = means2d[live, 0], means2d[live, 1]
     a, b, c, o = conic_opacity[live].unbind(-1)
     t = _alpha_threshold_t(o) if bin_t is None else bin_t[live]
@@ -300,24 +341,23 @@ def emit_tile_keys(
     col = torch.arange(row_of_pair.numel(), device=device) - span_start[row_of_pair]
     tile = ty[row_of_pair].long() * n_tx + tx_lo[row_of_pair].long() + col
     g_local = g_of_row[row_of_pair]
-    depth_bits = depths[live].contiguous().view(torch.int32).long()
-    pair_keys = (tile << 32) | depth_bits[g_local]
     # slot within the Gaussian's run: pairs come out grouped by Gaussian, in emission order
     per_g = torch.bincount(g_local, minlength=live.numel())
     local_idx = torch.arange(g_local.numel(), device=device) - (torch.cumsum(per_g, 0) - per_g)[g_local]
     keep = local_idx < tiles_touched[live][g_local].long()  # never write past the Gaussian's slots
-    slots = offsets[live][g_local] + local_idx
-
-    if out is None:
-        out = (
-            torch.empty(n_pairs, dtype=torch.int64, device=device),
-            torch.empty(n_pairs, dtype=torch.int32, device=device),
-        )
-    keys, ids = out[0][:n_pairs], out[1][:n_pairs]
-    keys.fill_(SENTINEL_KEY)  # slots a Gaussian did not reach (see kernels/bin.py)
-    ids.copy_(torch.repeat_interleave(torch.arange(tiles_touched.numel(), device=device, dtype=torch.int32),
-                                      tiles_touched.long())[:n_pairs])  # fmt: skip
-    keys[slots[keep]] = pair_keys[keep]
+    slots = base[g_local] + local_idx
+    # every slot of a visible Gaussian: its id, and the sentinel where its walk found fewer tiles (kernels/bin.py)
+    all_slots = torch.repeat_interleave(base, tiles_touched[live].long()) + (
+        torch.arange(int(tiles_touched[live].sum()), device=device)
+        - torch.repeat_interleave(torch.cumsum(tiles_touched[live].long(), 0) - tiles_touched[live].long(),
+                                  tiles_touched[live].long())
+    )  # fmt: skip
+    all_ids = torch.repeat_interleave(live.to(torch.int32), tiles_touched[live].long())
+    fits = all_slots < capacity
+    keys[all_slots[fits]] = sentinel_key(keys.dtype)
+    ids[all_slots[fits]] = all_ids[fits]
+    fits = keep & (slots < capacity)
+    keys[slots[fits]] = tile[fits].to(keys.dtype)
     return keys, ids
 
 
@@ -330,13 +370,15 @@ def sort_pairs(
     *,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    sorted_keys, perm = torch.sort(keys, stable=True)
-    sorted_ids = gaussian_ids[perm]
+    """Stable by construction: one sort of unique keys (tile above the position), not a stable sort."""
+    C = keys.shape[0]
+    position = torch.arange(C, dtype=torch.int64, device=keys.device)
+    perm = torch.argsort((keys.long() << 32) | position)
+    sorted_keys, sorted_ids = keys[perm], gaussian_ids[perm]
     if out is not None:
-        P = keys.shape[0]
-        out[0][:P].copy_(sorted_keys)
-        out[2][:P].copy_(sorted_ids)
-        return out[0][:P], out[2][:P]
+        out[0][:C].copy_(sorted_keys)
+        out[2][:C].copy_(sorted_ids)
+        return out[0][:C], out[2][:C]
     return sorted_keys, sorted_ids
 
 
@@ -344,7 +386,7 @@ def sort_pairs(
 
 
 def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    tiles = sorted_keys >> 32
+    tiles = sorted_keys.long()
     real = tiles < n_tiles
     counts = torch.bincount(tiles[real], minlength=n_tiles)[:n_tiles]
     ends = torch.cumsum(counts, 0)
@@ -366,26 +408,23 @@ def rasterize_tiles(
     means2d: torch.Tensor,
     conic_opacity: torch.Tensor,
     colors: torch.Tensor,
-    extents: torch.Tensor,
     background: torch.Tensor,
     width: int,
     height: int,
     *,
-    tile_size: int = 16,
+    tile_size: int = 8,
     variant: str = "auto",
-    chunk: int | None = None,
-    subtile: int = 16,
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
-    workspace: dict | None = None,
     marks: torch.Tensor | None = None,
+    lists: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
-    across blocks, stopping once every pixel of the tile is done. `extents` and the Triton launcher's
-    scheduling knobs (`variant`, `chunk`, `subtile`, `step`, `num_warps`, `workspace`) are accepted and
-    ignored: none of them changes the image. `marks` ([N] int8, zeroed by the caller) gets 1 for every
-    Gaussian that blends into or stops at least one pixel."""
+    across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
+    (`variant`, `step`, `num_warps`, `lists`) are accepted and ignored: none of them changes the
+    image. `marks` ([N] int8, zeroed by the caller) gets 1 for every Gaussian that blends into or stops at
+    least one pixel."""
     device = means2d.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -449,7 +488,9 @@ __all__ = [
     "cull_window",
     "project_outputs",
     "project_gaussians",
-    "emit_tile_keys",
+    "depth_order",
+    "order_outputs",
+    "bin_pairs",
     "sort_pairs",
     "tile_ranges",
     "rasterize_tiles",

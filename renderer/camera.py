@@ -107,13 +107,17 @@ class Camera:
     def fov_y_deg(self) -> float:
         return math.degrees(2 * math.atan(0.5 * self.height / self.fy))
 
-    def packed(self, device: torch.device | str = "cpu") -> torch.Tensor:
+    def packed_array(self) -> np.ndarray:
         """[24] float32 for the kernels: viewmat row-major [16], fx, fy, cx, cy, camera centre [3], pad."""
         v = np.zeros(24, dtype=np.float32)
         v[:16] = self.viewmat.reshape(-1)
         v[16:20] = (self.fx, self.fy, self.cx, self.cy)
         v[20:23] = self.position
-        return torch.from_numpy(v).to(device, non_blocking=True)
+        return v
+
+    def packed(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        """`packed_array` as a tensor on `device`."""
+        return torch.from_numpy(self.packed_array()).to(device)
 
     def resized(self, width: int, height: int) -> Camera:
         """Same pose and field of view at another resolution."""
@@ -148,9 +152,9 @@ def framing_sphere(scene) -> tuple[np.ndarray, float]:
 
 
 def default_camera(scene, width: int, height: int, *, up: str | None = None, fov_y_deg: float = 60.0) -> Camera:
-    """The view that frames a scene: look at the centre of `framing_sphere` from where the sphere fills the
-    narrower field of view, from a direction 25 degrees above the horizon (with respect to the scene's up
-    axis)."""
+    """The view that frames a scene (docs/architecture.md): look at the centre of `framing_sphere` from where
+    the sphere fills the narrower field of view, from a direction 25 degrees above the horizon (with respect to
+    the scene's up axis)."""
     upv = up_vector(up or scene.up_axis)
     target, radius = framing_sphere(scene)
     half_fov = math.radians(min(fov_y_deg, fov_y_deg * width / height) / 2)

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import torch
 
+from scenes.limits import mem_available  # the one reader of MemAvailable: scene readers cap their memory by it too
+
 PAIRS_PER_GAUSSIAN = 4.0
 MARGIN = 1.1  # x the estimate
 FIXED_BYTES = 64 << 20  # allocator rounding, kernel workspaces, small tensors
@@ -100,18 +102,6 @@ def free_bytes(device: torch.device | str) -> int | None:
         return int(free)
     if device.type == "cpu":
         return mem_available()
-    return None
-
-
-def mem_available(path: str = "/proc/meminfo") -> int | None:
-    """MemAvailable from /proc/meminfo in bytes (None off Linux or if unreadable)."""
-    try:
-        with open(path) as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
     return None
 
 

@@ -1,14 +1,20 @@
 """The per-frame pipeline: a readable sequence of stage calls over a reusable workspace.
 
-    1. project   per Gaussian: cull, EWA conic, depth, SH colour, exact tile count      (kernels/project.py)
-                 (AdaGScale, when on: the count at a shrunken binning threshold, lossy)
-    2. bin       prefix sum of counts -> one (tile | depth) key per Gaussian-tile pair   (kernels/bin.py)
-    3. sort      by (tile, depth)                                                        (kernels/sort.py)
-    4. ranges    [start, end) per tile                                                   (kernels/tile_ranges.py)
-    5. raster    front-to-back compositing per tile, RGB float + alpha + RGBA8           (kernels/rasterize.py)
+    1. project     per Gaussian: cull, EWA conic, depth, SH colour, exact tile count       (kernels/project.py)
+                   (AdaGScale, when on: the count at a shrunken binning threshold, lossy)
+    2. order       visible Gaussians nearest first (one stable 32-bit sort), pair offsets   (kernels/order.py)
+    3. bin         one (tile, Gaussian) pair per tile reached, in depth order               (kernels/bin.py)
+    4. sort        stable by tile id alone, int16 keys up to 32,767 tiles                   (kernels/sort.py)
+    5. tile_ranges [start, end) per tile                                                    (kernels/tile_ranges.py)
+    6. rasterize   front-to-back compositing per 8x8 tile, RGB float + alpha + RGBA8        (kernels/rasterize.py)
 
-One device-to-host sync per frame: the number of pairs, to size the sort. Buffers live in the Renderer's
-workspace and are reused across frames (grow-only), so a frame allocates nothing large.
+No stage waits for the host: the pair buffers have a capacity, every launch takes its length from the
+buffers, and the pair count stays on the device until the frame's one sync, at its end, reads it. A frame
+whose pairs did not fit grows the buffers and bins again from its stage-2 output (so it is still exact), and
+the capacity shrinks again after a run of frames that use a small part of it. With fixed shapes, a CUDA
+device replays the whole frame as one captured CUDA graph: one launch instead of about twenty.
+
+Buffers live in one grow-only workspace and are reused across frames, so a frame allocates nothing large.
 
 Temporal reuse (renderer/temporal.py) decides, before stage 1, which Gaussians a frame projects: the whole
 scene, or a window's compacted set, optionally masked by occlusion; and may return the last frame unchanged.
@@ -16,6 +22,7 @@ scene, or a window's compacted set, optionally masked by occlusion; and may retu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import warnings
 from dataclasses import dataclass, field
@@ -23,13 +30,15 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from kernels import LIST_LENGTHS, bin_config, project_block
 from scenes import GaussianScene
 
 from .camera import Camera
 from .memory import check_fits
 from .settings import RenderSettings
-from .temporal import TemporalCache
+from .temporal import SceneArrays, TemporalCache
 from .timing import StageTimer
+from .workspace import Workspace
 
 BACKENDS = ("auto", "triton", "torch")
 
@@ -61,7 +70,7 @@ class RenderStats:
     n_gaussians: int
     n_visible: int  # Gaussians that reach at least one tile
     n_pairs: int  # Gaussian-tile pairs after binning (exact, or AdaGScale's shrunken footprints when on)
-    max_tile_pairs: int  # longest tile list (load-balance indicator)
+    max_tile_pairs: int  # longest tile list
     stage_ms: dict[str, float] = field(default_factory=dict)  # per stage; "total" included
     backend: str = ""
     n_projected: int = -1  # Gaussians stage 1 ran on (fewer than n_gaussians inside a temporal window)
@@ -104,6 +113,72 @@ def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float
     ).contiguous()
 
 
+MAX_FRAMES = 4  # frames' stage objects (and graphs) kept, one per image size and settings; oldest dropped first
+
+
+class Capacity:
+    """The length of buffers that hold a per-frame count known only on the device (the pairs).
+
+    The frame sizes its launches by the capacity instead of waiting for the count; at its end the count is
+    read (the frame's one sync). When the count did not fit, the capacity grows to GROW x the count and the
+    frame redoes the stages that depend on it; after SHRINK_AFTER frames in a row that used under
+    1/SHRINK_BELOW of it, it shrinks to GROW x their largest count (sorting idle capacity costs time)."""
+
+    GROW = 1.15
+    SHRINK_AFTER = 30
+    SHRINK_BELOW = 3
+    MINIMUM = 1024
+
+    def __init__(self) -> None:
+        self.size = 0  # 0 until the first frame measures its need
+        self._low_frames = 0
+        self._recent = 0
+
+    def fits(self, count: int) -> bool:
+        return count <= self.size
+
+    def grow(self, count: int) -> None:
+        self.size = max(int(count * self.GROW), self.MINIMUM)
+        self._low_frames = self._recent = 0
+
+    def observe(self, count: int) -> bool:
+        """After a frame whose count fitted; True when the capacity shrank."""
+        if count * self.SHRINK_BELOW >= self.size:
+            self._low_frames = self._recent = 0
+            return False
+        self._low_frames += 1
+        self._recent = max(self._recent, count)
+        if self._low_frames < self.SHRINK_AFTER:
+            return False
+        self.grow(self._recent)
+        return True
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """The kernels' launch knobs for the next frame, chosen from the last frame's counts (measured rules in
+    kernels/project.py, bin.py and rasterize.py). None of them changes the image."""
+
+    project_block: int = 128
+    bin_block: int = 128
+    bin_cols: int = 4
+    lists: int = 0  # tile lists short (0), medium (1) or long (2): the rasterizer's configuration
+
+    @staticmethod
+    def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
+        """The configuration for a frame like this one. The list length class moves with 15% hysteresis, so a
+        frame near a threshold does not flip the rasterizer (and re-capture the frame's graph) back and forth."""
+        per_tile = n_pairs / max(n_tiles, 1)
+        lists = previous.lists
+        while lists < 2 and per_tile > LIST_LENGTHS[tile][lists] * 1.15:
+            lists += 1
+        while lists > 0 and per_tile < LIST_LENGTHS[tile][lists - 1] / 1.15:
+            lists -= 1
+        block, cols = bin_config(n_visible, n_pairs / max(n_visible, 1))
+        config = LaunchConfig(project_block(n), block, cols, lists)
+        return previous if config == previous else config
+
+
 class Renderer:
     """Renders one scene from any camera. Keeps a device-side prepared copy and a reusable workspace.
 
@@ -111,9 +186,17 @@ class Renderer:
         scene: the scene (any device; copied to `device` once).
         device: where to render; default CUDA when available, else CPU.
         backend: "triton" (the kernels), "torch" (kernels.reference), or "auto" (see resolve_backend).
+        graphs: replay each frame as a captured CUDA graph where it can (default: on CUDA with Triton).
     """
 
-    def __init__(self, scene: GaussianScene, *, device: torch.device | str | None = None, backend: str = "auto"):
+    def __init__(
+        self,
+        scene: GaussianScene,
+        *,
+        device: torch.device | str | None = None,
+        backend: str = "auto",
+        graphs: bool | None = None,
+    ):
         scene = scene.validate().drop_invalid(name="scene")  # readers already did; scenes built in memory did not
         self.device = choose_device(device)
         check_fits(len(scene), scene.sh.shape[1], device=self.device)  # one-line MemoryError before any work
@@ -129,49 +212,31 @@ class Renderer:
         self._log_scales = scene.log_scales.to(self.device)
         self._scale_modifier = 1.0
         self.covars = prepare_covariances(self._quats, self._log_scales)
-        # workspace: per-Gaussian buffers (fixed N), pair buffers (grow-only), image buffers (per size)
-        self._proj = self.k.project_outputs(self.n, self.device)
-        self._offsets = torch.empty(self.n, dtype=torch.int64, device=self.device)
-        self._pair_capacity = 0
-        self._pairs: tuple[Tensor, ...] = ()
-        self._image_key: tuple[int, int] | None = None
-        self._image: tuple[Tensor, ...] = ()
-        self._raster_ws: dict = {}  # the rasterizer's chunk buffers (grow-only)
+        cuda = self.device.type == "cuda"
+        self.graphs = (cuda and self.backend == "triton") if graphs is None else bool(graphs and cuda)
+        self.ws = Workspace(self.device)
+        self.pair_capacity = Capacity()  # slots of the pair buffers
+        self.launch = LaunchConfig()
+        # the stage objects of recent frames, reused (with their captured graphs) while nothing they hold changed
+        self._frames: dict[tuple, _Frame] = {}
+        self._last_kind: _Frame | None = None  # the frame kind replayed or run last
+        self.graph_replays = 0
+        # the camera and background reach the device through one pinned staging copy per frame
+        self._host_params = torch.empty(27, dtype=torch.float32, pin_memory=cuda)
+        self._params = torch.empty(27, dtype=torch.float32, device=self.device)
         self.last_timer: StageTimer | None = None
-        self.temporal = TemporalCache()
+        self.temporal = TemporalCache(self.ws)
         self._last_output: RenderOutput | None = None
-        self._depth_ws: dict = {}  # the depth pass's buffers (grow-only)
         self._zero3 = torch.zeros(3, dtype=torch.float32, device=self.device)
+        self._inf = torch.full((1,), float("inf"), dtype=torch.float32, device=self.device)
 
     @functools.cached_property
     def scene_radius(self) -> float:
         """The size that temporal reuse's distance settings scale with (computed on first use, not at load)."""
         return self.scene.robust_radius()
 
-    # ------------------------------------------------------------------ workspace
-
-    def _ensure_pairs(self, n_pairs: int) -> tuple[Tensor, ...]:
-        if n_pairs > self._pair_capacity or not self._pairs:
-            cap = max(int(n_pairs * 1.25), 1024)
-            i64 = dict(dtype=torch.int64, device=self.device)
-            i32 = dict(dtype=torch.int32, device=self.device)
-            # keys, ids (emitted); sorted keys, permutation, sorted ids
-            self._pairs = (torch.empty(cap, **i64), torch.empty(cap, **i32), torch.empty(cap, **i64),
-                           torch.empty(cap, **i64), torch.empty(cap, **i32))  # fmt: skip
-            self._pair_capacity = cap
-        return self._pairs
-
-    def _ensure_image(self, width: int, height: int, tile: int) -> tuple[Tensor, ...]:
-        if self._image_key != (width, height, tile):
-            n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
-            self._image = (
-                torch.empty(height, width, 3, dtype=torch.float32, device=self.device),
-                torch.empty(height, width, dtype=torch.float32, device=self.device),
-                torch.empty(height, width, 4, dtype=torch.uint8, device=self.device),
-                torch.empty(n_tiles, 2, dtype=torch.int32, device=self.device),
-            )
-            self._image_key = (width, height, tile)
-        return self._image
+    def scene_arrays(self) -> SceneArrays:
+        return SceneArrays(self.means, self.covars, self.opacities, self.sh)
 
     def _update_scale_modifier(self, modifier: float) -> None:
         if modifier != self._scale_modifier:
@@ -190,7 +255,7 @@ class Renderer:
         future: list[Camera] | None = None,
     ) -> RenderOutput:
         """Render one frame. With sync_stats=False the stage times are left to `last_timer` (read them a
-        frame later, when the GPU has finished) and the frame performs only the one pair-count sync.
+        frame later, when the GPU has finished) and the frame performs only its one end-of-frame sync.
         `future`: the cameras of the next frames when they are known (a camera path), for temporal reuse."""
         if self.device.type == "cuda":  # Triton launches on the current device: make it this renderer's
             with torch.cuda.device(self.device):
@@ -211,107 +276,225 @@ class Renderer:
             return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth,
                                 last.tiles_touched)  # fmt: skip
         self._last_output = None  # the workspace is about to change
-        k = self.k
-        W, H, tile = camera.width, camera.height, settings.tile_size
-        n_tx, n_ty = (W + tile - 1) // tile, (H + tile - 1) // tile
-        degree = self.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, self.scene.sh_degree)
         self._update_scale_modifier(settings.scale_modifier)
-        rgb, alpha, rgba8, ranges = self._ensure_image(W, H, tile)
         timer = StageTimer(self.device)
         self.last_timer = timer
-
         # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
-        with timer.stage("temporal"):
-            src = temporal.source(self, camera, settings, future)
-        n = src.n
-        proj = tuple(buf[:n] for buf in self._proj)
-        offsets = self._offsets[:n]
-        # 1. project: cull, conic, depth, colour, exact tile counts
-        with timer.stage("project"):
-            cam = camera.packed(self.device)
-            means2d, conic_opacity, depths, colors, tiles_touched, extents, bin_t = k.project_gaussians(
-                src.means, src.covars, src.opacities, src.sh, cam, W, H,
-                sh_degree=degree, near=settings.near, far=settings.far, eps2d=settings.eps2d, tile_size=tile,
-                adagscale_tau=settings.adagscale_tau if settings.adagscale else None,
-                adagscale_s_min=settings.adagscale_s_min, live=src.live, out=proj,
-            )  # fmt: skip
-        # 2. bin: exclusive prefix sum of counts (the frame's one host sync), then keys
-        with timer.stage("bin"):
-            torch.cumsum(tiles_touched, 0, dtype=torch.int64, out=offsets)
-            n_pairs = int(offsets[-1]) if n else 0
-            offsets -= tiles_touched
-            keys_buf, ids_buf, skeys_buf, perm_buf, sids_buf = self._ensure_pairs(n_pairs)
-            keys, ids = k.emit_tile_keys(
-                means2d, conic_opacity, depths, tiles_touched, offsets, n_pairs, W, H,
-                tile_size=tile, bin_t=bin_t, out=(keys_buf, ids_buf),
-            )  # fmt: skip
-        # 3. sort by (tile, depth)
-        with timer.stage("sort"):
-            sorted_keys, sorted_ids = k.sort_pairs(keys, ids, out=(skeys_buf, perm_buf, sids_buf))
-        # 4. per-tile ranges
-        with timer.stage("ranges"):
-            k.tile_ranges(sorted_keys, n_tx * n_ty, out=ranges)
-        # 5. rasterize front to back
-        with timer.stage("rasterize"):
-            background = torch.tensor(settings.background, dtype=torch.float32).to(self.device, non_blocking=True)
-            k.rasterize_tiles(
-                sorted_ids, ranges, means2d, conic_opacity, colors, extents, background, W, H,
-                out=(rgb, alpha, rgba8), marks=src.marks, **self._raster_options(settings),
-            )  # fmt: skip
-        temporal.end_frame(src, tiles_touched)
+        reuse = settings.temporal_window > 1 or settings.occlusion_cull
+        with timer.stage("cull") if reuse else contextlib.nullcontext():
+            src = temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future)
+        self._upload(camera, settings)
+        f = self._frame_for(src, camera, settings)
+        if self.graphs and not reuse and not settings.depth and self.pair_capacity.size:
+            self._replay(f, timer)
+        else:
+            f.run(timer)
+        n_visible, n_pairs = f.totals()  # the frame's one host sync
+        if not self.pair_capacity.fits(n_pairs):  # grow, then bin again from stage 2's output
+            self.pair_capacity.grow(n_pairs)
+            f = self._frame_for(src, camera, settings)
+            f.run(timer, from_stage="bin")
+        else:
+            self.pair_capacity.observe(n_pairs)
+        self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
+        temporal.end_frame(src, f.tiles_touched)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
             with timer.stage("depth"):
-                depth = self._render_depth(settings, n, depths, sorted_ids, ranges, means2d, conic_opacity, extents,
-                                           alpha, W, H)  # fmt: skip
+                depth = self._render_depth(f)
         timer.stop()
 
-        tile_counts = (ranges[:, 1] - ranges[:, 0]).reshape(n_ty, n_tx)
-        stats = RenderStats(n_gaussians=self.n, n_visible=-1, n_pairs=n_pairs, max_tile_pairs=-1, backend=self.backend,
-                            n_projected=n, source=src.kind)  # fmt: skip
+        stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
+                            backend=self.backend, n_projected=f.n, source=src.kind)  # fmt: skip
         if sync_stats:
-            fill_stats(stats, tiles_touched, tile_counts, timer)
+            fill_stats(stats, f.tile_counts, timer)
             if src.live is not None:
-                temporal.stats.gaussians_skipped = n - int(src.live.sum())
-        temporal.remember(camera, settings)
-        self._last_output = RenderOutput(
-            image=rgb,
-            alpha=alpha,
-            rgba8=rgba8,
-            stats=stats,
-            tile_counts=tile_counts,
-            depth=depth,
-            tiles_touched=tiles_touched,
-        )
+                temporal.stats.gaussians_skipped = f.n - int(src.live.sum())
+        if settings.reuse_unchanged_frame:
+            temporal.remember(camera, settings)
+        self._last_output = RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, depth, f.tiles_touched)
         return self._last_output
 
-    def _raster_options(self, settings: RenderSettings) -> dict:
+    def _upload(self, camera: Camera, settings: RenderSettings) -> None:
+        """Camera [24] and background [3] into the device's parameter buffer: one non-blocking copy from pinned
+        memory (safe to refill next frame: every frame ends with a sync)."""
+        host = self._host_params.numpy()
+        host[:24] = camera.packed_array()
+        host[24:] = settings.background
+        self._params.copy_(self._host_params, non_blocking=True)
+
+    def _frame_for(self, src, camera: Camera, settings: RenderSettings) -> _Frame:
+        """The stage objects for this frame: a recent frame's when nothing they hold has changed (buffer views,
+        launch arguments, the captured graph), else new ones. Any buffer that moved retires them all."""
+        s = settings
+        key = (id(src.means), id(src.live), id(src.marks), src.n, camera.width, camera.height, s.sh_degree, s.near,
+               s.far, s.eps2d, s.tile_size, s.rasterizer, s.adagscale,
+               s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size, self.launch)  # fmt: skip
+        f = self._frames.get(key)
+        if f is not None and f.generation == self.ws.generation:
+            f.src, f.settings = src, settings
+            return f
+        f = _Frame(self, src, camera, settings)
+        if any(old.generation != self.ws.generation for old in self._frames.values()):
+            self._frames.clear()  # their views (and graphs) point at buffers that moved
+        while len(self._frames) >= MAX_FRAMES:
+            self._frames.pop(next(iter(self._frames)))
+        self._frames[key] = f
+        return f
+
+    # ------------------------------------------------------------------ CUDA graphs
+
+    def _replay(self, f: _Frame, timer: StageTimer) -> None:
+        """The whole frame as one captured graph. A kind of frame is captured on its second frame in a row: a
+        capture costs about two frames, too much to pay for a configuration a moving camera passes once."""
+        if f.graph is None and self._last_kind is not f:
+            self._last_kind = f
+            f.run(timer)
+            return
+        self._last_kind = f
+        if f.graph is None:
+            try:
+                f.graph = self._capture(f)
+            except Exception as e:  # a driver, torch or Triton that cannot capture: render eagerly from now on
+                warnings.warn(f"CUDA graph capture failed ({str(e).splitlines()[0]}); rendering without graphs",
+                              stacklevel=4)  # fmt: skip
+                self.graphs = False
+                f.run(timer)
+                return
+        f.graph.replay()
+        self.graph_replays += 1
+
+    def _capture(self, f: _Frame) -> torch.cuda.CUDAGraph:
+        untimed = StageTimer(None)
+        stream = torch.cuda.Stream(self.device)
+        stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(stream):  # warm-up off the capture: compiles kernels, sizes the sort's scratch
+            f.run(untimed)
+        torch.cuda.current_stream(self.device).wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            f.run(untimed)
+        return graph
+
+    # ------------------------------------------------------------------ depth output
+
+    def _render_depth(self, f: _Frame) -> Tensor:
+        n, W, H = f.n, f.width, f.height
+        colors = self.ws.rows("depth_colors", max(n, 1), 3)[:n]
+        colors.copy_(f.depths[:, None].expand(n, 3))  # rows of culled Gaussians (+inf) are never read
+        rgb = self.ws.rows("depth_rgb", H * W, 3).view(H, W, 3)
+        alpha = self.ws.buffer("depth_alpha", H * W, torch.float32).view(H, W)
+        self.k.rasterize_tiles(
+            f.sorted_ids, f.ranges, f.means2d, f.conic_opacity, colors, self._zero3, W, H,
+            out=(rgb, alpha, None), **f.raster_options(),
+        )  # fmt: skip
+        depth = self.ws.buffer("depth", H * W, torch.float32).view(H, W)
+        covered = f.alpha >= 1.0 / 255.0
+        torch.where(covered, rgb[..., 0] / f.alpha.clamp_min(1.0 / 255.0), torch.zeros_like(f.alpha), out=depth)
+        return depth
+
+
+class _Frame:
+    """One frame's stages over the renderer's workspace: the list of stage calls, and nothing else.
+
+    Every tensor is a view of a workspace buffer whose address does not change while the image size, the
+    frame's Gaussian count and the capacities stay the same, which is what lets `run` be captured once as a
+    CUDA graph and replayed with new camera parameters."""
+
+    STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
+
+    def __init__(self, r: Renderer, src, camera: Camera, settings: RenderSettings):
+        self.r, self.src, self.settings, self.launch = r, src, settings, r.launch
+        self.graph: torch.cuda.CUDAGraph | None = None  # this frame captured, once it is replayed
+        self.n, self.width, self.height = src.n, camera.width, camera.height
+        tile = self.tile = settings.tile_size
+        self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
+        self.degree = r.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, r.scene.sh_degree)
+        ws, n, W, H = r.ws, self.n, self.width, self.height
+        # stage 1, per Gaussian
+        self.means2d = ws.rows("means2d", n, 2)
+        self.conic_opacity = ws.rows("conic_opacity", n, 4)
+        self.depths = ws.buffer("depths", n, torch.float32)
+        self.colors = ws.rows("colors", n, 3)
+        self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
+        self.bin_t = ws.buffer("bin_t", n, torch.float32)
+        # stage 2, per Gaussian in depth order
+        i32, i64, f32 = torch.int32, torch.int64, torch.float32
+        self.order_out = (
+            ws.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), ws.buffer("ordered_counts", n, i32),
+            ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64), r._inf,
+        )  # fmt: skip
+        # stages 3-4, per pair slot
+        cp, kd = r.pair_capacity.size, r.k.key_dtype(self.n_tx * self.n_ty)
+        self.pairs = (ws.buffer("pair_keys", cp, kd), ws.buffer("pair_ids", cp, i32),
+                      ws.buffer("sorted_keys", cp, kd), ws.buffer("sort_perm", cp, i64),
+                      ws.buffer("sorted_ids", cp, i32))  # fmt: skip
+        self.sorted_ids = self.pairs[4]
+        # stages 5-6, per tile and pixel
+        self.ranges = ws.rows("ranges", self.n_tx * self.n_ty, 2, i32)
+        self.tile_counts = ws.buffer("tile_counts", self.n_tx * self.n_ty, i32).view(self.n_ty, self.n_tx)
+        self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
+        self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
+        self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
+        self.camera = r._params[:24]
+        self.background = r._params[24:]
+        self.generation = ws.generation  # the views above stay valid while it does not change
+
+    def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
-        return dict(
-            tile_size=settings.tile_size, variant=settings.rasterizer, workspace=self._raster_ws,
-            chunk=settings.chunk_size if settings.load_balance else None, subtile=8 if settings.subtile_cull else 16,
+        s = self.settings
+        return dict(tile_size=s.tile_size, variant=s.rasterizer, lists=self.launch.lists)
+
+    def totals(self) -> tuple[int, int]:
+        """(visible Gaussians, pairs) of the frame just run: the host sync."""
+        n_visible, n_pairs = self.order_out[4].tolist()
+        return n_visible, n_pairs
+
+    # ------------------------------------------------------------------ the stages, in frame order
+
+    def run(self, timer: StageTimer, from_stage: str = "project") -> None:
+        """Every stage from `from_stage` on, each timed under its own name."""
+        for name in self.STAGES[self.STAGES.index(from_stage) :]:
+            with timer.stage(name):
+                getattr(self, name)()
+
+    def project(self, **tuning) -> None:
+        s, src = self.settings, self.src
+        self.r.k.project_gaussians(
+            src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
+            sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
+            adagscale_tau=s.adagscale_tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
+            live=src.live, out=(self.means2d, self.conic_opacity, self.depths, self.colors, self.tiles_touched,
+                                self.bin_t), **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 
-    def _render_depth(self, settings, n, depths, sorted_ids, ranges, means2d, conic_opacity, extents, alpha, W, H):
-        ws = self._depth_ws
-        if ws.get("n", -1) < n:
-            ws["colors"] = torch.empty(max(n, 1), 3, dtype=torch.float32, device=self.device)
-            ws["n"] = n
-        if ws.get("size") != (W, H):
-            ws["rgb"] = torch.empty(H, W, 3, dtype=torch.float32, device=self.device)
-            ws["alpha"] = torch.empty(H, W, dtype=torch.float32, device=self.device)
-            ws["depth"] = torch.empty(H, W, dtype=torch.float32, device=self.device)
-            ws["size"] = (W, H)
-        colors = ws["colors"][:n]
-        colors.copy_(depths[:, None].expand(n, 3))  # rows of culled Gaussians are never read
-        self.k.rasterize_tiles(
-            sorted_ids, ranges, means2d, conic_opacity, colors, extents, self._zero3, W, H,
-            out=(ws["rgb"], ws["alpha"], None), **self._raster_options(settings),
+    def order(self) -> None:
+        self.r.k.depth_order(self.depths, self.tiles_touched, out=self.order_out)
+
+    def bin(self, **tuning) -> None:
+        keys, ids = self.pairs[:2]
+        keys.fill_(self.r.k.sentinel_key(keys.dtype))  # the tail past the pair count must sort last
+        self.r.k.bin_pairs(
+            self.order_out[1], self.order_out[3], self.means2d, self.conic_opacity, self.tiles_touched, self.width,
+            self.height, tile_size=self.tile, bin_t=self.bin_t, out=(keys, ids),
+            **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip
-        covered = alpha >= 1.0 / 255.0
-        depth = ws["depth"]
-        torch.where(covered, ws["rgb"][..., 0] / alpha.clamp_min(1.0 / 255.0), torch.zeros_like(alpha), out=depth)
-        return depth
+
+    def sort(self) -> None:
+        keys, ids, skeys, perm, sids = self.pairs
+        self.r.k.sort_pairs(keys, ids, out=(skeys, perm, sids))
+
+    def tile_ranges(self) -> None:
+        self.r.k.tile_ranges(self.pairs[2], self.n_tx * self.n_ty, out=self.ranges)
+        torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
+
+    def rasterize(self, **tuning) -> None:
+        """`tuning`: launch knobs that override the settings' (variant, num_warps, step), for measuring them."""
+        self.r.k.rasterize_tiles(
+            self.sorted_ids, self.ranges, self.means2d, self.conic_opacity, self.colors, self.background,
+            self.width, self.height, out=(self.rgb, self.alpha, self.rgba8), marks=self.src.marks,
+            **{**self.raster_options(), **tuning},
+        )  # fmt: skip
 
 
 class CudaUnusableError(RuntimeError):
@@ -341,10 +524,9 @@ def choose_device(device: torch.device | str | None) -> torch.device:
     return device
 
 
-def fill_stats(stats: RenderStats, tiles_touched: Tensor, tile_counts: Tensor, timer: StageTimer) -> RenderStats:
+def fill_stats(stats: RenderStats, tile_counts: Tensor, timer: StageTimer) -> RenderStats:
     """Resolve the device-side statistics of a frame (synchronises: not for the frame loop)."""
-    counts = torch.stack([(tiles_touched > 0).sum(), tile_counts.max().to(torch.int64)]).tolist()
-    stats.n_visible, stats.max_tile_pairs = int(counts[0]), int(counts[1])
+    stats.max_tile_pairs = int(tile_counts.max()) if tile_counts.numel() else 0
     stats.stage_ms = timer.elapsed_ms(wait=True) or {}
     return stats
 

@@ -15,13 +15,8 @@ class RenderSettings:
         scale_modifier: multiplies every Gaussian's scale (1 = as trained); changes the prepared covariances.
         near, far: clip distances along +Z (gsplat's defaults: 0.01, 1e10).
         eps2d: screen-space dilation added to the 2D covariance diagonal (0.3, as 3DGS trains with).
-        tile_size: rasterization tile edge in pixels (16; the exactness contract is stated for 16).
+        tile_size: tile edge in pixels, 8 or 16 (same image either way; 8 is faster, BENCHMARKS.md).
         rasterizer: "auto" | "scalar" | "batched" loop form of the Triton rasterizer (same image).
-        load_balance: split tile lists longer than `chunk_size` into chunks rasterized by separate programs
-            and composited front to back (exact; see kernels/rasterize.py). Off: one program per tile.
-        chunk_size: Gaussians per chunk when load balancing.
-        subtile_cull: rasterize each tile as four 8x8 blocks, each skipping the Gaussians whose bounding box
-            misses it (Local-GS's warp-level culling, lossless). Off: one program per 16x16 tile.
         adagscale: AdaGScale (lossy): bin each Gaussian with a shrunken ellipse s^2 t (s in [s_min, 1]) chosen
             so that the colour-weighted alpha mass of the dropped annulus, in pixels, stays <= adagscale_tau;
             blending still uses the full Gaussian (kernels/_device.py, adagscale_s2). Off: exact binning.
@@ -49,11 +44,8 @@ class RenderSettings:
     near: float = 0.01
     far: float = 1e10
     eps2d: float = 0.3
-    tile_size: int = 16
+    tile_size: int = 8
     rasterizer: str = "auto"
-    load_balance: bool = False  # measured: wins only the densest view (24M overview), costs elsewhere (BENCHMARKS.md)
-    chunk_size: int = 512
-    subtile_cull: bool = False  # measured slower on the H200 in every path but fly-overs (BENCHMARKS.md)
     adagscale: bool = False  # lossy: reports its PSNR/SSIM against exact in `warpsplat bench`
     # NOTE: defaults from torch-backend orbits at 160x120 (4 frames, against exact): tau 0.1, s_min 0.5 removes
     # 14-17% of the pairs at 44-53 dB mean (plant 44.0, winter_fountain 45.3, lastchance 53.4); tau 0.3 fell
@@ -84,10 +76,8 @@ class RenderSettings:
             raise ValueError(f"scale_modifier {self.scale_modifier} must be > 0")
         if not 0 < self.near < self.far:
             raise ValueError(f"near {self.near} / far {self.far}: need 0 < near < far")
-        if self.tile_size != 16:
-            raise ValueError("tile_size: only 16 is supported")
-        if not 16 <= self.chunk_size <= 1 << 20:
-            raise ValueError(f"chunk_size {self.chunk_size} not in [16, 2^20]")
+        if self.tile_size not in (8, 16):
+            raise ValueError(f"tile_size {self.tile_size}: expected 8 or 16")
         if self.rasterizer not in ("auto", "scalar", "batched"):
             raise ValueError(f"rasterizer {self.rasterizer!r}: expected auto, scalar or batched")
         if not self.adagscale_tau >= 0:

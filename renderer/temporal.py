@@ -37,6 +37,7 @@ from torch import Tensor
 
 from .camera import Camera
 from .settings import RenderSettings
+from .workspace import Workspace
 
 EXACT_MARGIN_PX = 16.0  # known cameras: one tile of slack absorbs float differences between cull and project
 
@@ -63,6 +64,16 @@ class TemporalStats:
         d = dict(self.__dict__)
         d["window_hit_rate"] = round(self.hit_rate(), 4)
         return d
+
+
+@dataclass
+class SceneArrays:
+    """The renderer's prepared per-Gaussian arrays, which a window compacts."""
+
+    means: Tensor  # [N, 3]
+    covars: Tensor  # [N, 6]
+    opacities: Tensor  # [N]
+    sh: Tensor  # [N, K, 3]
 
 
 @dataclass
@@ -95,8 +106,9 @@ class _Window:
 
 @dataclass
 class TemporalCache:
-    """The cross-frame state of one Renderer (see the module docstring)."""
+    """The cross-frame state of one Renderer (see the module docstring). `ws` is the renderer's workspace."""
 
+    ws: Workspace
     stats: TemporalStats = field(default_factory=TemporalStats)
     window: _Window | None = None
     last_pose: np.ndarray | None = None  # the previous rendered camera's pose (for prediction)
@@ -105,7 +117,6 @@ class TemporalCache:
     refresh_pose: np.ndarray | None = None  # the camera of the last occlusion refresh
     refresh_key: tuple | None = None  # and its image size and settings
     live: Tensor | None = None  # occlusion live set, in the current source's index space
-    _buffers: dict = field(default_factory=dict)
 
     def invalidate(self) -> None:
         """Forget the window and the occlusion live set (the counters stay): the next frame rebuilds both. For
@@ -130,9 +141,13 @@ class TemporalCache:
 
     # ------------------------------------------------------------------ window
 
-    def source(self, renderer, camera: Camera, settings: RenderSettings, future: list[Camera] | None) -> FrameSource:
-        """The arrays to project for this frame, building a new window when the current one does not cover it."""
-        full = FrameSource(renderer.means, renderer.covars, renderer.opacities, renderer.sh)
+    def source(
+        self, scene: SceneArrays, kernels, scene_radius: float, camera: Camera, settings: RenderSettings,
+        future: list[Camera] | None,
+    ) -> FrameSource:  # fmt: skip
+        """The arrays to project for this frame, building a new window when the current one does not cover it.
+        `kernels`: the renderer's kernel module (its `cull_window`); `scene_radius` scales the distances."""
+        full = FrameSource(scene.means, scene.covars, scene.opacities, scene.sh)
         if settings.temporal_window <= 1:
             self.window = None
             src = full
@@ -142,14 +157,14 @@ class TemporalCache:
                 reason = "first frame" if w is None else "camera or settings outside the window"
                 if w is not None and w.frames_left <= 0:
                     reason = "window used up"
-                w = self.window = self._build(renderer, camera, settings, future)
+                w = self.window = self._build(scene, kernels, scene_radius, camera, settings, future)
                 self.stats.last_build_reason = reason
             else:
                 self.stats.frames_from_window += 1
             w.frames_left -= 1
             src = w.source
         self.last_pose = camera.T_world_camera.copy()
-        return self._occlusion(src, camera, settings, renderer)
+        return self._occlusion(src, camera, settings, scene_radius)
 
     def _covers(self, w: _Window, camera: Camera, settings: RenderSettings) -> bool:
         if w.frames_left <= 0 or w.key != window_key(camera, settings):
@@ -159,7 +174,10 @@ class TemporalCache:
             return any(np.array_equal(pose, p) for p in w.poses)
         return any(within(pose, p, w.max_angle, w.max_shift) for p in w.poses)
 
-    def _build(self, renderer, camera: Camera, settings: RenderSettings, future: list[Camera] | None) -> _Window:
+    def _build(
+        self, scene: SceneArrays, kernels, scene_radius: float, camera: Camera, settings: RenderSettings,
+        future: list[Camera] | None,
+    ) -> _Window:  # fmt: skip
         k = settings.temporal_window
         key = window_key(camera, settings)
         if future is not None:
@@ -169,27 +187,22 @@ class TemporalCache:
         else:
             cams = [camera.with_pose(p) for p in predict_poses(self.last_pose, camera.T_world_camera, k)]
             predicted, margin = True, float(settings.temporal_margin)
-            guard = settings.temporal_guard * renderer.scene_radius
+            guard = settings.temporal_guard * scene_radius
             f = max(camera.fx, camera.fy)
             tan2 = (0.5 * camera.width / camera.fx) ** 2 + (0.5 * camera.height / camera.fy) ** 2
             max_angle = 0.5 * (margin - EXACT_MARGIN_PX) / (f * (1.0 + tan2))  # d(f tan x)/dx at the corner
             max_shift = 0.5 * (margin - EXACT_MARGIN_PX) * guard / f
-        packed = torch.stack([c.packed() for c in cams]).to(renderer.device)
-        keep = renderer.k.cull_window(
-            renderer.means, renderer.covars, renderer.opacities, packed, camera.width, camera.height,
+        ws, n = self.ws, scene.means.shape[0]
+        packed = torch.from_numpy(np.stack([c.packed_array() for c in cams])).to(ws.device)
+        keep = kernels.cull_window(
+            scene.means, scene.covars, scene.opacities, packed, camera.width, camera.height,
             near=settings.near, far=settings.far, eps2d=settings.eps2d, margin=margin, guard=guard,
-            tile_size=settings.tile_size, out=self._buffer("keep", renderer.n, torch.int8, renderer.device),
+            tile_size=settings.tile_size, out=ws.buffer("window_keep", n, torch.int8),
         )  # fmt: skip
         index = torch.nonzero(keep).squeeze(1)  # ascending: the compacted set keeps the scene's order
         m = index.numel()
-        dev = renderer.device
-        src = FrameSource(
-            torch.index_select(renderer.means, 0, index, out=self._rows("means", m, 3, dev)),
-            torch.index_select(renderer.covars, 0, index, out=self._rows("covars", m, 6, dev)),
-            torch.index_select(renderer.opacities, 0, index, out=self._buffer("opacities", m, torch.float32, dev)),
-            torch.index_select(renderer.sh, 0, index, out=self._sh(renderer.sh, m, dev)),
-            kind="window",
-        )
+        src = FrameSource(*(compact(ws, "window_" + name, getattr(scene, name), index)
+                            for name in ("means", "covars", "opacities", "sh")), kind="window")  # fmt: skip
         self.stats.window_builds += 1
         self.stats.gaussians_in_window = m
         self.since_refresh = 0  # a new set: occlusion starts over with a full frame
@@ -199,7 +212,9 @@ class TemporalCache:
 
     # ------------------------------------------------------------------ occlusion
 
-    def _occlusion(self, src: FrameSource, camera: Camera, settings: RenderSettings, renderer) -> FrameSource:
+    def _occlusion(
+        self, src: FrameSource, camera: Camera, settings: RenderSettings, scene_radius: float
+    ) -> FrameSource:
         if not settings.occlusion_cull:
             self.live = None
             return src
@@ -207,7 +222,7 @@ class TemporalCache:
         key = (window_key(camera, settings), repr(settings))  # any change of size or settings refreshes
         moved = self.refresh_pose is None or key != self.refresh_key or not within(
             pose, self.refresh_pose, math.radians(settings.occlusion_max_angle_deg),
-            settings.occlusion_max_shift * renderer.scene_radius,
+            settings.occlusion_max_shift * scene_radius,
         )  # fmt: skip
         refresh = (
             moved
@@ -217,9 +232,9 @@ class TemporalCache:
             or self.since_refresh >= settings.occlusion_refresh
         )
         if refresh:
-            marks = self._buffer("marks", src.n, torch.int8, src.means.device)
+            marks = self.ws.buffer("occlusion_marks", src.n, torch.int8, headroom=1.25)
             marks.zero_()
-            self.live = self._buffer("live", src.n, torch.int8, src.means.device)  # filled from marks after the frame
+            self.live = self.ws.buffer("occlusion_live", src.n, torch.int8, headroom=1.25)  # filled after the frame
             self.stats.occlusion_refreshes += 1
             self.since_refresh = 1
             self.refresh_pose, self.refresh_key = pose.copy(), key
@@ -234,20 +249,12 @@ class TemporalCache:
         if src.marks is not None:
             self.live.copy_((src.marks != 0) | (tiles_touched == 0))
 
-    # ------------------------------------------------------------------ buffers (grow-only)
 
-    def _buffer(self, name: str, n: int, dtype: torch.dtype, device) -> Tensor:
-        buf = self._buffers.get(name)
-        if buf is None or buf.numel() < n or buf.dtype != dtype or buf.device != torch.device(device):
-            buf = self._buffers[name] = torch.empty(max(int(n * 1.25), 1), dtype=dtype, device=device)
-        return buf[:n]
-
-    def _rows(self, name: str, n: int, width: int, device) -> Tensor:
-        return self._buffer(name, n * width, torch.float32, device).view(n, width)
-
-    def _sh(self, sh: Tensor, n: int, device) -> Tensor:
-        k = sh.shape[1]
-        return self._buffer("sh", n * k * 3, sh.dtype, device).view(n, k, 3)
+def compact(ws: Workspace, name: str, array: Tensor, index: Tensor) -> Tensor:
+    """array[index] into workspace buffer `name` (grown with headroom, so later windows usually fit)."""
+    shape = (index.numel(), *array.shape[1:])
+    buf = ws.buffer(name, math.prod(shape), array.dtype, headroom=1.25).view(shape)
+    return torch.index_select(array, 0, index, out=buf)
 
 
 def window_key(camera: Camera, settings: RenderSettings) -> tuple:

@@ -10,12 +10,14 @@ import torch
 
 
 class StageTimer:
-    """Records the time of each named stage of one frame, plus "total"."""
+    """Records the time of each named stage of one frame, plus "total". StageTimer(None) records nothing
+    (for work that must not record events, such as a frame being captured as a CUDA graph)."""
 
-    def __init__(self, device: torch.device):
-        self.cuda = device.type == "cuda"
+    def __init__(self, device: torch.device | None):
+        self.off = device is None
+        self.cuda = device is not None and device.type == "cuda"
         self._marks: list[tuple[str, object, object]] = []
-        self._start = self._now()
+        self._start = None if self.off else self._now()
         self._end = None
 
     def _now(self):
@@ -27,12 +29,16 @@ class StageTimer:
 
     @contextlib.contextmanager
     def stage(self, name: str):
+        if self.off:
+            yield
+            return
         begin = self._now()
         yield
         self._marks.append((name, begin, self._now()))
 
     def stop(self) -> None:
-        self._end = self._now()
+        if not self.off:
+            self._end = self._now()
 
     def ready(self) -> bool:
         """True when every recorded event has completed (always on the CPU)."""

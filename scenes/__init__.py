@@ -2,7 +2,7 @@
 
 from .bundled import bundled_scene_path
 from .gaussians import SH_C0, ActivatedGaussians, GaussianScene, SceneFormatError, make_scene
-from .io import FORMATS, Format, load_scene, register_format, save_scene
+from .io import FORMATS, Format, load_scene, save_scene
 
 __all__ = [
     "SH_C0",
@@ -13,7 +13,6 @@ __all__ = [
     "FORMATS",
     "Format",
     "load_scene",
-    "register_format",
     "save_scene",
     "bundled_scene_path",
 ]

@@ -2,12 +2,18 @@
 
 A killed conversion leaves no half-written file under the output name, and an existing output is never
 overwritten unless asked.
+
+Temporaries are named `.NAME.PID.XXXXXXXX.part` (PID: the process that writes it). A writer killed outright
+(kill -9, a power cut) cannot remove its temporary, so the next write to the same output removes every
+temporary of that output whose process no longer runs (`remove_stale_temps`). One whose process still runs is
+being written and is left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -25,25 +31,89 @@ def check_writable(path: str | os.PathLike, *, overwrite: bool) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.exists(parent) and not os.path.isdir(parent):
         raise FileExistsError(f"{path}: {parent} is not a folder")
-    os.makedirs(parent, exist_ok=True)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as e:
+        raise naming_output(e, path) from None
+
+
+def set_usual_permissions(path: str) -> None:
+    """Temporary files are created 0600; give a finished output the permissions a new file gets (umask)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
+
+
+def naming_output(e: OSError, path: str) -> OSError:
+    """The same error, naming the output the user asked for rather than its hidden temporary (or nothing):
+    "[Errno 28] No space left on device" becomes "out.ply: No space left on device" at the command line."""
+    return type(e)(e.errno, e.strerror or str(e), path)
+
+
+# mkstemp's 8 random characters, and the suffixes used here and by the video writer (".part", ".chunkK.part")
+_TEMP_TAIL = r"(\d+)\.[a-z0-9_]{8}(?:\.chunk\d+)?\.part"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, and belongs to someone else
+        return True
+    return True
+
+
+def remove_stale_temps(path: str | os.PathLike) -> list[str]:
+    """Remove the temporaries of `path` whose writing process no longer runs; return their names."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    pattern = re.compile(re.escape("." + os.path.basename(path) + ".") + _TEMP_TAIL)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+                removed.append(name)
+    return removed
+
+
+def temp_path(path: str | os.PathLike, suffix: str = ".part") -> str:
+    """Create an empty temporary file beside `path` (see the module docstring) and return its name."""
+    path = os.fspath(path)
+    remove_stale_temps(path)
+    prefix = f".{os.path.basename(path)}.{os.getpid()}."
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=os.path.dirname(os.path.abspath(path)))
+    except OSError as e:
+        raise naming_output(e, path) from None
+    os.close(fd)
+    return tmp
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike) -> Iterator[BinaryIO]:
-    """Open a temporary file next to `path`; on success fsync and rename it over `path`."""
+    """Open a temporary file next to `path`; on success fsync and rename it over `path`.
+
+    A failure to write (a full disk, a read-only folder) is an OSError naming `path`, and leaves nothing behind.
+    """
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".part", dir=folder)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a finished output gets the usual permissions
+    tmp = temp_path(path)
     try:
-        with os.fdopen(fd, "wb") as f:
+        set_usual_permissions(tmp)
+        with open(tmp, "wb") as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename in (None, tmp):  # not an input's error raised inside the block
+            raise naming_output(e, path) from None
         raise

@@ -42,9 +42,9 @@ import numpy as np
 import torch
 
 from .atomic import atomic_write
-from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit, make_scene
-from .limits import check_count
-from .ply import map_file, read_elements, read_ply
+from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit_alpha8
+from .limits import check_count, check_scene_memory
+from .ply import is_antialiased, map_file, page_releaser, read_elements, read_ply
 
 CHUNK = 256
 _CHUNK_PROPS = [
@@ -68,8 +68,8 @@ def is_compressed(elements: dict[str, np.ndarray]) -> bool:
     return v is not None and "packed_position" in (v.dtype.names or ())
 
 
-def _field(arr: np.ndarray, names: list[str], path: str, element: str, kind: str) -> np.ndarray:
-    """Stack named properties into [rows, len(names)] after checking that they exist with the right kind."""
+def _check_types(arr: np.ndarray, names: list[str], path: str, element: str, kind: str) -> None:
+    """The named properties exist and have the right kind ("f" float, "u" unsigned integer)."""
     have = arr.dtype.names or ()
     missing = [n for n in names if n not in have]
     if missing:
@@ -77,11 +77,21 @@ def _field(arr: np.ndarray, names: list[str], path: str, element: str, kind: str
     for n in names:
         if arr.dtype[n].kind != kind:
             raise SceneFormatError(f"{path}: compressed PLY property {element}.{n} has type {arr.dtype[n]}")
-    return np.stack([arr[n] for n in names], axis=1)
+
+
+def _stack(arr: np.ndarray, names: list[str], dtype) -> np.ndarray:
+    return np.stack([arr[n] for n in names], axis=1).astype(dtype)
+
+
+DECODE_ROWS = CHUNK * 256  # rows decoded at a time: the temporaries (~256 bytes a row) stay near 16 MB
 
 
 def read_compressed_ply(path: str | os.PathLike, data: bytes | memoryview | None = None) -> GaussianScene:
-    """Read a PlayCanvas compressed PLY (falls through to the INRIA reader for an ordinary PLY)."""
+    """Read a PlayCanvas compressed PLY (falls through to the INRIA reader for an ordinary PLY).
+
+    Rows are decoded DECODE_ROWS at a time straight into the scene's arrays, and the file's pages of each
+    chunk are released once decoded: reading peaks at the scene's arrays plus a chunk.
+    """
     path = os.fspath(path)
     if data is None:
         data = map_file(path)
@@ -89,73 +99,81 @@ def read_compressed_ply(path: str | os.PathLike, data: bytes | memoryview | None
     if not is_compressed(elements):
         return read_ply(path, data)
     vertex = elements["vertex"]
-    n = check_count(len(vertex), path, "element vertex")
     if "chunk" not in elements:
         raise SceneFormatError(f"{path}: compressed PLY has no chunk element")
     chunk = elements["chunk"]
-    if len(chunk) != math.ceil(n / CHUNK):
-        raise SceneFormatError(
-            f"{path}: compressed PLY element chunk has {len(chunk)} rows; {n} vertices need {math.ceil(n / CHUNK)}"
-        )
-    bounds = _field(chunk, _CHUNK_PROPS, path, "chunk", "f").astype(np.float32)
+    _check_types(chunk, _CHUNK_PROPS, path, "chunk", "f")
     has_colour = all(p in (chunk.dtype.names or ()) for p in _COLOUR_PROPS)
-    packed = _field(vertex, _VERTEX_PROPS, path, "vertex", "u").astype(np.uint32)
-    ci = np.arange(n) >> 8
-    b = bounds[ci]  # [N, 12] per-row chunk bounds
-
-    pp, pr, ps, pc = packed.T
-    t = np.stack([_unorm(pp, 21, 11), _unorm(pp, 11, 10), _unorm(pp, 0, 11)], 1)
-    means = _lerp(b[:, 0:3], b[:, 3:6], t)
-    t = np.stack([_unorm(ps, 21, 11), _unorm(ps, 11, 10), _unorm(ps, 0, 11)], 1)
-    log_scales = _lerp(b[:, 6:9], b[:, 9:12], t)
-
-    abc = (np.stack([_unorm(pr, 20, 10), _unorm(pr, 10, 10), _unorm(pr, 0, 10)], 1) - 0.5) * np.float32(math.sqrt(2))
-    largest = (pr >> 30).astype(np.int64)
-    quats = np.empty((n, 4), np.float32)
-    # The three stored components fill the slots other than `largest`, in ascending order.
-    slots = np.array([[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]])[largest]  # [N, 3]
-    rows = np.arange(n)[:, None]
-    quats[rows, slots] = abc
-    quats[np.arange(n), largest] = np.sqrt(np.maximum(0.0, 1.0 - np.square(abc).sum(1)))
-
-    rgb = np.stack([_unorm(pc, 24, 8), _unorm(pc, 16, 8), _unorm(pc, 8, 8)], 1)
     if has_colour:
-        cb = _field(chunk, _COLOUR_PROPS, path, "chunk", "f").astype(np.float32)[ci]
-        rgb = _lerp(cb[:, 0:3], cb[:, 3:6], rgb)
-    alpha = torch.from_numpy(_unorm(pc, 0, 8))
-
+        _check_types(chunk, _COLOUR_PROPS, path, "chunk", "f")
+    _check_types(vertex, _VERTEX_PROPS, path, "vertex", "u")
     k = 1
     sh_el = elements.get("sh")
     if sh_el is not None:
         names = list(sh_el.dtype.names or ())
         if len(names) not in (9, 24, 45):
             raise SceneFormatError(f"{path}: compressed PLY element sh has {len(names)} properties, not 9/24/45")
-        if len(sh_el) != n:
-            raise SceneFormatError(f"{path}: compressed PLY element sh has {len(sh_el)} rows, vertex has {n}")
+        if len(sh_el) != len(vertex):
+            raise SceneFormatError(f"{path}: compressed PLY element sh has {len(sh_el)} rows, vertex has {len(vertex)}")
         k = 1 + len(names) // 3
-    sh = np.empty((n, k, 3), np.float32)
-    sh[:, 0] = (rgb - 0.5) / SH_C0
-    if k > 1:
-        raw = _field(sh_el, [f"f_rest_{i}" for i in range(3 * (k - 1))], path, "sh", "u").astype(np.float32)
-        nrm = np.where(raw == 0, 0.0, np.where(raw == 255, 1.0, (raw + 0.5) / 256.0))
-        sh[:, 1:] = ((nrm - 0.5) * 8.0).reshape(n, 3, k - 1).transpose(0, 2, 1)  # channel- -> coefficient-major
-    antialiased = any(c.replace(" ", "").lower() in ("splatrendermode:mip", "antialiased1") for c in comments)
-    scene = make_scene(
-        torch.from_numpy(means),
-        torch.from_numpy(quats),
-        torch.from_numpy(log_scales),
-        logit(alpha),
-        torch.from_numpy(sh),
-        source_format="compressed-ply",
-        up_axis="-y",
-        antialiased=antialiased,
-        extras={
-            "chunks": len(chunk),
-            "colour bounds": "yes" if has_colour else "no",
-            "comments": [c for c in comments if c][:4],
-        },
-    )
-    return scene.drop_invalid(name=path)
+        _check_types(sh_el, [f"f_rest_{i}" for i in range(3 * (k - 1))], path, "sh", "u")
+    n = check_count(len(vertex), path, "element vertex")
+    check_scene_memory(n, k, path, "element vertex", buffers=DECODE_ROWS * 256)
+    if len(chunk) != math.ceil(n / CHUNK):
+        raise SceneFormatError(
+            f"{path}: compressed PLY element chunk has {len(chunk)} rows; {n} vertices need {math.ceil(n / CHUNK)}"
+        )
+    bounds = _stack(chunk, _CHUNK_PROPS, np.float32)  # [C, 12]
+    colour_bounds = _stack(chunk, _COLOUR_PROPS, np.float32) if has_colour else None  # [C, 6]
+
+    scene = GaussianScene.allocate(n, k, source_format="compressed-ply", antialiased=is_antialiased(comments))
+    sh = scene.sh
+    releases = [page_releaser(data, el) for el in (vertex, sh_el) if el is not None]
+    for a in range(0, n, DECODE_ROWS):
+        b = min(n, a + DECODE_ROWS)
+        ci = np.arange(a, b) >> 8
+        m, q, s, o, c = _decode_rows(_stack(vertex[a:b], _VERTEX_PROPS, np.uint32), bounds[ci],
+                                     None if colour_bounds is None else colour_bounds[ci])  # fmt: skip
+        scene.means[a:b], scene.quats[a:b], scene.log_scales[a:b] = map(torch.from_numpy, (m, q, s))
+        scene.opacity_logits[a:b] = logit_alpha8(o)
+        sh[a:b, 0] = torch.from_numpy((c - 0.5) / SH_C0)
+        if k > 1:
+            raw = _stack(sh_el[a:b], [f"f_rest_{i}" for i in range(3 * (k - 1))], np.float32)
+            nrm = np.where(raw == 0, 0.0, np.where(raw == 255, 1.0, (raw + 0.5) / 256.0))
+            rest = ((nrm - 0.5) * 8.0).astype(np.float32).reshape(b - a, 3, k - 1)
+            sh[a:b, 1:] = torch.from_numpy(rest).transpose(1, 2)  # channel- -> coefficient-major
+        for release in releases:
+            if release is not None:
+                release(a, b)
+    scene.extras = {
+        "chunks": len(chunk),
+        "colour bounds": "yes" if has_colour else "no",
+        "comments": [c for c in comments if c][:4],
+    }
+    return scene.validate().drop_invalid(name=path, in_place=True)
+
+
+def _decode_rows(packed: np.ndarray, b: np.ndarray, cb: np.ndarray | None) -> tuple[np.ndarray, ...]:
+    """Packed vertex words [R, 4] with each row's chunk bounds b [R, 12] (and colour bounds cb [R, 6]) ->
+    means [R, 3], quats [R, 4] (w, x, y, z), log-scales [R, 3], alpha [R] (a byte), colour [R, 3] (0.5 + SH_C0 f_dc)."""
+    r = len(packed)
+    pp, pr, ps, pc = packed.T
+    with np.errstate(invalid="ignore", over="ignore"):  # infinite bounds give non-finite rows: dropped, counted
+        t = np.stack([_unorm(pp, 21, 11), _unorm(pp, 11, 10), _unorm(pp, 0, 11)], 1)
+        means = _lerp(b[:, 0:3], b[:, 3:6], t)
+        t = np.stack([_unorm(ps, 21, 11), _unorm(ps, 11, 10), _unorm(ps, 0, 11)], 1)
+        log_scales = _lerp(b[:, 6:9], b[:, 9:12], t)
+        rgb = np.stack([_unorm(pc, 24, 8), _unorm(pc, 16, 8), _unorm(pc, 8, 8)], 1)
+        if cb is not None:
+            rgb = _lerp(cb[:, 0:3], cb[:, 3:6], rgb)
+    abc = (np.stack([_unorm(pr, 20, 10), _unorm(pr, 10, 10), _unorm(pr, 0, 10)], 1) - 0.5) * np.float32(math.sqrt(2))
+    largest = (pr >> 30).astype(np.int64)
+    quats = np.empty((r, 4), np.float32)
+    # The three stored components fill the slots other than `largest`, in ascending order.
+    slots = np.array([[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]])[largest]  # [R, 3]
+    quats[np.arange(r)[:, None], slots] = abc
+    quats[np.arange(r), largest] = np.sqrt(np.maximum(0.0, 1.0 - np.square(abc).sum(1)))
+    return means, quats, log_scales, (pc & 0xFF).astype(np.uint8), rgb
 
 
 def _spread_bits(v: np.ndarray) -> np.ndarray:
@@ -251,8 +269,3 @@ def write_compressed_ply(scene: GaussianScene, path: str | os.PathLike, *, sort:
         f.write(chunk_rec.tobytes())
         f.write(vertex.tobytes())
         f.write(sh_bytes)
-
-
-def is_compressed_ply_head(head: bytes) -> bool:
-    """PLY magic: the compressed layout is told from the header by `read_compressed_ply` itself."""
-    return head.startswith(b"ply\n") or head.startswith(b"ply\r\n")

@@ -14,6 +14,7 @@ import math
 import warnings
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -21,6 +22,9 @@ SH_C0 = 0.28209479177387814  # Y_0^0 = 1 / (2 sqrt(pi)); base colour = 0.5 + SH_
 
 # A logit for an opacity of exactly 1 (or 0) would be infinite; readers of activated formats clamp to this.
 MAX_OPACITY_LOGIT = 16.0  # sigmoid(16) = 1 - 1.1e-7, indistinguishable from 1 in float32 blending
+
+# What `invalid_mask` rejects, for the one warning (or error) that counts the rejected Gaussians.
+INVALID_WHAT = "NaN/inf, or a scale, position or quaternion that overflows float32 or is zero"
 
 MASK_CHUNK_ROWS = 1 << 16  # rows per step of invalid_mask / drop_invalid: bounds their temporaries
 
@@ -40,6 +44,16 @@ def sh_degree_from_coeffs(k: int) -> int:
 def logit(p: Tensor) -> Tensor:
     """Inverse sigmoid, clamped so opacities of exactly 0 or 1 give finite logits."""
     return torch.logit(p.clamp(0.0, 1.0)).clamp(-MAX_OPACITY_LOGIT, MAX_OPACITY_LOGIT)
+
+
+# `logit(byte / 255)` for every byte: formats that store alpha in 8 bits look their logits up (the same values,
+# without computing a logarithm per Gaussian).
+_ALPHA8_LOGITS = logit(torch.arange(256, dtype=torch.float32) / 255.0).numpy()
+
+
+def logit_alpha8(alpha: np.ndarray) -> Tensor:
+    """[N] opacity logits of 8-bit alphas (uint8, opacity = byte / 255), as `logit` gives them."""
+    return torch.from_numpy(_ALPHA8_LOGITS[alpha])
 
 
 @dataclass
@@ -78,6 +92,14 @@ class GaussianScene:
     up_axis: str = "-y"
     antialiased: bool = False
     extras: dict = field(default_factory=dict)
+
+    @classmethod
+    def allocate(cls, n: int, sh_coeffs: int, **meta) -> GaussianScene:
+        """N Gaussians with uninitialised float32 tensors (CPU), for readers that decode into the final arrays
+        chunk by chunk rather than building each field whole and copying it; they `validate()` when done."""
+        f32 = torch.float32
+        empty = lambda *shape: torch.empty(shape, dtype=f32)  # noqa: E731
+        return cls(empty(n, 3), empty(n, 4), empty(n, 3), empty(n), empty(n, sh_coeffs, 3), **meta)
 
     # ---------------------------------------------------------------- basic properties
 
@@ -146,10 +168,14 @@ class GaussianScene:
         return self
 
     def invalid_mask(self) -> Tensor:
-        """[N] bool: rows with NaN/inf values, non-positive linear scales (log-scale -inf) or zero quaternions.
+        """[N] bool: rows that cannot be rendered, because a value is NaN/inf or its activation is not finite.
 
-        A quaternion counts as zero when its squared norm is below the smallest normal float32 (it cannot be
-        normalised in float32: its components are denormal or smaller).
+        That is: any NaN or infinite value; a log-scale whose exp overflows float32 (89 and above) or a linear
+        scale <= 0 (log-scale -inf / NaN); a position whose squared distance from the origin overflows float32
+        (about 1.8e19 and beyond); a quaternion that cannot be normalised in float32 (its squared norm is below
+        the smallest normal float32 or overflows).
+
+        An infinite opacity logit is not invalid (see `drop_invalid`): it must be clamped before this check.
         """
         # NOTE row sums first: NaN/inf propagate through a sum, so one reduction per field finds every
         # candidate row without a full-size bool tensor (a 1M-row SH3 mask took 0.7 s of a 1.5 s PLY load
@@ -158,7 +184,7 @@ class GaussianScene:
         # Rows are processed MASK_CHUNK_ROWS at a time, so the temporaries are a few MB whatever N is.
         n = len(self)
         bad = torch.empty(n, dtype=torch.bool, device=self.means.device)
-        tiny = torch.finfo(torch.float32).tiny
+        f32 = torch.finfo(torch.float32)
         for a in range(0, n, MASK_CHUNK_ROWS):
             b = min(n, a + MASK_CHUNK_ROWS)
             fields = [t[a:b].reshape(b - a, -1) for t in self._tensors()]
@@ -169,12 +195,19 @@ class GaussianScene:
                 for t in fields:
                     exact |= ~torch.isfinite(t[rows]).all(1)
                 chunk[rows] = exact
-            chunk |= self.quats[a:b].square().sum(1) < tiny
+            quat_norm2 = self.quats[a:b].square().sum(1)
+            chunk |= (quat_norm2 < f32.tiny) | torch.isinf(quat_norm2)
+            chunk |= torch.isinf(torch.exp(self.log_scales[a:b].amax(1)))
+            chunk |= torch.isinf(self.means[a:b].square().sum(1))
             bad[a:b] = chunk
         return bad
 
     def drop_invalid(self, *, name: str = "scene", in_place: bool = False) -> GaussianScene:
-        """Drop individually bad Gaussians with one warning giving their count.
+        """Clamp infinite opacity logits and drop individually bad Gaussians (`invalid_mask`), with one warning
+        giving their count.
+
+        An opacity logit of +inf or -inf is an opacity of exactly 1 or 0 (splat-transform writes them so): it
+        is clamped to +-MAX_OPACITY_LOGIT, never dropped.
 
         With `in_place`, kept rows are compacted inside this scene's own tensors (no second copy of the scene;
         readers use it on the scene they just built) and the result's tensors are views of their first rows;
@@ -182,21 +215,22 @@ class GaussianScene:
 
         Raises SceneFormatError if every Gaussian is bad (an empty scene is not a scene).
         """
-        bad = self.invalid_mask()
+        scene = self
+        if bool(torch.isinf(self.opacity_logits).any()):  # init-only sync
+            clamped = self.opacity_logits.nan_to_num(nan=math.nan, posinf=MAX_OPACITY_LOGIT, neginf=-MAX_OPACITY_LOGIT)
+            scene = replace(self, opacity_logits=clamped, extras=dict(self.extras))
+        bad = scene.invalid_mask()
         n_bad = int(bad.sum())  # init-only sync: never call per frame
         if n_bad == 0:
-            return self
-        if n_bad == len(self):
-            raise SceneFormatError(
-                f"{name}: all {n_bad} Gaussians have invalid values (NaN/inf, zero scale or quaternion)"
-            )
+            return scene
+        if n_bad == len(scene):
+            raise SceneFormatError(f"{name}: all {n_bad:,} Gaussians have invalid values ({INVALID_WHAT})")
         warnings.warn(
-            f"{name}: dropped {n_bad} of {len(self)} Gaussians with invalid values "
-            "(NaN/inf, non-positive scale or zero quaternion)",
+            f"{name}: dropped {n_bad:,} of {len(scene):,} Gaussians with invalid values ({INVALID_WHAT})",
             stacklevel=2,
         )
         keep = (~bad).nonzero()[:, 0]
-        return self._compact(keep) if in_place else self.subset(keep)
+        return scene._compact(keep) if in_place else scene.subset(keep)
 
     def _compact(self, keep: Tensor) -> GaussianScene:
         """Move rows `keep` (increasing indices) to the front of each tensor, chunk by chunk, in place.

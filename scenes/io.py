@@ -2,6 +2,7 @@
 
 Readers are chosen by the file's magic bytes where the format has one, else by its extension, and every
 failure is a `SceneFormatError` (or `FileNotFoundError`) naming the path: never a traceback from numpy.
+Only regular files and folders are read (`limits.open_regular`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from .compressed_ply import read_compressed_ply, write_compressed_ply
 from .gaussians import GaussianScene, SceneFormatError
+from .limits import open_regular
 from .ply import is_ply, write_ply
 from .sog import is_sog, read_sog
 from .splat import read_splat, write_splat
@@ -42,26 +44,21 @@ FORMATS: list[Format] = [
 ]
 
 
-def register_format(fmt: Format, *, first: bool = False) -> None:
-    """Add a format module's reader/writer (used by the format modules themselves)."""
-    FORMATS[:] = [f for f in FORMATS if f.name != fmt.name]
-    FORMATS.insert(0 if first else len(FORMATS), fmt)
-
-
 def format_for_path(path: str, *, for_write: bool = False) -> Format:
     """The format an output (or input without magic) path names by its extension."""
     lower = path.lower()
     best: tuple[int, Format] | None = None
     for fmt in FORMATS:
-        if for_write and fmt.write is None:
-            continue
         for ext in fmt.extensions:
             if lower.endswith(ext) and (best is None or len(ext) > best[0]):
                 best = (len(ext), fmt)
+    writable = ", ".join(sorted({e for f in FORMATS for e in f.extensions if f.write}))
     if best is None:
         known = sorted({e for f in FORMATS for e in f.extensions if (f.write or not for_write)})
         what = "write" if for_write else "read"
         raise SceneFormatError(f"{path}: unknown scene format (can {what}: {', '.join(known)})")
+    if for_write and best[1].write is None:
+        raise SceneFormatError(f"{path}: {best[1].name} is read-only in warpsplat (can write: {writable})")
     return best[1]
 
 
@@ -80,7 +77,7 @@ def load_scene(path: str | os.PathLike, **options) -> GaussianScene:
             if "/" in fmt.extensions and fmt.read is not None:  # folder readers register the extension "/"
                 return fmt.read(path, **options)
         raise SceneFormatError(f"{path}: is a folder, and no folder format is known")
-    with open(path, "rb") as f:
+    with open_regular(path) as f:  # a pipe or a device is refused here, before anything blocks
         head = f.read(64)
     if not head:
         raise SceneFormatError(f"{path}: file is empty")

@@ -1,30 +1,135 @@
-"""Sanity limits that readers check *before* allocating or decompressing, so a hostile or corrupt file
-(a lying count, a zip bomb, an absurd texture size) fails with a `SceneFormatError` instead of
-exhausting memory.
+"""Limits that readers check *before* allocating or decompressing, so that a hostile or corrupt file (a lying
+count, a zip bomb, an absurd texture size, a pipe or a device instead of a file) fails with a one-line
+`SceneFormatError` naming the file instead of exhausting memory or blocking.
 
-The limits are far above any real scene: the largest public trained scenes hold tens of millions of
-Gaussians, and `warpsplat compose` builds benchmark scenes of about 30M.
+- Counts: a declared Gaussian count must be positive and at most MAX_GAUSSIANS. The largest public trained
+  scenes hold tens of millions of Gaussians, and `warpsplat compose` builds benchmark scenes of about 30M.
+- Memory: what reading a declared count needs (the decoded float32 arrays plus the reader's own buffers) must
+  fit under a cap: the machine's free memory (MemAvailable), or WARPSPLAT_MAX_MEMORY when set (`8G`, `512M`,
+  a byte count, or `none` for no cap).
+- Expansion: compressed streams may not declare more output than their format can produce from their size.
+- Files: only regular files are opened (a FIFO blocks forever; /dev/zero never ends).
 """
 
 from __future__ import annotations
 
-MAX_GAUSSIANS = 1 << 27  # 134M Gaussians: ~33 GB as float32 at SH degree 3, beyond any one GPU we target
+import errno
+import os
+import re
+import stat
+from typing import BinaryIO
 
-# Largest decompressed payload any single stream or archive member may expand to. An SPZ of MAX_GAUSSIANS
-# at SH degree 3 needs ~8.7 GB; members of a SOG archive are WebP images (at most 16383^2 pixels each).
-MAX_DECOMPRESSED_BYTES = 16 << 30
+MAX_GAUSSIANS = 1 << 27  # 134M Gaussians: ~33 GB as float32 at SH degree 3, beyond any one GPU we target
 
 # DEFLATE cannot expand data by more than ~1032:1 (RFC 1951: a 258-byte match costs at least two bits).
 # A gzip/zip header that declares more output than that from its compressed size is lying.
 MAX_DEFLATE_RATIO = 1032
 
+# zstd cannot expand data by more than 32768:1: its largest block (128 KiB) costs at least 4 bytes
+# (a 3-byte block header and the one byte of an RLE block) (RFC 8878, section 3.1.1.2).
+MAX_ZSTD_RATIO = 1 << 15
+
+MEMORY_CAP_ENV = "WARPSPLAT_MAX_MEMORY"
+
+_FILE_KINDS = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _error(message: str) -> Exception:
+    from .gaussians import SceneFormatError  # gaussians imports torch; keep this module light
+
+    return SceneFormatError(message)
+
+
+def scene_bytes(count: int, sh_coeffs: int) -> int:
+    """Bytes of a GaussianScene's float32 arrays: means 3, quats 4, log-scales 3, opacity 1, SH 3 K."""
+    return count * 4 * (11 + 3 * sh_coeffs)
+
+
+def gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB"
+
+
+def mem_available(path: str = "/proc/meminfo") -> int | None:
+    """MemAvailable from /proc/meminfo in bytes (None off Linux or if unreadable)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def memory_cap() -> tuple[int | None, str]:
+    """(cap in bytes or None for no cap, where it comes from) for reading one scene."""
+    text = os.environ.get(MEMORY_CAP_ENV, "").strip()
+    if not text:
+        free = mem_available()
+        return free, "the free memory"
+    if text.lower() == "none":
+        return None, f"{MEMORY_CAP_ENV}=none"
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", text.lower())
+    if not m:
+        raise _error(f"{MEMORY_CAP_ENV}={text!r}: expected a size such as 8G, 512M, a byte count, or none")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2)]
+    return int(float(m.group(1)) * scale), f"{MEMORY_CAP_ENV}={text}"
+
+
+def check_memory(need: int, path: str, what: str) -> None:
+    """Refuse, before allocating, a read that needs more than the memory cap."""
+    cap, source = memory_cap()
+    if cap is not None and need > cap:
+        raise _error(
+            f"{path}: {what} needs about {gb(need)} of memory to read, more than the {gb(cap)} cap "
+            f"({source}; set {MEMORY_CAP_ENV} to change it)"
+        )
+
 
 def check_count(count: int, path: str, field: str) -> int:
-    """A declared Gaussian count must be positive and below MAX_GAUSSIANS (checked before allocating)."""
-    from .gaussians import SceneFormatError
-
+    """A declared Gaussian count must be positive and at most MAX_GAUSSIANS."""
     if count <= 0:
-        raise SceneFormatError(f"{path}: {field} declares {count} Gaussians (the file holds no scene)")
+        raise _error(f"{path}: {field} declares {count} Gaussians (the file holds no scene)")
     if count > MAX_GAUSSIANS:
-        raise SceneFormatError(f"{path}: {field} declares {count:,} Gaussians, above the {MAX_GAUSSIANS:,} limit")
+        raise _error(f"{path}: {field} declares {count:,} Gaussians, above the {MAX_GAUSSIANS:,} limit")
     return count
+
+
+def check_scene_memory(count: int, sh_coeffs: int, path: str, field: str, *, buffers: int = 0) -> None:
+    """The decoded arrays of `count` Gaussians plus the reader's own `buffers` (bytes) must fit under the
+    memory cap. Checked before allocating."""
+    check_memory(scene_bytes(count, sh_coeffs) + buffers, path, f"{field} of {count:,} Gaussians")
+
+
+def open_regular(path: str) -> BinaryIO:
+    """Open a scene file for reading; anything but a regular file is refused with a one-line error.
+
+    Opened non-blocking and checked on the open descriptor: a plain open() of a FIFO waits for a writer, and
+    a check before opening could be raced by a rename.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # what opening a socket gives
+            raise _error(f"{path}: is a socket or device, not a regular file") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = "a folder" if stat.S_ISDIR(mode) else _FILE_KINDS.get(stat.S_IFMT(mode), "a special file")
+        raise _error(f"{path}: is {what}, not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: str, what: str) -> bytes:
+    """The whole of a regular file, read up to the size it had when opened (a file that grows is not followed)."""
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        check_memory(size, path, what)
+        return f.read(size)

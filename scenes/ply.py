@@ -10,11 +10,14 @@ one element `vertex` of N rows, every property a float32:
   sh[N, K, 3], so reading reshapes (N, 3, K-1) -> transpose -> (N, K-1, 3).
 - opacity: logit; scale_i: log scale; rot_0..3: quaternion (w, x, y, z), not normalised on disk.
 - Variants handled: normals missing, f_rest missing (degree 0), extra properties (ignored), properties in any
-  order, non-float32 property types (converted), big-endian and ASCII bodies (slower path, still vectorised).
+  order, non-float32 property types (converted), big-endian and ASCII bodies.
+- Refused: a body longer than its elements declare (mis-declared types or counts would load garbage).
 
-The body is read through a numpy view of the mapped file, never per-row Python. The common case (every property
-a little-endian float32) is one pass: chunks of rows of the [N, P] float32 view are copied straight into the
-final contiguous arrays, and each chunk's file pages are released once copied (see the NOTE at CHUNK_BYTES).
+The body is read through a numpy view of the mapped file, never per-row Python, in one pass: chunks of rows are
+converted to float32 (a plain copy in the common all-float32 case) and copied straight into the final contiguous
+arrays, and each chunk's file pages are released once copied (see the NOTE at CHUNK_BYTES). So reading peaks at
+the scene's arrays plus a chunk; an ASCII body is parsed in chunks too, into records first (about twice the
+scene's arrays).
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 import torch
 
 from .atomic import atomic_write
-from .gaussians import GaussianScene, SceneFormatError, make_scene
+from .gaussians import GaussianScene, SceneFormatError
+from .limits import check_count, check_memory, check_scene_memory, open_regular
 
 _PLY_TYPES = {
     "char": "i1", "int8": "i1", "uchar": "u1", "uint8": "u1",
@@ -98,6 +102,9 @@ def parse_header(data: bytes | memoryview, path: str) -> tuple[str, list[PlyElem
 def read_elements(data: bytes | memoryview, path: str) -> tuple[dict[str, np.ndarray], list[str]]:
     """Read every element of a PLY file into structured numpy arrays (binary: zero-copy views).
 
+    The body must hold exactly the declared elements: bytes (or ASCII values) left after them mean the header
+    mis-declares the property types or counts, and reading on would load garbage.
+
     Returns ({element name: structured array}, header comment lines).
     """
     fmt, elements, offset = parse_header(data, path)
@@ -106,57 +113,81 @@ def read_elements(data: bytes | memoryview, path: str) -> tuple[dict[str, np.nda
         for ln in bytes(data[:offset]).decode("latin-1").splitlines()
         if ln.startswith("comment ")
     ]
-    out: dict[str, np.ndarray] = {}
-    if fmt == "ascii":
-        text = bytes(data[offset:]).decode("latin-1").split()
-        pos = 0
-        for el in elements:
-            if el.has_list:
-                raise SceneFormatError(f"{path}: ASCII PLY element {el.name} has list properties (unsupported)")
-            n_vals = el.count * len(el.properties)
-            if pos + n_vals > len(text):
-                raise SceneFormatError(f"{path}: PLY body is truncated in element {el.name}")
-            try:
-                vals = np.array(text[pos : pos + n_vals], dtype=np.float64).reshape(el.count, len(el.properties))
-            except ValueError:
-                raise SceneFormatError(f"{path}: ASCII PLY element {el.name} holds a non-number") from None
-            arr = np.empty(el.count, dtype=el.dtype("<"))
-            for i, (name, _) in enumerate(el.properties):
-                arr[name] = vals[:, i]
-            out[el.name] = arr
-            pos += n_vals
-        return out, comments
-    endian = "<" if fmt == "binary_little_endian" else ">"
     for el in elements:
         if el.has_list:
             raise SceneFormatError(f"{path}: PLY element {el.name} has list properties (unsupported in splat files)")
+    if fmt == "ascii":
+        return _read_ascii(data, offset, elements, path), comments
+    out: dict[str, np.ndarray] = {}
+    endian = "<" if fmt == "binary_little_endian" else ">"
+    for el in elements:
         dt = el.dtype(endian)
         need = el.count * dt.itemsize
         if offset + need > len(data):
             raise SceneFormatError(
-                f"{path}: PLY body is truncated: element {el.name} declares {el.count} rows "
-                f"({need} bytes) but only {max(0, len(data) - offset)} bytes remain"
+                f"{path}: PLY body is truncated: element {el.name} declares {el.count:,} rows "
+                f"({need:,} bytes) but only {max(0, len(data) - offset):,} bytes remain"
             )
         out[el.name] = np.frombuffer(data, dtype=dt, count=el.count, offset=offset)
         offset += need
+    if offset != len(data):
+        raise SceneFormatError(
+            f"{path}: PLY body has {len(data) - offset:,} bytes after its declared elements "
+            "(the header's property types or counts do not match the data)"
+        )
     return out, comments
 
 
-def _columns(arr: np.ndarray, names: list[str]) -> np.ndarray:
-    """Stack named float columns into a float32 [N, len(names)] array.
+ASCII_CHUNK_BYTES = 4 << 20  # text parsed at a time: its tokens are Python objects, ~60 bytes each
 
-    Fast path: when the columns are consecutive float32 fields in the record, take one strided view
-    of the record bytes instead of one strided copy per column.
-    """
-    dt = arr.dtype
-    fields = dt.fields
-    assert fields is not None
-    first = fields[names[0]]
-    contiguous = all(fields[n][0] == np.dtype("<f4") and fields[n][1] == first[1] + 4 * i for i, n in enumerate(names))
-    if contiguous:
-        raw = arr.view(np.uint8).reshape(len(arr), dt.itemsize)
-        return np.ascontiguousarray(raw[:, first[1] : first[1] + 4 * len(names)]).view("<f4")
-    return np.stack([arr[n].astype(np.float32) for n in names], axis=1)
+
+def _ascii_values(data: bytes | memoryview, offset: int, path: str) -> Iterator[np.ndarray]:
+    """float64 values of an ASCII PLY body, a chunk of whole lines at a time (bounded temporaries)."""
+    pos, end = offset, len(data)
+    while pos < end:
+        stop = min(end, pos + ASCII_CHUNK_BYTES)
+        text = bytes(data[pos:stop])
+        if stop < end:  # cut after the last whitespace so that no number is split
+            cut = max(text.rfind(c) for c in (b"\n", b"\r", b" ", b"\t"))
+            if cut < 0:
+                raise SceneFormatError(f"{path}: ASCII PLY body holds a token longer than {ASCII_CHUNK_BYTES:,} bytes")
+            text = text[: cut + 1]
+        pos += len(text)
+        try:
+            yield np.array(text.split(), dtype=np.float64)
+        except ValueError:
+            raise SceneFormatError(f"{path}: ASCII PLY body holds a non-number") from None
+
+
+def _read_ascii(data: bytes | memoryview, offset: int, elements: list[PlyElement], path: str) -> dict[str, np.ndarray]:
+    """Parse an ASCII body into structured arrays, element by element, in row chunks."""
+    check_memory(sum(el.count * el.dtype("<").itemsize for el in elements), path, "the ASCII PLY body")
+    values = _ascii_values(data, offset, path)
+    pending = np.empty(0)
+    out: dict[str, np.ndarray] = {}
+    for el in elements:
+        arr = np.empty(el.count, dtype=el.dtype("<"))
+        p, row = len(el.properties), 0
+        while p and row < el.count:
+            if len(pending) < p:
+                more = next(values, None)
+                if more is None:
+                    raise SceneFormatError(f"{path}: PLY body is truncated in element {el.name} (row {row:,})")
+                pending = np.concatenate([pending, more])
+                continue
+            take = min(el.count - row, len(pending) // p)
+            block = pending[: take * p].reshape(take, p)
+            with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf / wrap, as binary
+                for i, (name, _) in enumerate(el.properties):
+                    arr[name][row : row + take] = block[:, i]
+            pending, row = pending[take * p :], row + take
+        out[el.name] = arr
+    if len(pending) or any(len(v) for v in values):
+        raise SceneFormatError(
+            f"{path}: ASCII PLY body holds values after its declared elements "
+            "(the header's counts do not match the data)"
+        )
+    return out
 
 
 def _suffix_sorted(names: list[str], prefix: str) -> list[str]:
@@ -188,19 +219,12 @@ def scene_from_vertex(
     rest = _suffix_sorted(names, "f_rest_")
     if len(rest) not in (0, 9, 24, 45):
         raise SceneFormatError(f"{path}: {len(rest)} f_rest properties; expected 0, 9, 24 or 45 (SH degree 0-3)")
-    antialiased = any(c.replace(" ", "").lower() in ("splatrendermode:mip", "antialiased1") for c in comments)
-    body = _float32_body(v)
-    if body is not None:
-        fields = _copy_fields(body, {n: i for i, n in enumerate(names)}, rest, release)
-    else:
-        fields = tuple(torch.from_numpy(f) for f in _gather_fields(v, rest))
-    return make_scene(
-        *fields,
-        source_format=source_format,
-        up_axis="-y",
-        antialiased=antialiased,
-        extras={"properties": len(names), "ignored properties": [p for p in names if p not in required + rest]},
-    )
+    check_count(len(v), path, "PLY element vertex")
+    check_scene_memory(len(v), 1 + len(rest) // 3, path, "PLY element vertex", buffers=2 * CHUNK_BYTES)
+    scene = _copy_fields(v, {n: i for i, n in enumerate(names)}, rest, release)
+    scene.source_format, scene.antialiased = source_format, is_antialiased(comments)
+    scene.extras = {"properties": len(names), "ignored properties": [p for p in names if p not in required + rest]}
+    return scene.validate()
 
 
 # NOTE one pass over the body, CHUNK_BYTES of rows at a time, measured on the shared 2-core CPU machine (SH degree 2
@@ -233,13 +257,16 @@ def _take(block: torch.Tensor, cols: list[int]) -> torch.Tensor:
 
 
 def _copy_fields(
-    body: np.ndarray, col: dict[str, int], rest: list[str], release: Callable[[int, int], None] | None
-) -> tuple[torch.Tensor, ...]:
-    """Copy each field of a float32 [N, P] body once, chunk of rows by chunk, into its final contiguous tensor.
+    v: np.ndarray, col: dict[str, int], rest: list[str], release: Callable[[int, int], None] | None
+) -> GaussianScene:
+    """Copy each field of N vertex records once, chunk of rows by chunk, into its final contiguous tensor.
 
-    Returns (means [N,3], quats [N,4], log_scales [N,3], opacity_logits [N], sh [N,K,3] coefficient-major).
+    Each chunk of records is first converted to a float32 [rows, P] staging block (`_to_float32`), so the
+    final tensors plus one chunk are all that is allocated, whatever the property types.
+
+    Returns the scene's fields, sh coefficient-major.
     """
-    n, p = body.shape
+    n, p = len(v), len(col)
     k1 = len(rest) // 3
     c_means = [col[c] for c in ("x", "y", "z")]
     c_quats = [col[f"rot_{i}"] for i in range(4)]
@@ -247,42 +274,34 @@ def _copy_fields(
     c_dc = [col[f"f_dc_{i}"] for i in range(3)]
     c_rest = [col[r] for r in rest]
     c_opacity = col["opacity"]
-    f32 = torch.float32
-    means, log_scales = torch.empty((n, 3), dtype=f32), torch.empty((n, 3), dtype=f32)
-    quats, opacity = torch.empty((n, 4), dtype=f32), torch.empty(n, dtype=f32)
-    sh = torch.empty((n, 1 + k1, 3), dtype=f32)
+    out = GaussianScene.allocate(n, 1 + k1)
     step = max(1, min(n, CHUNK_BYTES // (4 * p)))
     staging = np.empty((step, p), np.float32)  # aligned, writable: the mapped body is neither (odd header length)
+    body = _float32_body(v)
     for a in range(0, n, step):
         b = min(n, a + step)
-        staging[: b - a] = body[a:b]
+        if body is not None:
+            staging[: b - a] = body[a:b]
+        else:
+            _to_float32(v[a:b], staging[: b - a])
         block = torch.from_numpy(staging[: b - a])
-        means[a:b] = _take(block, c_means)
-        quats[a:b] = _take(block, c_quats)
-        log_scales[a:b] = _take(block, c_scales)
-        opacity[a:b] = block[:, c_opacity]
-        sh[a:b, 0] = _take(block, c_dc)
+        out.means[a:b] = _take(block, c_means)
+        out.quats[a:b] = _take(block, c_quats)
+        out.log_scales[a:b] = _take(block, c_scales)
+        out.opacity_logits[a:b] = block[:, c_opacity]
+        out.sh[a:b, 0] = _take(block, c_dc)
         if k1:  # channel-major on disk -> coefficient-major, in the same copy
-            sh[a:b, 1:] = _take(block, c_rest).reshape(b - a, 3, k1).transpose(1, 2)
+            out.sh[a:b, 1:] = _take(block, c_rest).reshape(b - a, 3, k1).transpose(1, 2)
         if release is not None:
             release(a, b)
-    return means, quats, log_scales, opacity, sh
+    return out
 
 
-def _gather_fields(v: np.ndarray, rest: list[str]) -> tuple[np.ndarray, ...]:
-    """The slower path for other property types, big-endian and ASCII bodies: one converting copy per column."""
-    n = len(v)
-    sh = np.empty((n, 1 + len(rest) // 3, 3), dtype=np.float32)
-    sh[:, 0] = _columns(v, ["f_dc_0", "f_dc_1", "f_dc_2"])
-    if rest:
-        sh[:, 1:] = _columns(v, rest).reshape(n, 3, len(rest) // 3).transpose(0, 2, 1)  # channel- -> coefficient-major
-    return (
-        _columns(v, ["x", "y", "z"]),
-        _columns(v, ["rot_0", "rot_1", "rot_2", "rot_3"]),
-        _columns(v, ["scale_0", "scale_1", "scale_2"]),
-        _columns(v, ["opacity"])[:, 0].copy(),
-        sh,
-    )
+def _to_float32(records: np.ndarray, out: np.ndarray) -> None:
+    """Structured records of any property types and byte order -> out [rows, P] float32, column by column."""
+    with np.errstate(over="ignore"):  # a double beyond float32's range becomes inf, and is then dropped as invalid
+        for i, name in enumerate(records.dtype.names or ()):
+            out[:, i] = records[name]
 
 
 def read_ply(path: str | os.PathLike, data: bytes | memoryview | None = None) -> GaussianScene:
@@ -294,20 +313,19 @@ def read_ply(path: str | os.PathLike, data: bytes | memoryview | None = None) ->
     if "vertex" not in elements:
         raise SceneFormatError(f"{path}: PLY file has no vertex element")
     vertex = elements["vertex"]
-    scene = scene_from_vertex(vertex, path, comments=comments, release=_page_releaser(data, vertex))
+    scene = scene_from_vertex(vertex, path, comments=comments, release=page_releaser(data, vertex))
     return scene.drop_invalid(name=path, in_place=True)
 
 
 def map_file(path: str) -> memoryview:
-    """Read-only view of a whole file through mmap: no copy until a field is gathered."""
-    size = os.path.getsize(path)
-    if size == 0:
-        raise SceneFormatError(f"{path}: file is empty")
-    with open(path, "rb") as f:
+    """Read-only view of a whole regular file through mmap: no copy until a field is gathered."""
+    with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            raise SceneFormatError(f"{path}: file is empty")
         return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
 
 
-def _page_releaser(data: bytes | memoryview, records: np.ndarray) -> Callable[[int, int], None] | None:
+def page_releaser(data: bytes | memoryview, records: np.ndarray) -> Callable[[int, int], None] | None:
     """For records viewed from a file mapping (`map_file`): a callable that drops the mapped pages of rows
     [a, b) from this process's resident set once they have been copied, so that a load's peak memory is the
     scene plus one chunk rather than the scene plus the whole file. The page cache keeps the pages."""
@@ -331,25 +349,57 @@ def _page_releaser(data: bytes | memoryview, records: np.ndarray) -> Callable[[i
 
 def write_ply(scene: GaussianScene, path: str | os.PathLike, *, with_normals: bool = True) -> None:
     """Write the INRIA layout (float32, little endian). Lossless for every GaussianScene."""
-    scene = scene.to("cpu")
-    n, k = len(scene), scene.sh.shape[1]
+    write_ply_parts(path, [scene], len(scene), scene.sh.shape[1], antialiased=scene.antialiased,
+                    with_normals=with_normals)  # fmt: skip
+
+
+def write_ply_parts(
+    path: str | os.PathLike,
+    parts: Iterable[GaussianScene],
+    total: int,
+    sh_coeffs: int,
+    *,
+    antialiased: bool,
+    with_normals: bool = True,
+) -> None:
+    """Write scenes one after another as one INRIA PLY of `total` Gaussians, holding one part in memory at a
+    time: `warpsplat compose` streams a composite of many copies through here. Every part has `sh_coeffs` SH
+    coefficients per channel; the header is written first, so the parts must add up to `total` (checked)."""
     names = ["x", "y", "z"] + (["nx", "ny", "nz"] if with_normals else [])
-    names += [f"f_dc_{i}" for i in range(3)] + [f"f_rest_{i}" for i in range(3 * (k - 1))]
+    names += [f"f_dc_{i}" for i in range(3)] + [f"f_rest_{i}" for i in range(3 * (sh_coeffs - 1))]
     names += ["opacity"] + [f"scale_{i}" for i in range(3)] + [f"rot_{i}" for i in range(4)]
+    header = ["ply", "format binary_little_endian 1.0", "comment written by warpsplat"]
+    if antialiased:
+        header.append("comment SplatRenderMode: mip")
+    header += [f"element vertex {total}"] + [f"property float {p}" for p in names] + ["end_header"]
+    written = 0
+    with atomic_write(path) as f:
+        f.write(("\n".join(header) + "\n").encode("ascii"))
+        for part in parts:
+            if part.sh.shape[1] != sh_coeffs:
+                raise ValueError(f"write_ply_parts: a part has {part.sh.shape[1]} SH coefficients, not {sh_coeffs}")
+            f.write(memoryview(_ply_rows(part.to("cpu"), with_normals)).cast("B"))
+            written += len(part)
+        if written != total:
+            raise ValueError(f"write_ply_parts: the parts hold {written:,} Gaussians, the header says {total:,}")
+
+
+def _ply_rows(scene: GaussianScene, with_normals: bool) -> np.ndarray:
+    """[N, columns] little-endian float32 rows in write_ply_parts' property order."""
+    n, k = len(scene), scene.sh.shape[1]
     cols = [scene.means.numpy()]
     if with_normals:
         cols.append(np.zeros((n, 3), np.float32))
     sh = scene.sh.numpy()
     cols += [sh[:, 0], sh[:, 1:].transpose(0, 2, 1).reshape(n, 3 * (k - 1))]  # coefficient- -> channel-major
     cols += [scene.opacity_logits.numpy()[:, None], scene.log_scales.numpy(), scene.quats.numpy()]
-    body = np.ascontiguousarray(np.concatenate(cols, axis=1), dtype="<f4")
-    header = ["ply", "format binary_little_endian 1.0", "comment written by warpsplat"]
-    if scene.antialiased:
-        header.append("comment SplatRenderMode: mip")
-    header += [f"element vertex {n}"] + [f"property float {p}" for p in names] + ["end_header"]
-    with atomic_write(path) as f:
-        f.write(("\n".join(header) + "\n").encode("ascii"))
-        f.write(body.tobytes())
+    return np.ascontiguousarray(np.concatenate(cols, axis=1), dtype="<f4")
+
+
+def is_antialiased(comments: list[str]) -> bool:
+    """Header comments that mark a scene trained with the Mip-Splatting 2D filter: `comment SplatRenderMode: mip`
+    (Brush, gsplat) or `comment antialiased 1` (Postshot)."""
+    return any(c.replace(" ", "").lower() in ("splatrendermode:mip", "antialiased1") for c in comments)
 
 
 def is_ply(head: bytes) -> bool:

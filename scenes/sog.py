@@ -38,6 +38,7 @@ import io
 import json
 import math
 import os
+import warnings
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -45,8 +46,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .gaussians import GaussianScene, SceneFormatError, logit, make_scene
-from .limits import MAX_DEFLATE_RATIO, check_count
+from .gaussians import GaussianScene, SceneFormatError, logit_alpha8
+from .limits import MAX_DEFLATE_RATIO, check_count, check_scene_memory, open_regular
 
 MAX_META_BYTES = 16 << 20  # codebooks are 256 floats each: a real meta.json is ~15 kB
 MAX_TEXTURE_SIDE = 16383  # the WebP format's own limit
@@ -61,6 +62,7 @@ class _Source:
     def __init__(self, path: str):
         self.path = path
         self.zip: zipfile.ZipFile | None = None
+        self.file = None
         self.base = ""
         if os.path.isdir(path):
             self.folder = path
@@ -68,18 +70,26 @@ class _Source:
             self.folder = os.path.dirname(os.path.abspath(path))
         else:
             self.folder = None
+            self.file = open_regular(path)
             try:
-                self.zip = zipfile.ZipFile(path)
-            except (zipfile.BadZipFile, OSError, ValueError) as e:
+                self.zip = zipfile.ZipFile(self.file)
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+                self.close()
                 raise SceneFormatError(f"{path}: not a readable .sog zip archive ({e})") from None
             names = self.zip.namelist()
             if "meta.json" not in names:
                 nested = [n for n in names if n.endswith("/meta.json")]
                 if len(nested) != 1:
-                    raise SceneFormatError(f"{path}: .sog archive has no meta.json at its root")
+                    self.close()
+                    if path.lower().endswith(".sog"):
+                        raise SceneFormatError(f"{path}: .sog archive has no meta.json at its root")
+                    raise SceneFormatError(
+                        f"{path}: unknown scene format (a zip archive without meta.json, so not a SOG scene)"
+                    )
                 self.base = nested[0][: -len("meta.json")]
 
     def read(self, name: str, limit: int) -> bytes:
+        """A member's bytes: at most `limit`, and never more than the archive declares for it."""
         what = f"{self.path}: SOG member {name!r}"
         if not isinstance(name, str) or not name or name.startswith(("/", "\\")) or ".." in name.split("/"):
             raise SceneFormatError(f"{what}: not a plain relative file name")
@@ -98,23 +108,27 @@ class _Source:
                 )
             try:
                 with self.zip.open(info) as f:
-                    data = f.read(limit + 1)  # zipfile stops at the declared size; the cap is belt and braces
+                    # zipfile inflates up to the amount asked for before it cuts the data at the declared size and
+                    # checks the CRC: asking for the declared size bounds memory by it. (Asking for more let a
+                    # member that declares 14 kB inflate gigabytes before its CRC error.)
+                    return f.read(info.file_size)
             except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError) as e:
                 raise SceneFormatError(f"{what} is corrupt ({e})") from None
-            return data
         assert self.folder is not None
         file = os.path.join(self.folder, *name.split("/"))
-        if not os.path.isfile(file):
+        if not os.path.exists(file):
             raise SceneFormatError(f"{what}: no file {file}")
-        size = os.path.getsize(file)
-        if size > limit:
-            raise SceneFormatError(f"{what} holds {size:,} bytes, above the {limit:,} limit")
-        with open(file, "rb") as f:
-            return f.read()
+        with open_regular(file) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                raise SceneFormatError(f"{what} holds {size:,} bytes, above the {limit:,} limit")
+            return f.read(size)
 
     def close(self) -> None:
         if self.zip is not None:
             self.zip.close()
+        if self.file is not None:
+            self.file.close()
 
 
 def _is_lossless_webp(data: bytes) -> bool | None:
@@ -140,27 +154,36 @@ def _texture(src: _Source, name: str, count: int, *, max_texels: int, label: str
     from PIL import Image
 
     what = f"{src.path}: SOG texture {label} ({name})"
-    data = src.read(name, limit=4 * MAX_TEXTURE_SIDE * MAX_TEXTURE_SIDE)
+    # A lossless WebP of the largest allowed size is at most about its raw RGBA bytes (VP8L falls back to
+    # plain pixels); anything far larger is not a texture of this scene.
+    data = src.read(name, limit=8 * max_texels + (1 << 20))
     lossless = _is_lossless_webp(data)
     if lossless is None:
         raise SceneFormatError(f"{what} is not a WebP image")
     if not lossless:
         raise SceneFormatError(f"{what} is lossy WebP; SOG textures must be lossless")
-    try:
-        im = Image.open(io.BytesIO(data))
-        w, h = im.size  # header only: nothing decoded yet
-    except Exception as e:  # Pillow raises many types (incl. DecompressionBombError) for bad headers
-        raise SceneFormatError(f"{what} has an unreadable header ({e})") from None
-    if not (0 < w <= MAX_TEXTURE_SIDE and 0 < h <= MAX_TEXTURE_SIDE):
-        raise SceneFormatError(f"{what} is {w}x{h}, outside the WebP limit {MAX_TEXTURE_SIDE}")
-    if w * h < count:
-        raise SceneFormatError(f"{what} is {w}x{h} = {w * h:,} texels, fewer than the {count:,} it must hold")
-    if w * h > max_texels:
-        raise SceneFormatError(f"{what} is {w}x{h}, far larger than {count:,} entries need")
-    try:
-        rgba = np.asarray(im.convert("RGBA"), dtype=np.uint8)
-    except Exception as e:
-        raise SceneFormatError(f"{what} does not decode ({e})") from None
+    with warnings.catch_warnings():
+        # Pillow warns above 89M pixels; the sizes are checked against the scene's count right here instead.
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            im = Image.open(io.BytesIO(data))
+            w, h = im.size  # header only: nothing decoded yet
+        except Exception as e:  # Pillow raises many types (incl. DecompressionBombError) for bad headers
+            raise SceneFormatError(f"{what} has an unreadable header ({e})") from None
+        if not (0 < w <= MAX_TEXTURE_SIDE and 0 < h <= MAX_TEXTURE_SIDE):
+            raise SceneFormatError(f"{what} is {w}x{h}, outside the WebP limit {MAX_TEXTURE_SIDE}")
+        if w * h < count:
+            raise SceneFormatError(f"{what} is {w}x{h} = {w * h:,} texels, fewer than the {count:,} it must hold")
+        if w * h > max_texels:
+            raise SceneFormatError(f"{what} is {w}x{h}, far larger than {count:,} entries need")
+        try:
+            if im.mode != "RGBA":
+                im = im.convert("RGBA")
+            rgba = np.asarray(im, dtype=np.uint8)
+        except Exception as e:
+            raise SceneFormatError(f"{what} does not decode ({e})") from None
+        finally:
+            im.close()
     if rgba.shape != (h, w, 4):
         raise SceneFormatError(f"{what} decoded to shape {rgba.shape}, expected ({h}, {w}, 4)")
     return rgba.reshape(h * w, 4)
@@ -231,30 +254,46 @@ def _means(lo: np.ndarray, hi: np.ndarray, mins: np.ndarray, maxs: np.ndarray) -
     v = lo[:, :3].astype(np.float64) + 256.0 * hi[:, :3].astype(np.float64)
     span = np.where(maxs - mins != 0, maxs - mins, 1.0)  # splat-transform's `|| 1` for a flat axis
     t = mins + span * (v / 65535.0)
-    return (np.sign(t) * np.expm1(np.abs(t))).astype(np.float32)  # inverse of sign(x) ln(|x| + 1)
+    with np.errstate(over="ignore"):  # a huge range overflows to inf: such Gaussians are dropped and counted
+        return (np.sign(t) * np.expm1(np.abs(t))).astype(np.float32)  # inverse of sign(x) ln(|x| + 1)
 
 
-def _sh_rest(
-    src: _Source, files: list[str], labels_count: int, coeffs: int, palette: int, values: Callable
-) -> np.ndarray:
-    """Palette-coded SH -> [N, coeffs, 3] (coefficient-major), zero for labels outside the palette."""
-    cen = _texture(src, files[0], 1, max_texels=64 * coeffs * 1025, label="shN centroids")
-    lab = _texture(src, files[1], labels_count, max_texels=2 * labels_count + (1 << 16), label="shN labels")
+DECODE_ROWS = 1 << 16  # texels decoded at a time: the temporaries stay a few MB whatever the count
+
+
+def _rows(count: int):
+    """(start, end) of each chunk of DECODE_ROWS rows."""
+    return ((a, min(count, a + DECODE_ROWS)) for a in range(0, count, DECODE_ROWS))
+
+
+def _sh_table(src: _Source, file: str, coeffs: int, values: Callable) -> np.ndarray:
+    """The shN palette as [entries, coeffs, 3] SH values (the table at the top of this module)."""
+    cen = _texture(src, file, 1, max_texels=64 * coeffs * 1025, label="shN centroids")
     width = 64 * coeffs
-    rows = len(cen) // width
     if len(cen) % width:
         raise SceneFormatError(f"{src.path}: SOG shN centroids width is not {width} texels for {coeffs} coefficients")
-    table = values(cen.reshape(rows * 64, coeffs, 4)[:, :, :3])  # [entries, coeffs, 3]
-    palette = min(palette, rows * 64)
-    labels = lab[:labels_count, 0].astype(np.int64) | (lab[:labels_count, 1].astype(np.int64) << 8)
-    ok = labels < palette
-    out = np.zeros((labels_count, coeffs, 3), np.float32)
-    out[ok] = table[labels[ok]]
-    return out
+    return values(cen.reshape(len(cen) // coeffs, coeffs, 4)[:, :, :3])
+
+
+def _fill_sh_rest(out: GaussianScene, src: _Source, file: str, table: np.ndarray, palette: int) -> None:
+    """Palette-coded SH into sh[:, 1:] (coefficient-major); labels outside the palette leave zero SH."""
+    count = len(out.sh)
+    lab = _texture(src, file, count, max_texels=_texture_limit(count), label="shN labels")
+    palette = min(palette, len(table))
+    for a, b in _rows(count):
+        labels = lab[a:b, 0].astype(np.int64) | (lab[a:b, 1].astype(np.int64) << 8)
+        ok = labels < palette
+        rest = np.zeros((b - a, *table.shape[1:]), np.float32)
+        rest[ok] = table[labels[ok]]
+        out.sh[a:b, 1:] = torch.from_numpy(rest)
 
 
 def read_sog(path: str | os.PathLike) -> GaussianScene:
-    """Read a `.sog` archive, a folder holding meta.json, or a meta.json path."""
+    """Read a `.sog` archive, a folder holding meta.json, or a meta.json path.
+
+    The scene's arrays are allocated once and filled texture by texture, DECODE_ROWS texels at a time: reading
+    peaks at the arrays plus one or two decoded textures (4 bytes a texel each).
+    """
     path = os.fspath(path)
     src = _Source(path)
     try:
@@ -262,6 +301,8 @@ def read_sog(path: str | os.PathLike) -> GaussianScene:
             meta = _Meta(json.loads(src.read("meta.json", MAX_META_BYTES)), path)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise SceneFormatError(f"{path}: SOG meta.json is not valid JSON ({e})") from None
+        except RecursionError:
+            raise SceneFormatError(f"{path}: SOG meta.json nests too deeply to be a SOG meta.json") from None
         version = meta.get("version", None)
         if version is None:
             return _read_v1(src, meta)
@@ -276,48 +317,65 @@ def _texture_limit(count: int) -> int:
     return 2 * count + (1 << 16)  # writers pad to multiples of 4 rows/columns; anything far larger is a lie
 
 
-def _means_and_quats(src: _Source, meta: _Meta, count: int, lim: int) -> tuple[np.ndarray, np.ndarray]:
+def _check_memory(count: int, coeffs: int, path: str, field: str) -> None:
+    # Besides the arrays: two decoded textures at a time (the means), each briefly twice (Pillow's and numpy's).
+    check_scene_memory(count, coeffs, path, f"meta.json {field}", buffers=4 * 4 * _texture_limit(count))
+
+
+def _fill_means_and_quats(out: GaussianScene, src: _Source, meta: _Meta) -> None:
     """Positions (16-bit, split over two textures, log-transformed) and rotations: the same in v1 and v2."""
+    count = len(out.means)
+    lim = _texture_limit(count)
     mins, maxs = meta.floats("means.mins", 3), meta.floats("means.maxs", 3)
     lo_name, hi_name = meta.files("means.files", 2)
-    lo = _texture(src, lo_name, count, max_texels=lim, label="means_l")[:count]
-    hi = _texture(src, hi_name, count, max_texels=lim, label="means_u")[:count]
-    means = _means(lo, hi, mins, maxs)
+    lo = _texture(src, lo_name, count, max_texels=lim, label="means_l")
+    hi = _texture(src, hi_name, count, max_texels=lim, label="means_u")
+    for a, b in _rows(count):
+        out.means[a:b] = torch.from_numpy(_means(lo[a:b], hi[a:b], mins, maxs))
     del lo, hi
-    quats = _decode_quats(_texture(src, meta.files("quats.files", 1)[0], count, max_texels=lim, label="quats")[:count])
-    return means, quats
+    q = _texture(src, meta.files("quats.files", 1)[0], count, max_texels=lim, label="quats")
+    for a, b in _rows(count):
+        out.quats[a:b] = torch.from_numpy(_decode_quats(q[a:b]))
 
 
 def _read_v2(src: _Source, meta: _Meta) -> GaussianScene:
     path = src.path
     count = check_count(meta.integer("count"), path, "meta.json count")
-    lim = _texture_limit(count)
-    means, quats = _means_and_quats(src, meta, count, lim)
-    scale_book = meta.floats("scales.codebook", 256).astype(np.float32)
-    sc = _texture(src, meta.files("scales.files", 1)[0], count, max_texels=lim, label="scales")[:count]
-    log_scales = scale_book[sc[:, :3]]
-    colour_book = meta.floats("sh0.codebook", 256).astype(np.float32)
-    c0 = _texture(src, meta.files("sh0.files", 1)[0], count, max_texels=lim, label="sh0")[:count]
-    f_dc = colour_book[c0[:, :3]]
-    alpha = torch.from_numpy(c0[:, 3].astype(np.float32) / 255.0)
-    rest = None
-    extras: dict = {"sog version": 2, "container": "zip" if src.zip is not None else "folder"}
+    coeffs, extras = 1, {"sog version": 2, "container": "zip" if src.zip is not None else "folder"}
     if meta.get("shN", None) is not None:
         bands = meta.integer("shN.bands")
         if bands not in _SH_COEFFS:
             raise SceneFormatError(f"{path}: SOG meta.json field shN.bands is {bands}, not 1-3")
+        coeffs = 1 + _SH_COEFFS[bands]
+    _check_memory(count, coeffs, path, "count")
+    lim = _texture_limit(count)
+    out = GaussianScene.allocate(count, coeffs, source_format="sog")
+    _fill_means_and_quats(out, src, meta)
+    scale_book = meta.floats("scales.codebook", 256).astype(np.float32)
+    sc = _texture(src, meta.files("scales.files", 1)[0], count, max_texels=lim, label="scales")
+    for a, b in _rows(count):
+        out.log_scales[a:b] = torch.from_numpy(scale_book[sc[a:b, :3]])
+    del sc
+    colour_book = meta.floats("sh0.codebook", 256).astype(np.float32)
+    c0 = _texture(src, meta.files("sh0.files", 1)[0], count, max_texels=lim, label="sh0")
+    for a, b in _rows(count):
+        out.sh[a:b, 0] = torch.from_numpy(colour_book[c0[a:b, :3]])
+        out.opacity_logits[a:b] = logit_alpha8(c0[a:b, 3])
+    del c0
+    if coeffs > 1:
         sh_book = meta.floats("shN.codebook", 256).astype(np.float32)
         palette = meta.integer("shN.count")
         if not 0 < palette <= 1 << 16:
             raise SceneFormatError(f"{path}: SOG meta.json field shN.count {palette} is not 1-65536")
-        rest = _sh_rest(src, meta.files("shN.files", 2), count, _SH_COEFFS[bands], palette, lambda t: sh_book[t])
+        files = meta.files("shN.files", 2)
+        table = _sh_table(src, files[0], coeffs - 1, lambda t: sh_book[t])
+        _fill_sh_rest(out, src, files[1], table, palette)
         extras["sh palette"] = palette
     model = meta.get("model", "default")
     if isinstance(meta.get("asset.generator", None), str):
         extras["generator"] = meta.get("asset.generator")
-    return _finish(
-        path, means, quats, log_scales, logit(alpha), f_dc, rest, antialiased=model == "antialiased", extras=extras
-    )
+    out.antialiased, out.extras = model == "antialiased", extras
+    return out.validate().drop_invalid(name=path, in_place=True)
 
 
 def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
@@ -326,25 +384,13 @@ def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
     if not isinstance(shape, list) or not shape or not isinstance(shape[0], int):
         raise SceneFormatError(f"{path}: SOG v1 meta.json field means.shape is not a list of integers")
     count = check_count(shape[0], path, "meta.json means.shape[0]")
-    lim = _texture_limit(count)
-    means, quats = _means_and_quats(src, meta, count, lim)
-
-    def lerp8(field: str, texels: np.ndarray, channels: int) -> np.ndarray:
-        lo_, hi_ = meta.floats(f"{field}.mins", channels), meta.floats(f"{field}.maxs", channels)
-        return (lo_ + (hi_ - lo_) * (texels[:, :channels] / 255.0)).astype(np.float32)
-
-    sc = _texture(src, meta.files("scales.files", 1)[0], count, max_texels=lim, label="scales")[:count]
-    log_scales = lerp8("scales", sc, 3)
-    c0 = lerp8("sh0", _texture(src, meta.files("sh0.files", 1)[0], count, max_texels=lim, label="sh0")[:count], 4)
-    f_dc, opacity_logit = c0[:, :3], c0[:, 3]
-    rest = None
-    extras: dict = {"sog version": 1, "container": "zip" if src.zip is not None else "folder"}
+    coeffs, extras = 1, {"sog version": 1, "container": "zip" if src.zip is not None else "folder"}
     if meta.get("shN", None) is not None:
         files = meta.files("shN.files", 2)
         # v1 has no band count: it follows from the centroid texture's width.
         from PIL import Image
 
-        head = src.read(files[0], 4 * MAX_TEXTURE_SIDE**2)
+        head = src.read(files[0], 8 * 64 * 15 * 1025 + (1 << 20))
         try:
             width = Image.open(io.BytesIO(head)).size[0]
         except Exception as e:
@@ -352,38 +398,34 @@ def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
         bands = _V1_BANDS_BY_WIDTH.get(width)
         if bands is None:
             raise SceneFormatError(f"{path}: SOG v1 shN centroids width {width} is not 192, 512 or 960")
+        coeffs = 1 + _SH_COEFFS[bands]
+    _check_memory(count, coeffs, path, "means.shape[0]")
+    lim = _texture_limit(count)
+    out = GaussianScene.allocate(count, coeffs, source_format="sog")
+    _fill_means_and_quats(out, src, meta)
+
+    def lerp8(field: str, channels: int) -> Callable[[np.ndarray], np.ndarray]:
+        lo_, hi_ = meta.floats(f"{field}.mins", channels), meta.floats(f"{field}.maxs", channels)
+        return lambda texels: (lo_ + (hi_ - lo_) * (texels[:, :channels] / 255.0)).astype(np.float32)
+
+    scales = lerp8("scales", 3)
+    sc = _texture(src, meta.files("scales.files", 1)[0], count, max_texels=lim, label="scales")
+    for a, b in _rows(count):
+        out.log_scales[a:b] = torch.from_numpy(scales(sc[a:b]))
+    del sc
+    sh0 = lerp8("sh0", 4)
+    c0 = _texture(src, meta.files("sh0.files", 1)[0], count, max_texels=lim, label="sh0")
+    for a, b in _rows(count):
+        v = sh0(c0[a:b])
+        out.sh[a:b, 0] = torch.from_numpy(v[:, :3])
+        out.opacity_logits[a:b] = torch.from_numpy(v[:, 3])  # v1 stores the logit itself
+    del c0
+    if coeffs > 1:
         lo1, hi1 = float(meta.floats("shN.mins")[0]), float(meta.floats("shN.maxs")[0])
-        rest = _sh_rest(
-            src,
-            files,
-            count,
-            _SH_COEFFS[bands],
-            1 << 16,
-            lambda t: (lo1 + (hi1 - lo1) * (t / 255.0)).astype(np.float32),
-        )
-    opacity = torch.from_numpy(np.ascontiguousarray(opacity_logit))  # v1 stores the logit itself
-    return _finish(path, means, quats, log_scales, opacity, f_dc, rest, antialiased=False, extras=extras)
-
-
-def _finish(path, means, quats, log_scales, opacity_logits, f_dc, rest, *, antialiased, extras) -> GaussianScene:
-    n = len(means)
-    k = 1 + (rest.shape[1] if rest is not None else 0)
-    sh = np.empty((n, k, 3), np.float32)
-    sh[:, 0] = f_dc
-    if rest is not None:
-        sh[:, 1:] = rest
-    scene = make_scene(
-        torch.from_numpy(means),
-        torch.from_numpy(quats),
-        torch.from_numpy(np.ascontiguousarray(log_scales)),
-        opacity_logits,
-        torch.from_numpy(sh),
-        source_format="sog",
-        up_axis="-y",
-        antialiased=antialiased,
-        extras=extras,
-    )
-    return scene.drop_invalid(name=path)
+        table = _sh_table(src, files[0], coeffs - 1, lambda t: (lo1 + (hi1 - lo1) * (t / 255.0)).astype(np.float32))
+        _fill_sh_rest(out, src, files[1], table, 1 << 16)
+    out.extras = extras
+    return out.validate().drop_invalid(name=path, in_place=True)
 
 
 def is_sog(head: bytes) -> bool:

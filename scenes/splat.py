@@ -21,37 +21,44 @@ import numpy as np
 import torch
 
 from .atomic import atomic_write
-from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit, make_scene
+from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit_alpha8
+from .limits import check_count, check_scene_memory
+from .ply import map_file, page_releaser
 
 RECORD = np.dtype([("pos", "<f4", 3), ("scale", "<f4", 3), ("rgba", "u1", 4), ("rot", "u1", 4)])
 assert RECORD.itemsize == 32
 
 
+DECODE_ROWS = 1 << 16  # records decoded at a time: the temporaries stay a few MB whatever N is
+
+
 def read_splat(path: str | os.PathLike, data: bytes | memoryview | None = None) -> GaussianScene:
+    """Read a `.splat` file, DECODE_ROWS records at a time straight into the scene's arrays (the mapped file's
+    pages are released as they are decoded, so reading peaks at the arrays plus a chunk)."""
     path = os.fspath(path)
     if data is None:
-        if os.path.getsize(path) == 0:
-            raise SceneFormatError(f"{path}: file is empty")
-        data = memoryview(np.memmap(path, dtype=np.uint8, mode="r"))
+        data = map_file(path)
     if len(data) == 0:
         raise SceneFormatError(f"{path}: file is empty")
     if len(data) % RECORD.itemsize:
         raise SceneFormatError(f"{path}: .splat size {len(data)} is not a multiple of 32 bytes (truncated?)")
     rec = np.frombuffer(data, dtype=RECORD)
-    rgba = torch.from_numpy(rec["rgba"].astype(np.float32)) / 255.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_scales = np.log(rec["scale"])  # linear <= 0 -> -inf / NaN: dropped below as a bad Gaussian
-    quats = torch.from_numpy(rec["rot"].astype(np.float32)) - 128.0
-    scene = make_scene(
-        torch.from_numpy(np.ascontiguousarray(rec["pos"])),
-        quats / 128.0,
-        torch.from_numpy(log_scales),
-        logit(rgba[:, 3]),
-        ((rgba[:, :3] - 0.5) / SH_C0)[:, None, :],
-        source_format="splat",
-        up_axis="-y",
-    )
-    return scene.drop_invalid(name=path)
+    n = check_count(len(rec), path, ".splat size")
+    check_scene_memory(n, 1, path, ".splat size")
+    scene = GaussianScene.allocate(n, 1, source_format="splat")
+    release = page_releaser(data, rec)
+    for a in range(0, n, DECODE_ROWS):
+        b = min(n, a + DECODE_ROWS)
+        r = rec[a:b]
+        scene.means[a:b] = torch.from_numpy(r["pos"].astype(np.float32))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scene.log_scales[a:b] = torch.from_numpy(np.log(r["scale"]))  # linear <= 0 -> -inf / NaN: dropped as bad
+        scene.opacity_logits[a:b] = logit_alpha8(r["rgba"][:, 3])
+        scene.sh[a:b, 0] = (torch.from_numpy(r["rgba"][:, :3].astype(np.float32)) / 255.0 - 0.5) / SH_C0
+        scene.quats[a:b] = (torch.from_numpy(r["rot"].astype(np.float32)) - 128.0) / 128.0
+        if release is not None:
+            release(a, b)
+    return scene.validate().drop_invalid(name=path, in_place=True)
 
 
 def write_splat(scene: GaussianScene, path: str | os.PathLike) -> None:

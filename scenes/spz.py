@@ -63,8 +63,8 @@ import numpy as np
 import torch
 
 from .atomic import atomic_write
-from .gaussians import GaussianScene, SceneFormatError, logit, make_scene
-from .limits import MAX_DEFLATE_RATIO, check_count
+from .gaussians import GaussianScene, SceneFormatError, logit_alpha8
+from .limits import MAX_DEFLATE_RATIO, MAX_ZSTD_RATIO, check_count, check_scene_memory, read_regular
 
 MAGIC = 0x5053474E  # "NGSP" little endian
 SPZ_COLOR_SCALE = 0.15
@@ -107,7 +107,8 @@ def _sizes(n: int, degree: int, version: int) -> list[int]:
     return sizes
 
 
-def _check_header(path: str, version: int, n: int, degree: int, frac_bits: int) -> None:
+def _check_header(path: str, version: int, n: int, degree: int, frac_bits: int) -> list[int]:
+    """Check a header's fields; return the byte size of each attribute block."""
     if version not in SUPPORTED_VERSIONS:
         raise SceneFormatError(f"{path}: SPZ version {version} is not supported (supported: 2, 3, 4)")
     check_count(n, path, "SPZ header numPoints")
@@ -115,11 +116,18 @@ def _check_header(path: str, version: int, n: int, degree: int, frac_bits: int) 
         raise SceneFormatError(f"{path}: SPZ header shDegree {degree} is not 0-4")
     if frac_bits > 23:
         raise SceneFormatError(f"{path}: SPZ header fractionalBits {frac_bits} leaves no integer bits in 24")
+    return _sizes(n, degree, version)
+
+
+def _check_memory(path: str, n: int, degree: int, file_bytes: int, sizes: list[int]) -> None:
+    """The file and the inflated blocks stay in memory while the arrays are decoded."""
+    coeffs = min(16, (degree + 1) ** 2)
+    check_scene_memory(n, coeffs, path, "SPZ header numPoints", buffers=file_bytes + sum(sizes))
 
 
 def _gunzip(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
     """Legacy container: inflate just enough for the header, check the sizes it implies, then inflate
-    exactly that many bytes (a zip bomb never expands past what the header can justify)."""
+    exactly that many bytes into one buffer (a zip bomb never expands past what the header can justify)."""
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
         head = d.decompress(raw, _HEADER_V3.size)
@@ -132,23 +140,24 @@ def _gunzip(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
         raise SceneFormatError(f"{path}: SPZ header magic {magic:#010x} is not NGSP")
     if version == 4:
         raise SceneFormatError(f"{path}: SPZ version 4 inside a gzip stream (v4 is a plain zstd container)")
-    _check_header(path, version, n, degree, frac_bits)
-    sizes = _sizes(n, degree, version)
+    sizes = _check_header(path, version, n, degree, frac_bits)
     need = sum(sizes)
-    if need > MAX_DEFLATE_RATIO * len(raw) + 4096:
+    if need > MAX_DEFLATE_RATIO * len(raw) + 4096:  # before the memory check: a lie is named as a lie
         raise SceneFormatError(
             f"{path}: SPZ header numPoints {n:,} needs {need:,} bytes, more than the {len(raw):,}-byte gzip "
             "stream can hold (lying count)"
         )
-    parts, got = [], 0
+    _check_memory(path, n, degree, len(raw), sizes)
+    body = bytearray(need)
+    got = 0
     tail = d.unconsumed_tail
     try:
         while got < need:
-            chunk = d.decompress(tail, min(need - got, 1 << 26))
+            chunk = d.decompress(tail, min(need - got, 1 << 24))
             tail = d.unconsumed_tail
             if not chunk:
                 break
-            parts.append(chunk)
+            body[got : got + len(chunk)] = chunk
             got += len(chunk)
     except zlib.error as e:
         raise SceneFormatError(f"{path}: SPZ gzip stream is corrupt ({e})") from None
@@ -166,16 +175,20 @@ def _gunzip(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
         )
     if not d.eof:
         raise SceneFormatError(f"{path}: SPZ gzip stream is truncated (its end and checksum are missing)")
-    body = memoryview(b"".join(parts))
+    view = memoryview(body)
     blocks, off = [], 0
-    for s in sizes:
-        blocks.append(body[off : off + s])
-        off += s
+    for size in sizes:
+        blocks.append(view[off : off + size])
+        off += size
     return (version, n, degree, frac_bits, flags), blocks
 
 
+_STREAM_NAMES = ["positions", "alphas", "colours", "scales", "rotations", "sh"]
+
+
 def _unzstd_v4(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
-    """v4 container: check the TOC against the sizes the header implies, then inflate each stream capped."""
+    """v4 container: check the TOC against the sizes the header implies, then inflate each stream into a
+    buffer of its declared size (a stream that would inflate further is refused, never followed)."""
     import zstandard
 
     if len(raw) < _HEADER_V4.size:
@@ -185,46 +198,58 @@ def _unzstd_v4(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
         raise SceneFormatError(f"{path}: SPZ header magic {magic:#010x} is not NGSP")
     if version != 4:
         raise SceneFormatError(f"{path}: SPZ version {version} in a plain (non-gzip) container; only v4 is plain")
-    _check_header(path, version, n, degree, frac_bits)
-    sizes = _sizes(n, degree, version)
+    sizes = _check_header(path, version, n, degree, frac_bits)
     if n_streams != len(sizes):
         raise SceneFormatError(
             f"{path}: SPZ v4 header numStreams is {n_streams}; SH degree {degree} needs {len(sizes)} streams"
         )
     if toc < _HEADER_V4.size or toc + 16 * n_streams > len(raw):
         raise SceneFormatError(f"{path}: SPZ v4 tocByteOffset {toc} is outside the {len(raw)}-byte file")
-    table = np.frombuffer(raw, dtype="<u8", count=2 * n_streams, offset=toc).reshape(n_streams, 2)
-    names = ["positions", "alphas", "colours", "scales", "rotations", "sh"]
+    table = np.frombuffer(raw, dtype="<u8", count=2 * n_streams, offset=toc).reshape(n_streams, 2).tolist()
+    # The TOC and the expansion limit first, so that a lying count is named as one before the memory check.
     off = toc + 16 * n_streams
-    dctx = zstandard.ZstdDecompressor()
-    blocks = []
-    for i, (csize, usize) in enumerate(table.tolist()):
+    for i, (csize, usize) in enumerate(table[: len(sizes)]):
+        name = _STREAM_NAMES[i]
         if usize != sizes[i]:
             raise SceneFormatError(
-                f"{path}: SPZ v4 stream {names[i]} declares {usize:,} bytes; {n:,} points need {sizes[i]:,}"
+                f"{path}: SPZ v4 stream {name} declares {usize:,} bytes; {n:,} points need {sizes[i]:,}"
             )
         if off + csize > len(raw):
             raise SceneFormatError(
-                f"{path}: SPZ v4 stream {names[i]} is truncated ({csize:,} compressed bytes declared, "
+                f"{path}: SPZ v4 stream {name} is truncated ({csize:,} compressed bytes declared, "
                 f"{max(0, len(raw) - off):,} left)"
             )
-        out = bytearray()
+        if usize > MAX_ZSTD_RATIO * csize:
+            raise SceneFormatError(
+                f"{path}: SPZ v4 stream {name} declares {usize:,} bytes from {csize:,} compressed, more than zstd "
+                "can expand to (lying count)"
+            )
+        off += csize
+    _check_memory(path, n, degree, len(raw), sizes)
+    dctx = zstandard.ZstdDecompressor()
+    blocks = []
+    off = toc + 16 * n_streams
+    for i, (csize, usize) in enumerate(table):
+        out = bytearray(usize)
+        got, more = 0, b""
         try:
             with dctx.stream_reader(raw[off : off + csize], read_across_frames=False) as reader:
-                while len(out) < usize:  # capped at the declared size: a bomb stops here
-                    chunk = reader.read(min(usize - len(out), 1 << 26))
-                    if not chunk:
+                view = memoryview(out)
+                while got < usize:
+                    k = reader.readinto(view[got:])
+                    if not k:
                         break
-                    out += chunk
-                more = reader.read(1) if len(out) == usize else b""
+                    got += k
+                if got == usize:
+                    more = reader.read(1)
         except zstandard.ZstdError as e:
-            raise SceneFormatError(f"{path}: SPZ v4 stream {names[i]} is corrupt ({e})") from None
-        if len(out) != usize or more:
+            raise SceneFormatError(f"{path}: SPZ v4 stream {_STREAM_NAMES[i]} is corrupt ({e})") from None
+        if got != usize or more:
             raise SceneFormatError(
-                f"{path}: SPZ v4 stream {names[i]} inflates to {'more than ' if more else ''}{len(out):,} bytes, "
+                f"{path}: SPZ v4 stream {_STREAM_NAMES[i]} inflates to {'more than ' if more else ''}{got:,} bytes, "
                 f"TOC declares {usize:,}"
             )
-        blocks.append(memoryview(bytes(out)))
+        blocks.append(memoryview(out))
         off += csize
     return (version, n, degree, frac_bits, flags), blocks
 
@@ -248,13 +273,23 @@ def _decode_rotations(block: memoryview, n: int, version: int) -> np.ndarray:
     return q[:, [3, 0, 1, 2]]
 
 
+DECODE_ROWS = 1 << 16  # rows decoded at a time: the temporaries stay a few MB whatever N is
+
+# Each byte's decoded value, looked up rather than computed per Gaussian (the same float32 arithmetic).
+_BYTES = np.arange(256, dtype=np.float32)
+_COLOUR = (_BYTES / 255.0 - 0.5) / SPZ_COLOR_SCALE  # f_dc
+_LOG_SCALE = _BYTES / 16.0 - 10.0
+_SH = (_BYTES - 128.0) / 128.0
+
+
 def read_spz(path: str | os.PathLike, data: bytes | None = None) -> GaussianScene:
-    """Read a `.spz` file (v2/v3 gzip or v4 zstd) into the PLY (RDF) frame."""
+    """Read a `.spz` file (v2/v3 gzip or v4 zstd) into the PLY (RDF) frame.
+
+    The attribute blocks are inflated into one buffer each, then decoded DECODE_ROWS rows at a time straight into
+    the scene's arrays: reading peaks at the arrays plus the file and its inflated blocks (about 1.4x the arrays).
+    """
     path = os.fspath(path)
-    if data is None:
-        with open(path, "rb") as f:
-            data = f.read()
-    raw = bytes(data)
+    raw = read_regular(path, "the SPZ file") if data is None else bytes(data)
     if not raw:
         raise SceneFormatError(f"{path}: file is empty")
     if raw[:2] == b"\x1f\x8b":
@@ -265,41 +300,37 @@ def read_spz(path: str | os.PathLike, data: bytes | None = None) -> GaussianScen
         container = "zstd streams"
     else:
         raise SceneFormatError(f"{path}: not an SPZ file (neither gzip magic 1f8b nor NGSP)")
+    del raw  # the compressed bytes are not needed while decoding
 
-    p = np.frombuffer(blocks[0], np.uint8).reshape(n, 3, 3).astype(np.int32)
-    fixed = p[..., 0] | (p[..., 1] << 8) | (p[..., 2] << 16)
-    fixed = (fixed ^ 0x800000) - 0x800000  # sign-extend 24 -> 32 bits
-    means = fixed.astype(np.float32) * np.float32(2.0**-frac_bits)
-    alpha = torch.from_numpy(np.frombuffer(blocks[1], np.uint8).astype(np.float32) / 255.0)
-    colours = np.frombuffer(blocks[2], np.uint8).reshape(n, 3).astype(np.float32)
-    log_scales = np.frombuffer(blocks[3], np.uint8).reshape(n, 3).astype(np.float32) / 16.0 - 10.0
-    quats = _decode_rotations(blocks[4], n, version)
     d = (degree + 1) ** 2 - 1
-    sh = np.empty((n, 1 + min(d, 15), 3), np.float32)
-    sh[:, 0] = (colours / 255.0 - 0.5) / SPZ_COLOR_SCALE
-    if d:
-        rest = np.frombuffer(blocks[5], np.uint8).reshape(n, d, 3)  # coefficient-major, RGB innermost
-        sh[:, 1:] = (rest[:, : sh.shape[1] - 1].astype(np.float32) - 128.0) / 128.0
+    k = 1 + min(d, 15)
+    scene = GaussianScene.allocate(n, k, source_format="spz", antialiased=bool(flags & FLAG_ANTIALIASED))
+    rot_bytes = 3 if version == 2 else 4
+    for a in range(0, n, DECODE_ROWS):
+        b = min(n, a + DECODE_ROWS)
+        m, q, c = scene.means[a:b].numpy(), scene.quats[a:b].numpy(), scene.sh[a:b].numpy()
+        p = np.frombuffer(blocks[0][9 * a : 9 * b], np.uint8).reshape(b - a, 3, 3).astype(np.int32)
+        fixed = p[..., 0] | (p[..., 1] << 8) | (p[..., 2] << 16)
+        m[:] = ((fixed ^ 0x800000) - 0x800000).astype(np.float32) * np.float32(2.0**-frac_bits)  # sign-extend 24 bits
+        scene.opacity_logits[a:b] = logit_alpha8(np.frombuffer(blocks[1][a:b], np.uint8))
+        c[:, 0] = _COLOUR[np.frombuffer(blocks[2][3 * a : 3 * b], np.uint8).reshape(b - a, 3)]
+        scales = np.frombuffer(blocks[3][3 * a : 3 * b], np.uint8).reshape(b - a, 3)
+        scene.log_scales[a:b] = torch.from_numpy(_LOG_SCALE[scales])
+        q[:] = _decode_rotations(blocks[4][rot_bytes * a : rot_bytes * b], b - a, version)
+        if d:
+            rest = np.frombuffer(blocks[5][3 * d * a : 3 * d * b], np.uint8).reshape(b - a, d, 3)  # RGB innermost
+            c[:, 1:] = _SH[rest[:, : k - 1]]
+        flip_rub_rdf(m, q, c)
+    del blocks
     if degree > 3:
         warnings.warn(f"{path}: SPZ SH degree {degree}; keeping bands 0-3 (the renderer's maximum)", stacklevel=2)
-    flip_rub_rdf(means, quats, sh)
-    scene = make_scene(
-        torch.from_numpy(means),
-        torch.from_numpy(quats),
-        torch.from_numpy(log_scales),
-        logit(alpha),
-        torch.from_numpy(sh),
-        source_format="spz",
-        up_axis="-y",
-        antialiased=bool(flags & FLAG_ANTIALIASED),
-        extras={
-            "spz version": version,
-            "container": container,
-            "fractional bits": frac_bits,
-            "stored frame": "RUB (converted to the PLY frame on read)",
-        },
-    )
-    return scene.drop_invalid(name=path)
+    scene.extras = {
+        "spz version": version,
+        "container": container,
+        "fractional bits": frac_bits,
+        "stored frame": "RUB (converted to the PLY frame on read)",
+    }
+    return scene.validate().drop_invalid(name=path, in_place=True)
 
 
 def _fraction_bits(max_abs: float, path: str) -> int:

@@ -16,13 +16,15 @@ if not torch.cuda.is_available():
 
 import pytest  # noqa: E402
 
+from tools.metrics import psnr  # noqa: E402, F401  (tests/kernels import it from here)
+
 REPO = Path(__file__).resolve().parents[1]
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def scenes_dir() -> Path:
     """The real scenes: $WARPSPLAT_SCENES, else ../shared/scenes beside the checkout. Tests that need them
-    fail (never skip) when neither exists."""
+    fail (never skip) when neither exists: the real files are the proof that the readers work."""
     env = os.environ.get("WARPSPLAT_SCENES")
     for cand in ([Path(env)] if env else []) + [REPO.parent / "shared" / "scenes"]:
         if cand.is_dir():
@@ -30,27 +32,23 @@ def scenes_dir() -> Path:
     raise FileNotFoundError("real scenes not found: set WARPSPLAT_SCENES or place shared/scenes beside the checkout")
 
 
+def real_scene(name: str) -> Path:
+    """The path of a real scene file by name (fails if missing)."""
+    path = scenes_dir() / name
+    if not path.is_file():
+        raise FileNotFoundError(f"real scene {name} not found in {scenes_dir()}")
+    return path
+
+
 @pytest.fixture
 def scene_path():
     """scene_path("plant.splat") -> Path of a real scene file (fails if missing)."""
-
-    def find(name: str) -> Path:
-        p = scenes_dir() / name
-        if not p.exists():
-            raise FileNotFoundError(f"real scene {name} not found in {scenes_dir()}")
-        return p
-
-    return find
+    return real_scene
 
 
 @pytest.fixture
 def device() -> str:
     return DEVICE
-
-
-def psnr(a: torch.Tensor, b: torch.Tensor, peak: float = 1.0) -> float:
-    mse = torch.mean((a.double() - b.double()) ** 2).item()
-    return float("inf") if mse == 0 else 10.0 * torch.log10(torch.tensor(peak * peak / mse)).item()
 
 
 def nan_like(t: torch.Tensor) -> torch.Tensor:

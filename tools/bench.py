@@ -4,10 +4,11 @@ It reports; it does not pass or fail. Per camera path it measures, after warm-up
 autotuning excluded):
 - frame time of every renderer variant (CUDA events around the whole frame, host sync included), median
   and p90, wall frames/s, per-stage medians, peak GPU memory;
-- gsplat 1.5.3's `rasterization()` on the same cameras (DESIGN.md's exactness-contract call), timed the same;
+- gsplat 1.5.3's `rasterization()` on the same cameras (the exactness contract's call, docs/architecture.md),
+  timed the same;
 - Gaussians visible, Gaussian-tile pairs, longest tile list (from warpsplat's exact binning);
 - PSNR of warpsplat's image against gsplat's on sampled frames, and of each variant against the default;
-  SSIM too for the lossy variants (DESIGN.md's exactness contract: lossy switches report their loss).
+  SSIM too for the lossy variants (the exactness contract: lossy switches report their loss).
 
 Variants: the default settings, then each renderer switch flipped alone (an ablation row per switch), and
 AdaGScale (lossy) at its default tau and a small tau sweep: pairs removed, frame time, PSNR/SSIM vs exact.
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 
 from .cli import CliError, add_command, gaussian_count
 from .common import parse_size
+from .metrics import percentile, psnr
 
 # Real scenes of the benchmark (file names in the scenes folder) and the quick subset.
 DEFAULT_SCENES = [
@@ -112,7 +114,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--paths",
         default="*",
-        help="comma-separated name patterns of the paths to run: orbit, flyover, overview (default: all)",
+        help="comma-separated name patterns of the paths to run: orbit, close, flyover, overview (default: all)",
     )
     p.add_argument("--json", default=None,
                    help="where to write the full results (default: bench.json in --cache-dir)")  # fmt: skip
@@ -146,17 +148,7 @@ class PathResult:
         return statistics.median(self.frame_ms) if self.frame_ms else float("nan")
 
     def p90(self) -> float:
-        if not self.frame_ms:
-            return float("nan")
-        s = sorted(self.frame_ms)
-        return s[min(len(s) - 1, int(math.ceil(0.9 * len(s))) - 1)]
-
-
-def psnr(a, b) -> float:
-    import torch
-
-    mse = torch.mean((a.double() - b.double()) ** 2).item()
-    return float("inf") if mse == 0 else 10.0 * math.log10(1.0 / mse)
+        return percentile(self.frame_ms, 90)
 
 
 def path_psnr(frame_psnrs: list[float]) -> float:
@@ -217,7 +209,8 @@ class Clock:
 
 
 def gsplat_renderer(scene, device):
-    """A callable camera -> [H,W,3] image through gsplat 1.5.3, called as DESIGN.md's contract states."""
+    """A callable camera -> [H,W,3] image through gsplat 1.5.3, called as the exactness contract
+    (docs/architecture.md) states."""
     import torch
     from gsplat import rasterization
 
@@ -256,10 +249,21 @@ def time_path(render_fn, cams, clock: Clock, warmup: int) -> tuple[list[float], 
 # ----------------------------------------------------------------------------------------------- paths
 
 
-def object_paths(scene, width, height, n):
-    from renderer.trajectory import orbit_path
+# The close orbit's distance as a fraction of the default framing's: the object then overfills the frame, the
+# hardest kind of object view (large footprints, long tile lists), where a renderer's speed matters most.
+CLOSE_ORBIT = 0.5
 
-    return {"orbit": orbit_path(scene, width, height, n)}
+
+def object_paths(scene, width, height, n):
+    """The default orbit (the whole object in view) and a close one (the object overfilling the frame)."""
+    import math
+
+    from renderer.paths import orbit_path, scene_frame
+
+    f = scene_frame(scene, width, height)
+    elev = math.radians(f.elevation_deg)
+    close = dict(radius=CLOSE_ORBIT * f.distance * math.cos(elev), rise=CLOSE_ORBIT * f.distance * math.sin(elev))
+    return {"orbit": orbit_path(scene, width, height, n), "close": orbit_path(scene, width, height, n, **close)}
 
 
 def composite_paths(scene, width, height, n):
@@ -270,7 +274,7 @@ def composite_paths(scene, width, height, n):
     import numpy as np
 
     from renderer import Camera, look_at_pose
-    from renderer.trajectory import orbit_path
+    from renderer.paths import orbit_path
 
     lo, hi = (v.double().numpy() for v in scene.robust_bounds())
     zc = 0.5 * (lo[2] + hi[2])
@@ -320,8 +324,8 @@ def variants():
 
     out = {
         "default": RenderSettings(),
-        "load_balance=on": RenderSettings(load_balance=True),
-        "subtile_cull=on": RenderSettings(subtile_cull=True),
+        "graphs=off": RenderSettings(),  # the same frames launched stage by stage (and timed per stage)
+        "tile_size=16": RenderSettings(tile_size=16),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
         "adagscale": RenderSettings(adagscale=True),
     }
@@ -464,6 +468,8 @@ def run(args: argparse.Namespace) -> int:
                     renderer.render(cam, settings, sync_stats=False, future=futures[id(cam)] if known else None)
                     timers.append(renderer.last_timer)
 
+                graphs = renderer.graphs
+                renderer.graphs = graphs and vname != "graphs=off"
                 renderer.temporal.reset()
                 ms, fps, _ = time_path(frame, cams, clock, args.warmup)
                 res = PathResult(label, path_name, len(scene), vname, ms, fps)
@@ -505,6 +511,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 res.pairs_removed = statistics.mean(removed) if removed else 0.0
                 res.projected = int(statistics.median(projected))
+                renderer.graphs = graphs
                 results.append(res)
                 print(f"  {label} {path_name} {vname}: median {res.median():.3f} ms", file=sys.stderr, flush=True)
         renderer = g_render = None  # free this scene's GPU memory before the next one
@@ -520,6 +527,10 @@ def device_name(cuda: bool) -> str:
     import torch
 
     return torch.cuda.get_device_name() if cuda else f"CPU ({platform.processor() or platform.machine()})"
+
+
+# The renderer's stage names (renderer/pipeline.py), in frame order.
+STAGES = ("cull", "project", "order", "bin", "sort", "tile_ranges", "rasterize", "depth", "total")
 
 
 def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
@@ -546,6 +557,14 @@ def print_table(results, gsplat_results, gpu, width, height, n_frames) -> None:
     print("PSNR: min over sampled frames, and the path's (from the mean MSE of those frames), dB; default variant "
           "against gsplat, other variants against default (exact). SSIM: min, lossy variants against default. "
           "removed: pairs fewer than default. vs dflt: speed against the default variant.")  # fmt: skip
+    staged = [r for r in results if "rasterize" in r.stage_ms]
+    if staged:
+        names = [k for k in STAGES if any(k in r.stage_ms for r in staged)]
+        print("\nper-stage medians (ms), variants launched stage by stage:")
+        print(f"{'scene / path':34} {'variant':24} " + " ".join(f"{k:>11}" for k in names))
+        for r in staged:
+            cells = " ".join(f"{r.stage_ms[k]:11.3f}" if k in r.stage_ms else f"{'-':>11}" for k in names)
+            print(f"{(r.scene + ' / ' + r.path)[:34]:34} {r.variant:24} {cells}")
     temporal = [r for r in results if r.temporal]
     if temporal:
         print("\ntemporal reuse (timed pass): window hit rate, builds, occlusion refreshes; Gaussians projected per "

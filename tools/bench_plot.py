@@ -3,7 +3,8 @@
     python -m tools.bench_plot bench.json out.png
 
 Each path gets one bar per variant: gsplat's median frame time over the variant's (right of the 1x line is
-faster than gsplat). Lossy variants are drawn hatched-light. Same-run ratios only, as in BENCHMARKS.md.
+faster than gsplat). Lossy variants (those the bench reports an SSIM for) are drawn hatched: their colour
+lightened, with white diagonal stripes. Same-run ratios only, as in BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 
 from PIL import Image, ImageDraw, ImageFont
 
+HATCH_STEP = 4  # pixels between the stripes of a hatched bar
 COLOURS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75),
            (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207)]  # fmt: skip
 
@@ -23,6 +25,7 @@ def plot(doc: dict, out: str, *, max_ratio: float = 2.0) -> None:
     variants = [v for v in dict.fromkeys(p["variant"] for p in paths) if v != "gsplat"]
     rows = [k for k in dict.fromkeys((p["scene"], p["path"]) for p in paths) if k in gsplat]
     by = {(p["scene"], p["path"], p["variant"]): p for p in paths}
+    lossy = {p["variant"] for p in paths if p.get("ssim_vs_default")}
     font = ImageFont.load_default()
     bar_h, gap, left, right, top = 7, 10, 230, 40, 40
     width = 1000
@@ -41,7 +44,7 @@ def plot(doc: dict, out: str, *, max_ratio: float = 2.0) -> None:
                 continue
             ratio = gsplat[(scene, path)] / p["median_ms"]
             x1 = left + min(ratio, max_ratio) * scale
-            d.rectangle([left, y + i * bar_h, x1, y + i * bar_h + bar_h - 2], fill=COLOURS[i % len(COLOURS)])
+            bar(d, [left, y + i * bar_h, x1, y + i * bar_h + bar_h - 2], COLOURS[i % len(COLOURS)], v in lossy)
         y += len(variants) * bar_h + gap
     for r in (0.5, 1.0, 1.5, 2.0):
         x = left + r * scale
@@ -49,9 +52,23 @@ def plot(doc: dict, out: str, *, max_ratio: float = 2.0) -> None:
         d.text((x - 8, y + 2), f"{r:g}x", fill="black", font=font)
     y += 18
     for i, v in enumerate(variants):
-        d.rectangle([left, y + i * 14 + 3, left + 10, y + i * 14 + 11], fill=COLOURS[i % len(COLOURS)])
+        bar(d, [left, y + i * 14 + 3, left + 10, y + i * 14 + 11], COLOURS[i % len(COLOURS)], v in lossy)
         d.text((left + 16, y + i * 14), v, fill="black", font=font)
     img.save(out)
+
+
+def bar(d: ImageDraw.ImageDraw, box: list[float], colour: tuple[int, int, int], hatched: bool) -> None:
+    """A solid bar, or for a lossy variant a lighter one crossed by white diagonal stripes."""
+    if not hatched:
+        d.rectangle(box, fill=colour)
+        return
+    light = tuple(c + (255 - c) // 2 for c in colour)
+    d.rectangle(box, fill=light)
+    x0, y0, x1, y1 = (int(round(v)) for v in box)
+    for x in range(x0 - (y1 - y0), x1 + 1, HATCH_STEP):  # lines of slope -1, clipped to the box
+        for dy in range(y1 - y0 + 1):
+            if x0 <= x + dy <= x1:
+                d.point((x + dy, y1 - dy), fill="white")
 
 
 if __name__ == "__main__":

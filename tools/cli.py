@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module `tools/<name>.py` exposing `add_parser(subparsers)` (which sets
 `func` on its parser) and is listed in SUBCOMMANDS. Expected user errors (missing or corrupt files, bad
-arguments, existing outputs) end with a one-line message on stderr and exit code 2, never a traceback.
+arguments, existing outputs, memory running out) end with a one-line message on stderr and exit code 2, never
+a traceback; warnings print as one line too.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import importlib
 import sys
 import textwrap
+import warnings
 
 SUBCOMMANDS = [
     "view",
@@ -82,6 +84,13 @@ def missing_requirement() -> str | None:
     return None
 
 
+def _message(e: BaseException) -> str:
+    """One line for an expected error. An OSError from the system names its file once, without "[Errno N]"."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    return " ".join(str(e).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     missing = missing_requirement()
     if missing is not None:
@@ -103,10 +112,23 @@ def main(argv: list[str] | None = None) -> int:
     from scenes import SceneFormatError
     from scenes.atomic import OutputExistsError
 
+    def one_line_warning(message, category, filename, lineno, file=None, line=None):
+        # Python prints a warning as two lines (with the source line); the user needs only what happened.
+        print(f"warpsplat {args.command}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = one_line_warning
+            return int(args.func(args) or 0)
     except (CliError, SceneFormatError, OutputExistsError, OutOfDeviceMemoryError, CudaUnusableError, OSError) as e:
-        print(f"warpsplat {args.command}: error: {e}", file=sys.stderr)
+        print(f"warpsplat {args.command}: error: {_message(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError:
+        # The readers refuse what will not fit before allocating; this is memory running out anyway (other
+        # processes took it, or a limit such as ulimit -v is lower than the free memory).
+        target = getattr(args, "scene", None) or getattr(args, "input", None)
+        print(f"warpsplat {args.command}: error: out of memory" + (f" with {target}" if target else ""),
+              file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"warpsplat {args.command}: interrupted", file=sys.stderr)

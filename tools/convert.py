@@ -1,6 +1,7 @@
-"""`warpsplat convert IN OUT`: convert a scene between formats, optionally dropping SH bands or faint Gaussians.
+"""`warpsplat convert IN OUT`: convert a scene between formats, optionally dropping SH bands or faint Gaussians,
+or turning it so that its up axis becomes the PLY frame's (`--up`).
 
-The output format follows OUT's extension (`.ply`, `.compressed.ply`, `.spz`, `.splat`). The output is
+The output format follows OUT's extension (`.ply`, `.compressed.ply`, `.spz` v3 or v4, `.splat`). The output is
 written atomically and an existing file is kept unless `--overwrite` is given. A progress bar (tqdm, on a
 terminal) shows the read / filter / write stages for inputs over PROGRESS_MIN_BYTES.
 """
@@ -48,6 +49,15 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--iteration", type=int, default=None, help="trainer output folder: iteration to read (default: latest)"
     )
+    p.add_argument(
+        "--up",
+        default=None,
+        help="the scene's up axis (as for view and render: +y, +z, -x, ...); the output is turned so that it "
+        "points -y, the PLY frame's up. SPZ files written by splat-transform load upside down: --up +y fixes them",
+    )
+    p.add_argument(
+        "--spz-version", type=int, choices=(3, 4), default=None, help="SPZ output: 3 (gzip, read everywhere) or 4"
+    )
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     p.set_defaults(func=run)
 
@@ -81,6 +91,16 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.exists(src):
         raise CliError(f"{src}: no such file or folder")
     fmt = format_for_path(dst, for_write=True)  # fail on an unknown extension before the long read
+    if args.spz_version is not None and fmt.name != "spz":
+        raise CliError(f"--spz-version applies to .spz outputs, not {dst}")
+    up = None
+    if args.up is not None:
+        from renderer import up_vector
+
+        try:
+            up = up_vector(args.up)
+        except ValueError as e:
+            raise CliError(str(e)) from None
     check_writable(dst, overwrite=args.overwrite)
     if os.path.exists(dst) and os.path.samefile(src, dst):
         raise CliError(f"{dst}: output is the input file")
@@ -100,11 +120,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {src} has SH degree {degree_in}; nothing to drop for --sh-degree {args.sh_degree}",
                   file=sys.stderr)  # fmt: skip
         scene = filter_scene(scene, sh_degree=args.sh_degree, min_opacity=args.min_opacity)
+        if up is not None:
+            from scenes.rotate import turn_up
+
+            scene = turn_up(scene, up)
         bar.set_description(f"writing {fmt.name}")
         bar.update()
         if fmt.name in SH_LESS_FORMATS and scene.sh_degree > 0:
             print(f"note: .{fmt.name} holds no SH bands; degree {scene.sh_degree} -> 0", file=sys.stderr)
-        save_scene(scene, dst)
+        save_scene(scene, dst, **({"version": args.spz_version or 3} if fmt.name == "spz" else {}))
         bar.update()
     dt = time.perf_counter() - t0
     dropped = n_in - len(scene)

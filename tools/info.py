@@ -1,7 +1,8 @@
 """`warpsplat info SCENE`: what a scene file holds.
 
-Prints the count, SH degree, bounds, opacity and scale statistics, an estimate of the GPU memory the
-renderer needs for the scene, and the format details the reader recorded (`scene.extras`).
+Prints the count, SH degree, bounds, opacity and scale statistics, the GPU memory the renderer needs for the
+scene (renderer/memory.py's estimate, the one it checks before it starts), and the format details the reader
+recorded (`scene.extras`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import numpy as np
 import torch
 
+from renderer.memory import NOMINAL_FRAME, estimate_bytes
 from scenes import GaussianScene
 
 from .cli import add_command
@@ -34,19 +36,6 @@ def add_parser(sub) -> None:
     )
     add_scene_argument(p)
     p.set_defaults(func=run)
-
-
-def renderer_bytes_per_gaussian(sh_coeffs: int) -> int:
-    """Device bytes per Gaussian held by `renderer.Renderer` for a scene (not counting per-frame pair and
-    image buffers, which depend on the view and resolution).
-
-    The Renderer keeps the activated copy (means 12, opacity 4, SH 12 K), the raw quats (16) and log-scales
-    (12), the prepared covariance (24), the per-Gaussian projection outputs and the pair offsets (8).
-    """
-    from kernels.reference import project_outputs
-
-    projection = sum(t.element_size() * (t.numel()) for t in project_outputs(1, "meta"))
-    return 12 + 4 + 12 * sh_coeffs + 16 + 12 + 24 + projection + 8
 
 
 def _quantiles(values: torch.Tensor, qs: list[float]) -> list[float]:
@@ -75,21 +64,21 @@ def describe(scene: GaussianScene) -> list[str]:
         f"opacity:       min {o[0]:.3g}  1% {o[1]:.3g}  median {o[2]:.3g}  99% {o[3]:.3g}  max {o[4]:.3g}"
         f"  (below 1/255: {faint:,} = {100 * faint / n:.1f}%)"
     )
-    scales = torch.exp(scene.log_scales)
-    largest, smallest = scales.max(1).values, scales.min(1).values
-    s = _quantiles(largest, [0.0, 0.5, 0.99, 1.0])
+    # exp is monotonic: the largest and smallest axes are found on the log-scales ([N] temporaries, not [N, 3])
+    largest, smallest = scene.log_scales.amax(1), scene.log_scales.amin(1)
+    s = np.exp(_quantiles(largest, [0.0, 0.5, 0.99, 1.0]))
     lines.append(f"scale (max):   min {s[0]:.3g}  median {s[1]:.3g}  99% {s[2]:.3g}  max {s[3]:.3g}")
-    s = _quantiles(smallest, [0.0, 0.5, 1.0])
+    s = np.exp(_quantiles(smallest, [0.0, 0.5, 1.0]))
     lines.append(f"scale (min):   min {s[0]:.3g}  median {s[1]:.3g}  max {s[2]:.3g}")
-    aniso = scene.log_scales.max(1).values - scene.log_scales.min(1).values  # log of max/min axis ratio
+    aniso = largest - smallest  # log of max/min axis ratio
+    del largest, smallest
     a = np.exp(_quantiles(aniso, [0.5, 0.99, 1.0]))
     lines.append(f"anisotropy:    median {a[0]:.3g}  99% {a[1]:.3g}  max {a[2]:.3g}  (largest / smallest axis)")
-    k = scene.sh.shape[1]
-    scene_mib = scene.nbytes() / 2**20
-    gpu_mib = n * renderer_bytes_per_gaussian(k) / 2**20
+    gpu = estimate_bytes(n, scene.sh.shape[1], device="cuda")  # what the renderer checks before it starts
+    w, h = NOMINAL_FRAME
     lines.append(
-        f"memory:        {scene_mib:,.1f} MiB as loaded (float32); about {gpu_mib:,.1f} MiB on the GPU when"
-        " rendering, plus per-frame pair and image buffers"
+        f"memory:        {scene.nbytes() / 2**20:,.1f} MiB as loaded (float32); about {gpu.total / 2**20:,.1f} MiB "
+        f"on the GPU to render it at {w}x{h}, pair and image buffers included"
     )
     for key, value in scene.extras.items():
         if isinstance(value, (list, tuple)):

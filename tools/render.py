@@ -8,10 +8,10 @@
     warpsplat render [SCENE] --path spiral --out frames/ --resume          (continue a killed frame render)
     warpsplat render [SCENE] --path orbit --out orbit.mp4 --workers 2      (one process per GPU, stitched)
 
-No window and no GL: this module never imports `app/`. Paths come from `renderer.trajectory` (generated) and
-`renderer.camera_path` (files); rendering the frames from `tools.render_jobs`, video encoding from
-`tools.video` (PyAV). Outputs are written under
-temporary names and renamed when complete; PNG frames one by one, so `--resume` skips the frames present.
+No window and no GL: this module never imports `app/`. Paths come from `renderer.paths` (generated or read
+from a file); rendering the frames from `tools.render_jobs`, video encoding from `tools.video` (PyAV).
+Outputs are written under temporary names and renamed when complete; PNG frames one by one, so `--resume`
+skips the frames present.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import json
 import math
 import os
 import signal
+import sys
 import time
 
 import numpy as np
@@ -88,7 +89,6 @@ def add_parser(sub) -> None:
     p.add_argument("--rise", type=float, default=None, help="orbit height above the look-at point (world units)")
     p.add_argument("--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)")
     p.add_argument("--background", default="0,0,0", help="background R,G,B in [0, 1] (default 0,0,0)")
-    p.add_argument("--load-balance", action="store_true", help="split long tile lists over several programs (exact)")
     p.add_argument("--adagscale-tau", type=float, default=None, metavar="TAU",
                    help="AdaGScale on, with this quality knob (lossy; 0.1 is the default tau; 0 is exact)")  # fmt: skip
     p.add_argument("--temporal", type=int, default=0, metavar="K",
@@ -154,7 +154,6 @@ def settings_from_args(args: argparse.Namespace):
 
     settings = RenderSettings(
         background=parse_background(args.background),
-        load_balance=args.load_balance,
         adagscale=args.adagscale_tau is not None,
         temporal_window=args.temporal,
         occlusion_cull=args.occlusion_cull is not None,
@@ -193,8 +192,7 @@ def crf_from_args(args: argparse.Namespace) -> int:
 
 def build_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
     """The path's cameras, its frame rate, and a one-line description."""
-    from renderer.camera_path import CameraPathError, load_camera_path
-    from renderer.trajectory import flythrough_path, orbit_path, spiral_path
+    from renderer.paths import CameraPathError, flythrough_path, load_camera_path, orbit_path, spiral_path
 
     width, height = args.size or DEFAULT_SIZE
     if args.path in GENERATED_PATHS:
@@ -255,6 +253,51 @@ def cameras_digest(cams) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_numbers(args)
+    settings = settings_from_args(args)
+    if args.path is None:
+        return render_image(args)
+    is_video = check_path_outputs(args)
+    crf = crf_from_args(args)
+    t0 = time.perf_counter()
+    scene = open_scene(args.scene, args.up)
+    cams, fps, what = build_cameras(args, scene)
+    width, height = cams[0].width, cams[0].height
+    note = odd_size_note(args, width, height, is_video)
+    cuda, backend = where_to_render(args)
+    todo = list(range(len(cams))) if is_video else prepare_folder(args, cams, fps)
+    if not todo:
+        print(f"{args.out}/: all {len(cams)} frames present; nothing to do")
+        return 0
+
+    print(
+        f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}; path: {what} at {fps:g} fps, "
+        f"{width}x{height}; rendering on {'cuda' if cuda else 'cpu'} ({backend}), {args.workers} worker(s)"
+    )
+    if note:
+        print(note)
+    if args.resume and len(todo) < len(cams):
+        print(f"resuming: {len(cams) - len(todo)} of {len(cams)} frames present, {len(todo)} to render")
+
+    temps: list[str] = []  # every chunk file, removed whatever happens
+    jobs = make_jobs(args, scene, cams, todo, settings, fps, crf, is_video=is_video, cuda=cuda, temps=temps)
+    if len(jobs) > 1:
+        scene = None  # each worker process loads its own copy: let this one go first
+    t_render = time.perf_counter()
+    times, stitch_s = render_and_stitch(args, jobs, temps, scene, len(todo), is_video=is_video)
+    wall_s = time.perf_counter() - t_render
+    print(summary(times, len(todo), wall_s, time.perf_counter() - t0, stitch_s, len(jobs)))
+    dest = args.out if is_video else f"{args.out}/"
+    extra = "".join(f" and {v}" for v in (args.alpha_video, args.depth_video) if v)
+    print(
+        f"wrote {dest}{extra}: {len(cams)} frames, {width}x{height}"
+        + (f" at {fps:g} fps, crf {crf}" if is_video else "")
+    )
+    return 0
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """The numeric options, before anything is read."""
     if not 0.0 < args.fov < 180.0:
         raise CliError(f"--fov {args.fov}: must be in (0, 180)")
     if args.frames is not None and args.frames < 1:
@@ -263,15 +306,17 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--fps {args.fps}: must be > 0")
     if args.workers < 1:
         raise CliError(f"--workers {args.workers}: must be at least 1")
-    settings = settings_from_args(args)
-    if args.path is None:
-        return render_image(args)
+
+
+def check_path_outputs(args: argparse.Namespace) -> bool:
+    """Check a path render's outputs and --path before the scene is loaded; True for a video, False for a
+    frame folder."""
+    from scenes.atomic import check_writable
 
     out = args.out
     is_video = out.lower().endswith(".mp4")
     if out.lower().endswith((".png", ".jpg", ".mov", ".mkv", ".webm", ".avi", ".gif")):
         raise CliError(f"--out {out}: a path renders to a .mp4 video or a folder of PNG frames")
-    crf = crf_from_args(args)
     if args.resume and is_video:
         raise CliError("--resume: only a frame-folder render can be resumed (a video is written whole)")
     if args.resume and args.overwrite:
@@ -282,8 +327,6 @@ def run(args: argparse.Namespace) -> int:
                 raise CliError(f"{flag} {side}: must end in .mp4")
             if args.resume:
                 raise CliError(f"{flag} cannot be combined with --resume")
-    from scenes.atomic import check_writable
-
     if is_video:
         check_writable(out, overwrite=args.overwrite)
     elif os.path.exists(out) and not os.path.isdir(out):
@@ -296,108 +339,99 @@ def run(args: argparse.Namespace) -> int:
             f"--path {args.path}: no such file"
             + ("" if args.path.lower().endswith(".json") else f" (generated: {', '.join(GENERATED_PATHS)})")
         )
+    return is_video
 
+
+def odd_size_note(args: argparse.Namespace, width: int, height: int, is_video: bool) -> str | None:
+    """H.264 (yuv420p) needs even sizes: refuse an odd one, or say how it is padded (--odd-size pad)."""
+    if not (is_video or args.alpha_video or args.depth_video) or not (width % 2 or height % 2):
+        return None
+    ew, eh = width + width % 2, height + height % 2
+    if args.odd_size == "refuse":
+        raise CliError(
+            f"size {width}x{height}: H.264 (yuv420p) needs an even width and height; use "
+            f"--size {ew}x{eh}, --odd-size pad (repeats the last row/column), or a PNG folder"
+        )
+    return f"note: {width}x{height} is odd; the video is {ew}x{eh}, the last row/column repeated"
+
+
+def where_to_render(args: argparse.Namespace) -> tuple[bool, str]:
+    """(CUDA or not, the backend that will run); --workers must not exceed the CUDA devices."""
     import torch
 
     from renderer.pipeline import resolve_backend
 
-    t0 = time.perf_counter()
-    scene = open_scene(args.scene, args.up)
-    cams, fps, what = build_cameras(args, scene)
-    width, height = cams[0].width, cams[0].height
-    note = None
-    if (is_video or args.alpha_video or args.depth_video) and (width % 2 or height % 2):
-        ew, eh = width + width % 2, height + height % 2
-        if args.odd_size == "refuse":
-            raise CliError(
-                f"size {width}x{height}: H.264 (yuv420p) needs an even width and height; use "
-                f"--size {ew}x{eh}, --odd-size pad (repeats the last row/column), or a PNG folder"
-            )
-        note = f"note: {width}x{height} is odd; the video is {ew}x{eh}, the last row/column repeated"
-
     cuda = torch.cuda.is_available()
-    device_type = "cuda" if cuda else "cpu"
-    backend = resolve_backend(args.backend, torch.device(device_type))
+    backend = resolve_backend(args.backend, torch.device("cuda" if cuda else "cpu"))
     if cuda and args.workers > torch.cuda.device_count():
         raise CliError(f"--workers {args.workers}: only {torch.cuda.device_count()} CUDA device(s) here")
+    return cuda, backend
 
-    # which frames to render
-    todo = list(range(len(cams)))
-    if not is_video:
-        todo = prepare_folder(args, cams, fps)
-    if not todo:
-        print(f"{out}/: all {len(cams)} frames present; nothing to do")
-        return 0
 
-    print(
-        f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}; path: {what} at {fps:g} fps, "
-        f"{width}x{height}; rendering on {device_type} ({backend}), {args.workers} worker(s)"
-    )
-    if note:
-        print(note)
-    if args.resume and len(todo) < len(cams):
-        print(f"resuming: {len(cams) - len(todo)} of {len(cams)} frames present, {len(todo)} to render")
+def make_jobs(args, scene, cams, todo, settings, fps, crf, *, is_video, cuda, temps) -> list[Job]:
+    """One job per worker: a contiguous chunk of the frames to render, with its own chunk files (their
+    names are added to `temps`) and, on CUDA with several workers, its own device."""
+    from .video import temp_path_for
 
     n_workers = min(args.workers, len(todo))
     chunks = [list(c) for c in np.array_split(np.array(todo), n_workers) if len(c)]
-    temps: list[str] = []
 
     def temp_for(final: str, k: int) -> str:
-        from .video import temp_path_for
-
         path = temp_path_for(final, suffix=f".chunk{k}.part")
         temps.append(path)
         return path
 
     threads = max(1, (os.cpu_count() or 1) // n_workers) if n_workers > 1 else None
-    depth_range = path_depth_range(scene, cams) if args.depth_video else (1.0, 2.0)
-    jobs = []
-    for k, chunk in enumerate(chunks):
-        jobs.append(
-            Job(
-                scene=args.scene,
-                up=args.up,
-                backend=args.backend,
-                settings=settings,
-                cameras=[cams[i] for i in chunk],
-                indices=chunk,
-                folder=None if is_video else out,
-                video=temp_for(out, k) if is_video else None,
-                alpha_video=temp_for(args.alpha_video, k) if args.alpha_video else None,
-                depth_video=temp_for(args.depth_video, k) if args.depth_video else None,
-                depth_range=depth_range,
-                fps=fps,
-                crf=crf,
-                preset=args.preset,
-                pad_odd=args.odd_size == "pad",
-                device=f"cuda:{k}" if cuda and n_workers > 1 else None,
-                threads=threads,
-            )
+    depth_range = path_depth_range(scene, cams) if args.depth_video else (1.0, 2.0)  # one scale for all chunks
+    return [
+        Job(
+            scene=args.scene,
+            up=args.up,
+            backend=args.backend,
+            settings=settings,
+            cameras=[cams[i] for i in chunk],
+            indices=chunk,
+            folder=None if is_video else args.out,
+            video=temp_for(args.out, k) if is_video else None,
+            alpha_video=temp_for(args.alpha_video, k) if args.alpha_video else None,
+            depth_video=temp_for(args.depth_video, k) if args.depth_video else None,
+            depth_range=depth_range,
+            fps=fps,
+            crf=crf,
+            preset=args.preset,
+            pad_odd=args.odd_size == "pad",
+            device=f"cuda:{k}" if cuda and n_workers > 1 else None,
+            threads=threads,
         )
+        for k, chunk in enumerate(chunks)
+    ]
 
+
+def render_and_stitch(args, jobs: list[Job], temps: list[str], scene, n_frames: int, *, is_video: bool):
+    """Render the jobs (one in this process, on `scene`; several in one worker process each) and join their
+    chunk videos into the outputs. Chunk files are removed whatever happens, and SIGTERM counts as an
+    interrupt so that a terminated render cleans up too. Returns (per-frame stage times, seconds stitching)."""
     from tqdm import tqdm
 
-    bar = tqdm(total=len(todo), unit="frame", desc="render", disable=args.quiet, dynamic_ncols=True)
+    bar = tqdm(total=n_frames, unit="frame", desc="render", disable=args.quiet, dynamic_ncols=True)
     previous = signal.getsignal(signal.SIGTERM)
     with contextlib.suppress(ValueError):  # not the main thread: keep the default
-        signal.signal(signal.SIGTERM, _raise_interrupt)  # a terminated render cleans up its partial files
-    t_render = time.perf_counter()
+        signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         on_frame = lambda stage_ms: bar.update(1)  # noqa: E731
-        if n_workers > 1:  # each worker loads its own copy of the scene
-            del scene
+        if len(jobs) > 1:
             times = run_workers(jobs, on_frame)
         else:
             times = render_job(jobs[0], on_frame, scene=scene)
         bar.close()
         t_stitch = time.perf_counter()
         if is_video:
-            finish_video([j.video for j in jobs], out)
+            finish_video([j.video for j in jobs], args.out)
         if args.alpha_video:
             finish_video([j.alpha_video for j in jobs], args.alpha_video)
         if args.depth_video:
             finish_video([j.depth_video for j in jobs], args.depth_video)
-        stitch_s = time.perf_counter() - t_stitch
+        return times, time.perf_counter() - t_stitch
     finally:
         bar.close()
         with contextlib.suppress(ValueError):
@@ -405,15 +439,6 @@ def run(args: argparse.Namespace) -> int:
         for path in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-    wall_s = time.perf_counter() - t_render
-    print(summary(times, len(todo), wall_s, time.perf_counter() - t0, stitch_s, n_workers))
-    dest = out if is_video else f"{out}/"
-    extra = "".join(f" and {v}" for v in (args.alpha_video, args.depth_video) if v)
-    print(
-        f"wrote {dest}{extra}: {len(cams)} frames, {width}x{height}"
-        + (f" at {fps:g} fps, crf {crf}" if is_video else "")
-    )
-    return 0
 
 
 def _raise_interrupt(signum, frame):
@@ -499,4 +524,10 @@ def render_image(args: argparse.Namespace) -> int:
         f"wrote {args.out} ({width}x{height}) in {s.stage_ms['total']:.1f} ms: "
         f"{s.n_visible:,} visible, {s.n_pairs:,} Gaussian-tile pairs"
     )
+    if not bool((out.alpha > 0).any()):  # the default view frames the scene: an empty image is the scene's doing
+        print(
+            f"warpsplat render: warning: {args.scene or 'the bundled scene'}: the image is empty: the default view, "
+            f"which frames the scene, draws none of its {len(scene):,} Gaussians (all transparent or degenerate?)",
+            file=sys.stderr,
+        )
     return 0

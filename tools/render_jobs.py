@@ -6,7 +6,6 @@ summary. No argument parsing here (tools/render.py) and no window or GL.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import statistics
 import time
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .common import open_scene
+from .metrics import percentile
 
 
 @dataclass
@@ -270,30 +270,25 @@ def run_workers(jobs: list[Job], on_frame) -> FrameTimes:
 
 def finish_video(parts: list[str], out: str) -> None:
     """One part: rename it. Several: remux them into `out` without re-encoding."""
+    from scenes.atomic import naming_output, set_usual_permissions
+
     from .video import concat_mp4
 
-    if len(parts) == 1:
-        os.replace(parts[0], out)
-        _fix_mode(out)
-    else:
-        concat_mp4(parts, out)
-        _fix_mode(out)
-
-
-def _fix_mode(path: str) -> None:
-    """Temporary files are created 0600; give the finished file the usual permissions (umask applies)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(path, 0o666 & ~mask)
+    try:
+        if len(parts) == 1:
+            os.replace(parts[0], out)
+        else:
+            concat_mp4(parts, out)
+    except OSError as e:
+        raise naming_output(e, out) from None
+    set_usual_permissions(out)
 
 
 def summary(times: FrameTimes, n: int, wall_s: float, all_s: float, stitch_s: float, workers: int) -> str:
     """Per-stage frame-time statistics (median / p90 / max ms) and the end-to-end rate."""
 
     def stats(vals: list[float]) -> str:
-        v = sorted(vals)
-        p90 = v[min(len(v) - 1, int(math.ceil(0.9 * len(v))) - 1)]
-        return f"{statistics.median(v):9.2f} {p90:9.2f} {v[-1]:9.2f}"
+        return f"{statistics.median(vals):9.2f} {percentile(vals, 90):9.2f} {max(vals):9.2f}"
 
     stages = [k for k in times.stage_ms[0] if k != "total"] if times.stage_ms else []
     lines = [f"{'ms per frame':<14}{'median':>9} {'p90':>9} {'max':>9}"]

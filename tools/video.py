@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from fractions import Fraction
 
 import numpy as np
@@ -39,10 +38,11 @@ def even_size(width: int, height: int) -> tuple[int, int]:
 
 
 def temp_path_for(path: str, suffix: str = ".part") -> str:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=suffix, dir=folder)
-    os.close(fd)
-    return tmp
+    """A new temporary file beside `path`, named so that the next write to `path` removes it if this process
+    is killed before renaming it (scenes.atomic)."""
+    from scenes.atomic import temp_path
+
+    return temp_path(path, suffix)
 
 
 class Mp4Writer:

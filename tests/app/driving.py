@@ -1,8 +1,31 @@
-"""Driving a viewer window from tests and the soak script: input events and frame pumping."""
+"""Driving a viewer window from tests and the soak script: opening one, input events and frame pumping."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
+
+SIZE = (64, 48)  # small: the CPU renderer takes ~1-3 s per frame at this size on 2 shared cores
+
+
+@contextlib.contextmanager
+def open_viewer(scene, output_dir: str, size: tuple[int, int] = SIZE, render_scale: float = 1.0) -> Iterator:
+    """A fresh viewer window on `scene` with its first frame on screen (overlay hidden, render scale 1 unless
+    given), shut down and closed afterwards. One window per test: a test may resize it or change its settings
+    freely."""
+    import app  # noqa: F401  (pyglet options first)
+    from app.window import ViewerWindow
+
+    window = ViewerWindow(scene, size=size, render_scale=render_scale, moving_scale=render_scale,
+                          output_dir=str(output_dir))  # fmt: skip
+    try:
+        window.state.show_overlay = False
+        pump(window)
+        yield window
+    finally:
+        window.shutdown()
+        window.close()
 
 
 def send(window, *event) -> None:

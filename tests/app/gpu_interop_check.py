@@ -10,7 +10,7 @@
    into a 1920x1080 framebuffer each frame through interop, then through the host path. The issue's budget:
    render + present <= render + 0.5 ms per frame.
 
-A headless pyglet window cannot host moderngl on that machine (../shared/gpu/README.md), hence EGL. Without
+A headless pyglet window cannot host moderngl on the GPU machine (it has no X server), hence EGL. Without
 CUDA the script runs the host path only, at a small size (a check of the script itself). Prints a short table
 last; exits 1 when a check fails.
 """
@@ -34,6 +34,7 @@ import app  # noqa: E402, F401  (sets pyglet's options; nothing here opens a win
 from app.interop import CudaGLTexture, FrameTexture, HostTexture  # noqa: E402
 from app.present import Presenter  # noqa: E402
 from renderer import Camera, Renderer, RenderSettings, default_camera, look_at_pose, up_vector  # noqa: E402
+from renderer.paths import axis_angle  # noqa: E402
 from scenes import bundled_scene_path, load_scene  # noqa: E402
 
 BUDGET_MS = 0.5
@@ -51,12 +52,7 @@ def fly_through(scene, width: int, height: int, n: int) -> list[Camera]:
     for i in range(n):
         t = i / max(n - 1, 1)
         angle = math.radians(30) * t
-        # rotate the forward direction about up (Rodrigues), move 0.9 of the way to the target
-        f = (
-            forward * math.cos(angle)
-            + np.cross(up, forward) * math.sin(angle)
-            + up * (up @ forward) * (1 - math.cos(angle))
-        )
+        f = axis_angle(up, angle) @ forward  # turned about up; the camera moves 0.9 of the way to the target
         pos = eye + forward * dist * 0.9 * t
         cams.append(home.with_pose(look_at_pose(pos, pos + f, up)))
     return cams

@@ -58,8 +58,13 @@ def test_cpu_frames_use_the_host_path(egl_ctx):
 
 
 def test_interop_can_be_turned_off(egl_ctx):
-    ft = FrameTexture(egl_ctx, torch.device("cuda"), allow_interop=False)
+    """--no-interop: frames of a CUDA renderer go through the host texture, and no interop texture is made."""
+    log: list = []
+    ft = FrameTexture(egl_ctx, torch.device("cuda"), allow_interop=False, interop_factory=Recorder(log))
     assert ft.describe() == "host upload (interop turned off)"
+    ft.upload(frame(4, 6))
+    assert log == [] and isinstance(ft.impl, HostTexture) and ft.size == (6, 4)
+    ft.release()
 
 
 def test_failed_registration_falls_back_to_host(egl_ctx):

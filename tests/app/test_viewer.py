@@ -11,33 +11,30 @@ import pytest
 
 from renderer import RenderSettings
 
-from .driving import pump, send
+from .driving import open_viewer, pump, send
 
 pytestmark = pytest.mark.gl
 
-SIZE = (64, 48)  # small: the CPU renderer takes ~1-3 s per frame at this size on 2 shared cores
-
 
 @pytest.fixture(scope="module")
-def viewer(x_display, tmp_path_factory):
-    import app  # noqa: F401  (pyglet options first)
-    from app.window import ViewerWindow
+def plant():
     from scenes import bundled_scene_path, load_scene
 
-    scene = load_scene(bundled_scene_path())
-    window = ViewerWindow(scene, size=SIZE, render_scale=1.0, moving_scale=1.0,
-                          output_dir=str(tmp_path_factory.mktemp("shots")))  # fmt: skip
-    window.state.show_overlay = False
-    pump(window)
-    yield window
-    window.close()
+    return load_scene(bundled_scene_path())
+
+
+@pytest.fixture
+def viewer(x_display, plant, tmp_path):
+    """A window of its own for each test, so no test sees another's size, settings or saved files."""
+    with open_viewer(plant, tmp_path) as window:
+        yield window
 
 
 def test_opens_with_the_host_path_on_cpu(viewer):
     assert viewer.state.display_path == "host upload (frames are rendered on cpu)"
     assert viewer.frame_texture.size == viewer.get_framebuffer_size()
     assert viewer.state.stats is not None and viewer.state.stats.n_gaussians == len(viewer.scene)
-    assert set(viewer.state.stage_ms) >= {"project", "bin", "sort", "ranges", "rasterize", "total"}
+    assert set(viewer.state.stage_ms) >= {"project", "order", "bin", "sort", "tile_ranges", "rasterize", "total"}
 
 
 def test_key_and_mouse_events_move_the_camera(viewer):
@@ -92,9 +89,6 @@ def test_heat_map_mode_and_render_scale(viewer):
     assert tuple(frame.rgba8.shape) == (round(h * 0.5), round(w * 0.5), 4)
     assert viewer.frame_texture.size == (round(w * 0.5), round(h * 0.5))  # re-created for the new size
     assert len(np.unique(frame.rgba8[..., :3].reshape(-1, 3).numpy(), axis=0)) > 1  # one colour per tile count
-    send(viewer, "on_key_press", key._1, 0)
-    viewer.state.render_scale = 1.0
-    viewer.state.mark_dirty()
 
 
 def test_depth_mode_shows_the_renderers_depth(viewer):
@@ -106,17 +100,12 @@ def test_depth_mode_shows_the_renderers_depth(viewer):
 
     send(viewer, "on_key_press", key._4, 0)
     pump(viewer)
-    try:
-        frame = viewer._last_frame
-        assert frame.request.mode == "depth"
-        out = viewer.renderer.render(frame.request.camera, RenderSettings(depth=True))
-        assert out.depth is not None and float(out.depth.max()) > 0
-        np.testing.assert_array_equal(frame.rgba8.numpy(), depth_image(out.depth, out.alpha).numpy())
-        assert len(np.unique(frame.rgba8[..., :3].reshape(-1, 3).numpy(), axis=0)) > 8
-    finally:
-        send(viewer, "on_key_press", key._1, 0)
-        viewer.state.mark_dirty()
-        pump(viewer)
+    frame = viewer._last_frame
+    assert frame.request.mode == "depth"
+    out = viewer.renderer.render(frame.request.camera, RenderSettings(depth=True))
+    assert out.depth is not None and float(out.depth.max()) > 0
+    np.testing.assert_array_equal(frame.rgba8.numpy(), depth_image(out.depth, out.alpha).numpy())
+    assert len(np.unique(frame.rgba8[..., :3].reshape(-1, 3).numpy(), axis=0)) > 8
 
 
 def test_resize_keeps_the_field_of_view(viewer):
@@ -139,7 +128,7 @@ def test_resize_keeps_the_field_of_view(viewer):
 def test_keyframes_save_a_camera_path_the_renderer_reads(viewer):
     from pyglet.window import key, mouse
 
-    from renderer.camera_path import load_camera_path
+    from renderer.paths import load_camera_path
 
     start = viewer.state.camera.T_world_camera.copy()
     send(viewer, "on_key_press", key.K, 0)
@@ -167,37 +156,38 @@ def test_imgui_takes_the_mouse_over_the_overlay(viewer):
     from pyglet.window import mouse
 
     viewer.state.show_overlay = True
-    try:
-        pump(viewer)
-        send(viewer, "on_mouse_motion", 20, viewer.height - 20, 0, 0)
-        viewer.on_draw()  # imgui sees the cursor over its panel (no X events: the real pointer is elsewhere)
-        assert imgui.get_io().want_capture_mouse
-        T = viewer.state.camera.T_world_camera.copy()
-        send(viewer, "on_mouse_press", 20, viewer.height - 20, mouse.LEFT, 0)
-        send(viewer, "on_mouse_drag", 25, viewer.height - 20, 5, 0, mouse.LEFT, 0)
-        send(viewer, "on_mouse_release", 25, viewer.height - 20, mouse.LEFT, 0)
-        np.testing.assert_allclose(viewer.state.camera.T_world_camera, T)
-    finally:
-        viewer.state.show_overlay = False
+    pump(viewer)
+    send(viewer, "on_mouse_motion", 20, viewer.height - 20, 0, 0)
+    viewer.on_draw()  # imgui sees the cursor over its panel (no X events: the real pointer is elsewhere)
+    assert imgui.get_io().want_capture_mouse
+    T = viewer.state.camera.T_world_camera.copy()
+    send(viewer, "on_mouse_press", 20, viewer.height - 20, mouse.LEFT, 0)
+    send(viewer, "on_mouse_drag", 25, viewer.height - 20, 5, 0, mouse.LEFT, 0)
+    send(viewer, "on_mouse_release", 25, viewer.height - 20, mouse.LEFT, 0)
+    np.testing.assert_allclose(viewer.state.camera.T_world_camera, T)
 
 
 def test_overlay_offers_every_renderer_switch(viewer):
     """The settings panel draws with every switch on (AdaGScale shows its tau slider), and the next frame
-    renders with those settings."""
+    renders with those settings: its pair count is AdaGScale's at tau 0.3, not the exact one, and it went
+    through temporal reuse and occlusion culling."""
+    from renderer import Renderer
+
     s = viewer.state.settings
-    s.load_balance = s.subtile_cull = s.adagscale = s.occlusion_cull = True
+    s.adagscale = s.occlusion_cull = True
     s.adagscale_tau = 0.3
     s.temporal_window = 8
     viewer.state.show_overlay = True
-    try:
-        viewer.state.mark_dirty()
-        pump(viewer)
-        viewer.on_draw()
-        assert viewer.state.settings.adagscale and viewer.state.settings.adagscale_tau == 0.3
-        assert viewer.renderer.temporal.stats.window_builds >= 1  # the frame went through temporal reuse
-        assert viewer.state.temporal["occlusion_refreshes"] >= 1
-        viewer.on_draw()  # the overlay now shows the temporal counters
-    finally:
-        viewer.state.show_overlay = False
-        s.load_balance = s.subtile_cull = s.adagscale = s.occlusion_cull = False
-        s.temporal_window = 0
+    viewer.state.mark_dirty()
+    pump(viewer)
+    viewer.on_draw()
+    frame = viewer._last_frame
+    # the first frame with these settings builds the window from its own camera and refreshes occlusion: so
+    # it bins what a fresh renderer with AdaGScale alone bins
+    fresh = Renderer(viewer.scene, device=viewer.renderer.device, backend=viewer.renderer.backend)
+    adagscale = fresh.render(frame.request.camera, RenderSettings(adagscale=True, adagscale_tau=0.3)).stats.n_pairs
+    exact = fresh.render(frame.request.camera, RenderSettings()).stats.n_pairs
+    assert frame.stats.n_pairs == adagscale < exact
+    assert viewer.renderer.temporal.stats.window_builds >= 1  # the frame went through temporal reuse
+    assert viewer.state.temporal["occlusion_refreshes"] >= 1
+    viewer.on_draw()  # the overlay now shows the temporal counters

@@ -1,7 +1,4 @@
-"""`ViewerWindow.load_scene` in a real window under Xvfb: the new scene on screen, the old one let go.
-
-(Named to sort after test_view_cli.py, like test_viewer.py: test_view_cli's in-process tests fail or hang when
-a window was opened earlier in the same process.)"""
+"""`ViewerWindow.load_scene` in a real window under Xvfb: the new scene on screen, the old one let go."""
 
 from __future__ import annotations
 
@@ -9,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from .driving import pump, send
-from .test_viewer import SIZE
+from .driving import open_viewer, pump, send
 
 pytestmark = pytest.mark.gl
 
@@ -28,17 +24,10 @@ def small_scene():
 
 @pytest.fixture
 def viewer(x_display, tmp_path):
-    import app  # noqa: F401  (pyglet options first)
-    from app.window import ViewerWindow
     from scenes import bundled_scene_path, load_scene
 
-    window = ViewerWindow(load_scene(bundled_scene_path()), size=SIZE, render_scale=1.0, moving_scale=1.0,
-                          output_dir=str(tmp_path))  # fmt: skip
-    window.state.show_overlay = False
-    pump(window)
-    yield window
-    window.shutdown()
-    window.close()
+    with open_viewer(load_scene(bundled_scene_path()), tmp_path) as window:
+        yield window
 
 
 def test_load_scene_shows_the_new_scene_and_lets_the_old_one_go(viewer):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from .driving import pump, send
+from .driving import open_viewer, pump, send
 
 
 def test_performance_panel_shows_the_render_rate_first():
@@ -37,16 +37,18 @@ def test_legend_ticks_follow_the_views_colour_scales():
 
 
 @pytest.fixture(scope="module")
-def viewer(x_display, tmp_path_factory):
-    import app  # noqa: F401  (pyglet options first)
-    from app.window import ViewerWindow
+def plant():
     from scenes import bundled_scene_path, load_scene
 
-    window = ViewerWindow(load_scene(bundled_scene_path()), size=(960, 600), render_scale=0.05, moving_scale=0.05,
-                          output_dir=str(tmp_path_factory.mktemp("panels")))  # fmt: skip
-    pump(window)
-    yield window
-    window.close()
+    return load_scene(bundled_scene_path())
+
+
+@pytest.fixture
+def viewer(x_display, plant, tmp_path):
+    """A window of its own per test, big enough for the panels; frames render at 1/20 of it (48x30)."""
+    with open_viewer(plant, tmp_path, size=(960, 600), render_scale=0.05) as window:
+        window.state.show_overlay = True
+        yield window
 
 
 def draw(window, frames: int = 3) -> None:
@@ -149,5 +151,3 @@ def test_a_scene_opens_from_a_path_or_a_dropped_file(viewer, tmp_path):
     assert viewer.state.message == f"opened {path}"
     pump(viewer)
     assert viewer.state.stats.n_gaussians == n
-    viewer.load_scene(before, name="bundled scene")
-    pump(viewer)

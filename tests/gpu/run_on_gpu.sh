@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
-# Everything the GPU machine checks in one call: the whole test suite compiled for real (no interpreter),
-# the gsplat parity tests, and the benchmark. Logs and the bench JSON go to $1 (default ./gpu-out).
+# Everything the GPU machine checks in one call: the kernel, renderer and GPU tests compiled for real (no
+# interpreter), gsplat parity, CUDA graphs, the interop check, per-stage timings and the benchmark. Logs, the
+# bench JSON and the stage table go to $1 (default ./gpu-out).
 # Usage on the GPU machine: source .gpu/setup.sh && bash tests/gpu/run_on_gpu.sh "$OUT" [bench args...]
+# STEPS narrows what runs (default "tests interop stages bench"); PYTEST_K narrows the test selection.
 set -uo pipefail
 out=${1:-gpu-out}; shift || true
+steps=${STEPS:-tests interop stages bench}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$out/gpu.txt"
-# gsplat JIT-builds its CUDA kernels on first use (~70 s); do it once, up front, and time it
-( time python3 -c "import torch, gsplat; from gsplat.cuda._backend import _C; print('gsplat', gsplat.__version__, 'built:', _C is not None)" ) 2>&1 | tee "$out/gsplat_build.txt"
-# PYTEST_K narrows the selection when fewer scenes are staged (e.g. PYTEST_K="not donut and not lod1")
-python3 -m pytest -q -p no:cacheprovider tests/kernels tests/gpu -rs ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$out/pytest_gpu.txt"
-python3 -m tools bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
+# gsplat JIT-builds its CUDA kernels on first use (~70 s): in the background, while the tests compile Triton's
+( time python3 -c "import torch, gsplat; from gsplat.cuda._backend import _C; print('gsplat', gsplat.__version__, 'built:', _C is not None)" ) > "$out/gsplat_build.txt" 2>&1 &
+build=$!
+if [[ $steps == *tests* ]]; then
+  python3 -m pytest -q -p no:cacheprovider -p no:randomly tests/kernels tests/renderer -rs ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$out/pytest_gpu.txt"
+fi
+wait $build; cat "$out/gsplat_build.txt"
+if [[ $steps == *tests* ]]; then
+  python3 -m pytest -q -p no:cacheprovider -p no:randomly tests/gpu -rs -s ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$out/pytest_parity.txt"
+fi
+if [[ $steps == *interop* ]]; then
+  python3 tests/app/gpu_interop_check.py 2>&1 | tee "$out/interop.txt"
+fi
+if [[ $steps == *stages* ]]; then
+  python3 tests/gpu/stage_bench.py --scenes-dir "${WARPSPLAT_SCENES:-.gpu/scenes}" --json "$out/stages.json" 2>&1 | tee "$out/stages.txt"
+fi
+if [[ $steps == *bench* ]]; then
+  python3 -m tools bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
+fi

@@ -49,3 +49,28 @@ def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
         idx = torch.nonzero(bad.reshape(bad.shape[0], -1).any(1)).flatten()[:5]
         raise AssertionError(f"{name}: {int(bad.sum())} mismatches; first rows {idx.tolist()}: "
                              f"ref {r[idx].tolist()} tri {t[idx].tolist()}")  # fmt: skip
+
+
+def bin_all(impl, proj, width, height, *, tile=8, capacity=None, poison=True):
+    """Stages 2-3 of either implementation on a projection: (keys, ids, n_pairs). The buffers hold `capacity`
+    slots (default: exactly the pair count), filled with the sentinel first as the renderer does."""
+    means2d, conic_opacity, depths, _, tiles_touched, bin_t = proj
+    n = depths.shape[0]
+    order, offsets, totals = impl.depth_order(depths, tiles_touched, out=impl.order_outputs(n, depths.device))
+    n_pairs = int(totals[1])
+    cap = n_pairs if capacity is None else capacity
+    n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
+    kd = impl.key_dtype(n_tiles)
+    keys = torch.full((cap,), impl.sentinel_key(kd), dtype=kd, device=means2d.device)
+    ids = torch.full((cap,), -1, dtype=torch.int32, device=means2d.device)
+    impl.bin_pairs(order, offsets, means2d, conic_opacity, tiles_touched, width, height, tile_size=tile,
+                   bin_t=bin_t, out=(keys, ids))  # fmt: skip
+    return keys, ids, n_pairs
+
+
+def lists_of(impl, proj, width, height, *, tile=8):
+    """Stages 2-5: (sorted ids, ranges) ready for the rasterizer."""
+    keys, ids, _ = bin_all(impl, proj, width, height, tile=tile)
+    sorted_keys, sorted_ids = impl.sort_pairs(keys, ids)
+    n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
+    return sorted_ids, impl.tile_ranges(sorted_keys, n_tiles)

@@ -14,10 +14,11 @@ import torch
 import kernels
 import kernels.reference as ref
 from renderer import Renderer, RenderSettings
-from renderer.trajectory import orbit_path
+from renderer.paths import orbit_path
 from scenes import load_scene
-from tests.conftest import nan_like, psnr
-from tests.kernels.synthetic import assert_close_rows, camera, gaussians
+from tests.conftest import nan_like
+from tests.kernels.synthetic import assert_close_rows, bin_all, camera, gaussians
+from tools.metrics import psnr
 
 DEFAULTS = RenderSettings()
 
@@ -34,16 +35,13 @@ def project(impl, n, width, height, device, *, tau, s_min=DEFAULTS.adagscale_s_m
 
 
 def emit(impl, proj, width, height, *, with_bin_t=True):
-    means2d, co, depths, _, tt, _, bin_t = proj
-    inclusive = torch.cumsum(tt, 0, dtype=torch.int64)
-    n_pairs = int(inclusive[-1])
-    return impl.emit_tile_keys(
-        means2d, co, depths, tt, inclusive - tt, n_pairs, width, height, bin_t=bin_t if with_bin_t else None
-    )
+    """(keys, ids) of the pairs; without bin_t the walk recomputes t from the opacity (the exact path)."""
+    keys, ids, _ = bin_all(impl, proj if with_bin_t else proj[:5] + (None,), width, height)
+    return keys, ids
 
 
 def pair_set(keys, ids):
-    return set(zip(ids.tolist(), (keys >> 32).tolist()))
+    return set(zip(ids.tolist(), keys.tolist()))
 
 
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])
@@ -54,8 +52,8 @@ def test_tau_zero_is_exact_binning(impl, device):
     zero = project(impl, 3000, width, height, device, tau=0.0, grow=0.5)
     live = exact[4] > 0
     assert torch.equal(zero[4], exact[4])
-    assert torch.equal(zero[6][live], exact[6][live])
-    for got, want in zip(zero[:6], exact[:6]):
+    assert torch.equal(zero[5][live], exact[5][live])
+    for got, want in zip(zero[:5], exact[:5]):
         assert torch.equal(got[live], want[live])
     keys, ids = emit(impl, zero, width, height)
     want_k, want_i = emit(impl, exact, width, height, with_bin_t=False)  # t recomputed from o, the old path
@@ -72,22 +70,21 @@ def test_triton_matches_reference(device):
     # float-rounding boundary cases only, bounded as in test_project.py
     assert int((diff > 1).sum()) == 0 and int((diff == 1).sum()) <= 3, diff.nonzero()[:5]
     rows = (want[4] > 0) & (got[4] > 0)
-    assert_close_rows("bin_t", want[6], got[6], rows)
-    assert_close_rows("extents", want[5], got[5], rows)
+    assert_close_rows("bin_t", want[5], got[5], rows)
     assert_close_rows("colors", want[3], got[3], rows)
-    shrunk = (want[6][rows] < 0.999 * ref._alpha_threshold_t(want[1][rows, 3])).float().mean()
+    shrunk = (want[5][rows] < 0.999 * ref._alpha_threshold_t(want[1][rows, 3])).float().mean()
     assert shrunk > 0.3, f"only {shrunk:.0%} of the Gaussians shrank: the test does not exercise AdaGScale"
     keys_t, ids_t = emit(kernels, want, width, height)
     keys_r, ids_r = emit(ref, want, width, height)
     assert torch.equal(ids_t, ids_r) and torch.equal(keys_t, keys_r)
-    assert (keys_t != kernels.SENTINEL_KEY).all()
+    assert (keys_t != kernels.sentinel_key(keys_t.dtype)).all()
 
 
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])
 def test_centre_tile_kept_and_only_tiles_dropped(impl, device):
     """Even at an absurd tau and a tiny s_min, the tile holding the mean stays whenever exact binning has it,
     and the shrunken pairs are a subset of the exact pairs (the ellipse at s^2 t lies inside the one at t)."""
-    width, height, tile = 128, 96, 16
+    width, height, tile = 128, 96, 8  # project's default tile size
     n_tx = (width + tile - 1) // tile
     for seed, grow in ((1, 0.0), (2, 0.7)):
         exact = project(impl, 2000, width, height, device, tau=None, seed=seed, grow=grow)
@@ -142,7 +139,7 @@ def test_triton_kernel_score_is_minimal(device):
     """The kernel's s is the smallest admissible one: S(s) <= tau, and S at a 1% smaller s exceeds tau
     unless a floor (s_min or the centre tile) set it."""
     width, height, tau, s_min = 128, 96, 0.3, DEFAULTS.adagscale_s_min
-    means2d, co, _, colors, tt, _, bin_t = project(kernels, 3000, width, height, device, tau=tau, grow=0.5)
+    means2d, co, _, colors, tt, bin_t = project(kernels, 3000, width, height, device, tau=tau, grow=0.5)
     live = tt > 0
     a, b, c, o = co[live].double().unbind(-1)
     t = ref._alpha_threshold_t(o)

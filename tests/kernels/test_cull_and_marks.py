@@ -85,14 +85,3 @@ def test_marks_match_twin(variant, device):
     kernels.rasterize_tiles(*args, bg, 48, 32, variant=variant, marks=got)
     assert 50 < int(want.sum()) < n  # some, not all
     assert torch.equal(got, want), int((got != want).sum())
-
-
-def test_marks_with_load_balancing_are_a_superset(device):
-    args = binned(1200, 48, 32, device, seed=7, opaque=True)
-    n = args[2].shape[0]
-    bg = torch.zeros(3, device=device)
-    exact = torch.zeros(n, dtype=torch.int8, device=device)
-    ref.rasterize_tiles(*args, bg, 48, 32, marks=exact)
-    balanced = torch.zeros(n, dtype=torch.int8, device=device)
-    kernels.rasterize_tiles(*args, bg, 48, 32, chunk=32, marks=balanced)
-    assert not ((exact == 1) & (balanced == 0)).any()

@@ -9,10 +9,10 @@ from tests.conftest import nan_like
 from tests.kernels.synthetic import assert_close_rows, camera, gaussians
 
 
-def run_both(n, width, height, sh_degree, device, seed=0, fov=60.0):
+def run_both(n, width, height, sh_degree, device, seed=0, fov=60.0, tile=16):
     means, covars, opac, sh = gaussians(n, sh_degree=sh_degree, seed=seed, device=device)
     cam = camera(width, height, fov).packed(device)
-    kw = dict(sh_degree=sh_degree, near=0.01, far=1e10, eps2d=0.3, tile_size=16)
+    kw = dict(sh_degree=sh_degree, near=0.01, far=1e10, eps2d=0.3, tile_size=tile)
     want = ref.project_gaussians(means, covars, opac, sh, cam, width, height, **kw)
     poisoned = tuple(nan_like(t) for t in kernels.project_outputs(n, device))
     got = kernels.project_gaussians(means, covars, opac, sh, cam, width, height, out=poisoned, **kw)
@@ -20,14 +20,15 @@ def run_both(n, width, height, sh_degree, device, seed=0, fov=60.0):
 
 
 @pytest.mark.parametrize(
-    "n,size,degree",
-    [(1, (16, 16), 0), (7, (37, 53), 1), (1000, (128, 96), 2), (1000, (37, 53), 3), (20_011, (128, 96), 3)],
+    "n,size,degree,tile",
+    [(1, (16, 16), 0, 8), (7, (37, 53), 1, 16), (1000, (128, 96), 2, 8), (1000, (37, 53), 3, 16),
+     (20_011, (128, 96), 3, 8)],
     ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v),
-)
-def test_project_matches_reference(n, size, degree, device):
+)  # fmt: skip
+def test_project_matches_reference(n, size, degree, tile, device):
     width, height = size
-    want, got = run_both(n, width, height, degree, device)
-    names = ["means2d", "conic_opacity", "depths", "colors", "extents", "bin_t"]
+    want, got = run_both(n, width, height, degree, device, tile=tile)
+    names = ["means2d", "conic_opacity", "depths", "colors", "bin_t"]
     tt_want, tt_got = want[4], got[4]
     # integer output: exact, except tile-boundary cases that differ by float rounding alone (bounded)
     diff = (tt_want - tt_got).abs()
@@ -37,6 +38,8 @@ def test_project_matches_reference(n, size, degree, device):
     for name, w, g in zip(names, want[:4] + want[5:], got[:4] + got[5:]):
         assert torch.isfinite(g[rows]).all(), f"{name}: non-finite values on visible rows (unwritten?)"
         assert_close_rows(name, w, g, rows)
+    # culled rows sort last in the depth order: their depth is +inf, written (not left poisoned)
+    assert torch.isposinf(got[2][tt_got == 0]).all()
 
 
 def test_project_edge_cases_culled(device):

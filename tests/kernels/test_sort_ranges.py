@@ -1,5 +1,6 @@
-"""Sort (stable, by (tile, depth)) and tile ranges against the torch twins."""
+"""Stages 4-5, sort and tile ranges: the stable narrow-key sort and the ranges against the torch twins."""
 
+import pytest
 import torch
 
 import kernels
@@ -7,27 +8,28 @@ import kernels.reference as ref
 from tests.conftest import nan_like
 
 
-def make_keys(n_tiles, n, device, seed=0):
+def make_keys(n_tiles, n, device, dtype=torch.int16, seed=0):
     g = torch.Generator().manual_seed(seed)
-    tiles = torch.randint(0, n_tiles, (n,), generator=g)
-    depth = torch.rand(n, generator=g) * 10 + 0.1
-    depth[: n // 4] = 1.0  # ties in depth must keep emission order
-    keys = (tiles.long() << 32) | depth.view(torch.int32).long()
-    keys[-3:] = kernels.SENTINEL_KEY  # unreached slots sort last
-    return keys.to(device), torch.arange(n, dtype=torch.int32, device=device)
+    keys = torch.randint(0, n_tiles, (n,), generator=g).to(dtype)
+    keys[-3:] = kernels.sentinel_key(dtype)  # unused slots sort last
+    return keys.to(device), torch.randperm(n, generator=g).to(torch.int32).to(device)
 
 
-def test_sort_is_stable_and_matches_reference(device):
-    keys, ids = make_keys(20, 5000, device)
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32])
+def test_sort_is_stable_and_matches_reference(dtype, device):
+    keys, ids = make_keys(20, 5000, device, dtype)
     n = keys.numel()
-    out = (torch.empty(n + 7, dtype=torch.int64, device=device), torch.empty(n + 7, dtype=torch.int64, device=device),
+    out = (torch.empty(n + 7, dtype=dtype, device=device), torch.empty(n + 7, dtype=torch.int64, device=device),
            torch.empty(n + 7, dtype=torch.int32, device=device))  # fmt: skip
     sk, si = kernels.sort_pairs(keys, ids, out=out)
     wk, wi = ref.sort_pairs(keys, ids)
     assert torch.equal(sk, wk) and torch.equal(si, wi)
     assert (sk[1:] >= sk[:-1]).all()
+    # stability: within a key, ids keep their input order (here, positions of a random permutation)
+    pos = torch.empty_like(ids, dtype=torch.int64)
+    pos[ids.long()] = torch.arange(n, device=device)
     same = sk[1:] == sk[:-1]
-    assert (si[1:][same] > si[:-1][same]).all(), "equal keys keep their original order"
+    assert (pos[si[1:].long()][same] > pos[si[:-1].long()][same]).all(), "equal keys keep their original order"
 
 
 def test_tile_ranges_match_reference_with_empty_tiles_and_sentinels(device):
@@ -39,8 +41,10 @@ def test_tile_ranges_match_reference_with_empty_tiles_and_sentinels(device):
     assert torch.equal(got, want)
     assert (got[-5:] == 0).all()
     assert int((got[:, 1] - got[:, 0]).sum()) == 3000 - 3, "sentinel keys belong to no tile"
+    for t in range(n_tiles):  # every range holds exactly that tile's keys
+        assert (sk[got[t, 0] : got[t, 1]] == t).all()
 
 
 def test_tile_ranges_empty_input(device):
-    got = kernels.tile_ranges(torch.empty(0, dtype=torch.int64, device=device), 6)
+    got = kernels.tile_ranges(torch.empty(0, dtype=torch.int16, device=device), 6)
     assert got.shape == (6, 2) and (got == 0).all()

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from renderer import Renderer
-    from renderer.trajectory import orbit_path
+    from renderer.paths import orbit_path
     from scenes import bundled_scene_path, load_scene
 
     width, height = (int(v) for v in args.size.lower().split("x"))

@@ -60,11 +60,14 @@ def assert_backends_agree(ref, tri):
 
 # ------------------------------------------------------------------------------------- dropped at load
 
+# NaN/inf anywhere but in the opacity logit (an infinite logit is an opacity of 1 or 0: clamped, see below), and
+# finite values whose activation or squared length overflows float32: a log-scale of 89 (exp gives inf), a position
+# of 2e19 (|p|^2 gives inf), a quaternion of 1e30 (|q|^2 gives inf, so it normalises to zero).
 BAD_VALUES = [
-    ("means", NAN), ("means", INF), ("means", -INF),
-    ("quats", NAN), ("quats", INF), ("quats", 0.0), ("quats", TINY), ("quats", 1e-20),
-    ("log_scales", NAN), ("log_scales", INF), ("log_scales", -INF),
-    ("opacity_logits", NAN), ("opacity_logits", INF), ("opacity_logits", -INF),
+    ("means", NAN), ("means", INF), ("means", -INF), ("means", 2e19), ("means", -3.4e38),
+    ("quats", NAN), ("quats", INF), ("quats", 0.0), ("quats", TINY), ("quats", 1e-20), ("quats", 1e30),
+    ("log_scales", NAN), ("log_scales", INF), ("log_scales", -INF), ("log_scales", 89.0),
+    ("opacity_logits", NAN),
     ("sh", NAN), ("sh", INF), ("sh", -INF),
 ]  # fmt: skip
 
@@ -95,6 +98,24 @@ def test_bad_values_dropped_at_ply_load_with_one_warning(field, value, tmp_path)
     keep[[0, 17, N - 1]] = False
     for name, t in zip(FIELDS, expect):
         assert torch.equal(getattr(back, name), t[keep]), name
+    (ref,) = render_both(back, camera())[:1]
+    assert ref.stats.n_visible > 0
+
+
+@pytest.mark.parametrize("value", [INF, -INF])
+def test_infinite_opacity_logits_are_clamped_not_dropped(value, tmp_path):
+    """An infinite logit is an opacity of exactly 1 or 0, as splat-transform writes them: every Gaussian is kept,
+    with no warning, and the logit becomes the finite MAX_OPACITY_LOGIT of that sign."""
+    from scenes.gaussians import MAX_OPACITY_LOGIT
+
+    scene = poisoned("opacity_logits", value, rows=(0, 17, N - 1))
+    write_ply(scene, tmp_path / "opaque.ply")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = load_scene(tmp_path / "opaque.ply")
+    assert len(back) == N
+    assert back.opacity_logits[[0, 17, N - 1]].tolist() == [MAX_OPACITY_LOGIT * np.sign(value)] * 3
+    assert torch.equal(back.opacity_logits[1:17], scene.opacity_logits[1:17])
     (ref,) = render_both(back, camera())[:1]
     assert ref.stats.n_visible > 0
 
@@ -177,10 +198,10 @@ EXTREMES = {
     "tiny-scale": lambda: extreme("log_scales", -100.0),  # exp underflows to a subnormal / zero: a point
     "huge-scale": lambda: extreme("log_scales", 15.0),  # 3.3e6 units: covers the whole view
     "absurd-scale": lambda: extreme("log_scales", 88.0),  # exp(88) ~ 1.7e38: the covariance overflows
-    "huge-quat": lambda: extreme("quats", 1e30),  # |q|^2 overflows float32
+    "huge-quat": lambda: extreme("quats", 1e18),  # |q|^2 = 4e36: still normalisable
     "tiny-quat": lambda: extreme("quats", 1e-15),  # |q|^2 = 4e-30: normalisable
-    "far-mean": lambda: extreme("means", 1e30),
-    "max-mean": lambda: extreme("means", 3.4e38),
+    "far-mean": lambda: extreme("means", 1e18),  # |p|^2 = 3e36: the largest positions kept
+    "far-mean-one-axis": lambda: poisoned("means", 1.8e19, rows=(3,), whole_row=False),  # x^2 = 3.2e38 < max
     "huge-sh": lambda: extreme("sh", 1e30),
     "huge-opacity-logit": lambda: extreme("opacity_logits", 1e30),
     "tiny-opacity-logit": lambda: extreme("opacity_logits", -1e30),

@@ -90,8 +90,55 @@ def test_failed_rename_leaves_nothing(cmd, monkeypatch, tmp_path, scene_path, ca
     assert main(argv(str(scene_path(SCENE)), str(out))) == 2
     err = capsys.readouterr().err
     errors = [ln for ln in err.splitlines() if ln.startswith("warpsplat ")]
-    assert len(errors) == 1 and "No space left on device" in errors[0] and "Traceback" not in err, err
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert errors[0].endswith(f"error: {out}: No space left on device (simulated)"), errors[0]  # the output named
     assert not out.exists() and not leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_an_unwritable_folder_is_named_by_the_output(cmd, monkeypatch, tmp_path, scene_path, capsys):
+    """Creating the temporary file fails (a read-only folder; simulated, since root may write anywhere): the one
+    line names the output the user gave, not the hidden temporary."""
+    import tempfile
+
+    _, argv, name = cmd
+    out = tmp_path / name
+
+    def refused(*args, dir=None, prefix="", suffix="", **kwargs):
+        raise PermissionError(13, "Permission denied", os.path.join(dir or "", prefix + "abcdefgh" + suffix))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    assert main(argv(str(scene_path(SCENE)), str(out))) == 2
+    err = capsys.readouterr().err
+    errors = [ln for ln in err.splitlines() if ln.startswith("warpsplat ")]
+    assert len(errors) == 1 and errors[0].endswith(f"error: {out}: Permission denied") and ".part" not in err, err
+    assert not out.exists() and not leftovers(tmp_path)
+
+
+def test_stale_temporaries_are_removed_and_live_ones_kept(tmp_path):
+    """A temporary whose writing process is gone is removed by the next write to the same output (renders' chunk
+    temporaries included); one whose process still runs, or that belongs to another output, is left alone."""
+    import subprocess
+    import sys
+
+    from scenes.atomic import atomic_write
+
+    out = tmp_path / "v.mp4"
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stale = [f".v.mp4.{gone.pid}.abcdefgh.part", f".v.mp4.{gone.pid}.abcdefgh.chunk1.part"]
+        kept = [f".v.mp4.{live.pid}.abcdefgh.part", f".v.mp4.x.{gone.pid}.abcdefgh.part", ".v.mp4.abcdefgh.part"]
+        names = stale + kept
+        for n in names:
+            (tmp_path / n).write_bytes(b"partial")
+        with atomic_write(out) as f:
+            f.write(b"whole")
+        assert sorted(os.listdir(tmp_path)) == sorted(["v.mp4", *kept])
+    finally:
+        live.kill()
+        live.wait()
 
 
 def test_frames_folder(tmp_path, scene_path, renames, capsys):

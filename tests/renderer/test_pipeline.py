@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from renderer import Camera, Renderer, RenderSettings, default_camera
-from renderer.trajectory import orbit_path
+from renderer.paths import orbit_path
 from scenes import load_scene
-from tests.conftest import psnr
+from tools.metrics import psnr
 
 
 @pytest.mark.parametrize(
@@ -21,7 +21,7 @@ def test_triton_matches_torch_reference_on_real_scenes(name, size, scene_path, d
     ref = Renderer(scene, device=device, backend="torch")
     for cam in orbit_path(scene, width, height, 3)[1:2]:
         a, b = tri.render(cam), ref.render(cam)
-        assert a.stats.n_pairs == b.stats.n_pairs or abs(a.stats.n_pairs - b.stats.n_pairs) <= 2
+        assert abs(a.stats.n_pairs - b.stats.n_pairs) <= 2
         assert a.stats.n_visible > 0
         assert psnr(a.image, b.image) >= 60.0, psnr(a.image, b.image)
         assert psnr(a.alpha, b.alpha) >= 60.0
@@ -39,19 +39,6 @@ def test_settings_background_and_sh_degree(scene_path, device):
     assert torch.allclose(white - black, (1 - alpha)[..., None].expand_as(white), atol=1e-5)
     dc_only = r.render(cam, RenderSettings(sh_degree=0)).image.clone()
     assert psnr(dc_only, black) < 60.0, "dropping SH bands must change a degree-3 scene"
-
-
-def test_buffers_are_reused_across_frames(scene_path, device):
-    """No per-frame allocation of large buffers: the workspace tensors are the same objects frame to frame."""
-    scene = load_scene(scene_path("lastchance.splat"))
-    r = Renderer(scene, device=device, backend="torch")
-    cams = orbit_path(scene, 32, 32, 4)
-    r.render(cams[0])
-    image_ptr, pairs = r._image[0].data_ptr(), r._pairs
-    for cam in cams[1:]:
-        out = r.render(cam)
-        assert out.image.data_ptr() == image_ptr
-    assert all(x is y for x, y in zip(pairs, r._pairs)) or r._pair_capacity >= max(1, out.stats.n_pairs)
 
 
 def test_camera_inside_scene_and_nothing_visible(scene_path, device):
@@ -83,16 +70,6 @@ def test_first_frame_with_no_pairs(scene_path, device):
     away = Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=16, height=16)
     out = r.render(away)
     assert out.stats.n_pairs == 0 and torch.equal(out.image, torch.zeros_like(out.image))
-
-
-def test_load_balanced_pipeline_matches_reference(scene_path, device):
-    """The load-balancing switch end to end (short chunks so that real tile lists split)."""
-    scene = load_scene(scene_path("fruit_drops_minimal.ply"))
-    cam = orbit_path(scene, 37, 29, 3)[1]
-    want = Renderer(scene, device=device, backend="torch").render(cam).image.clone()
-    got = Renderer(scene, device=device, backend="triton").render(cam, RenderSettings(load_balance=True, chunk_size=64))
-    assert got.stats.max_tile_pairs > 3 * 64, "lists must split into several chunks"
-    assert psnr(got.image, want) >= 60.0
 
 
 def test_depth_output_on_hand_built_gaussians(device):

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from renderer import Camera, Renderer, RenderSettings, look_at_pose
+from renderer.paths import scene_frame
 from renderer.temporal import predict_poses
-from renderer.trajectory import scene_frame
 from scenes import load_scene
 from scenes.bundled import bundled_scene_path
 

@@ -12,8 +12,7 @@ import torch
 from scenes import SH_C0, SceneFormatError, load_scene, make_scene
 from scenes.compressed_ply import morton_order, read_compressed_ply, write_compressed_ply
 from scenes.ply import read_elements
-
-from ._paths import scene
+from tests.conftest import real_scene as scene
 
 
 def _random_scene(n: int, degree: int, seed: int = 0):
@@ -114,7 +113,11 @@ def test_truncated_and_wrong_magic(tmp_path):
 def test_lying_counts(tmp_path):
     data = _real()
     _bad(tmp_path, data.replace(b"element vertex 90854", b"element vertex 90999", 1), "chunk|truncated")
-    _bad(tmp_path, data.replace(b"element chunk 355", b"element chunk 354", 1), "element chunk has 354 rows")
+    # one chunk record fewer, declared and in the body: the body's length is consistent, the chunk count is not
+    body = data.index(b"end_header\n") + len(b"end_header\n")
+    fewer = data[:body] + data[body : body + 354 * 72] + data[body + 355 * 72 :]
+    _bad(tmp_path, fewer.replace(b"element chunk 355", b"element chunk 354", 1), "element chunk has 354 rows")
+    _bad(tmp_path, data.replace(b"element chunk 355", b"element chunk 354", 1), "72 bytes after its declared elements")
     big = data.replace(b"element vertex 90854", b"element vertex 900000000", 1)
     big = big.replace(b"element chunk 355", b"element chunk 3515625", 1)
     _bad(tmp_path, big, "truncated|limit")
@@ -130,5 +133,5 @@ def test_sh_element_must_match(tmp_path):
     s = _random_scene(300, 1)
     write_compressed_ply(s, tmp_path / "sh.compressed.ply")
     data = (tmp_path / "sh.compressed.ply").read_bytes()
-    _bad(tmp_path, data.replace(b"element sh 300", b"element sh 299", 1), "element sh has 299 rows")
+    _bad(tmp_path, data[:-9].replace(b"element sh 300", b"element sh 299", 1), "element sh has 299 rows")
     assert len(read_compressed_ply(tmp_path / "sh.compressed.ply")) == 300

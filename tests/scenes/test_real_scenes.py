@@ -14,8 +14,10 @@ import torch
 
 from scenes import SH_C0, load_scene
 from scenes.ply import read_elements
+from tests.conftest import real_scene as scene
+from tests.conftest import scenes_dir
 
-from ._paths import scene, scenes_dir, sources_table
+from ._paths import sources_table
 
 NOT_SCENES = {"test_garden.npz"}  # SfM points and cameras, not a trained scene (SOURCES.md note 8)
 

@@ -25,8 +25,8 @@ import torch
 
 from scenes import GaussianScene, load_scene, save_scene
 from scenes.spz import flip_rub_rdf, write_spz
-
-from ._paths import REPO, scene
+from tests.conftest import REPO
+from tests.conftest import real_scene as scene
 
 VERSION = "3.7.0"
 CACHE = REPO / ".cache" / "splat-transform"
@@ -160,3 +160,39 @@ def test_files_written_here_load_in_it(splat_transform, source, tmp_path, out_na
     if out_name == "ours.ply":  # lossless: both equal the source
         _assert_same(theirs, src, "ply vs source", atol=0)
     assert np.isfinite(theirs.means.numpy()).all()
+
+
+@pytest.mark.parametrize("name, count", [("guitar.compressed.ply", 90_854), ("angel.sog", 71_359)])
+def test_its_fully_opaque_gaussians_are_kept(splat_transform, tmp_path, name, count):
+    """Decoding alpha of exactly 1 or 0, splat-transform writes opacity logits of +inf or -inf: they are opacities,
+    clamped on reading, and every Gaussian is kept (667 of guitar's and 2,895 of angel's were dropped)."""
+    from scenes.ply import read_elements
+
+    decoded = tmp_path / "decoded.ply"
+    if name.endswith(".sog"):  # the reported path: SOG -> compressed PLY -> PLY
+        _run(splat_transform, scene(name), tmp_path / "a.compressed.ply")
+        _run(splat_transform, tmp_path / "a.compressed.ply", decoded)
+    else:
+        _run(splat_transform, scene(name), decoded)
+    opacity = read_elements(decoded.read_bytes(), str(decoded))[0]["vertex"]["opacity"]
+    assert np.isinf(opacity).sum() > 100  # the file does hold them
+    ours, theirs = load_scene(scene(name)), load_scene(decoded)
+    assert len(ours) == len(theirs) == count
+    if not name.endswith(".sog"):
+        _assert_same(ours, theirs, name)
+
+
+def test_convert_up_fixes_its_spz_files(splat_transform, source, tmp_path):
+    """splat-transform writes SPZ without the RUB frame change, so its SPZ of a PLY loads upside down here;
+    `convert --up +y` turns it back: positions and covariances match its own decoding of the file."""
+    from tests.scenes.test_rotate import covariances
+    from tools.cli import main
+
+    _, src_path = source
+    _run(splat_transform, src_path, tmp_path / "st.spz")
+    _run(splat_transform, tmp_path / "st.spz", tmp_path / "theirs.ply")
+    assert main(["convert", str(tmp_path / "st.spz"), str(tmp_path / "fixed.ply"), "--up", "+y"]) == 0
+    fixed, theirs = load_scene(tmp_path / "fixed.ply"), load_scene(tmp_path / "theirs.ply")
+    assert torch.allclose(fixed.means, theirs.means, atol=1e-5)
+    assert torch.allclose(covariances(fixed), covariances(theirs), rtol=1e-4, atol=1e-9)
+    assert torch.allclose(fixed.sh, theirs.sh, atol=1e-5)

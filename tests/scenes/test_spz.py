@@ -15,8 +15,7 @@ import zstandard
 from kernels.reference import eval_sh
 from scenes import SceneFormatError, load_scene, make_scene
 from scenes.spz import MAGIC, flip_rub_rdf, read_spz, write_spz
-
-from ._paths import scene
+from tests.conftest import real_scene as scene
 
 F = torch.tensor([1.0, -1.0, -1.0])  # RUB <-> RDF: diag(1, -1, -1), a 180-degree rotation about x
 

@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from scenes import SceneFormatError, load_scene, save_scene
-
-from ._paths import scene
+from tests.conftest import real_scene as scene
 
 
 @pytest.fixture

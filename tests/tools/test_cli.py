@@ -84,3 +84,51 @@ def test_absurd_size_and_existing_output(tmp_path, capsys):
 def test_python_dash_m_tools_runs_the_same_command():
     r = subprocess.run([sys.executable, "-m", "tools", "--help"], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0 and "render" in r.stdout and "info" in r.stdout
+
+
+def test_warnings_print_as_one_line(tmp_path, capsys):
+    """The dropped-Gaussian notice (a Python UserWarning) is one line naming the file, not a two-line warning
+    with a source line."""
+    from tests.reliability.hostile import nan_ply
+
+    path = nan_ply(tmp_path)
+    assert run_cli("info", path) == 0
+    err = capsys.readouterr().err
+    expect = f"warpsplat info: warning: {path}: dropped 1 of 64 Gaussians with invalid values (NaN/inf, or a scale, "
+    expect += "position or quaternion that overflows float32 or is zero)\n"
+    assert err == expect, err
+
+
+def test_running_out_of_memory_anyway_is_one_line(monkeypatch, tmp_path, capsys):
+    """Memory can still run out past the readers' cap (other processes, ulimit -v): one line naming the scene."""
+    import tools.common
+
+    def exhausted(path):
+        raise MemoryError
+
+    monkeypatch.setattr(tools.common, "load_scene", exhausted)
+    (tmp_path / "big.ply").write_bytes(b"ply\n")
+    assert run_cli("info", tmp_path / "big.ply") == 2
+    assert capsys.readouterr().err == f"warpsplat info: error: out of memory with {tmp_path / 'big.ply'}\n"
+
+
+def test_render_warns_when_the_scene_draws_nothing(tmp_path, capsys):
+    """Every Gaussian fully transparent (opacity logits of -inf, clamped: a valid scene): the image is empty
+    because of the scene, since the default view frames it, and the command says so."""
+    from scenes.ply import write_ply
+    from tests.reliability.hostile import cloud
+
+    scene = cloud(64)
+    scene.opacity_logits[:] = float("-inf")
+    write_ply(scene, tmp_path / "clear.ply")
+    assert run_cli("render", tmp_path / "clear.ply", "--out", tmp_path / "x.png", "--size", "16x16",
+                   "--backend", "torch") == 0  # fmt: skip
+    err = capsys.readouterr().err
+    expect = f"warpsplat render: warning: {tmp_path / 'clear.ply'}: the image is empty: the default view, which "
+    expect += "frames the scene, draws none of its 64 Gaussians (all transparent or degenerate?)\n"
+    assert err == expect, err
+    scene.opacity_logits[0] = 5.0
+    write_ply(scene, tmp_path / "one.ply")
+    assert run_cli("render", tmp_path / "one.ply", "--out", tmp_path / "y.png", "--size", "16x16",
+                   "--backend", "torch") == 0  # fmt: skip
+    assert capsys.readouterr().err == ""

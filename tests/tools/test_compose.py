@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from scenes import load_scene
-from tests.scenes._paths import scene
+from tests.conftest import real_scene as scene
 from tools.cli import main
 from tools.compose import compose, normalise
 

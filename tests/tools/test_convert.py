@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from scenes import load_scene
-from tests.scenes._paths import scene
+from tests.conftest import real_scene as scene
 from tools.cli import main
 
 THREE = "test-splat.3-points-from-train.ply"
@@ -78,3 +78,46 @@ def test_trainer_folder_iteration(tmp_path, capsys):
     assert float(load_scene(out).means.max()) < 150
     assert main(["convert", str(tmp_path / "model"), str(tmp_path / "x.ply"), "--iteration", "5"]) == 2
     assert "available: 100, 200" in capsys.readouterr().err
+
+
+def test_read_only_and_unknown_formats_are_told_apart(tmp_path, capsys):
+    assert main(["convert", str(scene(THREE)), str(tmp_path / "x.sog")]) == 2
+    assert capsys.readouterr().err == (
+        f"warpsplat convert: error: {tmp_path / 'x.sog'}: sog is read-only in warpsplat "
+        "(can write: .compressed.ply, .ply, .splat, .spz)\n"
+    )
+    assert main(["convert", str(scene(THREE)), str(tmp_path / "x.glb")]) == 2
+    assert "x.glb: unknown scene format (can write: .compressed.ply, .ply, .splat, .spz)" in capsys.readouterr().err
+
+
+def test_spz_version(tmp_path, capsys):
+    """SPZ is written as v3 (gzip) by default and as v4 (zstd streams) on request; both read back alike."""
+    src = str(scene("fruit_drops_minimal.ply"))
+    assert main(["convert", src, str(tmp_path / "a.spz")]) == 0
+    assert main(["convert", src, str(tmp_path / "b.spz"), "--spz-version", "4"]) == 0
+    assert (tmp_path / "a.spz").read_bytes()[:2] == b"\x1f\x8b" and (tmp_path / "b.spz").read_bytes()[:4] == b"NGSP"
+    a, b = load_scene(tmp_path / "a.spz"), load_scene(tmp_path / "b.spz")
+    assert a.extras["spz version"] == 3 and b.extras["spz version"] == 4
+    assert torch.equal(a.means, b.means) and torch.equal(a.sh, b.sh)
+    capsys.readouterr()
+    assert main(["convert", src, str(tmp_path / "c.ply"), "--spz-version", "4"]) == 2
+    assert "--spz-version applies to .spz outputs" in capsys.readouterr().err
+
+
+def test_up_turns_the_scene(tmp_path, capsys):
+    """--up +y is the half turn about x that SPZ's frame change is (so it undoes a raw, splat-transform style read
+    of an SPZ): the same positions, SH and covariances, exactly or to float rounding."""
+    from scenes.spz import flip_rub_rdf
+    from tests.scenes.test_rotate import covariances
+
+    src = load_scene(scene("fruit_drops_minimal.ply"))
+    assert main(["convert", str(scene("fruit_drops_minimal.ply")), str(tmp_path / "up.ply"), "--up", "+y"]) == 0
+    out = load_scene(tmp_path / "up.ply")
+    m, q, sh = src.means.numpy().copy(), src.quats.numpy().copy(), src.sh.numpy().copy()
+    flip_rub_rdf(m, q, sh)
+    assert torch.equal(out.means, torch.from_numpy(m)) and torch.equal(out.sh, torch.from_numpy(sh))
+    flipped = src.subset(slice(None))
+    flipped.quats = torch.from_numpy(q)
+    assert torch.allclose(covariances(out), covariances(flipped), rtol=1e-5, atol=1e-12)
+    assert main(["convert", str(scene(THREE)), str(tmp_path / "x.ply"), "--up", "sideways"]) == 2
+    assert "--up 'sideways': expected one of" in capsys.readouterr().err

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tests.scenes._paths import scene
+from renderer.memory import estimate_bytes
+from scenes import load_scene
+from tests.conftest import real_scene as scene
 from tools.cli import main
 
 
@@ -14,7 +16,10 @@ def test_info_reports_statistics_and_format_details(capsys):
         assert needle in out, needle
     assert main(["info", str(scene("playbot_lod2.sog"))]) == 0
     out = capsys.readouterr().out
-    assert "gaussians:     125,000" in out and "sh palette:" in out and "MiB on the GPU" in out
+    assert "gaussians:     125,000" in out and "sh palette:" in out
+    # the renderer's own estimate (the one it checks before it starts), at the frame size it assumes
+    k = load_scene(scene("playbot_lod2.sog")).sh.shape[1]
+    assert f"about {estimate_bytes(125_000, k, device='cuda').total / 2**20:,.1f} MiB on the GPU" in out
 
 
 def test_info_on_a_corrupt_file_is_one_line(tmp_path, capsys):
@@ -23,6 +28,29 @@ def test_info_on_a_corrupt_file_is_one_line(tmp_path, capsys):
     assert main(["info", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("warpsplat info: error:") and "\n" not in err
+
+
+def test_info_on_extreme_values_prints_no_nan_and_no_numpy_warnings(tmp_path, capsys):
+    """Values at the edge of float32 that are kept (a log-scale of 88, positions of +-1e18, opacities of exactly
+    0 and 1), next to ones that are dropped: statistics stay finite, and numpy says nothing."""
+    import warnings
+
+    from scenes.ply import write_ply
+    from tests.reliability.hostile import cloud
+
+    scene = cloud(64)
+    scene.log_scales[0] = 88.0
+    scene.means[1], scene.means[2] = 1e18, -1e18
+    scene.opacity_logits[3], scene.opacity_logits[4] = float("inf"), float("-inf")
+    scene.log_scales[5, 1] = 89.0  # exp overflows: dropped, counted
+    write_ply(scene, tmp_path / "edge.ply")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert main(["info", str(tmp_path / "edge.ply")]) == 0
+    captured = capsys.readouterr()
+    assert "nan" not in captured.out and "inf" not in captured.out, captured.out
+    assert "gaussians:     63" in captured.out and "max 1.65e+38" in captured.out
+    assert captured.err.count("\n") == 1 and "dropped 1 of 64" in captured.err
 
 
 def test_info_prints_no_empty_lists_and_no_negative_zero():

@@ -21,10 +21,10 @@ import torch
 from PIL import Image
 
 from renderer import Renderer, RenderSettings
-from renderer.camera_path import load_camera_path, opencv_to_opengl, save_camera_path
-from renderer.trajectory import Keyframe, flythrough_path, orbit_path
+from renderer.paths import Keyframe, flythrough_path, load_camera_path, opencv_to_opengl, orbit_path, save_camera_path
 from scenes import bundled_scene_path, load_scene, save_scene
 from tools.cli import main
+from tools.metrics import psnr
 from tools.video import read_mp4
 
 W, H = 64, 48
@@ -51,11 +51,6 @@ def reference_frames(renderer, cams) -> np.ndarray:
     return np.stack([r.render(c, RenderSettings()).rgba8[..., :3].numpy().copy() for c in cams])
 
 
-def psnr(a: np.ndarray, b: np.ndarray) -> float:
-    mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
-    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
-
-
 def render(*args) -> int:
     return main(["render", *map(str, args), *BASE])
 
@@ -67,7 +62,7 @@ def test_orbit_video_decodes_to_the_rendered_frames(scene_path, renderer, tmp_pa
     assert frames.shape == (8, H, W, 3) and rate == 24 and size == (W, H)
     ref = reference_frames(renderer, orbit_path(renderer[0], W, H, 8))
     # crf 18 on tiny sparse frames: measured 32.0-35.5 dB per frame (YUV 4:2:0 chroma loss included)
-    scores = [psnr(a, b) for a, b in zip(frames, ref, strict=True)]
+    scores = [psnr(a, b, peak=255) for a, b in zip(frames, ref, strict=True)]
     assert min(scores) > 30 and np.mean(scores) > 32, scores
     text = capsys.readouterr().out
     assert "rasterize" in text and "frames/s end to end" in text  # the per-stage summary
@@ -82,7 +77,7 @@ def test_lossless_video_and_png_folder(scene_path, renderer, tmp_path):
     frames, rate, _ = read_mp4(str(out))
     assert frames.shape[0] == 6 and rate == 30
     # crf 0 is lossless in YUV: only the RGB -> YUV 4:2:0 conversion remains (measured >= 37.5 dB)
-    assert min(psnr(a, b) for a, b in zip(frames, ref, strict=True)) > 35
+    assert min(psnr(a, b, peak=255) for a, b in zip(frames, ref, strict=True)) > 35
     alpha, _, _ = read_mp4(str(tmp_path / "alpha.mp4"))
     assert alpha.shape == (6, H, W, 3) and alpha.max() > 200 and alpha.min() < 20  # coverage, grey
 
@@ -120,10 +115,10 @@ def test_keyframes_file_round_trip_renders(scene_path, renderer, tmp_path):
     frames, rate, size = read_mp4(str(out))
     assert frames.shape[0] == 5 and rate == 5 and size == (W, H)  # fps * seconds frames, the file's size
     ref = reference_frames(renderer, load_camera_path(path).cameras)
-    assert min(psnr(a, b) for a, b in zip(frames, ref, strict=True)) > 35
+    assert min(psnr(a, b, peak=255) for a, b in zip(frames, ref, strict=True)) > 35
     # the path starts and ends on its first and last keys
-    assert psnr(ref[0], reference_frames(renderer, cams[:1])[0]) == float("inf")
-    assert psnr(ref[-1], reference_frames(renderer, cams[2:3])[0]) == float("inf")
+    assert psnr(ref[0], reference_frames(renderer, cams[:1])[0], peak=255) == float("inf")
+    assert psnr(ref[-1], reference_frames(renderer, cams[2:3])[0], peak=255) == float("inf")
 
 
 def test_frames_on_a_timed_path_file_says_what_it_does(scene_path, renderer, tmp_path, capsys):
@@ -142,7 +137,7 @@ def test_frames_on_a_timed_path_file_says_what_it_does(scene_path, renderer, tmp
 
 
 def test_inria_and_nerfstudio_files_render(scene_path, renderer, tmp_path):
-    from tests.renderer.test_camera_path import garden_cameras_json
+    from tests.renderer.paths.test_formats import garden_cameras_json
 
     cameras, *_ = garden_cameras_json(tmp_path)
     folder = tmp_path / "garden"
@@ -273,24 +268,55 @@ def test_odd_size_padded_on_request(scene_path, tmp_path, capsys):
     assert read_mp4(str(out))[2] == (64, 48)
 
 
-def test_render_switches_reach_the_renderer(tmp_path, scene_path):
-    """--load-balance and --adagscale-tau render (exact and lossy paths) and a bad tau is a one-line error."""
-    from tools.cli import main
+@pytest.fixture
+def rendered(monkeypatch):
+    """Record (camera, settings, future cameras) of every frame the renderer renders in this process."""
+    log = []
+    real = Renderer.render
 
-    scene = scene_path  # this module's small scene file
-    for extra in (["--load-balance"], ["--adagscale-tau", "0.5"]):
-        out = tmp_path / f"{extra[0].strip('-')}.png"
-        assert main(["render", scene, "--size", "24x16", "--backend", "torch", "--out", str(out), *extra]) == 0
-        assert out.exists()
-    assert main(["render", scene, "--size", "24x16", "--out", str(tmp_path / "x.png"), "--adagscale-tau", "-1"]) == 2
+    def spy(self, camera, settings=None, **kwargs):
+        log.append((camera, settings, kwargs.get("future")))
+        return real(self, camera, settings, **kwargs)
+
+    monkeypatch.setattr(Renderer, "render", spy)
+    return log
 
 
-def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path):
-    """--temporal K gives the renderer the path's next cameras: the frames are those of the exact render, bit
-    for bit (PNG frames, lossless); --occlusion-cull renders too, and a bad K is a one-line error."""
+@pytest.mark.parametrize(
+    "flags, want",
+    [
+        (["--adagscale-tau", "0.5"], {"adagscale": True, "adagscale_tau": 0.5}),
+        (["--temporal", "3"], {"temporal_window": 3}),
+        (["--occlusion-cull", "4"], {"occlusion_cull": True, "occlusion_refresh": 4}),
+        (["--background", "0,0.5,1"], {"background": (0.0, 0.5, 1.0)}),
+    ],
+    ids=["adagscale", "temporal", "occlusion", "background"],
+)
+def test_render_switches_reach_the_renderer(tmp_path, scene_path, rendered, flags, want):
+    out = tmp_path / "x.png"
+    assert render(scene_path, "--size", "24x16", "--out", out, *flags) == 0
+    (_, settings, _), *_ = rendered
+    assert {k: getattr(settings, k) for k in want} == want
+
+
+def test_bad_switch_values_are_one_line_errors(scene_path, tmp_path, capsys):
+    for flags in (["--adagscale-tau", "-1"], ["--temporal", "-2"], ["--background", "2,0,0"]):
+        assert render(scene_path, "--size", "24x16", "--out", tmp_path / "x.png", *flags) == 2, flags
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("warpsplat render: error:"), err
+
+
+def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path, rendered):
+    """--temporal K gives the renderer the path's next K - 1 cameras with each frame, and the frames are those
+    of the exact render, bit for bit (PNG frames, lossless); --occlusion-cull renders too."""
     common = [scene_path, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}"]
     assert render(*common, "--out", tmp_path / "exact") == 0
+    rendered.clear()
     assert render(*common, "--out", tmp_path / "window", "--temporal", 3) == 0
+    poses = [camera.T_world_camera.tolist() for camera, _, _ in rendered]
+    assert len(poses) == 6
+    for i, (_, _, future) in enumerate(rendered):
+        assert [c.T_world_camera.tolist() for c in future or []] == poses[i + 1 : i + 3]
     names = sorted(n for n in os.listdir(tmp_path / "exact") if n.endswith(".png"))
     assert len(names) == 6
     for name in names:
@@ -299,7 +325,6 @@ def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path):
         np.testing.assert_array_equal(a, b)
     assert render(*common, "--out", tmp_path / "occl", "--occlusion-cull", 4) == 0
     assert len([n for n in os.listdir(tmp_path / "occl") if n.endswith(".png")]) == 6
-    assert render(*common, "--out", tmp_path / "bad", "--temporal", -2) == 2
 
 
 def test_depth_video_decodes_to_the_renderers_depth(scene_path, renderer, tmp_path):

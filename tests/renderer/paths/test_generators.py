@@ -1,4 +1,4 @@
-"""Generated camera paths and the keyframe splines (renderer/trajectory.py).
+"""Generated camera paths (renderer/paths/generators.py): orbit, spiral and fly-through sized to the scene.
 
 Poses are T_world_camera, OpenCV axes: column 2 of the rotation is the viewing direction, column 1 the
 image "down" direction.
@@ -11,19 +11,12 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from renderer import default_camera, look_at_pose
-from renderer.trajectory import (
-    Keyframe,
+from renderer import default_camera
+from renderer.paths import (
     default_flythrough_keyframes,
     flythrough_path,
-    interpolate_keyframes,
     orbit_path,
-    quat_slerp,
-    quat_to_rotmat,
-    rotmat_to_quat,
     scene_frame,
     spiral_path,
 )
@@ -119,75 +112,3 @@ def test_closed_flythrough_loops_without_a_jump(scene):
     pos = np.array([c.position for c in cams] + [cams[0].position])
     steps = np.linalg.norm(np.diff(pos, axis=0), axis=1)
     assert steps[-1] < 2 * np.median(steps) and steps.max() < 2.5 * np.median(steps)
-
-
-def test_keys_with_times_are_hit_exactly():
-    eye = [np.array([0.0, 0, -4]), np.array([3.0, 0, -3]), np.array([4.0, -1, 0]), np.array([2.0, 0, 3])]
-    keys = [
-        Keyframe(look_at_pose(e, [0, 0, 0], [0, -1, 0]), fov, t)
-        for e, fov, t in zip(eye, (40, 50, 60, 70), (0, 1, 3, 4), strict=True)
-    ]
-    cams = interpolate_keyframes(keys, 9, W, H, ease=False)  # frames every 0.5 s: keys at frames 0, 2, 6, 8
-    for k, i in zip(keys, (0, 2, 6, 8), strict=True):
-        np.testing.assert_allclose(cams[i].T_world_camera, k.T_world_camera, atol=1e-9)
-        assert cams[i].fov_y_deg == pytest.approx(k.fov_y_deg)
-    # square pixels, centred principal point
-    assert cams[3].fx == cams[3].fy and (cams[3].cx, cams[3].cy) == (W / 2, H / 2)
-
-
-def test_collinear_keys_give_a_straight_evenly_spaced_line():
-    R = np.eye(3)
-    keys = []
-    for x in (0.0, 1.0, 2.0, 3.0):
-        T = np.eye(4)
-        T[:3, :3], T[0, 3] = R, x
-        keys.append(Keyframe(T, 60.0))
-    cams = interpolate_keyframes(keys, 13, W, H, ease=False)
-    xs = np.array([c.position[0] for c in cams])
-    np.testing.assert_allclose(xs, np.linspace(0, 3, 13), atol=1e-9)
-    assert max(np.abs(c.position[1:]).max() for c in cams) < 1e-12
-
-
-def test_single_key_and_bad_input():
-    k = Keyframe(look_at_pose([0, 0, -1], [0, 0, 0], [0, -1, 0]), 55.0)
-    cams = interpolate_keyframes([k], 3, W, H)
-    assert all(np.allclose(c.T_world_camera, k.T_world_camera) for c in cams)
-    with pytest.raises(ValueError, match="at least 3"):
-        interpolate_keyframes([k, k], 5, W, H, closed=True)
-    with pytest.raises(ValueError, match="all or none"):
-        interpolate_keyframes([k, Keyframe(k.T_world_camera, 50, 1.0)], 5, W, H)
-
-
-rotvecs = st.tuples(*[st.floats(-3.1, 3.1, allow_nan=False)] * 3)
-
-
-def rotation_from(v) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float64)
-    angle = np.linalg.norm(v)
-    if angle < 1e-12:
-        return np.eye(3)
-    k = v / angle
-    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-    return np.eye(3) + math.sin(angle) * K + (1 - math.cos(angle)) * K @ K
-
-
-@settings(max_examples=200, deadline=None)
-@given(rotvecs)
-def test_quaternion_round_trip(v):
-    R = rotation_from(v)
-    q = rotmat_to_quat(R)
-    assert abs(np.linalg.norm(q) - 1) < 1e-12 and q[0] >= 0
-    np.testing.assert_allclose(quat_to_rotmat(q), R, atol=1e-9)
-
-
-@settings(max_examples=100, deadline=None)
-@given(rotvecs, rotvecs, st.floats(0, 1))
-def test_slerp_is_on_the_geodesic(a, b, t):
-    qa, qb = rotmat_to_quat(rotation_from(a)), rotmat_to_quat(rotation_from(b))
-    q = quat_slerp(qa, qb, t)
-    total = 2 * math.acos(min(1.0, abs(qa @ qb)))
-    da = 2 * math.acos(min(1.0, abs(qa @ q)))
-    db = 2 * math.acos(min(1.0, abs(q @ qb)))
-    assert da + db == pytest.approx(total, abs=1e-6)
-    if total > 1e-3:
-        assert da == pytest.approx(t * total, abs=1e-6)

@@ -24,7 +24,7 @@ INRIA `cameras.json` (gaussian-splatting model folder): a JSON list of
     position is the camera centre in world coordinates; rotation is camera-to-world with the camera axes as
     COLUMNS, already OpenCV (x right, y down, z forward). The list has test cameras first, then train; the
     path visits them sorted by img_name (capture order), one frame per camera by default, interpolated
-    with the splines of `renderer.trajectory` when more frames are asked for.
+    with the splines of `renderer/paths/splines.py` when more frames are asked for.
 
 The keyframe file the viewer saves is a nerfstudio `camera_path.json` (see `save_camera_path`): it holds the
 keyframes (to reload and edit) and the sampled per-frame `camera_path` (so `ns-render camera-path` plays it
@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .camera import Camera
-from .trajectory import Keyframe, interpolate_keyframes
+from ..camera import Camera
+from .splines import SECONDS_PER_TRANSITION, Keyframe, interpolate_keyframes, key_times
 
 # right-multiplying a camera-to-world rotation by this swaps OpenGL camera axes (+Y up, +Z back) and OpenCV
 # ones (+Y down, +Z forward); it is its own inverse.
@@ -266,7 +266,7 @@ def _parse_keyframes(name: str, data: dict) -> tuple[list[Keyframe], float, bool
         return [], 0.0, is_cycle
     n_tr = len(keys) if is_cycle else len(keys) - 1
     if default_tr is None:  # no default: share `seconds` evenly among the transitions not overridden
-        seconds = _positive(name, data, "seconds") if "seconds" in data else 2.0 * max(n_tr, 1)
+        seconds = _positive(name, data, "seconds") if "seconds" in data else SECONDS_PER_TRANSITION * max(n_tr, 1)
         fixed = sum(t for t in transitions[:n_tr] if t is not None)
         free = sum(1 for t in transitions[:n_tr] if t is None)
         default_tr = max(seconds - fixed, 1e-3) / free if free else 1.0
@@ -396,8 +396,8 @@ def save_camera_path(
             Poses are `T_world_camera` in OpenCV axes; they are converted to OpenGL axes in the file.
         width, height: the render size stored in the file (render_width / render_height).
         fps: frames per second.
-        seconds: duration; None = the keys' last time_s (if they all have one) or 2 s per transition.
-            Keys without time_s are spaced by distance and angle travelled (trajectory._key_times) over it.
+        seconds: duration; None = the keys' last time_s (if they all have one) or SECONDS_PER_TRANSITION per
+            transition. Keys without time_s are spaced by distance and angle travelled (`key_times`) over it.
         is_cycle: loop from the last key back to the first (needs >= 3 keys).
         n_frames: frames sampled into `camera_path`; None = round(fps * seconds).
 
@@ -433,15 +433,8 @@ def save_camera_path(
             times *= seconds / total
             total = seconds
     else:
-        from .trajectory import _key_times, quats_continuous, rotmat_to_quat
-
-        pos = np.stack([k.T_world_camera[:3, 3] for k in keys])
-        q = quats_continuous(np.stack([rotmat_to_quat(k.T_world_camera[:3, :3]) for k in keys]))
-        if is_cycle:
-            pos = np.concatenate([pos, pos[:1]])
-            q = np.concatenate([q, (q[0] if q[0] @ q[-1] >= 0 else -q[0])[None]])
-        total = float(seconds) if seconds is not None else 2.0 * n_tr
-        rel = _key_times(keys, pos, q, is_cycle) if n_tr else np.zeros(1)
+        total = float(seconds) if seconds is not None else SECONDS_PER_TRANSITION * n_tr
+        rel = key_times(keys, closed=is_cycle) if n_tr else np.zeros(1)
         times = rel / rel[-1] * total if n_tr and rel[-1] > 0 else rel
     total = max(total, 0.0)
     if seconds is None:

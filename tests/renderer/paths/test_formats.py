@@ -1,28 +1,26 @@
-"""Camera path files (renderer/camera_path.py): conventions against hand-computed poses, real-format files
+"""Camera path files (renderer/paths/formats.py): conventions against hand-computed poses, real-format files
 written following the documented schemas, the keyframe file round trip, and one-line errors."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from renderer import Camera, look_at_pose
-from renderer.camera_path import (
+from renderer.paths import (
     CameraPathError,
+    Keyframe,
     load_camera_path,
     opencv_to_opengl,
     opengl_to_opencv,
     read_keyframes,
     save_camera_path,
 )
-from renderer.trajectory import Keyframe
-
-GARDEN = Path(os.environ.get("WARPSPLAT_SCENES", Path(__file__).parents[3] / "shared" / "scenes")) / "test_garden.npz"
+from tests.conftest import scenes_dir
 
 # A nerfstudio (OpenGL axes) camera at (1, 2, 3) turned +90 degrees about world +Y: its rotation is Ry(90),
 # so it looks along -column 2 = (-1, 0, 0), its up is (0, 1, 0) and its right (0, 0, -1).
@@ -115,7 +113,7 @@ def test_nerfstudio_keyframes_only(tmp_path):
 def garden_cameras_json(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray, int, int]:
     """An INRIA cameras.json built from the gsplat garden test data's real cameras (viewmats are
     world-to-camera, OpenCV). Listed test-first and out of name order, as the INRIA trainer writes it."""
-    d = np.load(GARDEN)
+    d = np.load(scenes_dir() / "test_garden.npz")
     viewmats, Ks = d["viewmats"].astype(np.float64), d["Ks"].astype(np.float64)
     W, H = int(d["width"]), int(d["height"])
     entries = []

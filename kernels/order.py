@@ -1,0 +1,55 @@
+"""Stage 2, order: the visible Gaussians nearest first, and where each one's pairs start.
+
+One stable sort of the N depths (32-bit float keys; culled Gaussians carry +inf from `project_gaussians`, so
+they come last), then each Gaussian's tile count in that order and their inclusive prefix sum. Stable means
+equal depths keep the Gaussians' index order, which is how gsplat's (tile << 32 | depth) radix sort breaks
+ties: so the pair lists `bin_pairs` emits in this order and `sort_pairs` groups by tile end up in gsplat's
+order, while the only wide sort is this one over Gaussians, not the one over pairs (several times as many).
+
+Sorting only the visible Gaussians (compacted first) measured slower on the H200, even on a fly-over that sees
+half of a 24M-Gaussian scene: the compaction's scan and scatter cost more than the shorter sort saved
+(BENCHMARKS.md, section 8).
+
+torch.sort, torch.cumsum and torch.searchsorted are the implementation (CUB radix sort and scan on the GPU);
+every launch takes its length from the tensors, so the stage needs no host sync and can be captured in a CUDA
+graph. The visible and pair counts stay on the device, in `totals`, for the frame's one sync to read.
+
+Inputs : depths [N] f32 (+inf = culled), tiles_touched [N] i32
+Outputs: order [N] i64 (Gaussian indices, nearest first), offsets [N] i64 (inclusive prefix sum of
+         tiles_touched[order]), totals [2] i64 (visible Gaussians, pairs)
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def order_outputs(n: int, device) -> tuple[torch.Tensor, ...]:
+    """Buffers for `depth_order`: (sorted depths [n] f32, order [n] i64, counts [n] i32, offsets [n] i64,
+    totals [2] i64, +inf [1] f32)."""
+    return (torch.empty(n, dtype=torch.float32, device=device), torch.empty(n, dtype=torch.int64, device=device),
+            torch.empty(n, dtype=torch.int32, device=device), torch.empty(n, dtype=torch.int64, device=device),
+            torch.empty(2, dtype=torch.int64, device=device),
+            torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
+
+
+def depth_order(
+    depths: torch.Tensor,  # [N] f32
+    tiles_touched: torch.Tensor,  # [N] i32
+    *,
+    out: tuple[torch.Tensor, ...],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(order, offsets, totals); `out` from `order_outputs` (each buffer at least N long)."""
+    N = depths.shape[0]
+    assert depths.dtype == torch.float32 and tiles_touched.shape == (N,) and tiles_touched.dtype == torch.int32
+    sorted_depths, order, counts, offsets, totals, inf = out
+    sorted_depths, order, counts, offsets = sorted_depths[:N], order[:N], counts[:N], offsets[:N]
+    if N == 0:
+        totals.zero_()
+        return order, offsets, totals
+    torch.sort(depths, stable=True, out=(sorted_depths, order))
+    torch.index_select(tiles_touched, 0, order, out=counts)
+    torch.cumsum(counts, 0, dtype=torch.int64, out=offsets)
+    torch.searchsorted(sorted_depths, inf, out=totals[0:1])  # the visible ones: every finite depth
+    totals[1:2].copy_(offsets[-1:])
+    return order, offsets, totals

@@ -1,0 +1,40 @@
+"""The renderer's grow-only buffers: one object for the pipeline's stages and temporal reuse."""
+
+from __future__ import annotations
+
+import torch
+
+
+class Workspace:
+    """Grow-only named device buffers, reused across frames so that a frame allocates nothing large.
+
+    One object serves the renderer's stages, temporal reuse and the rasterizer's load-balancing scratch.
+    A buffer keeps its storage while later requests fit (with `headroom` extra when it must grow), so the
+    tensors handed out stay at the same addresses frame after frame, as a replayed CUDA graph needs.
+    """
+
+    def __init__(self, device: torch.device | str):
+        self.device = torch.device(device)
+        self._buffers: dict[str, torch.Tensor] = {}
+        self.generation = 0  # counts (re)allocations and drops: work captured earlier holds stale addresses
+
+    def buffer(self, name: str, n: int, dtype: torch.dtype, *, headroom: float = 1.0) -> torch.Tensor:
+        """A 1-D view of n elements of buffer `name` (contents unspecified)."""
+        buf = self._buffers.get(name)
+        if buf is None or buf.numel() < n or buf.dtype != dtype:
+            buf = self._buffers[name] = torch.empty(max(int(n * headroom), 1), dtype=dtype, device=self.device)
+            self.generation += 1
+        return buf[:n]
+
+    def rows(self, name: str, n: int, width: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """An [n, width] view of buffer `name`."""
+        return self.buffer(name, n * width, dtype).view(n, width)
+
+    def drop(self, *names: str) -> None:
+        """Release buffers (e.g. the pair buffers when their capacity shrinks)."""
+        for name in names:
+            if self._buffers.pop(name, None) is not None:
+                self.generation += 1
+
+    def nbytes(self) -> int:
+        return sum(b.numel() * b.element_size() for b in self._buffers.values())

@@ -1,0 +1,241 @@
+"""Builders of hostile and unusual scene files, one per class of the file-reading failures found by outside testing.
+
+Each builder writes one file (or link, or FIFO) into a folder and returns its path. The same builders feed the
+per-class tests, the subprocess runs of `warpsplat info` / `render` and, with their parameters drawn by
+hypothesis, the fuzz tests; their default parameters reproduce the reported case exactly (the seed of each class).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from scenes import GaussianScene, make_scene
+from scenes.compressed_ply import write_compressed_ply
+from scenes.ply import write_ply
+from scenes.spz import MAGIC
+
+
+def cloud(n: int = 64, degree: int = 0, seed: int = 0) -> GaussianScene:
+    """n trained-like Gaussians in the unit cube."""
+    g = torch.Generator().manual_seed(seed)
+    k = (degree + 1) ** 2
+    return make_scene(torch.rand(n, 3, generator=g) * 2 - 1, torch.randn(n, 4, generator=g),
+                      torch.randn(n, 3, generator=g) * 0.5 - 3, torch.randn(n, generator=g) + 1,
+                      torch.randn(n, k, 3, generator=g) * 0.3)  # fmt: skip
+
+
+# ------------------------------------------------------------------ 1. edge encodings (a valid file)
+
+
+def opaque_ply(folder: Path, n: int = 64, opaque=(0, 5, 9), clear=(1, 33)) -> Path:
+    """Opacity logits of +inf (alpha exactly 1) and -inf (alpha 0), as splat-transform writes them."""
+    scene = cloud(n)
+    scene.opacity_logits[list(opaque)] = float("inf")
+    scene.opacity_logits[list(clear)] = float("-inf")
+    path = folder / "opaque.ply"
+    write_ply(scene, path)
+    return path
+
+
+# ------------------------------------------------------------------ 2. SPZ v4 expansion
+
+
+def zstd_rle(size: int, byte: int = 0) -> bytes:
+    """A zstd frame of `size` copies of `byte`, built by hand from RLE blocks (RFC 8878): 4 bytes per 128 KiB,
+    zstd's largest expansion. Built in microseconds whatever the size."""
+    block = 1 << 17
+    header = struct.pack("<IBB", 0xFD2FB528, 0xC0, 0x38) + struct.pack("<Q", size)  # 8-byte content size, window 128K
+    full, last = divmod(size, block)
+    if last == 0 and full:
+        full, last = full - 1, block
+    rle = lambda n, end: struct.pack("<I", end | (1 << 1) | (n << 3))[:3] + bytes([byte])  # noqa: E731
+    return header + rle(block, 0) * full + rle(last, 1)
+
+
+def spz_v4(folder: Path, n: int = 8_000_000, degree: int = 3, name: str = "bomb.spz", cut: int = 0) -> Path:
+    """An SPZ v4 file declaring `n` Gaussians whose zstd streams honestly inflate to zeros (16 kB for 8M at SH 3,
+    266 kB for 134M: every Gaussian the same). With `cut`, each stream keeps at most its first `cut` bytes (and
+    always loses its last) while the TOC keeps the sizes: a count that the data cannot back."""
+    d = (degree + 1) ** 2 - 1
+    sizes = [9 * n, n, 3 * n, 3 * n, 4 * n] + ([3 * d * n] if d else [])
+    frames = [zstd_rle(s) for s in sizes]
+    streams = [f[: min(cut, len(f) - 1)] for f in frames] if cut else frames
+    header = struct.pack("<IIIBBBBI12x", MAGIC, 4, n, degree, 12, 0, len(sizes), 32)
+    toc = np.array([[len(c), s] for c, s in zip(streams, sizes)], dtype="<u8").tobytes()
+    path = folder / name
+    path.write_bytes(header + toc + b"".join(streams))
+    return path
+
+
+# ------------------------------------------------------------------ 3. SOG expansion
+
+
+def _webp(rgba: tuple[int, int, int, int], side: int) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGBA", (side, side), rgba).save(buf, format="WEBP", lossless=True, quality=0, method=0)
+    return buf.getvalue()
+
+
+def sog(folder: Path, count: int = 16_000_000, name: str = "big.sog") -> Path:
+    """An honest SOG v2 of `count` identical Gaussians in a few kB: constant lossless textures (7 kB for 16M)."""
+    side = int(np.ceil(np.sqrt(count)))
+    meta = {
+        "version": 2,
+        "count": count,
+        "means": {"mins": [-1.0, -1.0, -1.0], "maxs": [1.0, 1.0, 1.0], "files": ["means_l.webp", "means_u.webp"]},
+        "scales": {"codebook": np.linspace(-6, 0, 256).tolist(), "files": ["scales.webp"]},
+        "quats": {"files": ["quats.webp"]},
+        "sh0": {"codebook": np.linspace(-2, 2, 256).tolist(), "files": ["sh0.webp"]},
+    }
+    members = {
+        "meta.json": json.dumps(meta).encode(),
+        "means_l.webp": _webp((0, 0, 0, 255), side),
+        "means_u.webp": _webp((128, 128, 128, 255), side),
+        "scales.webp": _webp((100, 100, 100, 255), side),
+        "quats.webp": _webp((128, 128, 128, 252), side),
+        "sh0.webp": _webp((200, 150, 100, 255), side),
+    }
+    path = folder / name
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for k, v in members.items():
+            z.writestr(k, v)
+    return path
+
+
+def sog_lying_member(folder: Path, declared: int = 14_000, actual: int = 256 << 20) -> Path:
+    """A small sound SOG whose means_l texture member declares `declared` bytes (in its local header and the
+    central directory) but inflates to `actual` zero bytes. Its CRC is that of all `actual` bytes, so a reader
+    that inflates it all finds no error until the end."""
+    path = sog(folder, count=16, name="lying.sog")
+    members = {}
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            members[info.filename] = z.read(info)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for name, data in members.items():
+            if name != "means_l.webp":
+                z.writestr(name, data)
+        with z.open("means_l.webp", "w", force_zip64=False) as f:
+            piece = bytes(1 << 24)
+            for a in range(0, actual, len(piece)):
+                f.write(piece[: actual - a])
+    data = bytearray(path.read_bytes())
+    name = b"means_l.webp"
+    cd = data.index(b"PK\x01\x02")  # the first central-directory entry
+    while data[cd + 46 : cd + 46 + len(name)] != name:
+        cd = data.index(b"PK\x01\x02", cd + 4)
+    local = struct.unpack_from("<I", data, cd + 42)[0]
+    struct.pack_into("<I", data, cd + 24, declared)  # central directory: uncompressed size
+    struct.pack_into("<I", data, local + 22, declared)  # local header: uncompressed size
+    path.write_bytes(bytes(data))
+    return path
+
+
+# ------------------------------------------------------------------ 4. tracebacks
+
+
+def nested_json_sog(folder: Path, depth: int = 100_000) -> Path:
+    """A SOG whose meta.json opens `depth` lists (Python's json recursion limit is about 1,000)."""
+    path = folder / "nested.sog"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("meta.json", "[" * depth)
+    return path
+
+
+def dev_zero_link(folder: Path, name: str = "z.spz") -> Path:
+    """A scene name that is a link to /dev/zero: read without a bound, it never ends."""
+    path = folder / name
+    os.symlink("/dev/zero", path)
+    return path
+
+
+# ------------------------------------------------------------------ 5. special files
+
+
+def fifo(folder: Path, name: str = "f.ply") -> Path:
+    """A named pipe: opening it for reading waits for a writer, forever."""
+    path = folder / name
+    os.mkfifo(path)
+    return path
+
+
+# ------------------------------------------------------------------ 6. overflowing values
+
+
+def overflow_ply(folder: Path, n: int = 64, scale_rows=(3,), position_rows=(7,), log_scale=89.0,
+                 position=3e38) -> Path:  # fmt: skip
+    """Finite values whose activation or squared length overflows float32: a log-scale of 89 (exp gives inf),
+    a position near 3e38. The other Gaussians are sound."""
+    scene = cloud(n)
+    scene.log_scales[list(scale_rows), 0] = log_scale
+    scene.means[list(position_rows)] = position
+    path = folder / "overflow.ply"
+    write_ply(scene, path)
+    return path
+
+
+def overflow_compressed_ply(folder: Path, n: int = 512, max_scale: float = 1e30) -> Path:
+    """A compressed PLY whose first chunk declares max_scale_x = 1e30: its rows decode to log-scales that exp
+    cannot hold."""
+    scene = cloud(n)
+    path = folder / "overflow.compressed.ply"
+    write_compressed_ply(scene, path)
+    data = bytearray(path.read_bytes())
+    body = data.index(b"end_header\n") + len(b"end_header\n")
+    struct.pack_into("<f", data, body + 9 * 4, max_scale)  # chunk 0, property 9: max_scale_x
+    path.write_bytes(bytes(data))
+    return path
+
+
+# ------------------------------------------------------------------ 7. trailing bytes
+
+
+def misdeclared_ply(folder: Path, n: int = 64) -> Path:
+    """The opacity property declared as uchar while the body holds a float: every row is 3 bytes longer than
+    the header says, so the declared elements end before the body does."""
+    path = folder / "misdeclared.ply"
+    write_ply(cloud(n), path)
+    path.write_bytes(path.read_bytes().replace(b"property float opacity\n", b"property uchar opacity\n", 1))
+    return path
+
+
+# ------------------------------------------------------------------ 8. messages
+
+
+def empty_ply(folder: Path) -> Path:
+    """A well-formed INRIA header declaring no Gaussians."""
+    path = folder / "empty.ply"
+    write_ply(cloud(4), path)
+    data = path.read_bytes()
+    header = data[: data.index(b"end_header\n") + len(b"end_header\n")]
+    path.write_bytes(header.replace(b"element vertex 4\n", b"element vertex 0\n"))
+    return path
+
+
+def nan_ply(folder: Path, n: int = 64, rows=(2,)) -> Path:
+    """A sound PLY with NaN positions in some rows: they are dropped with one warning."""
+    scene = cloud(n)
+    scene.means[list(rows)] = float("nan")
+    path = folder / "nan.ply"
+    write_ply(scene, path)
+    return path
+
+
+# ------------------------------------------------------------------ 10. misleading messages
+
+
+def npz(folder: Path) -> Path:
+    """A numpy archive (gsplat's test data is one): a zip, but not a SOG."""
+    path = folder / "test_garden.npz"
+    np.savez(path, means=np.zeros((4, 3)), scales=np.zeros((4, 3)))
+    return path

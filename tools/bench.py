@@ -48,10 +48,10 @@ QUICK_SCENES = ["plant.splat", "fruit_drops_minimal.ply"]
 COMPOSITE_INPUTS = ["playbot_lod0.sog", "narcissus.sog", "plant.splat", "winter_fountain.splat"]
 DEFAULT_COMPOSITES = "6M,24M"
 # --quick on a CPU: the bundled scene, small and short, so that every variant runs in about a minute (the GPU
-# --quick's 1920x1080 and 6M composite had done 2 rows after 9 minutes on the 2-core machine). A frame of the
-# bundled scene costs about 1 s of one core whatever its size (projecting 114k Gaussians dominates), so the
-# frame count sets the time: 3 timed frames per variant, no warm-up (nothing compiles on a CPU), images
-# compared on the first frame.
+# --quick's 1920x1080 and 6M composite had done 2 rows after 9 minutes on the 2-core machine). At 160x120 a
+# frame of the bundled scene still costs about 0.4 s of one core, so the frame count sets the time: 3 timed
+# frames per variant, no warm-up (nothing compiles on a CPU), images compared on the first frame. Measured:
+# 58 s (52 s of CPU) on the 2-core machine.
 QUICK_CPU_SIZE = (160, 120)
 QUICK_CPU_FRAMES = 3
 

@@ -2,9 +2,9 @@
 
 torch's CPU ops parallelise with OpenMP, whose threads meet at a barrier after every op. When there are as many
 threads as cores and anything else runs (another render, a test suite, the viewer's own window thread), one
-thread is descheduled and the others spin at the barrier until it returns. Measured on a 2-core machine
-(BENCHMARKS.md, "CPU rendering"): a 320x240 frame of the bundled scene took 1.0-1.3 s with one or two threads
-when nothing else ran, but 31 s with two threads beside one busy process, against 1.8 s with one.
+thread is descheduled and the others spin at the barrier until it returns. Measured on a 2-core machine that
+others kept busy (BENCHMARKS.md, "CPU rendering"): a 320x240 frame of the bundled scene took 0.47 s with one
+thread and 2.8 s with two; beside one more busy process, 0.9 s against 1.5-10 s (31 s in an earlier run).
 
 So warpsplat leaves half the cores free: `cpu_threads(cores)` is cores // 2, at least 1. The environment's
 OMP_NUM_THREADS, when set, wins (torch has already applied it). On CUDA nothing changes: the GPU renders and

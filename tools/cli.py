@@ -104,13 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv  # the exact command, for reports (bench JSON)
-    from .threads import apply_thread_policy
-
-    apply_thread_policy()  # before any work: on a CPU, torch's one thread per core collapses beside other work
     from renderer.memory import OutOfDeviceMemoryError
     from renderer.pipeline import CudaUnusableError
     from scenes import SceneFormatError
     from scenes.atomic import OutputExistsError
+
+    from .threads import apply_thread_policy
 
     def one_line_warning(message, category, filename, lineno, file=None, line=None):
         # Python prints a warning as two lines (with the source line); the user needs only what happened.
@@ -119,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = one_line_warning
+            # before any work: on a CPU torch's one thread per core collapses beside other work. Inside the
+            # one-line warnings: with a CUDA build of torch the policy asks for CUDA first, and an old driver
+            # warns there.
+            apply_thread_policy()
             return int(args.func(args) or 0)
     except (CliError, SceneFormatError, OutputExistsError, OutOfDeviceMemoryError, CudaUnusableError, OSError) as e:
         print(f"warpsplat {args.command}: error: {_message(e)}", file=sys.stderr)

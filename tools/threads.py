@@ -35,7 +35,9 @@ def apply_thread_policy() -> int | None:
         return None
     import torch
 
-    if torch.cuda.is_available():
+    # a CPU build of torch renders on the CPU: no need to ask (asking a CUDA build initialises the driver, and
+    # an old one warns, so that is asked only where it can answer yes)
+    if torch.version.cuda is not None and torch.cuda.is_available():
         return None
     n = cpu_threads(available_cores())
     torch.set_num_threads(n)

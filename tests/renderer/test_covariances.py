@@ -48,6 +48,7 @@ def test_axis_scales_and_quarter_turns(name, quat, diagonal):
 @pytest.mark.parametrize(
     "axis,angle",
     [((0, 0, 1), math.radians(30)), ((1, 2, 3), 0.7), ((-0.3, 0.5, 0.8), 2.5), ((1, -1, 0.2), -1.1)],
+    ids=["z30deg", "axis123", "obtuse", "negative-angle"],
 )
 def test_axis_angle_rotations_by_rodrigues(axis, angle):
     """The quaternion (cos a/2, sin a/2 n) must give R diag(s^2) R^T with R from Rodrigues' formula. Unlike

@@ -27,22 +27,42 @@ the mean's tile, so a Gaussian whose mean is on screen is never binned to nothin
 import triton
 import triton.language as tl
 
-# Binning keeps a pair if d^T conic d <= t + T_MARGIN anywhere in the tile. The margin (1e-3 in Q units,
-# i.e. 0.05% in alpha) absorbs float rounding between this test and the rasterizer's alpha >= 1/255 test,
-# so a pixel the rasterizer would blend is never dropped.
-T_MARGIN = tl.constexpr(1e-3)
-# Far-off-screen extents are clamped to this many tiles beyond the image before float->int conversion.
-CLAMP_TILES = tl.constexpr(4.0)
-# AdaGScale: the centre-tile floor's slack (5% in Q, far above float rounding of the row/span test) and the
-# smallest colour weight (a black Gaussian still occludes; keep in sync with kernels/reference.py).
-CENTRE_SLACK = tl.constexpr(1.05)
-WEIGHT_MIN = tl.constexpr(0.1)
+from . import constants
+
+# kernels/constants.py's values in the form a @triton.jit function can read; kernels/reference.py reads the
+# same module, so kernel and twin share every number (the meaning of each is documented there).
+T_MARGIN = tl.constexpr(constants.T_MARGIN)
+CLAMP_TILES = tl.constexpr(constants.CLAMP_TILES)
+CENTRE_SLACK = tl.constexpr(constants.CENTRE_SLACK)
+WEIGHT_MIN = tl.constexpr(constants.WEIGHT_MIN)
+ALPHA_MIN = tl.constexpr(constants.ALPHA_MIN)
+ALPHA_MAX = tl.constexpr(constants.ALPHA_MAX)
+T_STOP = tl.constexpr(constants.T_STOP)
+ALPHA_MIN_INV = tl.constexpr(1.0 / constants.ALPHA_MIN)  # 255.0 exactly: t = 2 ln(o / ALPHA_MIN), as a product
+# a tile's first pixel centre lies PIXEL_CENTRE past its start, its last one LAST_CENTRE_FROM_END before its end
+PIXEL_CENTRE = tl.constexpr(constants.PIXEL_CENTRE)
+LAST_CENTRE_FROM_END = tl.constexpr(1.0 - constants.PIXEL_CENTRE)
+FOV_SLACK = tl.constexpr(constants.FOV_SLACK)
+# SH: gsplat's polynomial forms of the basis, whose coefficients are these multiples of the table's entries
+SH_C0 = tl.constexpr(constants.SH_C0)
+SH_C1 = tl.constexpr(constants.SH_C1)
+SH_C2_0_HALF = tl.constexpr(0.5 * constants.SH_C2[0])  # times 2xy
+SH_C2_1 = tl.constexpr(constants.SH_C2[1])  # (also SH_C2[3]) times z, then y or x
+SH_C2_2 = tl.constexpr(constants.SH_C2[2])  # (2z^2 - x^2 - y^2) = 3z^2 - 1 on the unit sphere
+SH_C2_2_X3 = tl.constexpr(3.0 * constants.SH_C2[2])
+SH_C2_4 = tl.constexpr(constants.SH_C2[4])
+SH_C3_0 = tl.constexpr(constants.SH_C3[0])  # (also SH_C3[6])
+SH_C3_2 = tl.constexpr(constants.SH_C3[2])  # (4z^2 - x^2 - y^2) = 5z^2 - 1; also SH_C3[4]
+SH_C3_2_X5 = tl.constexpr(5.0 * constants.SH_C3[2])
+SH_C3_3_X3 = tl.constexpr(3.0 * constants.SH_C3[3])  # z (2z^2 - 3x^2 - 3y^2) = z (5z^2 - 3)
+SH_C3_3_X5 = tl.constexpr(5.0 * constants.SH_C3[3])
+SH_C3_5 = tl.constexpr(constants.SH_C3[5])  # times z, then (x^2 - y^2) or 2xy (SH_C3[1] = 2 SH_C3[5])
 
 
 @triton.jit
 def alpha_threshold_t(opacity):
     """t such that o * exp(-Q/2) >= 1/255  <=>  Q <= t (Q = d^T conic d); margin included."""
-    return 2.0 * tl.log(opacity * 255.0) + T_MARGIN
+    return 2.0 * tl.log(opacity * ALPHA_MIN_INV) + T_MARGIN
 
 
 @triton.jit
@@ -60,8 +80,8 @@ def tile_rows(my, a, b, c, t, valid, n_ty, TILE: tl.constexpr):
     """First tile row and number of tile rows whose pixel-centre band meets the ellipse."""
     det = a * c - b * b
     ry = tl.sqrt(tl.maximum(t * a / det, 0.0))
-    lo = (my - ry + 0.5) / TILE - 1.0
-    hi = (my + ry - 0.5) / TILE
+    lo = (my - ry + LAST_CENTRE_FROM_END) / TILE - 1.0
+    hi = (my + ry - PIXEL_CENTRE) / TILE
     lo = tl.minimum(tl.maximum(lo, -CLAMP_TILES), n_ty + CLAMP_TILES)
     hi = tl.minimum(tl.maximum(hi, -CLAMP_TILES), n_ty + CLAMP_TILES)
     ty_lo = tl.maximum(tl.ceil(lo).to(tl.int32), 0)
@@ -76,16 +96,16 @@ def row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, TILE: tl.constexpr):
     """[tx_lo, tx_lo + span) : the tiles of row `ty` whose pixel centres the ellipse can reach."""
     det = a * c - b * b
     # band of pixel-centre y offsets from the mean, clipped to the ellipse's y-extent
-    y0 = tl.maximum(ty.to(tl.float32) * TILE + 0.5 - my, -ry)
-    y1 = tl.minimum(ty.to(tl.float32) * TILE + (TILE - 0.5) - my, ry)
+    y0 = tl.maximum(ty.to(tl.float32) * TILE + PIXEL_CENTRE - my, -ry)
+    y1 = tl.minimum(ty.to(tl.float32) * TILE + (TILE - LAST_CENTRE_FROM_END) - my, ry)
     rx = tl.sqrt(tl.maximum(t * c / det, 0.0))
     dy_r = -(b / c) * rx  # dy of the rightmost point; the leftmost is at -dy_r
     dyr = tl.minimum(tl.maximum(dy_r, y0), y1)
     dyl = tl.minimum(tl.maximum(-dy_r, y0), y1)
     xr = (-b * dyr + tl.sqrt(tl.maximum(a * t - det * dyr * dyr, 0.0))) / a
     xl = (-b * dyl - tl.sqrt(tl.maximum(a * t - det * dyl * dyl, 0.0))) / a
-    lo = (mx + xl + 0.5) / TILE - 1.0
-    hi = (mx + xr - 0.5) / TILE
+    lo = (mx + xl + LAST_CENTRE_FROM_END) / TILE - 1.0
+    hi = (mx + xr - PIXEL_CENTRE) / TILE
     lo = tl.minimum(tl.maximum(lo, -CLAMP_TILES), n_tx + CLAMP_TILES)
     hi = tl.minimum(tl.maximum(hi, -CLAMP_TILES), n_tx + CLAMP_TILES)
     tx_lo = tl.maximum(tl.ceil(lo).to(tl.int32), 0)
@@ -151,10 +171,10 @@ def ewa_footprint(camera_ptr, x, y, z, covars_ptr, offs, valid, width, height, n
     # perspective Jacobian, with the view-space x/z, y/z clamped to 1.3x the frustum (3DGS, gsplat)
     tan_fovx = 0.5 * width / fx
     tan_fovy = 0.5 * height / fy
-    lim_x_pos = (width - cx) / fx + 0.3 * tan_fovx
-    lim_x_neg = cx / fx + 0.3 * tan_fovx
-    lim_y_pos = (height - cy) / fy + 0.3 * tan_fovy
-    lim_y_neg = cy / fy + 0.3 * tan_fovy
+    lim_x_pos = (width - cx) / fx + FOV_SLACK * tan_fovx
+    lim_x_neg = cx / fx + FOV_SLACK * tan_fovx
+    lim_y_pos = (height - cy) / fy + FOV_SLACK * tan_fovy
+    lim_y_neg = cy / fy + FOV_SLACK * tan_fovy
     zs = tl.where(visible, zc, 1.0)
     rz = 1.0 / zs
     rz2 = rz * rz
@@ -194,29 +214,29 @@ def eval_sh(sh_ptr, offs, mask, x, y, z, K: tl.constexpr, DEGREE: tl.constexpr):
     The scene's coefficients are laid out [N, K, 3]; DEGREE <= sqrt(K) - 1 renders fewer bands.
     """
     r, g, bl = _sh_load(sh_ptr, offs, 0, K, mask)
-    r = 0.2820947917738781 * r
-    g = 0.2820947917738781 * g
-    bl = 0.2820947917738781 * bl
+    r = SH_C0 * r
+    g = SH_C0 * g
+    bl = SH_C0 * bl
     if DEGREE >= 1:
         r1, g1, b1 = _sh_load(sh_ptr, offs, 1, K, mask)
         r2, g2, b2 = _sh_load(sh_ptr, offs, 2, K, mask)
         r3, g3, b3 = _sh_load(sh_ptr, offs, 3, K, mask)
-        w1 = -0.48860251190292 * y
-        w2 = 0.48860251190292 * z
-        w3 = -0.48860251190292 * x
+        w1 = -SH_C1 * y
+        w2 = SH_C1 * z
+        w3 = -SH_C1 * x
         r += w1 * r1 + w2 * r2 + w3 * r3
         g += w1 * g1 + w2 * g2 + w3 * g3
         bl += w1 * b1 + w2 * b2 + w3 * b3
     if DEGREE >= 2:
         z2 = z * z
-        f_tmp0b = -1.092548430592079 * z
+        f_tmp0b = SH_C2_1 * z
         f_c1 = x * x - y * y
         f_s1 = 2.0 * x * y
-        w4 = 0.5462742152960395 * f_s1
+        w4 = SH_C2_0_HALF * f_s1
         w5 = f_tmp0b * y
-        w6 = 0.9461746957575601 * z2 - 0.3153915652525201
+        w6 = SH_C2_2_X3 * z2 - SH_C2_2
         w7 = f_tmp0b * x
-        w8 = 0.5462742152960395 * f_c1
+        w8 = SH_C2_4 * f_c1
         r4, g4, b4 = _sh_load(sh_ptr, offs, 4, K, mask)
         r5, g5, b5 = _sh_load(sh_ptr, offs, 5, K, mask)
         r6, g6, b6 = _sh_load(sh_ptr, offs, 6, K, mask)
@@ -226,17 +246,17 @@ def eval_sh(sh_ptr, offs, mask, x, y, z, K: tl.constexpr, DEGREE: tl.constexpr):
         g += w4 * g4 + w5 * g5 + w6 * g6 + w7 * g7 + w8 * g8
         bl += w4 * b4 + w5 * b5 + w6 * b6 + w7 * b7 + w8 * b8
         if DEGREE >= 3:
-            f_tmp0c = -2.285228997322329 * z2 + 0.4570457994644658
-            f_tmp1b = 1.445305721320277 * z
+            f_tmp0c = SH_C3_2_X5 * z2 - SH_C3_2
+            f_tmp1b = SH_C3_5 * z
             f_c2 = x * f_c1 - y * f_s1
             f_s2 = x * f_s1 + y * f_c1
-            w9 = -0.5900435899266435 * f_s2
+            w9 = SH_C3_0 * f_s2
             w10 = f_tmp1b * f_s1
             w11 = f_tmp0c * y
-            w12 = z * (1.865881662950577 * z2 - 1.119528997770346)
+            w12 = z * (SH_C3_3_X5 * z2 - SH_C3_3_X3)
             w13 = f_tmp0c * x
             w14 = f_tmp1b * f_c1
-            w15 = -0.5900435899266435 * f_c2
+            w15 = SH_C3_0 * f_c2
             r9, g9, b9 = _sh_load(sh_ptr, offs, 9, K, mask)
             r10, g10, b10 = _sh_load(sh_ptr, offs, 10, K, mask)
             r11, g11, b11 = _sh_load(sh_ptr, offs, 11, K, mask)

@@ -31,8 +31,7 @@ import triton.language as tl
 
 from ._device import alpha_threshold_t, row_tile_span, tile_rows
 from ._launch import interpreting
-
-INT16_TILES = 32767  # images with at most this many tiles bin with int16 keys (1920x1080 at 8 px: 32,400)
+from .constants import INT16_TILES
 
 
 def key_dtype(n_tiles: int) -> torch.dtype:

@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._device import alpha_threshold_t, ewa_footprint
+from ._device import ALPHA_MIN, alpha_threshold_t, ewa_footprint
 from ._launch import interpreting
 
 
@@ -51,7 +51,7 @@ def _cull_window_kernel(
     y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
     z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
     o = tl.load(opacities_ptr + offs, mask=in_range, other=0.0)
-    candidate = in_range & (o >= 1.0 / 255.0)
+    candidate = in_range & (o >= ALPHA_MIN)
     t = alpha_threshold_t(tl.where(candidate, o, 1.0))
     x_hi = ((width + TILE - 1) // TILE * TILE).to(tl.float32) + margin
     y_hi = ((height + TILE - 1) // TILE * TILE).to(tl.float32) + margin

@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._device import adagscale_s2, alpha_threshold_t, eval_sh, ewa_footprint, row_tile_span, tile_rows
+from ._device import ALPHA_MIN, adagscale_s2, alpha_threshold_t, eval_sh, ewa_footprint, row_tile_span, tile_rows
 from ._launch import interpreting
 
 
@@ -77,7 +77,7 @@ def _project_kernel(
     cam_z = tl.load(camera_ptr + 22)
 
     o = tl.load(opacities_ptr + offs, mask=visible, other=0.0)
-    visible = visible & (o >= 1.0 / 255.0)
+    visible = visible & (o >= ALPHA_MIN)
     t = alpha_threshold_t(tl.where(visible, o, 1.0))
     n_tx = (width + TILE - 1) // TILE
     n_ty = (height + TILE - 1) // TILE

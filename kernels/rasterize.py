@@ -31,10 +31,8 @@ import torch
 import triton
 import triton.language as tl
 
+from ._device import ALPHA_MAX, ALPHA_MIN, PIXEL_CENTRE, T_STOP
 from ._launch import interpreting
-
-T_STOP = tl.constexpr(1e-4)  # a pixel stops before the Gaussian that would take T to <= 1e-4 (gsplat)
-
 
 # ----------------------------------------------------------------------------------------------- blending
 
@@ -64,8 +62,8 @@ def _blend_scalar(
             dx = mx - fx
             dy = my - fy
             sigma = 0.5 * (ca * dx * dx + cc * dy * dy) + cbb * dx * dy
-            alpha = tl.minimum(0.999, op * tl.exp(-sigma))
-            ok = alive & in_list & (sigma >= 0.0) & (alpha >= 1.0 / 255.0)
+            alpha = tl.minimum(ALPHA_MAX, op * tl.exp(-sigma))
+            ok = alive & in_list & (sigma >= 0.0) & (alpha >= ALPHA_MIN)
             next_T = T * (1.0 - alpha)
             stop = ok & (next_T <= T_STOP)
             blend = ok & ~stop
@@ -102,8 +100,8 @@ def _blend_batched(
         dx = mx[:, None] - fx[None, :]  # [BATCH, PIX]
         dy = my[:, None] - fy[None, :]
         sigma = 0.5 * (ca[:, None] * dx * dx + cc[:, None] * dy * dy) + cbb[:, None] * dx * dy
-        alpha = tl.minimum(0.999, op[:, None] * tl.exp(-sigma))
-        ok = in_batch[:, None] & (sigma >= 0.0) & (alpha >= 1.0 / 255.0) & alive[None, :]
+        alpha = tl.minimum(ALPHA_MAX, op[:, None] * tl.exp(-sigma))
+        ok = in_batch[:, None] & (sigma >= 0.0) & (alpha >= ALPHA_MIN) & alive[None, :]
         alpha = tl.where(ok, alpha, 0.0)
         incl = tl.cumprod(1.0 - alpha, axis=0) * T[None, :]  # T after each Gaussian
         keep = incl > T_STOP  # prefix-closed: incl never increases
@@ -172,7 +170,7 @@ def _tile_pixels(tile_id, width, height, TILE: tl.constexpr):
     py = (tile_id // n_tx) * TILE + lane // TILE
     inside = (px < width) & (py < height)
     pix = py.to(tl.int64) * width + px
-    return px.to(tl.float32) + 0.5, py.to(tl.float32) + 0.5, inside, pix
+    return px.to(tl.float32) + PIXEL_CENTRE, py.to(tl.float32) + PIXEL_CENTRE, inside, pix
 
 
 # ----------------------------------------------------------------------------------------------- kernels

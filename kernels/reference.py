@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import torch
 
-T_MARGIN = 1e-3  # keep in sync with kernels/_device.py: pairs are kept up to Q <= t + T_MARGIN
-CLAMP_TILES = 4.0
-CENTRE_SLACK = 1.05  # keep in sync with kernels/_device.py (adagscale_s2)
-WEIGHT_MIN = 0.1
-INT16_TILES = 32767  # keep in sync with kernels/bin.py
+# the kernels' numbers, from the one module both read (what each means is documented there)
+from .constants import (
+    ALPHA_MAX,
+    ALPHA_MIN,
+    CENTRE_SLACK,
+    CLAMP_TILES,
+    FOV_SLACK,
+    INT16_TILES,
+    PIXEL_CENTRE,
+    SH_C0,
+    SH_C1,
+    SH_C2,
+    SH_C3,
+    T_MARGIN,
+    T_STOP,
+    WEIGHT_MIN,
+)
 
 
 def key_dtype(n_tiles: int) -> torch.dtype:
@@ -41,27 +53,27 @@ def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, .
 def eval_sh(sh: torch.Tensor, dirs: torch.Tensor, degree: int) -> torch.Tensor:
     """[N,K,3] coefficients, [N,3] unit directions -> [N,3]; standard real SH basis (3DGS / gsplat)."""
     x, y, z = dirs.unbind(-1)
-    basis = [torch.full_like(x, 0.2820947917738781)]
+    basis = [torch.full_like(x, SH_C0)]
     if degree >= 1:
-        basis += [-0.48860251190292 * y, 0.48860251190292 * z, -0.48860251190292 * x]
+        basis += [-SH_C1 * y, SH_C1 * z, -SH_C1 * x]
     if degree >= 2:
         xx, yy, zz, xy, yz, xz = x * x, y * y, z * z, x * y, y * z, x * z
         basis += [
-            1.092548430592079 * xy,
-            -1.092548430592079 * yz,
-            0.31539156525252005 * (2.0 * zz - xx - yy),
-            -1.092548430592079 * xz,
-            0.5462742152960395 * (xx - yy),
+            SH_C2[0] * xy,
+            SH_C2[1] * yz,
+            SH_C2[2] * (2.0 * zz - xx - yy),
+            SH_C2[3] * xz,
+            SH_C2[4] * (xx - yy),
         ]
     if degree >= 3:
         basis += [
-            -0.5900435899266435 * y * (3.0 * xx - yy),
-            2.890611442640554 * xy * z,
-            -0.4570457994644658 * y * (4.0 * zz - xx - yy),
-            0.3731763325901154 * z * (2.0 * zz - 3.0 * xx - 3.0 * yy),
-            -0.4570457994644658 * x * (4.0 * zz - xx - yy),
-            1.445305721320277 * z * (xx - yy),
-            -0.5900435899266435 * x * (xx - 3.0 * yy),
+            SH_C3[0] * y * (3.0 * xx - yy),
+            SH_C3[1] * xy * z,
+            SH_C3[2] * y * (4.0 * zz - xx - yy),
+            SH_C3[3] * z * (2.0 * zz - 3.0 * xx - 3.0 * yy),
+            SH_C3[4] * x * (4.0 * zz - xx - yy),
+            SH_C3[5] * z * (xx - yy),
+            SH_C3[6] * x * (xx - 3.0 * yy),
         ]
     b = torch.stack(basis, dim=1)  # [N, k]
     return (b[:, :, None] * sh[:, : b.shape[1], :]).sum(1)
@@ -77,8 +89,8 @@ def _unpack_camera(camera: torch.Tensor):
 def _tile_rows(my, a, b, c, t, valid, n_ty, tile):
     det = a * c - b * b
     ry = torch.sqrt(torch.clamp(t * a / det, min=0.0))
-    lo = ((my - ry + 0.5) / tile - 1.0).clamp(-CLAMP_TILES, n_ty + CLAMP_TILES)
-    hi = ((my + ry - 0.5) / tile).clamp(-CLAMP_TILES, n_ty + CLAMP_TILES)
+    lo = ((my - ry + (1.0 - PIXEL_CENTRE)) / tile - 1.0).clamp(-CLAMP_TILES, n_ty + CLAMP_TILES)
+    hi = ((my + ry - PIXEL_CENTRE) / tile).clamp(-CLAMP_TILES, n_ty + CLAMP_TILES)
     ty_lo = torch.ceil(lo).to(torch.int32).clamp(min=0)
     ty_hi = torch.floor(hi).to(torch.int32).clamp(max=n_ty - 1)
     ok = valid & (ry == ry) & (det > 0)
@@ -89,16 +101,16 @@ def _tile_rows(my, a, b, c, t, valid, n_ty, tile):
 def _row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, tile):
     det = a * c - b * b
     tyf = ty.to(torch.float32)
-    y0 = torch.maximum(tyf * tile + 0.5 - my, -ry)
-    y1 = torch.minimum(tyf * tile + (tile - 0.5) - my, ry)
+    y0 = torch.maximum(tyf * tile + PIXEL_CENTRE - my, -ry)  # the row's first and last pixel centre
+    y1 = torch.minimum(tyf * tile + (tile - 1.0 + PIXEL_CENTRE) - my, ry)
     rx = torch.sqrt(torch.clamp(t * c / det, min=0.0))
     dy_r = -(b / c) * rx
     dyr = torch.minimum(torch.maximum(dy_r, y0), y1)
     dyl = torch.minimum(torch.maximum(-dy_r, y0), y1)
     xr = (-b * dyr + torch.sqrt(torch.clamp(a * t - det * dyr * dyr, min=0.0))) / a
     xl = (-b * dyl - torch.sqrt(torch.clamp(a * t - det * dyl * dyl, min=0.0))) / a
-    lo = ((mx + xl + 0.5) / tile - 1.0).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
-    hi = ((mx + xr - 0.5) / tile).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
+    lo = ((mx + xl + (1.0 - PIXEL_CENTRE)) / tile - 1.0).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
+    hi = ((mx + xr - PIXEL_CENTRE) / tile).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
     tx_lo = torch.ceil(lo).to(torch.int32).clamp(min=0)
     tx_hi = torch.floor(hi).to(torch.int32).clamp(max=n_tx - 1)
     span = torch.where(y0 <= y1, (tx_hi - tx_lo + 1).clamp(min=0), torch.zeros_like(tx_lo))
@@ -106,7 +118,7 @@ def _row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, tile):
 
 
 def _alpha_threshold_t(o: torch.Tensor) -> torch.Tensor:
-    return 2.0 * torch.log(o * 255.0) + T_MARGIN
+    return 2.0 * torch.log(o * (1.0 / ALPHA_MIN)) + T_MARGIN  # 255.0 exactly, as the kernel multiplies
 
 
 def peripheral_score(a, b, c, o, t, weight, s):
@@ -145,8 +157,8 @@ def ewa_footprint(means, covars, camera, width: int, height: int, near: float, f
     C = R @ Sigma @ R.T  # [N, 3, 3] camera-frame covariance
 
     tan_fovx, tan_fovy = 0.5 * width / fx, 0.5 * height / fy
-    lim_x_pos, lim_x_neg = (width - cx) / fx + 0.3 * tan_fovx, cx / fx + 0.3 * tan_fovx
-    lim_y_pos, lim_y_neg = (height - cy) / fy + 0.3 * tan_fovy, cy / fy + 0.3 * tan_fovy
+    lim_x_pos, lim_x_neg = (width - cx) / fx + FOV_SLACK * tan_fovx, cx / fx + FOV_SLACK * tan_fovx
+    lim_y_pos, lim_y_neg = (height - cy) / fy + FOV_SLACK * tan_fovy, cy / fy + FOV_SLACK * tan_fovy
     zs = torch.where(visible, zc, torch.ones_like(zc))
     rz = 1.0 / zs
     tx = zs * torch.clamp(xc * rz, -lim_x_neg, lim_x_pos)
@@ -196,7 +208,7 @@ def project_gaussians(
         visible &= live != 0
 
     o = opacities
-    visible &= o >= 1.0 / 255.0
+    visible &= o >= ALPHA_MIN
     tt = _alpha_threshold_t(torch.where(visible, o, torch.ones_like(o)))
 
     dirs = torch.nn.functional.normalize(means - campos, dim=-1)
@@ -245,7 +257,7 @@ def cull_window(
     """keep [N] int8: the footprint's box meets the widened tile grid of some camera, or the Gaussian lies
     within `guard` of its centre (see kernels/cull.py)."""
     o = opacities
-    candidate = o >= 1.0 / 255.0
+    candidate = o >= ALPHA_MIN
     t = _alpha_threshold_t(torch.where(candidate, o, torch.ones_like(o)))
     x_hi = -(-width // tile_size) * tile_size + margin
     y_hi = -(-height // tile_size) * tile_size + margin
@@ -448,7 +460,7 @@ def rasterize_tiles(
         px = (tx * tile_size + lx).flatten()
         py = (ty * tile_size + ly).flatten()
         done = (px >= width) | (py >= height)  # pixels outside the image need no work
-        fx, fy = px.float() + 0.5, py.float() + 0.5
+        fx, fy = px.float() + PIXEL_CENTRE, py.float() + PIXEL_CENTRE
         T = torch.ones_like(fx)
         acc = torch.zeros(fx.numel(), 3, dtype=torch.float32, device=device)
         for b0 in range(start, end, block):
@@ -458,17 +470,17 @@ def rasterize_tiles(
             dx = m[:, 0:1] - fx[None]  # [B, PIX]
             dy = m[:, 1:2] - fy[None]
             sigma = 0.5 * (a[:, None] * dx * dx + c[:, None] * dy * dy) + b[:, None] * dx * dy
-            alpha = torch.clamp_max(o[:, None] * torch.exp(-sigma), 0.999)
-            ok = (sigma >= 0) & (alpha >= 1.0 / 255.0) & ~done[None]
+            alpha = torch.clamp_max(o[:, None] * torch.exp(-sigma), ALPHA_MAX)
+            ok = (sigma >= 0) & (alpha >= ALPHA_MIN) & ~done[None]
             alpha = torch.where(ok, alpha, torch.zeros_like(alpha))
             incl = torch.cumprod(1.0 - alpha, dim=0) * T[None]  # T after each Gaussian
             excl = torch.cat([T[None], incl[:-1]], 0)  # T before
-            keep = incl > 1e-4  # a pixel stops before the Gaussian that would take T to <= 1e-4
+            keep = incl > T_STOP  # a pixel stops before the Gaussian that would take T to <= 1e-4
             w = torch.where(keep, alpha * excl, torch.zeros_like(alpha))
             acc += w.T @ colors[g]
             if marks is not None:  # blended, or stopped a pixel (T before it still above the threshold)
-                marks[g[(ok & (excl > 1e-4)).any(1)]] = 1
-            done |= incl.min(0).values <= 1e-4
+                marks[g[(ok & (excl > T_STOP)).any(1)]] = 1
+            done |= incl.min(0).values <= T_STOP
             T = torch.where(keep, incl, T[None]).min(0).values
             if bool(done.all()):
                 break

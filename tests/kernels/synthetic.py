@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+import kernels
+import kernels.reference as ref
 from renderer import Camera, look_at_pose, prepare_covariances
 
 
@@ -39,6 +41,23 @@ def gaussians(n: int, *, sh_degree: int = 0, seed: int = 0, device: str = "cpu",
         log_scales[6] = torch.tensor([-1.5, -1.5, -1.5])
     covars = prepare_covariances(quats, log_scales)
     return (means.to(device), covars.to(device), opac.to(device), sh.to(device))
+
+
+def projected(n, width, height, device, seed=0, degree=0, tile=8):
+    """Stage 1's outputs for `gaussians(n)` seen by `camera`, from the torch twin: the input the later stages'
+    tests start from, so that they test their own stage only."""
+    means, covars, opac, sh = gaussians(n, sh_degree=degree, seed=seed, device=device)
+    cam = camera(width, height).packed(device)
+    return ref.project_gaussians(means, covars, opac, sh, cam, width, height, sh_degree=degree, tile_size=tile)
+
+
+def random_keys(n_tiles, n, device, dtype=torch.int16, seed=0):
+    """(keys [n], ids [n] i32): random tile ids below n_tiles, the last 3 the unused-slot sentinel, and ids a
+    random permutation (so that an order among equal keys shows)."""
+    g = torch.Generator().manual_seed(seed)
+    keys = torch.randint(0, n_tiles, (n,), generator=g).to(dtype)
+    keys[-3:] = kernels.sentinel_key(dtype)  # unused slots sort last
+    return keys.to(device), torch.randperm(n, generator=g).to(torch.int32).to(device)
 
 
 def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):

@@ -1,25 +1,18 @@
-"""Stages 2-3, order and bin: depth order and pair emission (Triton) against the torch twins and a brute-force
-oracle."""
+"""Stage 3, bin: pair emission in depth order (Triton) against the torch twin and a brute-force oracle."""
 
 import pytest
 import torch
 
 import kernels
 import kernels.reference as ref
-from tests.kernels.synthetic import bin_all, camera, gaussians
-
-
-def project(n, width, height, device, seed=0, degree=0, tile=8):
-    means, covars, opac, sh = gaussians(n, sh_degree=degree, seed=seed, device=device)
-    cam = camera(width, height).packed(device)
-    return ref.project_gaussians(means, covars, opac, sh, cam, width, height, sh_degree=degree, tile_size=tile)
+from tests.kernels.synthetic import bin_all, projected
 
 
 @pytest.mark.parametrize("n,size,tile", [(1, (16, 16), 8), (300, (37, 53), 8), (300, (37, 53), 16),
                                          (3000, (128, 96), 8)], ids=str)  # fmt: skip
 def test_bin_matches_reference(n, size, tile, device):
     width, height = size
-    proj = project(n, width, height, device, tile=tile)
+    proj = projected(n, width, height, device, tile=tile)
     want_k, want_i, n_pairs = bin_all(ref, proj, width, height, tile=tile, capacity=None)
     got_k, got_i, got_n = bin_all(kernels, proj, width, height, tile=tile, capacity=n_pairs + 5)
     assert got_n == n_pairs
@@ -30,25 +23,10 @@ def test_bin_matches_reference(n, size, tile, device):
     assert (got_k[n_pairs:] == sentinel).all() and (got_i[n_pairs:] == -1).all(), "nothing written past the pairs"
 
 
-def test_depth_order_matches_reference(device):
-    """The visible Gaussians sorted by depth (ties by index) ahead of the culled ones, their counts' running sum
-    and the totals, against the twin's sort of unique (depth, index) keys."""
-    width, height = 64, 48
-    means2d, co, depths, colors, tt, bin_t = project(2000, width, height, device, seed=6)
-    depths[torch.nonzero(tt > 0).flatten()[::4]] = 3.0  # ties
-    want = ref.depth_order(depths, tt, out=ref.order_outputs(2000, device))
-    got = kernels.depth_order(depths, tt, out=kernels.order_outputs(2000 + 9, device))
-    for name, w, g in zip(("order", "offsets", "totals"), want, got):
-        assert torch.equal(w.long(), g.long()), name
-    n_visible = int((tt > 0).sum())
-    assert got[2].tolist() == [n_visible, int(tt.sum())] and 500 < n_visible < 2000
-    assert (tt[got[0][:n_visible]] > 0).all() and (tt[got[0][n_visible:]] == 0).all(), "visible ones first"
-
-
 def test_pairs_come_in_depth_order_with_ties_by_index(device):
     """Pairs are emitted nearest Gaussian first; equal depths keep the Gaussians' index order (gsplat's ties)."""
     width, height = 64, 48
-    proj = project(500, width, height, device, seed=2)
+    proj = projected(500, width, height, device, seed=2)
     depths = proj[2]
     visible = torch.nonzero(proj[4] > 0).flatten()
     depths[visible[::3]] = 2.5  # a third of the visible Gaussians at one depth
@@ -63,7 +41,7 @@ def test_pairs_come_in_depth_order_with_ties_by_index(device):
 def test_capacity_bounds_the_writes(device):
     """A buffer shorter than the pair count is filled up to its end and not past it (the renderer grows it)."""
     width, height = 37, 53
-    proj = project(300, width, height, device, seed=5)
+    proj = projected(300, width, height, device, seed=5)
     full_k, full_i, n_pairs = bin_all(kernels, proj, width, height)
     cap = n_pairs // 2
     guard = 7
@@ -80,7 +58,7 @@ def test_capacity_bounds_the_writes(device):
 def test_pairs_cover_every_contributing_pixel(tile, device):
     """No pair is dropped that the rasterizer would blend: brute force alpha >= 1/255 at every pixel centre."""
     width, height = 64, 48
-    proj = project(400, width, height, device, seed=3, tile=tile)
+    proj = projected(400, width, height, device, seed=3, tile=tile)
     means2d, co, _, _, tiles_touched, _ = proj
     keys, ids, _ = bin_all(kernels, proj, width, height, tile=tile)
     pairs = set(zip(ids.tolist(), keys.tolist()))
@@ -107,7 +85,7 @@ def test_pairs_cover_every_contributing_pixel(tile, device):
 def test_sentinel_fill_when_walk_finds_fewer(device):
     """If a count exceeds what the walk finds, the extra slots get the sentinel key (never garbage)."""
     width, height = 37, 53
-    means2d, co, depths, colors, tiles_touched, bin_t = project(50, width, height, device, seed=1)
+    means2d, co, depths, colors, tiles_touched, bin_t = projected(50, width, height, device, seed=1)
     inflated = tiles_touched + (tiles_touched > 0).to(torch.int32)  # one more slot per live Gaussian
     proj = (means2d, co, depths, colors, inflated, bin_t)
     keys, ids, n_pairs = bin_all(kernels, proj, width, height)

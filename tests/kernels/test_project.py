@@ -1,12 +1,20 @@
-"""kernels.project_gaussians (Triton) against kernels.reference.project_gaussians (torch)."""
+"""Stage 1, project: kernels.project_gaussians (Triton) against its torch twin, and both against references
+derived another way (tests/analytic.py): the EWA conic of hand cases, the pixel-centre convention and the SH
+basis from the real spherical harmonics' definition."""
 
+import numpy as np
 import pytest
 import torch
 
 import kernels
 import kernels.reference as ref
+from renderer import Camera, look_at_pose
+from tests.analytic import covariance, ewa_conic, rodrigues, sh_basis, upper
 from tests.conftest import nan_like
 from tests.kernels.synthetic import assert_close_rows, camera, gaussians
+
+# a check derived independently of both implementations runs on each: they could share a mistake
+IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="torch")]
 
 
 def run_both(n, width, height, sh_degree, device, seed=0, fov=60.0, tile=16):
@@ -64,3 +72,81 @@ def test_project_near_plane_is_inclusive(device):
     for near, expect_visible in ((0.5, True), (0.5000001, False)):
         out = kernels.project_gaussians(means, covars, opac, sh, cam.packed(device), 32, 32, sh_degree=0, near=near)
         assert (int(out[4][0]) > 0) == expect_visible, near
+
+
+def project_one(impl, mean, cov3x3, cam: Camera, device, sh=None, sh_degree=0):
+    """One Gaussian (opacity 0.8) through `impl`'s project on NaN-poisoned outputs; the outputs' row 0."""
+    sh = torch.zeros(1, 1, 3) if sh is None else torch.as_tensor(sh, dtype=torch.float32)[None]
+    f32 = dict(dtype=torch.float32)
+    args = (torch.tensor(np.asarray(mean)[None], **f32), torch.tensor(upper(cov3x3)[None], **f32),
+            torch.tensor([0.8]), sh)  # fmt: skip
+    out = tuple(nan_like(t) for t in kernels.project_outputs(1, device))
+    got = impl.project_gaussians(*(t.to(device) for t in args), cam.packed(device), cam.width, cam.height,
+                                 sh_degree=sh_degree, out=out)  # fmt: skip
+    assert int(got[4][0]) > 0, "the test Gaussian must be visible"
+    return [t[0].cpu().double().numpy() for t in got]
+
+
+def conic_matrix(conic_opacity) -> np.ndarray:
+    a, b, c, _ = conic_opacity
+    return np.array([[a, b], [b, c]])
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_ewa_on_the_optical_axis_by_hand(impl, device):
+    """On the axis the Jacobian is diag(fx, fy) / z (its depth column vanishes at x = y = 0), so the 2D
+    covariance is the camera-frame xy block scaled by f / z, plus the 0.3 dilation on the diagonal; the mean
+    lands on the principal point (cx, cy) itself, not half a pixel off."""
+    fx, fy, z = 30.0, 25.0, 2.0
+    cam = Camera(32, 24, fx, fy, 16.0, 12.0)  # identity pose: world = camera frame
+    S = np.array([[0.04, 0.012, 0.005], [0.012, 0.02, -0.003], [0.005, -0.003, 0.03]])
+    sxx = (fx / z) ** 2 * S[0, 0] + 0.3
+    sxy = fx * fy / z**2 * S[0, 1]
+    syy = (fy / z) ** 2 * S[1, 1] + 0.3
+    det = sxx * syy - sxy * sxy
+    means2d, conic_opacity, depth, *_ = project_one(impl, [0.0, 0.0, z], S, cam, device)
+    np.testing.assert_allclose(conic_opacity, [syy / det, -sxy / det, sxx / det, 0.8], rtol=1e-5)
+    np.testing.assert_array_equal(means2d, [16.0, 12.0])
+    assert depth == z
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_ewa_off_axis_in_float64(impl, device):
+    """A turned camera and a turned, elongated Gaussian off the axis: the conic against J W Sigma W^T J^T +
+    0.3 I with the Jacobian from central differences of the pinhole map (tests/analytic.py)."""
+    pose = np.eye(4)
+    pose[:3, :3] = rodrigues((0.2, 1.0, 0.1), 0.4)
+    pose[:3, 3] = (0.3, -0.5, -3.0)
+    cam = Camera(40, 30, 34.0, 31.0, 19.0, 16.5, pose)
+    p_cam = np.array([0.5, -0.35, 3.0])  # x/z, y/z well inside the frustum: gsplat's clamp does not act
+    mean = pose[:3, :3] @ p_cam + pose[:3, 3]
+    S = covariance(rodrigues((1.0, -2.0, 0.5), 1.2), (0.15, 0.05, 0.3))
+    want_mean, want_conic = ewa_conic(mean, S, pose, cam.fx, cam.fy, cam.cx, cam.cy)
+    means2d, conic_opacity, depth, *_ = project_one(impl, mean, S, cam, device)
+    np.testing.assert_allclose(means2d, want_mean, atol=2e-4)
+    np.testing.assert_allclose(conic_matrix(conic_opacity), want_conic, rtol=2e-4, atol=1e-6)
+    assert abs(depth - 3.0) < 1e-5
+
+
+DIRECTIONS = [(1, 0, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1), (1, 2, 3), (-0.4, 0.7, -0.2), (0.9, -0.1, 0.45),
+              (-1, -1, 1), (0.3, 0.05, -0.95)]  # fmt: skip
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("degree,k", [(1, 4), (2, 9), (3, 16), (1, 16)], ids=["deg1", "deg2", "deg3", "deg1-of-3"])
+def test_sh_colours_match_the_real_spherical_harmonics(impl, degree, k, device):
+    """colour = max(0.5 + sum_k Y_k(d) c_k, 0) with d the unit vector from the camera centre to the mean and
+    Y_k the real SH evaluated from their definition (associated Legendre polynomials, float64), in the
+    order k = l^2 + l + m. Bands above `degree` must be ignored even when the scene stores them."""
+    g = torch.Generator().manual_seed(degree * 31 + k)
+    eye = np.array([0.1, -0.2, 0.3])
+    for d in DIRECTIONS:
+        d = np.asarray(d, dtype=np.float64) / np.linalg.norm(d)
+        coeffs = (torch.rand(k, 3, generator=g).double() - 0.5) * 0.12
+        coeffs[0] = torch.tensor([2.0, 1.5, 2.5])  # DC keeps every colour above the clamp at 0
+        cam = Camera.from_fov(16, 16, 60.0, look_at_pose(eye, eye + d, (0, -1, 0)))
+        got = project_one(impl, eye + 2.0 * d, np.eye(3) * 0.05**2, cam, device, sh=coeffs, sh_degree=degree)[3]
+        basis = sh_basis(d, 3)[: (degree + 1) ** 2]
+        want = 0.5 + basis @ coeffs[: (degree + 1) ** 2].numpy()
+        assert (want > 0).all(), "the case must not hit the clamp"
+        np.testing.assert_allclose(got, want, atol=2e-6, err_msg=f"direction {d.tolist()}")

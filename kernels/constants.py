@@ -1,0 +1,62 @@
+"""The numbers that define the image, one definition for the Triton kernels and their torch twins.
+
+kernels/_device.py and kernels/rasterize.py wrap them as `tl.constexpr` (a @triton.jit function may read a
+global only in that form); kernels/reference.py uses them as they are. A twin that re-typed them could drift
+from its kernel, and a twin comparison would then test the copy, not the image. Plain Python floats, no
+torch or triton import. The values are gsplat 1.5.3's (docs/architecture.md, "Exactness rules").
+"""
+
+# ----------------------------------------------------------------------------------------------- compositing
+
+# A Gaussian whose alpha at a pixel centre is below ALPHA_MIN is skipped there; one whose opacity is below it
+# can reach no pixel and is culled at projection.
+ALPHA_MIN = 1.0 / 255.0
+# alpha = min(ALPHA_MAX, o exp(-sigma)): no single Gaussian makes a pixel fully opaque.
+ALPHA_MAX = 0.999
+# A pixel stops, without blending it, before the Gaussian that would take its transmittance to T_STOP or below.
+T_STOP = 1e-4
+# Pixel (i, j) has its centre at (i + PIXEL_CENTRE, j + PIXEL_CENTRE) in the coordinates of the projected
+# means (cx, cy included): gsplat's convention. Both the tile test and the rasterizer evaluate there.
+PIXEL_CENTRE = 0.5
+
+# ----------------------------------------------------------------------------------------------- projection
+
+# The EWA Jacobian is taken at the view-space x/z, y/z clamped to (1 + FOV_SLACK) times the frustum (3DGS,
+# gsplat): a Gaussian far outside the view would otherwise get an enormous footprint.
+FOV_SLACK = 0.3
+
+# ----------------------------------------------------------------------------------------------- binning
+
+# Binning keeps a pair if d^T conic d <= t + T_MARGIN anywhere in the tile. The margin (1e-3 in Q units, i.e.
+# 0.05% in alpha) absorbs float rounding between this test and the rasterizer's alpha >= ALPHA_MIN test, so a
+# pixel the rasterizer would blend is never dropped.
+T_MARGIN = 1e-3
+# Far-off-screen extents are clamped to this many tiles beyond the image before float->int conversion.
+CLAMP_TILES = 4.0
+# Images with at most this many tiles bin with int16 keys (1920x1080 at 8 px: 32,400 tiles).
+INT16_TILES = 32767
+
+# ----------------------------------------------------------------------------------------------- AdaGScale
+
+# The centre-tile floor's slack (5% in Q, far above the float rounding of the row/span test) and the smallest
+# colour weight (a black Gaussian still occludes); kernels/_device.py derives both.
+CENTRE_SLACK = 1.05
+WEIGHT_MIN = 0.1
+
+# ----------------------------------------------------------------------------------------------- SH
+
+# The real spherical harmonics' normalisations with the Condon-Shortley phase, in the basis order of 3DGS and
+# gsplat (k = l^2 + l + m, m = -l..l). Degree 1 is -SH_C1 y, SH_C1 z, -SH_C1 x; degrees 2 and 3 carry their
+# signs here, each multiplying the polynomial written beside the basis in kernels/reference.py `eval_sh`.
+SH_C0 = 0.2820947917738781  # 1 / (2 sqrt(pi))
+SH_C1 = 0.48860251190292  # sqrt(3 / (4 pi))
+SH_C2 = (1.092548430592079, -1.092548430592079, 0.31539156525252005, -1.092548430592079, 0.5462742152960395)
+SH_C3 = (
+    -0.5900435899266435,
+    2.890611442640554,
+    -0.4570457994644658,
+    0.3731763325901154,
+    -0.4570457994644658,
+    1.445305721320277,
+    -0.5900435899266435,
+)

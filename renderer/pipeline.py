@@ -113,6 +113,7 @@ def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float
     ).contiguous()
 
 
+CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph
 MAX_FRAMES = 4  # frames' stage objects (and graphs) kept, one per image size and settings; oldest dropped first
 
 
@@ -220,6 +221,7 @@ class Renderer:
         # the stage objects of recent frames, reused (with their captured graphs) while nothing they hold changed
         self._frames: dict[tuple, _Frame] = {}
         self._last_kind: _Frame | None = None  # the frame kind replayed or run last
+        self._kind_run = 0  # frames in a row of that kind
         self.graph_replays = 0
         # the camera and background reach the device through one pinned staging copy per frame
         self._host_params = torch.empty(27, dtype=torch.float32, pin_memory=cuda)
@@ -345,13 +347,14 @@ class Renderer:
     # ------------------------------------------------------------------ CUDA graphs
 
     def _replay(self, f: _Frame, timer: StageTimer) -> None:
-        """The whole frame as one captured graph. A kind of frame is captured on its second frame in a row: a
-        capture costs about two frames, too much to pay for a configuration a moving camera passes once."""
-        if f.graph is None and self._last_kind is not f:
-            self._last_kind = f
+        """The whole frame as one captured graph. A kind of frame is captured on its CAPTURE_AFTER-th frame in
+        a row: a capture costs about two frames, too much to pay for a configuration that a moving camera
+        passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower than no graphs)."""
+        self._kind_run = self._kind_run + 1 if self._last_kind is f else 1
+        self._last_kind = f
+        if f.graph is None and self._kind_run < CAPTURE_AFTER:
             f.run(timer)
             return
-        self._last_kind = f
         if f.graph is None:
             try:
                 f.graph = self._capture(f)

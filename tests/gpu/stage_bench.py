@@ -24,7 +24,7 @@ from renderer import Renderer, RenderSettings
 from renderer.pipeline import _Frame
 from renderer.timing import StageTimer
 from scenes import load_scene
-from tools.bench import COMPOSITE_INPUTS, build_composite, composite_paths, find_scene, object_paths, parse_count
+from tools.bench_paths import COMPOSITE_INPUTS, build_composite, composite_paths, find_scene, object_paths, parse_count
 from tools.metrics import psnr
 
 DEVICE = "cuda"

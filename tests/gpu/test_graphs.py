@@ -7,7 +7,7 @@ import torch
 
 from renderer import Renderer, RenderSettings
 from scenes import load_scene
-from tools.bench import object_paths
+from tools.bench_paths import object_paths
 
 pytestmark = pytest.mark.gpu
 

@@ -1,0 +1,59 @@
+"""The renderer settings `warpsplat bench` runs on each path: the default, an ablation row per switch, and
+the lossy variants whose loss it reports."""
+
+from __future__ import annotations
+
+import fnmatch
+
+from .cli import CliError
+
+# AdaGScale's tau sweep beside its default (pixels of colour-weighted alpha mass per Gaussian; at 1920x1080
+# Gaussians cover more pixels, so a tau keeps more of each footprint than at the small test sizes).
+ADAGSCALE_SWEEP = (0.3, 1.0, 3.0)
+TEMPORAL_K = 8
+
+
+def variants():
+    """The default settings, then each renderer switch flipped alone (ablation), then the lossy AdaGScale at
+    its default tau and the sweep (`is_lossy` marks them)."""
+    from renderer import RenderSettings
+
+    out = {
+        "default": RenderSettings(),
+        "graphs=off": RenderSettings(),  # the same frames launched stage by stage (and timed per stage)
+        "tile_size=16": RenderSettings(tile_size=16),
+        "rasterizer=batched": RenderSettings(rasterizer="batched"),
+        "adagscale": RenderSettings(adagscale=True),
+    }
+    for tau in ADAGSCALE_SWEEP:
+        out[f"adagscale tau={tau:g}"] = RenderSettings(adagscale=True, adagscale_tau=tau)
+    # temporal reuse: "known" gets the path's next cameras (as `warpsplat render` does), "predicted" does not
+    # (as the viewer); both render the path in order, so their quality is measured in order too
+    out[f"temporal K={TEMPORAL_K} known"] = RenderSettings(temporal_window=TEMPORAL_K)
+    out[f"temporal K={TEMPORAL_K} predicted"] = RenderSettings(temporal_window=TEMPORAL_K)
+    out["occlusion_cull"] = RenderSettings(occlusion_cull=True)
+    out["occlusion_cull refresh=4"] = RenderSettings(occlusion_cull=True, occlusion_refresh=4)
+    out[f"temporal K={TEMPORAL_K} known+occl"] = RenderSettings(temporal_window=TEMPORAL_K, occlusion_cull=True)
+    return out
+
+
+def selected_variants(patterns: str) -> dict:
+    """The default variant, then the others whose names match one of the comma-separated glob patterns."""
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    chosen = {k: v for k, v in variants().items() if k == "default" or any(fnmatch.fnmatch(k, p) for p in pats)}
+    if len(chosen) == 1 and pats and pats != ["default"]:
+        raise CliError(f"--variants {patterns!r}: matches no variant; known: {', '.join(variants())}")
+    return chosen
+
+
+def is_lossy(settings) -> bool:
+    return settings.adagscale or settings.occlusion_cull
+
+
+def is_temporal(settings) -> bool:
+    return settings.temporal_window > 1 or settings.occlusion_cull
+
+
+def knows_path(name: str) -> bool:
+    """A variant given the path's next cameras (`future=`), as `warpsplat render` gives them."""
+    return "known" in name

@@ -77,13 +77,10 @@ class SceneArrays:
 
 
 @dataclass
-class FrameSource:
-    """The per-Gaussian arrays one frame projects: the whole scene or a window's compacted set."""
+class FrameSource(SceneArrays):
+    """The per-Gaussian arrays one frame projects (M of them: the whole scene or a window's compacted set),
+    with its masks."""
 
-    means: Tensor  # [M, 3]
-    covars: Tensor  # [M, 6]
-    opacities: Tensor  # [M]
-    sh: Tensor  # [M, K, 3]
     live: Tensor | None = None  # [M] int8 occlusion mask (None = all)
     marks: Tensor | None = None  # [M] int8, zeroed: this frame records its contributors here
     kind: str = "full"  # "full" | "window"

@@ -322,6 +322,14 @@ def _check_memory(count: int, coeffs: int, path: str, field: str) -> None:
     check_scene_memory(count, coeffs, path, f"meta.json {field}", buffers=4 * 4 * _texture_limit(count))
 
 
+def _allocate(src: _Source, meta: _Meta, count: int, coeffs: int, count_field: str) -> GaussianScene:
+    """The scene of either version, once its memory is known to fit, with its positions and rotations read."""
+    _check_memory(count, coeffs, src.path, count_field)
+    out = GaussianScene.allocate(count, coeffs, source_format="sog")
+    _fill_means_and_quats(out, src, meta)
+    return out
+
+
 def _fill_means_and_quats(out: GaussianScene, src: _Source, meta: _Meta) -> None:
     """Positions (16-bit, split over two textures, log-transformed) and rotations: the same in v1 and v2."""
     count = len(out.means)
@@ -347,10 +355,8 @@ def _read_v2(src: _Source, meta: _Meta) -> GaussianScene:
         if bands not in _SH_COEFFS:
             raise SceneFormatError(f"{path}: SOG meta.json field shN.bands is {bands}, not 1-3")
         coeffs = 1 + _SH_COEFFS[bands]
-    _check_memory(count, coeffs, path, "count")
+    out = _allocate(src, meta, count, coeffs, "count")
     lim = _texture_limit(count)
-    out = GaussianScene.allocate(count, coeffs, source_format="sog")
-    _fill_means_and_quats(out, src, meta)
     scale_book = meta.floats("scales.codebook", 256).astype(np.float32)
     sc = _texture(src, meta.files("scales.files", 1)[0], count, max_texels=lim, label="scales")
     for a, b in _rows(count):
@@ -399,10 +405,8 @@ def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
         if bands is None:
             raise SceneFormatError(f"{path}: SOG v1 shN centroids width {width} is not 192, 512 or 960")
         coeffs = 1 + _SH_COEFFS[bands]
-    _check_memory(count, coeffs, path, "means.shape[0]")
+    out = _allocate(src, meta, count, coeffs, "means.shape[0]")
     lim = _texture_limit(count)
-    out = GaussianScene.allocate(count, coeffs, source_format="sog")
-    _fill_means_and_quats(out, src, meta)
 
     def lerp8(field: str, channels: int) -> Callable[[np.ndarray], np.ndarray]:
         lo_, hi_ = meta.floats(f"{field}.mins", channels), meta.floats(f"{field}.maxs", channels)

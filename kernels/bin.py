@@ -127,6 +127,7 @@ BIN_SMALL_SCENE = 262144
 BIN_WIDE_FOOTPRINT = 64.0
 
 
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def bin_pairs(
     order: torch.Tensor,  # [M] i64 (or i32)
     offsets: torch.Tensor,  # [M] i64

@@ -73,6 +73,7 @@ def _cull_window_kernel(
     tl.store(keep_ptr + offs, keep.to(tl.int8), mask=in_range)
 
 
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def cull_window(
     means: torch.Tensor,  # [N, 3]
     covars: torch.Tensor,  # [N, 6]

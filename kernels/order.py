@@ -33,6 +33,7 @@ def order_outputs(n: int, device) -> tuple[torch.Tensor, ...]:
             torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
 
 
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def depth_order(
     depths: torch.Tensor,  # [N] f32
     tiles_touched: torch.Tensor,  # [N] i32

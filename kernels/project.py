@@ -130,6 +130,7 @@ def _project_kernel(
     tl.store(colors_ptr + offs * 3 + 2, cb, mask=visible)
 
 
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def project_gaussians(
     means: torch.Tensor,  # [N, 3]
     covars: torch.Tensor,  # [N, 6]

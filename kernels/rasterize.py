@@ -223,6 +223,7 @@ SCALAR_CONFIG = {(8, 0): (1, 8), (8, 1): (2, 8), (8, 2): (2, 16), (16, 0): (4, 8
 LIST_LENGTHS = {8: (180.0, 300.0), 16: (500.0, 1000.0)}
 
 
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def rasterize_tiles(
     gaussian_ids: torch.Tensor,  # [C] i32, sorted by tile, depth order within a tile
     ranges: torch.Tensor,  # [n_tiles, 2] i32

@@ -181,6 +181,7 @@ def ewa_footprint(means, covars, camera, width: int, height: int, near: float, f
     return zc, mx, my, a, b, c, visible
 
 
+# Twin of the launcher in kernels/project.py: the same signature on purpose (see the module docstring).
 def project_gaussians(
     means: torch.Tensor,  # [N, 3]
     covars: torch.Tensor,  # [N, 6]
@@ -238,6 +239,7 @@ def project_gaussians(
     return means2d, conic_opacity, depths, colors_out, tiles_touched, bin_t
 
 
+# Twin of the launcher in kernels/cull.py: the same signature on purpose (see the module docstring).
 def cull_window(
     means: torch.Tensor,
     covars: torch.Tensor,
@@ -285,6 +287,7 @@ def order_outputs(n: int, device) -> tuple[torch.Tensor, ...]:
             torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
 
 
+# Twin of the launcher in kernels/order.py: the same signature on purpose (see the module docstring).
 def depth_order(
     depths: torch.Tensor,
     tiles_touched: torch.Tensor,
@@ -308,6 +311,7 @@ def depth_order(
 # ----------------------------------------------------------------------------------------------- bin
 
 
+# Twin of the launcher in kernels/bin.py: the same signature on purpose (see the module docstring).
 def bin_pairs(
     order: torch.Tensor,
     offsets: torch.Tensor,
@@ -376,6 +380,7 @@ def bin_pairs(
 # ----------------------------------------------------------------------------------------------- sort
 
 
+# Twin of the launcher in kernels/sort.py: the same signature on purpose (see the module docstring).
 def sort_pairs(
     keys: torch.Tensor,
     gaussian_ids: torch.Tensor,
@@ -397,6 +402,7 @@ def sort_pairs(
 # ----------------------------------------------------------------------------------------------- tile ranges
 
 
+# Twin of the launcher in kernels/tile_ranges.py: the same signature on purpose (see the module docstring).
 def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None) -> torch.Tensor:
     tiles = sorted_keys.long()
     real = tiles < n_tiles
@@ -414,6 +420,7 @@ def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | 
 # ----------------------------------------------------------------------------------------------- rasterize
 
 
+# Twin of the launcher in kernels/rasterize.py: the same signature on purpose (see the module docstring).
 def rasterize_tiles(
     gaussian_ids: torch.Tensor,
     ranges: torch.Tensor,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def sort_pairs(
     keys: torch.Tensor,  # [C] i16 or i32
     gaussian_ids: torch.Tensor,  # [C] i32

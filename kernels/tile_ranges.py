@@ -36,6 +36,7 @@ def _tile_ranges_kernel(
     tl.store(ranges_ptr + tile * 2 + 1, (offs + 1).to(tl.int32), mask=real & (tile != nxt))
 
 
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def tile_ranges(
     sorted_keys: torch.Tensor,  # [C] i16/i32
     n_tiles: int,

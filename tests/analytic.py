@@ -38,6 +38,7 @@ def elementary(axis: str, angle: float) -> np.ndarray:
     }[axis].astype(np.float64)
 
 
+# Written again on purpose beside renderer/paths/rotations.py's `qmul`: a reference shares none of the code.
 def hamilton(p, q) -> np.ndarray:
     """Quaternion product p q (w, x, y, z): the rotation q first, then p."""
     pw, px, py, pz = p

@@ -142,17 +142,15 @@ class Capacity:
         self.size = max(int(count * self.GROW), self.MINIMUM)
         self._low_frames = self._recent = 0
 
-    def observe(self, count: int) -> bool:
-        """After a frame whose count fitted; True when the capacity shrank."""
+    def observe(self, count: int) -> None:
+        """After a frame whose count fitted: shrink after a long enough run of frames that used little of it."""
         if count * self.SHRINK_BELOW >= self.size:
             self._low_frames = self._recent = 0
-            return False
+            return
         self._low_frames += 1
         self._recent = max(self._recent, count)
-        if self._low_frames < self.SHRINK_AFTER:
-            return False
-        self.grow(self._recent)
-        return True
+        if self._low_frames >= self.SHRINK_AFTER:
+            self.grow(self._recent)
 
 
 @dataclass(frozen=True)
@@ -176,8 +174,7 @@ class LaunchConfig:
         while lists > 0 and per_tile < LIST_LENGTHS[tile][lists - 1] / 1.15:
             lists -= 1
         block, cols = bin_config(n_visible, n_pairs / max(n_visible, 1))
-        config = LaunchConfig(project_block(n), block, cols, lists)
-        return previous if config == previous else config
+        return LaunchConfig(project_block(n), block, cols, lists)
 
 
 class Renderer:
@@ -327,11 +324,13 @@ class Renderer:
 
     def _frame_for(self, src, camera: Camera, settings: RenderSettings) -> _Frame:
         """The stage objects for this frame: a recent frame's when nothing they hold has changed (buffer views,
-        launch arguments, the captured graph), else new ones. Any buffer that moved retires them all."""
+        launch arguments, the captured graph), else new ones. Any buffer that moved retires them all. The source
+        arrays are not part of the key: the stages read them from `f.src` when they run, and a graph is replayed
+        only for frames of the whole scene, whose arrays are the renderer's own (the covariances aside)."""
         s = settings
-        key = (id(src.means), id(src.live), id(src.marks), src.n, camera.width, camera.height, s.sh_degree, s.near,
-               s.far, s.eps2d, s.tile_size, s.rasterizer, s.adagscale,
-               s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size, self.launch)  # fmt: skip
+        key = (src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size, s.rasterizer,
+               s.adagscale, s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size,
+               self.launch)  # fmt: skip
         f = self._frames.get(key)
         if f is not None and f.generation == self.ws.generation:
             f.src, f.settings = src, settings

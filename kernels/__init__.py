@@ -13,7 +13,7 @@ if not torch.cuda.is_available():
 
 from .bin import bin_config, bin_pairs, key_dtype, sentinel_key  # noqa: E402
 from .cull import cull_window  # noqa: E402
-from .order import depth_order, order_outputs  # noqa: E402
+from .order import depth_order, depth_order_counted, order_outputs  # noqa: E402
 from .project import project_block, project_gaussians, project_outputs  # noqa: E402
 from .rasterize import LIST_LENGTHS, rasterize_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
@@ -25,6 +25,7 @@ __all__ = [
     "bin_pairs",
     "cull_window",
     "depth_order",
+    "depth_order_counted",
     "order_outputs",
     "project_block",
     "key_dtype",

@@ -14,9 +14,15 @@ torch.sort, torch.cumsum and torch.searchsorted are the implementation (CUB radi
 every launch takes its length from the tensors, so the stage needs no host sync and can be captured in a CUDA
 graph. The visible and pair counts stay on the device, in `totals`, for the frame's one sync to read.
 
+`depth_order_counted` is the same order for frames that may sync: it reads the visible count first and sorts
+only the visible Gaussians, and returns the pair count to the host, so the pair buffers can be sized exactly.
+On large scenes seen in part (a fly-over) the capacity route sorts every culled Gaussian and every idle pair
+slot of the path's busiest frame, which costs more than two syncs (BENCHMARKS.md, section 10).
+
 Inputs : depths [N] f32 (+inf = culled), tiles_touched [N] i32
 Outputs: order [N] i64 (Gaussian indices, nearest first), offsets [N] i64 (inclusive prefix sum of
          tiles_touched[order]), totals [2] i64 (visible Gaussians, pairs)
+         (counted: order and offsets [V] for the V visible, and the two counts as host ints)
 """
 
 from __future__ import annotations
@@ -54,3 +60,18 @@ def depth_order(
     torch.searchsorted(sorted_depths, inf, out=totals[0:1])  # the visible ones: every finite depth
     totals[1:2].copy_(offsets[-1:])
     return order, offsets, totals
+
+
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
+def depth_order_counted(
+    depths: torch.Tensor,  # [N] f32
+    tiles_touched: torch.Tensor,  # [N] i32
+) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    """(order [V] i64, offsets [V] i64, V, pairs) over the V visible Gaussians; syncs twice (the two counts)."""
+    assert depths.dtype == torch.float32 and tiles_touched.shape == depths.shape
+    visible = torch.nonzero(depths < float("inf")).squeeze(1)  # [V] i64, in index order (a sync)
+    _, by_depth = torch.sort(depths[visible], stable=True)  # stable: equal depths keep index order
+    order = visible[by_depth]
+    offsets = torch.cumsum(tiles_touched[order], 0, dtype=torch.int64)
+    n_pairs = int(offsets[-1]) if order.numel() else 0  # the second sync
+    return order, offsets, int(order.numel()), n_pairs

@@ -308,6 +308,17 @@ def depth_order(
     return out[1][:N], out[3][:N], totals
 
 
+# Twin of `depth_order_counted` in kernels/order.py: the same signature on purpose.
+def depth_order_counted(
+    depths: torch.Tensor, tiles_touched: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    """The visible Gaussians by unique (depth, index) keys: filtered by their tile count rather than by depth."""
+    index = torch.nonzero(tiles_touched > 0).squeeze(1)
+    order = index[torch.argsort((depths[index].contiguous().view(torch.int32).long() << 32) | index)]
+    offsets = torch.cumsum(tiles_touched[order].long(), 0)
+    return order, offsets, int(order.numel()), int(offsets[-1]) if order.numel() else 0
+
+
 # ----------------------------------------------------------------------------------------------- bin
 
 

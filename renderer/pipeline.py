@@ -113,6 +113,10 @@ def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float
     ).contiguous()
 
 
+# Frames of at least this many Gaussians run counted: two syncs, sorts of exactly the visible Gaussians and the
+# pairs binned, launched stage by stage. Smaller ones run on capacities, one sync, replayed as CUDA graphs.
+COUNTED_FROM = 1_000_000
+FRAME_MODES = ("auto", "graph", "counted")
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph
 MAX_FRAMES = 4  # frames' stage objects (and graphs) kept, one per image size and settings; oldest dropped first
 
@@ -212,6 +216,8 @@ class Renderer:
         self.covars = prepare_covariances(self._quats, self._log_scales)
         cuda = self.device.type == "cuda"
         self.graphs = (cuda and self.backend == "triton") if graphs is None else bool(graphs and cuda)
+        # "auto": counted from COUNTED_FROM Gaussians on; "graph" / "counted" force one route (for measuring)
+        self.frame_mode = "auto"
         self.ws = Workspace(self.device)
         self.pair_capacity = Capacity()  # slots of the pair buffers
         self.launch = LaunchConfig()
@@ -284,12 +290,16 @@ class Renderer:
             src = temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future)
         self._upload(camera, settings)
         f = self._frame_for(src, camera, settings)
-        if self.graphs and not reuse and not settings.depth and self.pair_capacity.size:
+        if f.counted:
+            f.run(timer)
+        elif self.graphs and not reuse and not settings.depth and self.pair_capacity.size:
             self._replay(f, timer)
         else:
             f.run(timer)
-        n_visible, n_pairs = f.totals()  # the frame's one host sync
-        if not self.pair_capacity.fits(n_pairs):  # grow, then bin again from stage 2's output
+        n_visible, n_pairs = f.totals()  # the frame's one host sync (counted frames know them already)
+        if f.counted:
+            pass
+        elif not self.pair_capacity.fits(n_pairs):  # grow, then bin again from stage 2's output
             self.pair_capacity.grow(n_pairs)
             f = self._frame_for(src, camera, settings)
             f.run(timer, from_stage="bin")
@@ -328,14 +338,16 @@ class Renderer:
         arrays are not part of the key: the stages read them from `f.src` when they run, and a graph is replayed
         only for frames of the whole scene, whose arrays are the renderer's own (the covariances aside)."""
         s = settings
-        key = (src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size, s.rasterizer,
-               s.adagscale, s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size,
+        assert self.frame_mode in FRAME_MODES, self.frame_mode
+        counted = self.frame_mode == "counted" or (self.frame_mode == "auto" and src.n >= COUNTED_FROM)
+        key = (counted, src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size,
+               s.rasterizer, s.adagscale, s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size,
                self.launch)  # fmt: skip
         f = self._frames.get(key)
         if f is not None and f.generation == self.ws.generation:
             f.src, f.settings = src, settings
             return f
-        f = _Frame(self, src, camera, settings)
+        f = _Frame(self, src, camera, settings, counted)
         if any(old.generation != self.ws.generation for old in self._frames.values()):
             self._frames.clear()  # their views (and graphs) point at buffers that moved
         while len(self._frames) >= MAX_FRAMES:
@@ -405,9 +417,13 @@ class _Frame:
 
     STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
 
-    def __init__(self, r: Renderer, src, camera: Camera, settings: RenderSettings):
+    def __init__(self, r: Renderer, src, camera: Camera, settings: RenderSettings, counted: bool = False):
         self.r, self.src, self.settings, self.launch = r, src, settings, r.launch
         self.graph: torch.cuda.CUDAGraph | None = None  # this frame captured, once it is replayed
+        # counted: order syncs for the visible and pair counts and the later stages size their tensors by them
+        # (allocated per frame from torch's caching allocator), so nothing is sorted past what the frame has
+        self.counted = counted
+        self.counts: tuple[int, int] | None = None  # (visible, pairs) once a counted frame's order ran
         self.n, self.width, self.height = src.n, camera.width, camera.height
         tile = self.tile = settings.tile_size
         self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
@@ -422,16 +438,18 @@ class _Frame:
         self.bin_t = ws.buffer("bin_t", n, torch.float32)
         # stage 2, per Gaussian in depth order
         i32, i64, f32 = torch.int32, torch.int64, torch.float32
-        self.order_out = (
-            ws.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), ws.buffer("ordered_counts", n, i32),
-            ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64), r._inf,
-        )  # fmt: skip
-        # stages 3-4, per pair slot
-        cp, kd = r.pair_capacity.size, r.k.key_dtype(self.n_tx * self.n_ty)
-        self.pairs = (ws.buffer("pair_keys", cp, kd), ws.buffer("pair_ids", cp, i32),
-                      ws.buffer("sorted_keys", cp, kd), ws.buffer("sort_perm", cp, i64),
-                      ws.buffer("sorted_ids", cp, i32))  # fmt: skip
-        self.sorted_ids = self.pairs[4]
+        self.key_dtype = r.k.key_dtype(self.n_tx * self.n_ty)
+        if not counted:
+            self.order_out = (
+                ws.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), ws.buffer("ordered_counts", n, i32),
+                ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64), r._inf,
+            )  # fmt: skip
+            # stages 3-4, per pair slot
+            cp, kd = r.pair_capacity.size, self.key_dtype
+            self.pairs = (ws.buffer("pair_keys", cp, kd), ws.buffer("pair_ids", cp, i32),
+                          ws.buffer("sorted_keys", cp, kd), ws.buffer("sort_perm", cp, i64),
+                          ws.buffer("sorted_ids", cp, i32))  # fmt: skip
+            self.sorted_keys, self.sorted_ids = self.pairs[2], self.pairs[4]
         # stages 5-6, per tile and pixel
         self.ranges = ws.rows("ranges", self.n_tx * self.n_ty, 2, i32)
         self.tile_counts = ws.buffer("tile_counts", self.n_tx * self.n_ty, i32).view(self.n_ty, self.n_tx)
@@ -448,7 +466,10 @@ class _Frame:
         return dict(tile_size=s.tile_size, variant=s.rasterizer, lists=self.launch.lists)
 
     def totals(self) -> tuple[int, int]:
-        """(visible Gaussians, pairs) of the frame just run: the host sync."""
+        """(visible Gaussians, pairs) of the frame just run: the host sync (a counted frame knows them)."""
+        if self.counted:
+            assert self.counts is not None
+            return self.counts
         n_visible, n_pairs = self.order_out[4].tolist()
         return n_visible, n_pairs
 
@@ -471,9 +492,23 @@ class _Frame:
         )  # fmt: skip
 
     def order(self) -> None:
+        if self.counted:
+            self.order_idx, self.offsets, *counts = self.r.k.depth_order_counted(self.depths, self.tiles_touched)
+            self.counts = (counts[0], counts[1])
+            return
         self.r.k.depth_order(self.depths, self.tiles_touched, out=self.order_out)
 
     def bin(self, **tuning) -> None:
+        if self.counted:  # every slot is written: no sentinel fill
+            n_pairs = self.counts[1]
+            self.pairs = (torch.empty(n_pairs, dtype=self.key_dtype, device=self.r.device),
+                          torch.empty(n_pairs, dtype=torch.int32, device=self.r.device))  # fmt: skip
+            self.r.k.bin_pairs(
+                self.order_idx, self.offsets, self.means2d, self.conic_opacity, self.tiles_touched, self.width,
+                self.height, tile_size=self.tile, bin_t=self.bin_t, out=self.pairs,
+                **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
+            )  # fmt: skip
+            return
         keys, ids = self.pairs[:2]
         keys.fill_(self.r.k.sentinel_key(keys.dtype))  # the tail past the pair count must sort last
         self.r.k.bin_pairs(
@@ -483,11 +518,15 @@ class _Frame:
         )  # fmt: skip
 
     def sort(self) -> None:
+        if self.counted:
+            self.sorted_keys, self.sorted_ids = self.r.k.sort_pairs(*self.pairs[:2])
+            return
         keys, ids, skeys, perm, sids = self.pairs
         self.r.k.sort_pairs(keys, ids, out=(skeys, perm, sids))
+        self.sorted_keys = skeys
 
     def tile_ranges(self) -> None:
-        self.r.k.tile_ranges(self.pairs[2], self.n_tx * self.n_ty, out=self.ranges)
+        self.r.k.tile_ranges(self.sorted_keys, self.n_tx * self.n_ty, out=self.ranges)
         torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
 
     def rasterize(self, **tuning) -> None:

@@ -218,9 +218,10 @@ def run(args: argparse.Namespace) -> int:
                 res = PathResult(label, path_name, len(scene), vname)
                 graphs = renderer.graphs
                 renderer.graphs = graphs and vname != "graphs=off"
+                renderer.frame_mode = frame_mode(vname)
                 time_variant(res, renderer, cams, settings, device, args.warmup)
                 compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default)
-                renderer.graphs = graphs
+                renderer.graphs, renderer.frame_mode = graphs, "auto"
                 results.append(res)
                 print(f"  {label} {path_name} {vname}: median {res.median():.3f} ms", file=sys.stderr, flush=True)
         renderer = g_render = None  # free this scene's GPU memory before the next one
@@ -230,6 +231,11 @@ def run(args: argparse.Namespace) -> int:
     print_table(results, gsplat_results, device_name(cuda), width, height, n_frames)
     write_json(args, results, gsplat_results, cuda, width, height, n_frames)
     return 0
+
+
+def frame_mode(variant: str) -> str:
+    """The renderer's frame route for a variant: "frames=graph" / "frames=counted" force one, others "auto"."""
+    return variant.split("=", 1)[1] if variant.startswith("frames=") else "auto"
 
 
 def future_cameras(res: PathResult, cams) -> dict:

@@ -21,6 +21,9 @@ def variants():
     out = {
         "default": RenderSettings(),
         "graphs=off": RenderSettings(),  # the same frames launched stage by stage (and timed per stage)
+        # the two frame routes forced (renderer/pipeline.py, COUNTED_FROM): capacities and graphs, or counted
+        "frames=graph": RenderSettings(),
+        "frames=counted": RenderSettings(),
         "tile_size=16": RenderSettings(tile_size=16),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
         "adagscale": RenderSettings(adagscale=True),

@@ -107,6 +107,7 @@ def main() -> int:
     for path, make_paths in jobs:
         scene = load_scene(path)
         r = Renderer(scene, device=DEVICE, backend="triton")
+        r.frame_mode = "graph"  # stage by stage on capacity buffers, and captured whole: the route it times
         for path_name, cams in make_paths(scene, *args.size, 12).items():
             if path_name == "orbit":
                 continue  # the close orbit is the harder object view

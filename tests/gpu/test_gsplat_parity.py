@@ -24,16 +24,19 @@ def gsplat_available():
     pytest.importorskip("gsplat")
 
 
-@pytest.mark.parametrize("rasterizer,tile", [("scalar", 8), ("scalar", 16), ("batched", 8)])
+@pytest.mark.parametrize("rasterizer,tile,frames", [("scalar", 8, "graph"), ("scalar", 16, "graph"),
+                                                   ("batched", 8, "graph"), ("scalar", 8, "counted")])  # fmt: skip
 @pytest.mark.parametrize("name", SCENES)
-def test_matches_gsplat_on_orbit(name, rasterizer, tile, scene_path, gsplat_available):
+def test_matches_gsplat_on_orbit(name, rasterizer, tile, frames, scene_path, gsplat_available):
+    """Both frame routes (renderer/pipeline.py: capacities and graphs, or counted) on every scene."""
     scene = load_scene(scene_path(name))
     renderer = Renderer(scene, device="cuda", backend="triton")
+    renderer.frame_mode = frames
     gsplat_render = gsplat_renderer(scene, "cuda")  # the exactness contract's call
     worst = float("inf")
     paths = object_paths(scene, 1920, 1080, 8)
     for cam in paths["orbit"][::2] + paths["close"][::2]:
         ours = renderer.render(cam, RenderSettings(rasterizer=rasterizer, tile_size=tile)).image
         worst = min(worst, psnr(ours, gsplat_render(cam)))
-    print(f"{name} [{rasterizer}, {tile} px]: worst frame PSNR vs gsplat {worst:.1f} dB")
+    print(f"{name} [{rasterizer}, {tile} px, {frames}]: worst frame PSNR vs gsplat {worst:.1f} dB")
     assert worst >= 50.0, f"{name}: a frame at {worst:.1f} dB against gsplat"

@@ -1,0 +1,69 @@
+"""Counted frames: the route that syncs for the visible and pair counts and sorts exactly those, against the
+capacity route (one sync, buffers sized by the path's busiest frame). Both must give the same image."""
+
+import numpy as np
+import pytest
+import torch
+
+import kernels
+import kernels.reference as ref
+import renderer.pipeline as pipeline
+from renderer import Camera, Renderer, RenderSettings
+from renderer.paths import orbit_path
+from scenes import load_scene
+from tests.kernels.synthetic import projected
+
+
+@pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])
+def test_counted_order_is_the_capacity_order_cut_to_the_visible(impl, device):
+    """The same Gaussians in the same order, depth ties by index, and the same pair offsets and counts."""
+    means2d, co, depths, colors, tt, bin_t = projected(1500, 64, 48, device, seed=11)
+    depths[torch.nonzero(tt > 0).flatten()[::3]] = 2.5  # ties
+    order, offsets, totals = ref.depth_order(depths, tt, out=ref.order_outputs(1500, device))
+    n_visible, n_pairs = totals.tolist()
+    got_order, got_offsets, got_visible, got_pairs = impl.depth_order_counted(depths, tt)
+    assert (got_visible, got_pairs) == (n_visible, n_pairs) and 300 < n_visible < 1500
+    assert torch.equal(got_order.long(), order[:n_visible].long())
+    assert torch.equal(got_offsets, offsets[:n_visible])
+
+
+def test_counted_order_of_an_empty_view(device):
+    depths = torch.full((50,), float("inf"), device=device)
+    tt = torch.zeros(50, dtype=torch.int32, device=device)
+    order, offsets, n_visible, n_pairs = kernels.depth_order_counted(depths, tt)
+    assert order.numel() == offsets.numel() == n_visible == n_pairs == 0
+
+
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_counted_frames_equal_capacity_frames(scene_path, device, backend):
+    """A short orbit and a view of nothing, rendered by both routes: bit-identical images and the same counts."""
+    scene = load_scene(scene_path("lastchance.splat"))
+    cams = orbit_path(scene, 40, 30, 3)
+    c = scene.center().numpy()
+    cams.append(Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=40, height=30))
+    settings = RenderSettings(background=(0.2, 0.1, 0.0))
+    by_capacity = Renderer(scene, device=device, backend=backend)
+    by_capacity.frame_mode = "graph"
+    counted = Renderer(scene, device=device, backend=backend)
+    counted.frame_mode = "counted"
+    for cam in cams:
+        want = by_capacity.render(cam, settings)
+        got = counted.render(cam, settings)
+        assert got.stats.n_visible == want.stats.n_visible and got.stats.n_pairs == want.stats.n_pairs
+        assert torch.equal(got.image, want.image) and torch.equal(got.alpha, want.alpha)
+        assert torch.equal(got.tile_counts, want.tile_counts)
+    assert counted.pair_capacity.size == 0, "counted frames use no pair capacity"
+    assert want.stats.n_pairs == 0 and got.stats.n_pairs == 0, "the last view sees nothing"
+
+
+def test_auto_mode_counts_from_the_threshold(scene_path, device, monkeypatch):
+    """Mode "auto" runs scenes of COUNTED_FROM Gaussians or more counted, smaller ones on capacities."""
+    scene = load_scene(scene_path("lastchance.splat"))
+    cam = orbit_path(scene, 32, 24, 2)[0]
+    r = Renderer(scene, device=device, backend="torch")
+    r.render(cam)
+    assert r.pair_capacity.size > 0, "below the threshold: the capacity route"
+    monkeypatch.setattr(pipeline, "COUNTED_FROM", len(scene))
+    r2 = Renderer(scene, device=device, backend="torch")
+    out = r2.render(cam)
+    assert r2.pair_capacity.size == 0 and out.stats.n_pairs > 0, "at the threshold: counted"

@@ -24,7 +24,7 @@ from tools.cli import main
 from tools.metrics import psnr
 from tools.render_jobs import FrameSink, Job
 from tools.threads import apply_thread_policy
-from tools.video import DEFAULT_PRESET, X264_PRESETS, Mp4Writer, read_mp4
+from tools.video import DEFAULT_PRESET, DEFAULT_THREADING, DEFAULT_THREADS, X264_PRESETS, Mp4Writer, read_mp4
 
 W, H = 64, 48
 N = 10  # more frames than FrameSink.SLOTS, so host buffers are reused
@@ -179,3 +179,26 @@ def test_encoder_options_have_help(capsys):
     for flag in ("--preset PRESET", "--encoder-threads N", "--encoder-threading HOW"):
         assert flag in text, flag
     assert ", ".join(X264_PRESETS) in text and f"(default {DEFAULT_PRESET})" in text
+
+
+def test_video_bench_script_runs(scene_path, tmp_path, capsys):
+    """tests/gpu/video_bench.py (run by hand on the GPU machine) works end to end on a tiny render."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("video_bench", Path(__file__).parents[1] / "gpu" / "video_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    argv = ["--scene", scene_path, "--size", f"{W}x{H}", "--frames", "6", "--encode-frames", "4",
+            "--presets", "ultrafast,medium", "--threads", "0,2", "--out", str(tmp_path)]  # fmt: skip
+    assert bench.main(argv) == 0
+    text = capsys.readouterr().out
+    default = f"| {DEFAULT_THREADING} / {DEFAULT_PRESET} / {DEFAULT_THREADS or 'auto'} (default)"
+    assert text.rstrip().endswith("|") and default in text, text
+    result = json.loads((tmp_path / "video_bench.json").read_text())
+    # frame x 2 presets x 2 thread counts, slice x 2 presets x auto, and the default if it is none of those
+    assert len(result["encoding"]) in (6, 7)
+    assert all(r["psnr_min"] > 30 and r["frames"] == 4 for r in result["encoding"])
+    assert [r["frames_in_file"] for r in result["end_to_end"]] in ([6], [6, 6])
+    assert sorted(os.listdir(tmp_path)) == ["video_bench.json", "video_bench.md"]  # the videos are deleted

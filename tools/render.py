@@ -31,9 +31,9 @@ import numpy as np
 from .cli import CliError, add_command
 from .common import add_scene_argument, open_scene, parse_size
 from .render_jobs import Job, finish_video, frame_name, path_depth_range, render_job, run_workers, summary, to_rgba8
+from .video import DEFAULT_PRESET, DEFAULT_THREADING, DEFAULT_THREADS, THREADINGS, X264_PRESETS
 
 GENERATED_PATHS = ("orbit", "spiral", "flythrough")
-X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 QUALITY_CRF = {"draft": 28, "good": 23, "high": 18, "lossless": 0}
 DEFAULT_SIZE = (1280, 720)
 MANIFEST = "render.json"  # in a frame folder: what was being rendered, so --resume can check it is the same
@@ -110,12 +110,28 @@ def add_parser(sub) -> None:
         default=None,
         help="named crf: " + ", ".join(f"{k}={c}" for k, c in QUALITY_CRF.items()),
     )
+    # checked in check_numbers rather than by argparse's choices, for a one-line error
     v.add_argument(
         "--preset",
-        default="medium",
-        choices=X264_PRESETS,
+        default=DEFAULT_PRESET,
         metavar="PRESET",
-        help="x264 speed preset, ultrafast..veryslow (default medium)",
+        help=f"x264 speed preset: {', '.join(X264_PRESETS)} (default {DEFAULT_PRESET}). Faster presets "
+        "encode faster at the same crf, in larger files",
+    )
+    v.add_argument(
+        "--encoder-threads",
+        type=int,
+        default=DEFAULT_THREADS,
+        metavar="N",
+        help=f"x264 threads per video, 0 = libx264 chooses from the cores (default {DEFAULT_THREADS}); "
+        "with --workers, 0 shares the cores among the workers",
+    )
+    v.add_argument(
+        "--encoder-threading",
+        default=DEFAULT_THREADING,
+        metavar="HOW",
+        help=f"how x264 uses its threads: frame (several frames at once) or slice (one slice of each frame per "
+        f"thread) (default {DEFAULT_THREADING})",
     )
     v.add_argument(
         "--odd-size",
@@ -291,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
     extra = "".join(f" and {v}" for v in (args.alpha_video, args.depth_video) if v)
     print(
         f"wrote {dest}{extra}: {len(cams)} frames, {width}x{height}"
-        + (f" at {fps:g} fps, crf {crf}" if is_video else "")
+        + (f" at {fps:g} fps, crf {crf}, preset {args.preset}" if is_video else "")
     )
     return 0
 
@@ -306,6 +322,12 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise CliError(f"--fps {args.fps}: must be > 0")
     if args.workers < 1:
         raise CliError(f"--workers {args.workers}: must be at least 1")
+    if args.preset not in X264_PRESETS:
+        raise CliError(f"--preset {args.preset}: not an x264 preset ({', '.join(X264_PRESETS)})")
+    if args.encoder_threads < 0:
+        raise CliError(f"--encoder-threads {args.encoder_threads}: must be 0 (libx264 chooses) or more")
+    if args.encoder_threading not in THREADINGS:
+        raise CliError(f"--encoder-threading {args.encoder_threading}: must be one of {', '.join(THREADINGS)}")
 
 
 def check_path_outputs(args: argparse.Namespace) -> bool:
@@ -382,6 +404,8 @@ def make_jobs(args, scene, cams, todo, settings, fps, crf, *, is_video, cuda, te
         return path
 
     threads = max(1, (os.cpu_count() or 1) // n_workers) if n_workers > 1 else None
+    # several workers encode at once: "auto" for each would start a full machine's worth of x264 threads apiece
+    encoder_threads = args.encoder_threads or (threads or 0)
     depth_range = path_depth_range(scene, cams) if args.depth_video else (1.0, 2.0)  # one scale for all chunks
     return [
         Job(
@@ -399,6 +423,8 @@ def make_jobs(args, scene, cams, todo, settings, fps, crf, *, is_video, cuda, te
             fps=fps,
             crf=crf,
             preset=args.preset,
+            encoder_threads=encoder_threads,
+            encoder_threading=args.encoder_threading,
             pad_odd=args.odd_size == "pad",
             device=f"cuda:{k}" if cuda and n_workers > 1 else None,
             threads=threads,

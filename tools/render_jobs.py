@@ -13,8 +13,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .cli import CliError
 from .common import open_scene
 from .metrics import percentile
+from .video import DEFAULT_PRESET, DEFAULT_THREADING, DEFAULT_THREADS
 
 
 @dataclass
@@ -34,7 +36,9 @@ class Job:
     depth_range: tuple[float, float] = (1.0, 2.0)  # (near, far) of the depth video's grey scale
     fps: float = 30.0
     crf: int = 18
-    preset: str = "medium"
+    preset: str = DEFAULT_PRESET
+    encoder_threads: int = DEFAULT_THREADS  # x264 threads per video; 0 = libx264 chooses
+    encoder_threading: str = DEFAULT_THREADING  # "frame" or "slice" (tools.video.THREADINGS)
     pad_odd: bool = False
     device: str | None = None
     threads: int | None = None
@@ -46,6 +50,7 @@ class FrameTimes:
 
     stage_ms: list[dict[str, float]] = field(default_factory=list)  # the renderer's per-stage times, per frame
     write_ms: list[float] = field(default_factory=list)  # PNG + encoding time per frame (writer thread)
+    wait_s: float = 0.0  # time the render loop spent waiting for the writer to free a host buffer
 
 
 def frame_name(i: int) -> str:
@@ -53,9 +58,10 @@ def frame_name(i: int) -> str:
 
 
 def _plane(what: str, rgba: np.ndarray, depth8: np.ndarray | None) -> np.ndarray:
-    """The [H, W, 3] uint8 picture one video of a frame shows: its colour, its coverage or its depth (grey)."""
+    """The [H, W, 3] uint8 picture one video of a frame shows: its colour, its coverage or its depth (grey).
+    Colour is the RGBA frame itself: the encoder ignores alpha, and a slice without it would be copied."""
     if what == "rgb":
-        return rgba[..., :3]
+        return rgba
     return np.repeat(rgba[..., 3:] if what == "alpha" else depth8[..., None], 3, axis=2)
 
 
@@ -79,29 +85,66 @@ def path_depth_range(scene, cams) -> tuple[float, float]:
     return near, max(float(dist.max()) + radius, near + 1e-6)
 
 
-def to_rgba8(out):
-    """[H, W, 4] uint8 numpy copy of a frame (the renderer's buffers are reused by the next frame)."""
+def frame_rgba8(out):
+    """[H, W, 4] uint8 tensor of a frame, where the renderer keeps it (a view of its workspace, reused by the
+    next frame), or built from the float image when the renderer made none."""
     if out.rgba8 is not None:
-        host = out.rgba8.cpu()
-        if host.data_ptr() == out.rgba8.data_ptr():  # already on the host: the workspace itself
-            host = host.clone()
-        return host.numpy()
+        return out.rgba8
     import torch
 
     rgb = (out.image.clamp(0, 1) * 255 + 0.5).to(torch.uint8)
     a = (out.alpha.clamp(0, 1) * 255 + 0.5).to(torch.uint8)
-    return torch.cat([rgb, a[..., None]], dim=-1).cpu().numpy()
+    return torch.cat([rgb, a[..., None]], dim=-1)
+
+
+def to_rgba8(out):
+    """[H, W, 4] uint8 numpy copy of a frame (the renderer's buffers are reused by the next frame)."""
+    rgba8 = frame_rgba8(out)
+    host = rgba8.cpu()
+    if host.data_ptr() == rgba8.data_ptr():  # already on the host: the workspace itself
+        host = host.clone()
+    return host.numpy()
+
+
+@dataclass
+class _Slot:
+    """One frame's host copy, in flight from the render thread to the writer thread."""
+
+    rgba: object  # [H, W, 4] uint8 tensor on the host, pinned when the frames come from CUDA
+    depth: object | None  # [H, W] uint8 tensor (depth video) or None
+    ready: object = None  # torch.cuda.Event recorded after the copy into this slot; None on the CPU
+    device: object = None  # the CUDA device that event belongs to
+    index: int = -1  # frame number
+
+
+def _encoder_error(e: BaseException) -> BaseException:
+    """An FFmpeg failure as a one-line user error. FFmpeg's OSErrors (a full disk) already are one: the command
+    prints any OSError as its file and reason."""
+    import av
+
+    if isinstance(e, av.FFmpegError) and not isinstance(e, OSError):
+        return CliError(f"H.264 encoding failed: {getattr(e, 'strerror', None) or e}")
+    return e
 
 
 class FrameSink:
-    """Writes a job's frames (PNG files and/or H.264 videos) on a background thread, so encoding overlaps
-    the rendering of the next frames. PyAV releases the GIL while it converts and encodes.
+    """Writes a job's frames (PNG files and/or H.264 videos) on a background thread, so the render loop does not
+    wait for the encoder while a host buffer is free.
 
-    NOTE: measured on the 2-core CPU machine, 1920x1080 crf 18 preset medium encodes at ~25 frames/s (one
-    encoder, machine shared), slower than a GPU renders; the thread hides it up to the encoder's own rate.
+    Each frame is copied from the renderer's buffer into one of SLOTS host buffers. From CUDA the copy is
+    asynchronous, into pinned memory, followed by a CUDA event: the render thread goes straight on to queue the
+    next frame behind the copy (stream order keeps the renderer from overwriting its buffer first), and the
+    writer thread waits for the event, converts and encodes from the slot, then hands it back. The render thread
+    blocks only when every slot is still waiting for the writer, that is when the encoder is slower than the
+    renderer; that time is counted (`wait_s`), so the summary can say which of the two bounds a render. PyAV
+    releases the GIL while it converts and encodes, and x264 runs its own threads.
+
+    NOTE: on one H200 (16 cores), 600 frames of 1920x1080 at crf 18, preset medium, PyAV's slice threading:
+    rendering 3.3 s, encoding 21.3 s (BENCHMARKS.md, section 4): the encoder bounds such a render.
+    tests/gpu/video_bench.py measures the presets and thread settings.
     """
 
-    QUEUE = 4  # frames in flight: bounds memory (4 x 8 MB at 1080p RGBA) while letting the encoder lag a little
+    SLOTS = 4  # host frame buffers: bounds memory (4 x 8 MB at 1080p RGBA) while letting the encoder lag a little
 
     def __init__(self, job: Job):
         import queue
@@ -112,60 +155,108 @@ class FrameSink:
         self.folder = job.folder
         self.writers: list[tuple[Mp4Writer, str]] = []
         w, h = job.cameras[0].width, job.cameras[0].height
-        opts = dict(crf=job.crf, preset=job.preset, pad_odd=job.pad_odd)
+        opts = dict(
+            crf=job.crf,
+            preset=job.preset,
+            threads=job.encoder_threads,
+            threading=job.encoder_threading,
+            pad_odd=job.pad_odd,
+        )
         try:
-            if job.video:
-                self.writers.append((Mp4Writer(job.video, w, h, job.fps, temp_path=job.video, **opts), "rgb"))
-            if job.alpha_video:
-                writer = Mp4Writer(job.alpha_video, w, h, job.fps, temp_path=job.alpha_video, **opts)
-                self.writers.append((writer, "alpha"))
-            if job.depth_video:
-                writer = Mp4Writer(job.depth_video, w, h, job.fps, temp_path=job.depth_video, **opts)
-                self.writers.append((writer, "depth"))
+            for path, what in ((job.video, "rgb"), (job.alpha_video, "alpha"), (job.depth_video, "depth")):
+                if path:
+                    self.writers.append((Mp4Writer(path, w, h, job.fps, temp_path=path, **opts), what))
         except BaseException:
             self.abort()
             raise
         self.write_ms: list[float] = []
+        self.wait_s = 0.0
         self.error: BaseException | None = None
-        self._queue: queue.Queue = queue.Queue(maxsize=self.QUEUE)
+        self._slots_made = 0
+        self._free: queue.Queue = queue.Queue()  # slots the writer has finished with
+        self._queue: queue.Queue = queue.Queue()  # slots to write, in frame order; None ends the thread
         self._thread = threading.Thread(target=self._loop, name="frame-writer", daemon=True)
         self._thread.start()
 
-    def put(self, index: int, rgba: np.ndarray, depth8: np.ndarray | None = None) -> None:
-        """Queue frame `index` ([H, W, 4] uint8 and, for a depth video, [H, W] uint8 grey; owned by the sink from
-        now on); blocks while the queue is full."""
+    def put(self, index: int, rgba, depth8=None) -> None:
+        """Queue frame `index`: [H, W, 4] uint8 and, for a depth video, [H, W] uint8 grey (tensors on the
+        renderer's device; the sink copies them, so the renderer may reuse its buffers for the next frame).
+        Returns once the copy is queued; blocks while every host buffer waits for the writer."""
+        import torch
+
+        slot = self._free_slot()
+        if slot is None:  # fewer than SLOTS made yet
+            pin = rgba.is_cuda  # pinned: the only memory a device-to-host copy can fill asynchronously
+            depth = None if depth8 is None else torch.empty(depth8.shape, dtype=torch.uint8, pin_memory=pin)
+            slot = _Slot(torch.empty(rgba.shape, dtype=torch.uint8, pin_memory=pin), depth)
+        if rgba.is_cuda:
+            with torch.cuda.device(rgba.device):  # the copy and the event on the stream that rendered the frame
+                slot.rgba.copy_(rgba, non_blocking=True)
+                if depth8 is not None:
+                    slot.depth.copy_(depth8, non_blocking=True)
+                slot.ready = torch.cuda.Event(blocking=True)  # the writer sleeps on it rather than spin a core
+                slot.ready.record()
+                slot.device = rgba.device
+        else:
+            slot.rgba.copy_(rgba)
+            if depth8 is not None:
+                slot.depth.copy_(depth8)
+        slot.index = index
+        self._queue.put(slot)
+
+    def _free_slot(self) -> _Slot | None:
+        """A slot the writer has finished with, None to make a new one, or wait (counted in wait_s); raises the
+        writer's error if it has failed."""
         import queue
 
-        while True:
-            if self.error is not None:
-                raise self.error
-            try:
-                self._queue.put((index, rgba, depth8), timeout=0.1)
-                return
-            except queue.Full:
-                continue
+        if self.error is not None:
+            raise self.error
+        try:
+            return self._free.get_nowait()
+        except queue.Empty:
+            pass
+        if self._slots_made < self.SLOTS:
+            self._slots_made += 1
+            return None
+        t0 = time.perf_counter()
+        try:
+            while True:
+                if self.error is not None:
+                    raise self.error
+                try:
+                    return self._free.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+        finally:
+            self.wait_s += time.perf_counter() - t0
 
     def _loop(self) -> None:
+        import torch
         from PIL import Image
 
         from scenes.atomic import atomic_write
 
         while True:
-            item = self._queue.get()
-            if item is None or self.error is not None:
+            slot = self._queue.get()
+            if slot is None or self.error is not None:
                 return
-            index, rgba, depth8 = item
-            t0 = time.perf_counter()
             try:
+                if slot.ready is not None:
+                    with torch.cuda.device(slot.device):
+                        slot.ready.synchronize()  # the frame's copy has landed
+                t0 = time.perf_counter()
+                rgba = slot.rgba.numpy()
+                depth8 = None if slot.depth is None else slot.depth.numpy()
                 if self.folder is not None:
-                    with atomic_write(os.path.join(self.folder, frame_name(index))) as f:
+                    with atomic_write(os.path.join(self.folder, frame_name(slot.index))) as f:
                         Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(f, format="PNG")
                 for writer, what in self.writers:
                     writer.write(_plane(what, rgba, depth8))
             except BaseException as e:  # handed to the rendering thread, which raises it
-                self.error = e
+                self.error = _encoder_error(e)
                 return
             self.write_ms.append((time.perf_counter() - t0) * 1e3)
+            self._free.put(slot)
 
     def finish(self) -> None:
         """Write what is queued, flush the encoders; video files stay at their temporary names."""
@@ -173,8 +264,11 @@ class FrameSink:
         self._thread.join()
         if self.error is not None:
             raise self.error
-        for writer, _ in self.writers:
-            writer.finish()  # the caller renames (single job) or stitches (chunks)
+        try:
+            for writer, _ in self.writers:
+                writer.finish()  # the caller renames (single job) or stitches (chunks)
+        except BaseException as e:
+            raise _encoder_error(e) from None
 
     def abort(self) -> None:
         """Stop the writer thread and remove partial video files."""
@@ -182,7 +276,7 @@ class FrameSink:
         thread = getattr(self, "_thread", None)
         if thread is not None:
             with contextlib.suppress(Exception):
-                while True:  # unblock a full queue so the thread sees the stop
+                while True:  # drop what is queued so the thread sees the stop
                     self._queue.get_nowait()
             with contextlib.suppress(Exception):
                 self._queue.put_nowait(None)
@@ -212,8 +306,8 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
             # the path is known: temporal reuse gets the exact cameras of the frames ahead
             future = job.cameras[j + 1 : j + window] if window > 1 else None
             out = renderer.render(cam, settings, future=future)
-            depth8 = depth_grey(out.depth, out.alpha, job.depth_range).cpu().numpy() if job.depth_video else None
-            sink.put(i, to_rgba8(out), depth8)  # host copies: the renderer reuses its buffers next frame
+            depth8 = depth_grey(out.depth, out.alpha, job.depth_range) if job.depth_video else None
+            sink.put(i, frame_rgba8(out), depth8)
             stage_ms.append(dict(out.stats.stage_ms))
             if on_frame is not None:
                 on_frame(stage_ms[-1])
@@ -221,13 +315,13 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
     except BaseException:
         sink.abort()
         raise
-    return FrameTimes(stage_ms, sink.write_ms)
+    return FrameTimes(stage_ms, sink.write_ms, sink.wait_s)
 
 
 def _worker(rank: int, jobs: list[Job], queue) -> None:
     """Entry point of a spawned worker: render jobs[rank], reporting each frame, then its write times."""
     times = render_job(jobs[rank], on_frame=lambda stage_ms: queue.put(("frame", dict(stage_ms))))
-    queue.put(("done", times.write_ms))
+    queue.put(("done", (times.write_ms, times.wait_s)))
 
 
 def run_workers(jobs: list[Job], on_frame) -> FrameTimes:
@@ -251,7 +345,8 @@ def run_workers(jobs: list[Job], on_frame) -> FrameTimes:
                 times.stage_ms.append(payload)
                 on_frame(payload)
             else:
-                times.write_ms.extend(payload)
+                times.write_ms.extend(payload[0])
+                times.wait_s += payload[1]
             block = False
 
     try:
@@ -300,10 +395,14 @@ def summary(times: FrameTimes, n: int, wall_s: float, all_s: float, stitch_s: fl
         lines.append(f"  {'encode/write':<12}{stats(times.write_ms)}")
     render_s = sum(s.get("total", 0.0) for s in times.stage_ms) / 1e3
     write_s = sum(times.write_ms) / 1e3
+    # the render loop waits only when every host buffer is still queued for the writer: a render that waited
+    # for a tenth of its time or more is paced by the writer (the encoder), else by rendering
+    bound = "encoding/writing" if times.wait_s >= 0.1 * wall_s * workers else "rendering"
     lines.append(
         f"{n} frames in {wall_s:.2f} s = {n / max(wall_s, 1e-9):.2f} frames/s end to end "
         f"({all_s:.2f} s with scene load and start-up); rendering {render_s:.2f} s, encoding/writing "
-        f"{write_s:.2f} s on a writer thread overlapping it"
+        f"{write_s:.2f} s on a writer thread overlapping it; the render loop waited {times.wait_s:.2f} s for the "
+        f"writer, so {bound} bounds this render"
         + (f"; {workers} workers (times summed over them), stitched in {stitch_s:.2f} s" if workers > 1 else "")
     )
     return "\n".join(lines)

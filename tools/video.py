@@ -23,6 +23,16 @@ import numpy as np
 
 CODEC = "libx264"
 PIX_FMT = "yuv420p"
+X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+THREADINGS = ("frame", "slice")  # how x264 spreads one encoder over threads
+
+# The encoder settings `warpsplat render` uses unless told otherwise, in one place so that a measurement
+# (tests/gpu/video_bench.py) changes them here. These are PyAV's and x264's own defaults, the behaviour before
+# the knobs existed: preset medium, thread count 0 (libx264 picks from the cores), and slice threading, which
+# PyAV asks for on every codec it opens (x264 then cuts each frame into one slice per thread).
+DEFAULT_PRESET = "medium"
+DEFAULT_THREADS = 0
+DEFAULT_THREADING = "slice"
 
 
 def fps_fraction(fps: float) -> Fraction:
@@ -53,7 +63,10 @@ class Mp4Writer:
         width, height: frame size of the frames passed to `write`.
         fps: frames per second.
         crf: x264 constant rate factor, 0 (lossless in YUV) .. 51; 18 is visually lossless.
-        preset: x264 speed preset ("ultrafast" .. "veryslow").
+        preset: x264 speed preset ("ultrafast" .. "veryslow"; X264_PRESETS).
+        threads: encoder threads; 0 lets libx264 choose from the core count.
+        threading: "frame" (x264 encodes several frames at once: the faster way to use many cores, with a few
+            frames of latency) or "slice" (each frame cut into one slice per thread; PyAV's default).
         pad_odd: pad odd sizes to even (edge repeat, right/bottom); else odd sizes raise ValueError.
         temp_path: write here instead of a fresh temporary name (the chunk files of a multi-worker render).
     """
@@ -66,12 +79,18 @@ class Mp4Writer:
         fps: float,
         *,
         crf: int = 18,
-        preset: str = "medium",
+        preset: str = DEFAULT_PRESET,
+        threads: int = DEFAULT_THREADS,
+        threading: str = DEFAULT_THREADING,
         pad_odd: bool = False,
         temp_path: str | None = None,
     ):
         import av
 
+        if preset not in X264_PRESETS:
+            raise ValueError(f"preset {preset!r}: not an x264 preset ({', '.join(X264_PRESETS)})")
+        if threading not in THREADINGS or threads < 0:
+            raise ValueError(f"threads {threads}, threading {threading!r}: expected >= 0 and one of {THREADINGS}")
         if (width % 2 or height % 2) and not pad_odd:
             raise ValueError(f"{width}x{height}: H.264 in {PIX_FMT} needs an even width and height")
         self.path = path
@@ -84,23 +103,31 @@ class Mp4Writer:
         self._stream = self._container.add_stream(CODEC, rate=rate)
         self._stream.width, self._stream.height = self.enc_width, self.enc_height
         self._stream.pix_fmt = PIX_FMT
-        self._stream.codec_context.time_base = 1 / rate
+        codec = self._stream.codec_context
+        codec.time_base = 1 / rate
+        # libx264 reads these when the codec opens (the first frame): thread_count becomes x264's i_threads
+        # (0 = auto) and thread_type chooses between its frame and slice threading
+        codec.thread_count = int(threads)
+        codec.thread_type = "FRAME" if threading == "frame" else "SLICE"
         self._stream.options = {"crf": str(int(crf)), "preset": preset}
         self._closed = False
 
     def write(self, rgb: np.ndarray) -> None:
-        """Encode one frame: [H, W, 3] uint8 RGB (H, W as given to the constructor)."""
+        """Encode one frame: [H, W, 3] uint8 RGB or [H, W, 4] RGBA, alpha ignored (H, W as given to the
+        constructor). RGBA goes to FFmpeg as it is: no copy to drop the alpha channel, and the same YUV."""
         import av
 
-        if rgb.shape != (self.height, self.width, 3) or rgb.dtype != np.uint8:
-            raise ValueError(f"frame {rgb.shape} {rgb.dtype}: expected ({self.height}, {self.width}, 3) uint8")
+        if rgb.shape[:2] != (self.height, self.width) or rgb.ndim != 3 or rgb.shape[2] not in (3, 4):
+            raise ValueError(f"frame {rgb.shape}: expected ({self.height}, {self.width}, 3 or 4) uint8")
+        if rgb.dtype != np.uint8:
+            raise ValueError(f"frame {rgb.shape} {rgb.dtype}: expected uint8")
         if (self.enc_width, self.enc_height) != (self.width, self.height):
             rgb = np.pad(
                 rgb,
                 ((0, self.enc_height - self.height), (0, self.enc_width - self.width), (0, 0)),
                 mode="edge",
             )
-        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24" if rgb.shape[2] == 3 else "rgba")
         frame.pts = self.frames
         for packet in self._stream.encode(frame):
             self._container.mux(packet)
@@ -189,6 +216,7 @@ def read_mp4(path: str) -> tuple[np.ndarray, Fraction, tuple[int, int]]:
 
     with av.open(path) as inp:
         stream = inp.streams.video[0]
+        stream.codec_context.thread_type = "AUTO"  # frame threads too: one slice a frame decodes on one core else
         frames = [f.to_ndarray(format="rgb24") for f in inp.decode(stream)]
         rate = stream.average_rate or stream.base_rate
         size = (stream.codec_context.width, stream.codec_context.height)

@@ -234,6 +234,12 @@ def test_single_image_mode_without_app(scene_path, tmp_path):
         ),
         (["--path", "orbit", "--out", "{tmp}/a.mp4", "--crf", "60"], "--crf 60: must be in 0..51"),
         (["--path", "orbit", "--out", "{tmp}/framesdir"], "holds 1 frames; pass --resume"),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--preset", "fastest"], "--preset fastest: not an x264 preset"),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--encoder-threads", "-1"], "--encoder-threads -1: must be 0"),
+        (
+            ["--path", "orbit", "--out", "{tmp}/a.mp4", "--encoder-threading", "both"],
+            "--encoder-threading both: must be one of frame, slice",
+        ),
     ],
     ids=[
         "missing-file",
@@ -244,6 +250,9 @@ def test_single_image_mode_without_app(scene_path, tmp_path):
         "resume-video",
         "crf",
         "folder-exists",
+        "preset",
+        "encoder-threads",
+        "encoder-threading",
     ],
 )
 def test_bad_input_exit_2_one_line(scene_path, tmp_path, capsys, extra, match):

@@ -1,0 +1,204 @@
+"""The video writer of `warpsplat render`: frames handed to a writer thread through a few host buffers encode to
+the same video as frames written one by one, the x264 knobs reach the encoder, and a failing encoder or an
+interrupt ends with a one-line message and no temporary file.
+
+Same small scene as test_render_video.py: every 40th Gaussian of the bundled plant at 64x48, torch backend.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from types import SimpleNamespace
+
+import av
+import numpy as np
+import pytest
+import torch
+
+from renderer import Renderer, RenderSettings
+from renderer.paths import orbit_path
+from scenes import bundled_scene_path, load_scene, save_scene
+from tools.cli import main
+from tools.metrics import psnr
+from tools.render_jobs import FrameSink, Job
+from tools.threads import apply_thread_policy
+from tools.video import DEFAULT_PRESET, DEFAULT_THREADING, DEFAULT_THREADS, X264_PRESETS, Mp4Writer, read_mp4
+
+W, H = 64, 48
+N = 10  # more frames than FrameSink.SLOTS, so host buffers are reused
+BASE = ["--backend", "torch", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def scene_path(tmp_path_factory) -> str:
+    scene = load_scene(bundled_scene_path())
+    path = tmp_path_factory.mktemp("scene") / "small.ply"
+    save_scene(scene.subset(torch.arange(0, len(scene), 40)), path)
+    return str(path)
+
+
+def render(*args) -> int:
+    return main(["render", *map(str, args), *BASE])
+
+
+def orbit(scene_path: str, out, *extra, size=(W, H)) -> int:
+    return render(scene_path, "--path", "orbit", "--frames", N, "--size", f"{size[0]}x{size[1]}", "--out", out, *extra)
+
+
+def leftovers(folder) -> list[str]:
+    return [p for p in os.listdir(folder) if p.endswith(".part")]
+
+
+def test_threaded_writer_equals_sequential_writes(scene_path, tmp_path, monkeypatch, capsys):
+    """The render loop copies each frame into a host buffer and a writer thread encodes it. With the writer made
+    slower than the renderer, so that the loop has to wait for buffers and reuses them, the video decodes to
+    exactly the frames of the same encoder fed one frame at a time, and the summary names the encoder as the
+    bound. crf 0: x264 here does not repeat its lossy output bit for bit (two encodes of the same frames at crf
+    18 differed from the 7th frame on, with one thread too), while lossless output depends only on its input."""
+    apply_thread_policy()  # render as the command does: torch's thread count changes the float sums' order
+    scene = load_scene(scene_path)
+    r = Renderer(scene, backend="torch")
+    cams = orbit_path(scene, W, H, N)
+    ref = np.stack([r.render(c, RenderSettings()).rgba8.numpy().copy() for c in cams])
+    sequential = tmp_path / "sequential.mp4"
+    with Mp4Writer(str(sequential), W, H, 30, crf=0) as writer:
+        for frame in ref:
+            writer.write(frame)
+
+    real_write = Mp4Writer.write
+
+    def slow_write(self, rgb):
+        time.sleep(0.1)
+        real_write(self, rgb)
+
+    monkeypatch.setattr(Mp4Writer, "write", slow_write)
+    threaded = tmp_path / "threaded.mp4"
+    assert orbit(scene_path, threaded, "--crf", 0) == 0
+    text = capsys.readouterr().out
+    assert "so encoding/writing bounds this render" in text, text
+    a, _, _ = read_mp4(str(sequential))
+    b, _, _ = read_mp4(str(threaded))
+    assert a.shape == (N, H, W, 3)
+    np.testing.assert_array_equal(a, b)
+    # and they are the renderer's frames, through YUV 4:2:0 (measured >= 37.5 dB in test_render_video)
+    assert min(psnr(x, y[..., :3], peak=255) for x, y in zip(b, ref, strict=True)) > 35
+
+
+def test_sink_bounds_its_buffers_and_copies_frames(tmp_path):
+    """FrameSink keeps at most SLOTS host buffers, and copies each frame: changing the source tensor after put()
+    (as the renderer does with its workspace next frame) does not change what is written."""
+    from PIL import Image
+
+    size = SimpleNamespace(width=W, height=H)  # the sink reads only the frame size from the cameras
+    job = Job(scene=None, up=None, backend="torch", settings=None, cameras=[size] * 12, indices=list(range(12)),
+              folder=str(tmp_path))  # fmt: skip
+    sink = FrameSink(job)
+    frame = torch.zeros(H, W, 4, dtype=torch.uint8)
+    try:
+        for i in range(12):
+            frame.fill_(i * 20)
+            sink.put(i, frame)
+            frame.fill_(255)  # the "next frame" overwrites the renderer's buffer at once
+        sink.finish()
+    except BaseException:
+        sink.abort()
+        raise
+    assert sink._slots_made <= FrameSink.SLOTS
+    for i in range(12):
+        assert (np.asarray(Image.open(tmp_path / f"frame_{i:05d}.png")) == i * 20).all(), i
+
+
+def test_encoder_options_reach_x264(scene_path, tmp_path):
+    """x264 writes its settings into the stream (an SEI message): the options given are the ones it ran with.
+    64x160: x264 gives a frame no more slices than it has rows of macroblocks, nor one of 48 rows any."""
+    common = ("--encoder-threads", 2, "--quality", "draft")
+    sliced = tmp_path / "sliced.mp4"
+    assert orbit(scene_path, sliced, "--encoder-threading", "slice", *common, size=(64, 160)) == 0
+    sei = sliced.read_bytes()
+    assert b" threads=2 " in sei and b"sliced_threads=1" in sei and b"subme=7" in sei  # subme 7: medium
+    framed = tmp_path / "framed.mp4"
+    assert (
+        orbit(scene_path, framed, "--encoder-threading", "frame", "--preset", "ultrafast", *common, size=(64, 160)) == 0
+    )
+    sei = framed.read_bytes()
+    assert b" threads=2 " in sei and b"sliced_threads=0" in sei
+    assert b"cabac=0" in sei and b"subme=0" in sei  # what preset ultrafast turns off
+    assert read_mp4(str(framed))[0].shape == (N, 160, 64, 3)
+
+
+@pytest.mark.parametrize(
+    "error, message",
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), "warpsplat render: error: No space left on device"),
+        (
+            av.error.InvalidDataError(errno.EINVAL, "Invalid data found when processing input"),
+            "warpsplat render: error: H.264 encoding failed: Invalid data found when processing input",
+        ),
+    ],
+    ids=["disk-full", "ffmpeg-error"],
+)
+def test_encoder_failure_mid_run_is_one_line_and_leaves_nothing(scene_path, tmp_path, monkeypatch, capsys,
+                                                                error, message):  # fmt: skip
+    real_write = Mp4Writer.write
+
+    def failing_write(self, rgb):
+        if self.frames == 3:
+            raise error
+        real_write(self, rgb)
+
+    monkeypatch.setattr(Mp4Writer, "write", failing_write)
+    out = tmp_path / "fail.mp4"
+    assert orbit(scene_path, out, "--alpha-video", tmp_path / "alpha.mp4") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.strip() == message, err
+    assert os.listdir(tmp_path) == []  # no output, no side video, no .part file
+
+
+def test_interrupt_mid_run_leaves_nothing(scene_path, tmp_path, monkeypatch, capsys):
+    real_render = Renderer.render
+    calls = []
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 6:  # frames already queued to the writer, some encoded
+            raise KeyboardInterrupt
+        return real_render(self, *args, **kwargs)
+
+    monkeypatch.setattr(Renderer, "render", interrupted)
+    assert orbit(scene_path, tmp_path / "stop.mp4") == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_encoder_options_have_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["render", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for flag in ("--preset PRESET", "--encoder-threads N", "--encoder-threading HOW"):
+        assert flag in text, flag
+    assert ", ".join(X264_PRESETS) in text and f"(default {DEFAULT_PRESET})" in text
+
+
+def test_video_bench_script_runs(scene_path, tmp_path, capsys):
+    """tests/gpu/video_bench.py (run by hand on the GPU machine) works end to end on a tiny render."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("video_bench", Path(__file__).parents[1] / "gpu" / "video_bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    argv = ["--scene", scene_path, "--size", f"{W}x{H}", "--frames", "6", "--encode-frames", "4",
+            "--presets", "ultrafast,medium", "--threads", "0,2", "--out", str(tmp_path)]  # fmt: skip
+    assert bench.main(argv) == 0
+    text = capsys.readouterr().out
+    default = f"| {DEFAULT_THREADING} / {DEFAULT_PRESET} / {DEFAULT_THREADS or 'auto'} (default)"
+    assert text.rstrip().endswith("|") and default in text, text
+    result = json.loads((tmp_path / "video_bench.json").read_text())
+    # frame x 2 presets x 2 thread counts, slice x 2 presets x auto, and the default if it is none of those
+    assert len(result["encoding"]) in (6, 7)
+    assert all(r["psnr_min"] > 30 and r["frames"] == 4 for r in result["encoding"])
+    assert [r["frames_in_file"] for r in result["end_to_end"]] in ([6], [6, 6])
+    assert sorted(os.listdir(tmp_path)) == ["video_bench.json", "video_bench.md"]  # the videos are deleted

@@ -386,7 +386,9 @@ class Renderer:
             f.run(untimed)
         torch.cuda.current_stream(self.device).wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: other threads may keep using CUDA while this one captures (render-to-video's encoder
+        # thread waits on its frames' copy events; the default, "global", made that an error mid-capture)
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             f.run(untimed)
         return graph
 

@@ -26,13 +26,15 @@ PIX_FMT = "yuv420p"
 X264_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 THREADINGS = ("frame", "slice")  # how x264 spreads one encoder over threads
 
-# The encoder settings `warpsplat render` uses unless told otherwise, in one place so that a measurement
-# (tests/gpu/video_bench.py) changes them here. These are PyAV's and x264's own defaults, the behaviour before
-# the knobs existed: preset medium, thread count 0 (libx264 picks from the cores), and slice threading, which
-# PyAV asks for on every codec it opens (x264 then cuts each frame into one slice per thread).
-DEFAULT_PRESET = "medium"
+# The encoder settings `warpsplat render` uses unless told otherwise (tests/gpu/video_bench.py; BENCHMARKS.md,
+# section 11). On the 16-core GPU machine, 120 frames of a 1080p fly-through at crf 18: PyAV's own choice,
+# slice threading (x264 cuts each frame into a slice per thread) at preset medium, encoded 66 frames/s; frame
+# threading (several frames in flight) 94 at medium and 119 at faster, 0.4 dB under medium with a smaller
+# file. Faster presets were quicker still but wrote 3-9x larger files at crf 18. Thread count 0 lets libx264
+# pick from the cores, which was as fast as 16 and faster than 4 or 8.
+DEFAULT_PRESET = "faster"
 DEFAULT_THREADS = 0
-DEFAULT_THREADING = "slice"
+DEFAULT_THREADING = "frame"
 
 
 def fps_fraction(fps: float) -> Fraction:

@@ -43,3 +43,39 @@ def test_graph_survives_a_capacity_change(scene):
     paths = object_paths(scene, 1280, 720, 4)
     for cam in paths["orbit"] + paths["close"] + paths["orbit"]:
         assert torch.equal(graphed.render(cam).image.clone(), eager.render(cam).image)
+
+
+def test_capture_beside_a_thread_that_waits_on_events(scene):
+    """As in render-to-video: while frames are captured, another thread keeps waiting on the event the render
+    thread recorded after its last frame (the encoder waiting for a frame's copy). Capture must neither fail
+    nor fall back to eager frames."""
+    import threading
+
+    r = Renderer(scene, device="cuda", graphs=True)
+    cams = object_paths(scene, 640, 360, 12)["orbit"]
+    last: list = [None]
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def waiter():  # a busy loop, so that it overlaps the capture
+        while not stop.is_set():
+            try:
+                if last[0] is not None:
+                    last[0].synchronize()
+            except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+                errors.append(e)
+                return
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    try:
+        for cam in cams:
+            r.render(cam)
+            ev = torch.cuda.Event()
+            ev.record()
+            last[0] = ev
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors[0]
+    assert r.graphs and r.graph_replays >= 8, "capture fell back to eager frames"

@@ -115,7 +115,9 @@ def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float
 
 # Frames of at least this many Gaussians run counted: two syncs, sorts of exactly the visible Gaussians and the
 # pairs binned, launched stage by stage. Smaller ones run on capacities, one sync, replayed as CUDA graphs.
-COUNTED_FROM = 1_000_000
+# Measured on composites (BENCHMARKS.md, section 10): graphs won by 1.1-1.6x at 1M and 2M, the two were even
+# at 3M, and counted frames won the 6M and 24M fly-overs by 1.4-1.5x (overviews even).
+COUNTED_FROM = 4_000_000
 FRAME_MODES = ("auto", "graph", "counted")
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph
 MAX_FRAMES = 4  # frames' stage objects (and graphs) kept, one per image size and settings; oldest dropped first

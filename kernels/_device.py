@@ -5,7 +5,8 @@
   of the ellipse {d : d^T conic d <= t} restricted to the row's band of pixel centres is found in closed form
   (the ellipse's right boundary x_r(dy) is concave, so its maximum over a band is at the band point closest
   to the ellipse's rightmost point; symmetrically for the left boundary). A tile is kept iff that interval
-  meets the tile's pixel centres. `kernels/reference.py` has the same math in torch.
+  meets the tile's pixel centres. `kernels/reference.py` has the same math in torch. `tile_cols`: the columns
+  of the ellipse's bounding box (with `tile_rows`, its tile box; AdaGScale's gate, below).
 - `adagscale_s2`: AdaGScale's per-Gaussian, per-view scale of the binning ellipse (lossy, opt-in; see below).
 - `eval_sh`: view-dependent colour from SH coefficients, gsplat 1.5.3's polynomial forms, degree 0..3.
 
@@ -22,6 +23,12 @@ t' = s^2 t; blending keeps the full Gaussian, so a kept tile renders exactly as 
 the periphery are dropped. A second floor keeps the tile holding the mean: the ellipse at t' must contain the
 square of half-width 1/2 around the mean (Q at its corners is (a + c + 2|b|) / 4), which holds a pixel centre of
 the mean's tile, so a Gaussian whose mean is on screen is never binned to nothing.
+
+Only Gaussians that could lose a tile are scored: those whose bounding box at the full t (`tile_rows` x
+`tile_cols`, clipped to the image) spans more than one tile. A box of one tile holds at most one exact tile,
+which the centre floor keeps whenever the mean is on screen, so a shrink removes nothing there; such Gaussians
+bin at t, their exact tiles (also when the mean is off screen, where a shrink could have dropped the one tile),
+and need no colour before the walk.
 """
 
 import triton
@@ -89,6 +96,21 @@ def tile_rows(my, a, b, c, t, valid, n_ty, TILE: tl.constexpr):
     ok = valid & (ry == ry) & (det > 0.0)
     rows = tl.where(ok, tl.maximum(ty_hi - ty_lo + 1, 0), 0)
     return ty_lo, rows, ry
+
+
+@triton.jit
+def tile_cols(mx, a, b, c, t, n_tx, TILE: tl.constexpr):
+    """First tile column and number of tile columns whose pixel-centre band meets the ellipse's x-extent
+    [mx - rx, mx + rx]: the column twin of `tile_rows` (no validity mask; callers multiply by its rows)."""
+    det = a * c - b * b
+    rx = tl.sqrt(tl.maximum(t * c / det, 0.0))
+    lo = (mx - rx + LAST_CENTRE_FROM_END) / TILE - 1.0
+    hi = (mx + rx - PIXEL_CENTRE) / TILE
+    lo = tl.minimum(tl.maximum(lo, -CLAMP_TILES), n_tx + CLAMP_TILES)
+    hi = tl.minimum(tl.maximum(hi, -CLAMP_TILES), n_tx + CLAMP_TILES)
+    tx_lo = tl.maximum(tl.ceil(lo).to(tl.int32), 0)
+    tx_hi = tl.minimum(tl.floor(hi).to(tl.int32), n_tx - 1)
+    return tx_lo, tl.maximum(tx_hi - tx_lo + 1, 0)
 
 
 @triton.jit

@@ -10,7 +10,8 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
   tiles_touched      exact number of TILE x TILE tiles (8 or 16 px) whose pixel centres the alpha = 1/255
                      ellipse reaches (0 = culled; see `_device.row_tile_span`)
   AdaGScale (opt-in) the same count for the shrunken binning ellipse Q <= s^2 t, s from the colour-weighted
-                     alpha mass of the dropped annulus (`_device.adagscale_s2`); lossy, tiles only
+                     alpha mass of the dropped annulus (`_device.adagscale_s2`); lossy, tiles only. Scored
+                     only where the footprint's tile box at t has more than one tile (elsewhere s = 1)
 
 Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
          sh [N,K,3], camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
@@ -27,7 +28,16 @@ import torch
 import triton
 import triton.language as tl
 
-from ._device import ALPHA_MIN, adagscale_s2, alpha_threshold_t, eval_sh, ewa_footprint, row_tile_span, tile_rows
+from ._device import (
+    ALPHA_MIN,
+    adagscale_s2,
+    alpha_threshold_t,
+    eval_sh,
+    ewa_footprint,
+    row_tile_span,
+    tile_cols,
+    tile_rows,
+)
 from ._launch import interpreting
 
 
@@ -87,17 +97,19 @@ def _project_kernel(
     inorm = 1.0 / tl.sqrt(tl.maximum(dx * dx + dy * dy + dz * dz, 1e-30))
 
     if ADAGSCALE:
-        # the score weighs by colour, so colour comes first here; its loads are skipped for Gaussians whose
-        # full box misses the image (laterally off-screen ones cost no SH traffic)
-        det_conic = a * c - b * b
-        rx = tl.sqrt(t * c / det_conic)  # half-widths of the ellipse's bounding box at the full threshold t
-        ry = tl.sqrt(t * a / det_conic)
-        on_screen = (mx + rx > 0.0) & (mx - rx < width) & (my + ry > 0.0) & (my - ry < height)
-        cr, cg, cb = eval_sh(sh_ptr, offs, visible & on_screen, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
-        cr = tl.maximum(cr + 0.5, 0.0)
-        cg = tl.maximum(cg + 0.5, 0.0)
-        cb = tl.maximum(cb + 0.5, 0.0)
-        t_bin = adagscale_s2(a, b, c, tl.where(visible, o, 1.0), t, cr, cg, cb, tau, s_min) * t
+        # score only where a shrink can remove a tile: a footprint whose tile box (full t, clipped to the
+        # image) is one tile keeps t, its exact tiles (`_device` docstring). The score weighs by colour, so the
+        # scored Gaussians' colour comes first; the others' comes after the walk, as in exact mode, so every
+        # visible Gaussian loads its SH once either way.
+        _, box_rows, _ = tile_rows(my, a, b, c, t, visible, n_ty, TILE)
+        _, box_cols = tile_cols(mx, a, b, c, t, n_tx, TILE)
+        scored = visible & (box_rows * box_cols > 1)
+        sr, sg, sb = eval_sh(sh_ptr, offs, scored, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
+        sr = tl.maximum(sr + 0.5, 0.0)
+        sg = tl.maximum(sg + 0.5, 0.0)
+        sb = tl.maximum(sb + 0.5, 0.0)
+        s2 = adagscale_s2(a, b, c, tl.where(visible, o, 1.0), t, sr, sg, sb, tau, s_min)
+        t_bin = tl.where(scored, s2 * t, t)
     else:
         t_bin = t
 
@@ -111,12 +123,18 @@ def _project_kernel(
     tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
     tl.store(depths_ptr + offs, tl.where(visible, zc, float("inf")), mask=in_range)
 
-    if not ADAGSCALE:
-        # view-dependent colour, only for Gaussians that reach a tile
-        cr, cg, cb = eval_sh(sh_ptr, offs, visible, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
-        cr = tl.maximum(cr + 0.5, 0.0)
-        cg = tl.maximum(cg + 0.5, 0.0)
-        cb = tl.maximum(cb + 0.5, 0.0)
+    # view-dependent colour, only for Gaussians that reach a tile (and, with AdaGScale, were not scored)
+    shade = visible
+    if ADAGSCALE:
+        shade = visible & ~scored
+    cr, cg, cb = eval_sh(sh_ptr, offs, shade, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
+    cr = tl.maximum(cr + 0.5, 0.0)
+    cg = tl.maximum(cg + 0.5, 0.0)
+    cb = tl.maximum(cb + 0.5, 0.0)
+    if ADAGSCALE:
+        cr = tl.where(scored, sr, cr)
+        cg = tl.where(scored, sg, cg)
+        cb = tl.where(scored, sb, cb)
 
     tl.store(means2d_ptr + offs * 2 + 0, mx, mask=visible)
     tl.store(means2d_ptr + offs * 2 + 1, my, mask=visible)

@@ -98,6 +98,16 @@ def _tile_rows(my, a, b, c, t, valid, n_ty, tile):
     return ty_lo, rows, ry
 
 
+def _tile_cols(mx, a, b, c, t, n_tx, tile):
+    det = a * c - b * b
+    rx = torch.sqrt(torch.clamp(t * c / det, min=0.0))
+    lo = ((mx - rx + (1.0 - PIXEL_CENTRE)) / tile - 1.0).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
+    hi = ((mx + rx - PIXEL_CENTRE) / tile).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
+    tx_lo = torch.ceil(lo).to(torch.int32).clamp(min=0)
+    tx_hi = torch.floor(hi).to(torch.int32).clamp(max=n_tx - 1)
+    return tx_lo, (tx_hi - tx_lo + 1).clamp(min=0)
+
+
 def _row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, tile):
     det = a * c - b * b
     tyf = ty.to(torch.float32)
@@ -214,12 +224,15 @@ def project_gaussians(
 
     dirs = torch.nn.functional.normalize(means - campos, dim=-1)
     colors = torch.clamp_min(eval_sh(sh, dirs, sh_degree) + 0.5, 0.0)
-    t_bin = tt
-    if adagscale_tau is not None:
-        t_bin = adagscale_s2(a, b, c, o, tt, colour_weight(colors), adagscale_tau, adagscale_s_min) * tt
-
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
+    t_bin = tt
+    if adagscale_tau is not None:  # scored only where the tile box at t holds more than one tile
+        _, box_rows, _ = _tile_rows(my, a, b, c, tt, visible, n_ty, tile_size)
+        _, box_cols = _tile_cols(mx, a, b, c, tt, n_tx, tile_size)
+        scored = visible & (box_rows * box_cols > 1)
+        s2 = adagscale_s2(a, b, c, o, tt, colour_weight(colors), adagscale_tau, adagscale_s_min)
+        t_bin = torch.where(scored, s2 * tt, tt)
     ty_lo, rows, ry = _tile_rows(my, a, b, c, t_bin, visible, n_ty, tile_size)
     count = torch.zeros(N, dtype=torch.int32, device=means.device)
     for r in range(int(rows.max()) if N else 0):

@@ -221,7 +221,8 @@ class Renderer:
         # "auto": counted from COUNTED_FROM Gaussians on; "graph" / "counted" force one route (for measuring)
         self.frame_mode = "auto"
         self.ws = Workspace(self.device)
-        self.pair_capacity = Capacity()  # slots of the pair buffers
+        self._capacities: dict[tuple, Capacity] = {}  # per pair kind (`_capacity_for`)
+        self.pair_capacity = self._capacity_for(RenderSettings())  # slots of the pair buffers, this frame's kind
         self.launch = LaunchConfig()
         # the stage objects of recent frames, reused (with their captured graphs) while nothing they hold changed
         self._frames: dict[tuple, _Frame] = {}
@@ -291,6 +292,7 @@ class Renderer:
         with timer.stage("cull") if reuse else contextlib.nullcontext():
             src = temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future)
         self._upload(camera, settings)
+        self.pair_capacity = self._capacity_for(settings)
         f = self._frame_for(src, camera, settings)
         if f.counted:
             f.run(timer)
@@ -333,6 +335,16 @@ class Renderer:
         host[:24] = camera.packed_array()
         host[24:] = settings.background
         self._params.copy_(self._host_params, non_blocking=True)
+
+    def _capacity_for(self, settings: RenderSettings) -> Capacity:
+        """The pair capacity of frames like this one. AdaGScale (each tau and s_min) keeps its own: the sort,
+        the sentinel fill and the tile ranges run over the whole capacity (kernels/sort.py), so a lossy frame
+        that inherited the exact frames' capacity would sort as many slots as they do and gain nothing there
+        from the pairs it removed (the capacity shrinks only below a third in use). Exact frames, whatever else
+        changes, share one, as before; the buffers behind every capacity are the same grow-only ones."""
+        s = settings
+        key = (s.adagscale_tau, s.adagscale_s_min) if s.adagscale else ()
+        return self._capacities.setdefault(key, Capacity())
 
     def _frame_for(self, src, camera: Camera, settings: RenderSettings) -> _Frame:
         """The stage objects for this frame: a recent frame's when nothing they hold has changed (buffer views,

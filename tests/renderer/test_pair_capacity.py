@@ -62,3 +62,22 @@ def test_capacity_shrinks_after_a_run_of_small_frames(scene_path, device, monkey
     assert big > 10_000 and small == [0, 0, 0]
     assert r.pair_capacity.size < grown
     assert torch.equal(r.render(away).image, r.render(away, RenderSettings(tile_size=16)).image)
+
+
+def test_adagscale_frames_keep_their_own_capacity(scene_path, device):
+    """AdaGScale bins fewer pairs than exact, and the sort runs over the whole capacity: its frames size a
+    capacity of their own instead of inheriting the exact frames' larger one, and switching back leaves the
+    exact frames' capacity and image as they were."""
+    scene = load_scene(scene_path("lastchance.splat"))
+    r = Renderer(scene, device=device, backend="torch")
+    cam = orbit_path(scene, 96, 64, 3)[1]
+    exact = r.render(cam)
+    want, n_exact, cap_exact = exact.image.clone(), exact.stats.n_pairs, r.pair_capacity.size
+    lossy = RenderSettings(adagscale=True, adagscale_tau=1.0)
+    n_lossy = r.render(cam, lossy).stats.n_pairs
+    assert n_lossy < 0.9 * n_exact, (n_lossy, n_exact)
+    assert r.pair_capacity.size == max(int(n_lossy * pipeline.Capacity.GROW), pipeline.Capacity.MINIMUM)
+    assert r.pair_capacity.size < cap_exact
+    again = r.render(cam)
+    assert r.pair_capacity.size == cap_exact and torch.equal(again.image, want)
+    assert r.render(cam, lossy).stats.n_pairs == n_lossy  # its capacity kept too: no regrowth

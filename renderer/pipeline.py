@@ -119,6 +119,16 @@ def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float
 # at 3M, and counted frames won the 6M and 24M fly-overs by 1.4-1.5x (overviews even).
 COUNTED_FROM = 4_000_000
 FRAME_MODES = ("auto", "graph", "counted")
+
+
+def window_pays(graphs: bool, n: int, frame_mode: str) -> bool:
+    """Whether a temporal window can be faster than the whole scene. Not when the whole scene's frames would be
+    replayed as CUDA graphs (below COUNTED_FROM): a window's frames run stage by stage, and on the bench's
+    object scenes that cost more (0.45-0.60x, BENCHMARKS.md section 8) than projecting fewer Gaussians saved."""
+    graph_route = graphs and (frame_mode == "graph" or (frame_mode == "auto" and n < COUNTED_FROM))
+    return not graph_route
+
+
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph
 MAX_FRAMES = 4  # frames' stage objects (and graphs) kept, one per image size and settings; oldest dropped first
 
@@ -290,13 +300,16 @@ class Renderer:
         # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
         reuse = settings.temporal_window > 1 or settings.occlusion_cull
         with timer.stage("cull") if reuse else contextlib.nullcontext():
-            src = temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future)
+            src = temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
+                                  window_pays=window_pays(self.graphs, self.n, self.frame_mode))  # fmt: skip
         self._upload(camera, settings)
         self.pair_capacity = self._capacity_for(settings)
         f = self._frame_for(src, camera, settings)
+        # a graph holds the whole scene's arrays and no masks: a window's frames and occlusion's run stage by stage
+        plain = src.kind == "full" and src.live is None and src.marks is None
         if f.counted:
             f.run(timer)
-        elif self.graphs and not reuse and not settings.depth and self.pair_capacity.size:
+        elif self.graphs and plain and not settings.depth and self.pair_capacity.size:
             self._replay(f, timer)
         else:
             f.run(timer)

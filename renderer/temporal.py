@@ -53,6 +53,7 @@ class TemporalStats:
     gaussians_in_window: int = 0  # size of the current window's set
     occlusion_refreshes: int = 0
     gaussians_skipped: int = 0  # by occlusion culling in the last frame (resolved only with sync_stats)
+    frames_window_declined: int = 0  # a window was asked for, but the whole scene replayed as a graph is faster
     last_build_reason: str = ""
 
     def hit_rate(self) -> float:
@@ -140,12 +141,15 @@ class TemporalCache:
 
     def source(
         self, scene: SceneArrays, kernels, scene_radius: float, camera: Camera, settings: RenderSettings,
-        future: list[Camera] | None,
+        future: list[Camera] | None, *, window_pays: bool = True,
     ) -> FrameSource:  # fmt: skip
         """The arrays to project for this frame, building a new window when the current one does not cover it.
-        `kernels`: the renderer's kernel module (its `cull_window`); `scene_radius` scales the distances."""
+        `kernels`: the renderer's kernel module (its `cull_window`); `scene_radius` scales the distances.
+        window_pays=False (the renderer's call: see `pipeline.window_pays`) renders the whole scene instead."""
         full = FrameSource(scene.means, scene.covars, scene.opacities, scene.sh)
-        if settings.temporal_window <= 1:
+        if settings.temporal_window > 1 and not window_pays:
+            self.stats.frames_window_declined += 1
+        if settings.temporal_window <= 1 or not window_pays:
             self.window = None
             src = full
         else:

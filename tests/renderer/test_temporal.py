@@ -182,3 +182,32 @@ def test_occlusion_skips_only_binned_gaussians_that_marked_nothing(plant):
     assert live[tiles_touched == 0].all()
     skipped = ~live
     assert int(skipped.sum()) > 0 and (tiles_touched[skipped] > 0).all()
+
+
+def test_window_is_declined_where_whole_scene_graphs_are_faster():
+    """Below COUNTED_FROM the whole scene's frames replay as CUDA graphs, which a window's frames cannot: there
+    a window is not worth it. Counted frames (large scenes) and renderers without graphs keep it."""
+    from renderer.pipeline import COUNTED_FROM, window_pays
+
+    assert not window_pays(True, COUNTED_FROM - 1, "auto")
+    assert not window_pays(True, 10 * COUNTED_FROM, "graph")
+    assert window_pays(True, COUNTED_FROM, "auto") and window_pays(True, 1000, "counted")
+    assert window_pays(False, 1000, "auto"), "without graphs (a CPU) a window can still pay"
+
+
+def test_declined_window_renders_the_whole_scene_exactly(plant):
+    """A declined window: the whole scene is projected, the image is exact, and the counter says so."""
+    from renderer.temporal import TemporalCache
+    from renderer.workspace import Workspace
+
+    cams = inside_path(plant, 3)
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(temporal_window=4)
+    cache = TemporalCache(Workspace("cpu"))
+    src = cache.source(r.scene_arrays(), r.k, r.scene_radius, cams[0], s, cams[1:], window_pays=False)
+    assert src.kind == "full" and src.n == len(plant) and cache.window is None
+    assert cache.stats.frames_window_declined == 1 and cache.stats.window_builds == 0
+    want = exact_images(plant, cams, "torch")
+    r.render(cams[0], s, future=cams[1:])  # on a CPU (no graphs) the renderer keeps its window
+    assert r.temporal.stats.window_builds == 1 and r.temporal.stats.frames_window_declined == 0
+    assert torch.equal(r.render(cams[1], s, future=cams[2:]).image, want[1])

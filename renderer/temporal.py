@@ -40,6 +40,9 @@ from .settings import RenderSettings
 from .workspace import Workspace
 
 EXACT_MARGIN_PX = 16.0  # known cameras: one tile of slack absorbs float differences between cull and project
+# A window that keeps more than this fraction of the scene projects the whole scene instead: copying 90% of the
+# arrays (about 230 bytes a Gaussian with SH degree 3) costs more than skipping the other 10% saves.
+WINDOW_KEEPS_AT_MOST = 0.9
 
 
 @dataclass
@@ -202,8 +205,11 @@ class TemporalCache:
         )  # fmt: skip
         index = torch.nonzero(keep).squeeze(1)  # ascending: the compacted set keeps the scene's order
         m = index.numel()
-        src = FrameSource(*(compact(ws, "window_" + name, getattr(scene, name), index)
-                            for name in ("means", "covars", "opacities", "sh")), kind="window")  # fmt: skip
+        if m > WINDOW_KEEPS_AT_MOST * n:  # too little left out to pay for the copy: the whole scene, uncopied
+            src = FrameSource(scene.means, scene.covars, scene.opacities, scene.sh)
+        else:
+            src = FrameSource(*(compact(ws, "window_" + name, getattr(scene, name), index)
+                                for name in ("means", "covars", "opacities", "sh")), kind="window")  # fmt: skip
         self.stats.window_builds += 1
         self.stats.gaussians_in_window = m
         self.since_refresh = 0  # a new set: occlusion starts over with a full frame

@@ -211,3 +211,21 @@ def test_declined_window_renders_the_whole_scene_exactly(plant):
     r.render(cams[0], s, future=cams[1:])  # on a CPU (no graphs) the renderer keeps its window
     assert r.temporal.stats.window_builds == 1 and r.temporal.stats.frames_window_declined == 0
     assert torch.equal(r.render(cams[1], s, future=cams[2:]).image, want[1])
+
+
+def test_window_keeping_nearly_everything_projects_the_scene_uncopied(plant):
+    """An orbit that sees the whole plant: the window's cull keeps more than WINDOW_KEEPS_AT_MOST of it, so its
+    frames project the renderer's own arrays (no copy), and stay exact."""
+    from renderer.paths import orbit_path
+
+    cams = orbit_path(plant, W, H, 4)
+    want = exact_images(plant, cams, "torch")
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(temporal_window=4)
+    for i, cam in enumerate(cams):
+        out = r.render(cam, s, future=cams[i + 1 :])
+        assert torch.equal(out.image, want[i]), f"frame {i}"
+        assert out.stats.source == "full" and out.stats.n_projected == len(plant)
+    assert r.temporal.stats.window_builds == 1 and r.temporal.stats.frames_from_window == 3
+    assert r.temporal.stats.gaussians_in_window > 0.9 * len(plant)
+    assert "window_means" not in r.ws._buffers, "nothing was copied"

@@ -366,7 +366,9 @@ class Renderer:
         only for frames of the whole scene, whose arrays are the renderer's own (the covariances aside)."""
         s = settings
         assert self.frame_mode in FRAME_MODES, self.frame_mode
-        counted = self.frame_mode == "counted" or (self.frame_mode == "auto" and src.n >= COUNTED_FROM)
+        # by the scene's size, not the frame's: a window's frames of a large scene run stage by stage anyway, and
+        # sort exactly what they have (on the capacity route they ran 0.8x the default, BENCHMARKS.md section 12)
+        counted = self.frame_mode == "counted" or (self.frame_mode == "auto" and self.n >= COUNTED_FROM)
         key = (counted, src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size,
                s.rasterizer, s.adagscale, s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size,
                self.launch)  # fmt: skip

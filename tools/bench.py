@@ -176,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
     if args.frames < 1:
         raise CliError(f"--frames {args.frames}: must be at least 1")
     chosen = selected_variants(args.variants)  # a pattern matching nothing is an error before any work
+    every_frame = any(is_lossy(s) and is_temporal(s) for s in chosen.values())  # see compare_variant
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
     use_gsplat = cuda and not args.no_gsplat
@@ -220,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
                 renderer.graphs = graphs and vname != "graphs=off"
                 renderer.frame_mode = frame_mode(vname)
                 time_variant(res, renderer, cams, settings, device, args.warmup)
-                compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default)
+                compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default,
+                                every_frame=every_frame)  # fmt: skip
                 renderer.graphs, renderer.frame_mode = graphs, "auto"
                 results.append(res)
                 print(f"  {label} {path_name} {vname}: median {res.median():.3f} ms", file=sys.stderr, flush=True)
@@ -270,17 +272,22 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int)
     res.temporal = renderer.temporal.stats.as_dict() if is_temporal(settings) else {}
 
 
-def compare_variant(res: PathResult, renderer, cams, settings, psnr_every: int, reference_images, default) -> None:
+def compare_variant(
+    res: PathResult, renderer, cams, settings, psnr_every: int, reference_images, default, every_frame: bool = False
+) -> None:
     """The untimed pass: counts, and images against gsplat's and the default variant's on every
     `psnr_every`-th frame. Temporal variants carry state from frame to frame, so they render the whole path
-    in order and are sampled."""
+    in order and are sampled. every_frame (when a lossy temporal variant runs): the default keeps every frame,
+    and lossy temporal variants are compared on every frame, because occlusion culling's refresh frames are
+    exact, and a sampling step that is a multiple of the refresh period would see only those."""
     futures = future_cameras(res, cams)
     vis, pairs, longest, removed, projected = [], [], [], [], []
     renderer.temporal.reset()
-    step = 1 if is_temporal(settings) else psnr_every
+    compare_all = every_frame and (res.variant == "default" or (is_lossy(settings) and is_temporal(settings)))
+    step = 1 if is_temporal(settings) or compare_all else psnr_every
     for i in range(0, len(cams), step):
         out = renderer.render(cams[i], settings, future=futures[id(cams[i])])
-        if i % psnr_every:
+        if i % psnr_every and not compare_all:
             continue
         vis.append(out.stats.n_visible)
         projected.append(out.stats.n_projected)

@@ -56,7 +56,7 @@ def test_known_camera_window_is_bit_exact(plant, small_plant, backend):
     plant = scene_for(backend, plant, small_plant)
     cams = inside_path(plant, 7)
     want = exact_images(plant, cams, backend)
-    r = Renderer(plant, backend=backend)
+    r = Renderer(plant, backend=backend, graphs=False)  # with graphs (a GPU) a small scene declines its window
     s = RenderSettings(temporal_window=3)
     sources = []
     for i, cam in enumerate(cams):

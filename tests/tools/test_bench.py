@@ -56,13 +56,19 @@ def test_bench_selects_paths_and_variants(tmp_path, scene_path):
     out = tmp_path / "bench.json"
     scenes_dir = scene_path("lastchance.splat").parent
     rc = main([
-        "bench", "--scenes", "none", "--scenes-dir", str(scenes_dir), "--size", "24x16", "--frames", "2",
+        "bench", "--scenes", "none", "--scenes-dir", str(scenes_dir), "--size", "24x16", "--frames", "4",
         "--warmup", "0", "--composites", "8k", "--paths", "flyover", "--variants", "occlusion*",
-        "--cache-dir", str(tmp_path / "cache"), "--backend", "torch", "--json", str(out),
+        "--cache-dir", str(tmp_path / "cache"), "--backend", "torch", "--json", str(out), "--psnr-every", "2",
     ])  # fmt: skip
     assert rc == 0
-    rows = {(p["path"], p["variant"]) for p in json.loads(out.read_text())["paths"]}
+    paths = json.loads(out.read_text())["paths"]
+    rows = {(p["path"], p["variant"]) for p in paths}
     assert rows == {("flyover", "default"), ("flyover", "occlusion_cull"), ("flyover", "occlusion_cull refresh=4")}
+    # occlusion culling refreshes every 2nd frame, and refresh frames are exact: a lossy temporal variant is
+    # compared on every frame, not on every --psnr-every-th one (which would see only the refresh frames)
+    for p in paths:
+        if p["variant"].startswith("occlusion"):
+            assert len(p["psnr_vs_default"]) == 4, (p["variant"], p["psnr_vs_default"])
     assert main(["bench", "--variants", "nothing-like-this", "--scenes", "none", "--composites", "none"]) == 2
 
 

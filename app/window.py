@@ -31,7 +31,7 @@ from .interop import FrameTexture
 from .keys import PhysicalKeys
 from .overlay import Overlay
 from .present import Presenter
-from .state import RENDER_MODES, ViewerState
+from .state import RENDER_MODES, ViewerState, viewer_settings
 
 UI_HELP = [
     ("Tab", "show / hide the overlay"),
@@ -106,6 +106,7 @@ class ViewerWindow(pyglet.window.Window):
         home = default_camera(scene, fb_w, fb_h, up=up)
         self.state = ViewerState(
             camera=home,
+            settings=viewer_settings(cuda=not on_cpu),
             render_scale=render_scale if render_scale is not None else (CPU_RENDER_SCALE if on_cpu else 1.0),
             moving_scale=moving_scale if moving_scale is not None else (CPU_MOVING_SCALE if on_cpu else 1.0),
             vsync=vsync,

@@ -151,3 +151,14 @@ def test_a_scene_opens_from_a_path_or_a_dropped_file(viewer, tmp_path):
     assert viewer.state.message == f"opened {path}"
     pump(viewer)
     assert viewer.state.stats.n_gaussians == n
+
+
+def test_viewer_starts_with_the_switches_that_paid_on_the_gpu():
+    """AdaGScale on where it was measured to pay at the quality floor (CUDA); everything else exact."""
+    from app.state import viewer_settings
+    from renderer import RenderSettings
+
+    gpu, cpu = viewer_settings(cuda=True), viewer_settings(cuda=False)
+    assert gpu.adagscale and gpu.adagscale_tau == RenderSettings().adagscale_tau
+    assert not (gpu.temporal_window > 1 or gpu.occlusion_cull), "measured even or under the floor: off"
+    assert cpu == RenderSettings(), "unmeasured on a CPU: exact"

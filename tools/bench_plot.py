@@ -10,6 +10,7 @@ lightened, with white diagonal stripes. Same-run ratios only, as in BENCHMARKS.m
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 from PIL import Image, ImageDraw, ImageFont
@@ -19,12 +20,16 @@ COLOURS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 1
            (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207)]  # fmt: skip
 
 
-def plot(doc: dict, out: str, *, max_ratio: float = 2.0) -> None:
+def plot(doc: dict, out: str, *, max_ratio: float | None = None) -> None:
+    """max_ratio: where the axis ends (None: the largest ratio, rounded up to a half, at least 2x)."""
     paths = doc["paths"]
     gsplat = {(p["scene"], p["path"]): p["median_ms"] for p in paths if p["variant"] == "gsplat"}
     variants = [v for v in dict.fromkeys(p["variant"] for p in paths) if v != "gsplat"]
     rows = [k for k in dict.fromkeys((p["scene"], p["path"]) for p in paths) if k in gsplat]
     by = {(p["scene"], p["path"], p["variant"]): p for p in paths}
+    if max_ratio is None:
+        ratios = [gsplat[(p["scene"], p["path"])] / p["median_ms"] for p in paths if (p["scene"], p["path"]) in gsplat]
+        max_ratio = max(2.0, math.ceil(2 * max(ratios, default=2.0)) / 2)
     lossy = {p["variant"] for p in paths if p.get("ssim_vs_default")}
     font = ImageFont.load_default()
     bar_h, gap, left, right, top = 7, 10, 230, 40, 40
@@ -45,8 +50,10 @@ def plot(doc: dict, out: str, *, max_ratio: float = 2.0) -> None:
             ratio = gsplat[(scene, path)] / p["median_ms"]
             x1 = left + min(ratio, max_ratio) * scale
             bar(d, [left, y + i * bar_h, x1, y + i * bar_h + bar_h - 2], COLOURS[i % len(COLOURS)], v in lossy)
+            if len(variants) == 1:  # room for the number at the bar's end
+                d.text((x1 + 4, y + i * bar_h - 2), f"{ratio:.2f}x", fill="black", font=font)
         y += len(variants) * bar_h + gap
-    for r in (0.5, 1.0, 1.5, 2.0):
+    for r in (0.5 * k for k in range(1, int(2 * max_ratio) + 1)):
         x = left + r * scale
         d.line([x, top - 5, x, y], fill=(0, 0, 0) if r == 1.0 else (200, 200, 200), width=1)
         d.text((x - 8, y + 2), f"{r:g}x", fill="black", font=font)

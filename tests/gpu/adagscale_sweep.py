@@ -112,13 +112,18 @@ def variants(args) -> dict[str, RenderSettings]:
     return out
 
 
-def time_interleaved(renderers, settings, cams, device, warmup: int) -> dict[str, list[float]]:
+def warm_up(renderers, settings, cams, device, warmup: int) -> None:
+    """Untimed frames of every variant: kernels compiled, capacities and launch configurations settled, graphs
+    captured."""
+    for cam in cams[: max(warmup, 0)]:
+        for v, r in renderers.items():
+            r.render(cam, settings[v], sync_stats=False)
+    synchronize(device)
+
+
+def time_interleaved(renderers, settings, cams, device) -> dict[str, list[float]]:
     """Frame ms per variant, the variants taking turns on each camera (the order rotating by one a frame)."""
     names = list(renderers)
-    for cam in cams[: max(warmup, 0)]:
-        for v in names:
-            renderers[v].render(cam, settings[v], sync_stats=False)
-    synchronize(device)
     timers: dict[str, list[StageTimer]] = {v: [] for v in names}
     for i, cam in enumerate(cams):
         for v in names[i % len(names) :] + names[: i % len(names)]:
@@ -130,12 +135,11 @@ def time_interleaved(renderers, settings, cams, device, warmup: int) -> dict[str
     return {v: [t.elapsed_ms(wait=True)["total"] for t in ts] for v, ts in timers.items()}
 
 
-def time_blocked(renderers, settings, cams, device, warmup: int) -> dict[str, list[float]]:
+def time_blocked(renderers, settings, cams, device) -> dict[str, list[float]]:
     """Frame ms per variant, one variant's whole path after the other's (the bench's order and helper)."""
     out = {}
     for v, r in renderers.items():
-        out[v], _, _ = time_path(lambda cam, r=r, s=settings[v]: r.render(cam, s, sync_stats=False), cams, device,
-                                 warmup)  # fmt: skip
+        out[v], _, _ = time_path(lambda cam, r=r, s=settings[v]: r.render(cam, s, sync_stats=False), cams, device, 0)
     return out
 
 
@@ -180,9 +184,10 @@ def stage_times(renderers, settings, cam, cuda: bool) -> dict[str, dict[str, flo
 
 
 def run_path(args, label, kind, scene_stem, renderers, settings, cams, device, cuda) -> list[dict]:
+    warm_up(renderers, settings, cams, device, args.warmup)
     replays0 = {v: r.graph_replays for v, r in renderers.items()}
     timing = time_interleaved if args.order == "interleaved" else time_blocked
-    frame_ms = timing(renderers, settings, cams, device, args.warmup)
+    frame_ms = timing(renderers, settings, cams, device)
     replays = {v: r.graph_replays - replays0[v] for v, r in renderers.items()}
     rec = compare(renderers, settings, cams)
     stages = {} if args.no_stages else stage_times(renderers, settings, cams[len(cams) // 2], cuda)

@@ -83,18 +83,26 @@ def adagscale_s2(a, b, c, o, t, cr, cg, cb, tau, s_min):
 
 
 @triton.jit
+def _tile_band(m, r, n, TILE: tl.constexpr):
+    """(first, count) of the n tiles along one axis whose pixel-centre band meets [m - r, m + r]; the count
+    may be negative (no tile): callers clamp it."""
+    lo = (m - r + LAST_CENTRE_FROM_END) / TILE - 1.0
+    hi = (m + r - PIXEL_CENTRE) / TILE
+    lo = tl.minimum(tl.maximum(lo, -CLAMP_TILES), n + CLAMP_TILES)
+    hi = tl.minimum(tl.maximum(hi, -CLAMP_TILES), n + CLAMP_TILES)
+    first = tl.maximum(tl.ceil(lo).to(tl.int32), 0)
+    last = tl.minimum(tl.floor(hi).to(tl.int32), n - 1)
+    return first, last - first + 1
+
+
+@triton.jit
 def tile_rows(my, a, b, c, t, valid, n_ty, TILE: tl.constexpr):
     """First tile row and number of tile rows whose pixel-centre band meets the ellipse."""
     det = a * c - b * b
     ry = tl.sqrt(tl.maximum(t * a / det, 0.0))
-    lo = (my - ry + LAST_CENTRE_FROM_END) / TILE - 1.0
-    hi = (my + ry - PIXEL_CENTRE) / TILE
-    lo = tl.minimum(tl.maximum(lo, -CLAMP_TILES), n_ty + CLAMP_TILES)
-    hi = tl.minimum(tl.maximum(hi, -CLAMP_TILES), n_ty + CLAMP_TILES)
-    ty_lo = tl.maximum(tl.ceil(lo).to(tl.int32), 0)
-    ty_hi = tl.minimum(tl.floor(hi).to(tl.int32), n_ty - 1)
+    ty_lo, count = _tile_band(my, ry, n_ty, TILE)
     ok = valid & (ry == ry) & (det > 0.0)
-    rows = tl.where(ok, tl.maximum(ty_hi - ty_lo + 1, 0), 0)
+    rows = tl.where(ok, tl.maximum(count, 0), 0)
     return ty_lo, rows, ry
 
 
@@ -104,13 +112,8 @@ def tile_cols(mx, a, b, c, t, n_tx, TILE: tl.constexpr):
     [mx - rx, mx + rx]: the column twin of `tile_rows` (no validity mask; callers multiply by its rows)."""
     det = a * c - b * b
     rx = tl.sqrt(tl.maximum(t * c / det, 0.0))
-    lo = (mx - rx + LAST_CENTRE_FROM_END) / TILE - 1.0
-    hi = (mx + rx - PIXEL_CENTRE) / TILE
-    lo = tl.minimum(tl.maximum(lo, -CLAMP_TILES), n_tx + CLAMP_TILES)
-    hi = tl.minimum(tl.maximum(hi, -CLAMP_TILES), n_tx + CLAMP_TILES)
-    tx_lo = tl.maximum(tl.ceil(lo).to(tl.int32), 0)
-    tx_hi = tl.minimum(tl.floor(hi).to(tl.int32), n_tx - 1)
-    return tx_lo, tl.maximum(tx_hi - tx_lo + 1, 0)
+    tx_lo, count = _tile_band(mx, rx, n_tx, TILE)
+    return tx_lo, tl.maximum(count, 0)
 
 
 @triton.jit

@@ -86,26 +86,29 @@ def _unpack_camera(camera: torch.Tensor):
     return viewmat, fx, fy, cx, cy, campos
 
 
+def _tile_band(m, r, n, tile):
+    """(first, count) of the n tiles along one axis whose pixel-centre band meets [m - r, m + r], unclamped count."""
+    lo = ((m - r + (1.0 - PIXEL_CENTRE)) / tile - 1.0).clamp(-CLAMP_TILES, n + CLAMP_TILES)
+    hi = ((m + r - PIXEL_CENTRE) / tile).clamp(-CLAMP_TILES, n + CLAMP_TILES)
+    first = torch.ceil(lo).to(torch.int32).clamp(min=0)
+    last = torch.floor(hi).to(torch.int32).clamp(max=n - 1)
+    return first, last - first + 1
+
+
 def _tile_rows(my, a, b, c, t, valid, n_ty, tile):
     det = a * c - b * b
     ry = torch.sqrt(torch.clamp(t * a / det, min=0.0))
-    lo = ((my - ry + (1.0 - PIXEL_CENTRE)) / tile - 1.0).clamp(-CLAMP_TILES, n_ty + CLAMP_TILES)
-    hi = ((my + ry - PIXEL_CENTRE) / tile).clamp(-CLAMP_TILES, n_ty + CLAMP_TILES)
-    ty_lo = torch.ceil(lo).to(torch.int32).clamp(min=0)
-    ty_hi = torch.floor(hi).to(torch.int32).clamp(max=n_ty - 1)
+    ty_lo, count = _tile_band(my, ry, n_ty, tile)
     ok = valid & (ry == ry) & (det > 0)
-    rows = torch.where(ok, (ty_hi - ty_lo + 1).clamp(min=0), torch.zeros_like(ty_lo))
+    rows = torch.where(ok, count.clamp(min=0), torch.zeros_like(ty_lo))
     return ty_lo, rows, ry
 
 
 def _tile_cols(mx, a, b, c, t, n_tx, tile):
     det = a * c - b * b
     rx = torch.sqrt(torch.clamp(t * c / det, min=0.0))
-    lo = ((mx - rx + (1.0 - PIXEL_CENTRE)) / tile - 1.0).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
-    hi = ((mx + rx - PIXEL_CENTRE) / tile).clamp(-CLAMP_TILES, n_tx + CLAMP_TILES)
-    tx_lo = torch.ceil(lo).to(torch.int32).clamp(min=0)
-    tx_hi = torch.floor(hi).to(torch.int32).clamp(max=n_tx - 1)
-    return tx_lo, (tx_hi - tx_lo + 1).clamp(min=0)
+    tx_lo, count = _tile_band(mx, rx, n_tx, tile)
+    return tx_lo, count.clamp(min=0)
 
 
 def _row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, tile):

@@ -307,21 +307,18 @@ class Renderer:
         f = self._frame_for(src, camera, settings)
         # a graph holds the whole scene's arrays and no masks: a window's frames and occlusion's run stage by stage
         plain = src.kind == "full" and src.live is None and src.marks is None
-        if f.counted:
-            f.run(timer)
-        elif self.graphs and plain and not settings.depth and self.pair_capacity.size:
+        if not f.counted and self.graphs and plain and not settings.depth and self.pair_capacity.size:
             self._replay(f, timer)
         else:
             f.run(timer)
         n_visible, n_pairs = f.totals()  # the frame's one host sync (counted frames know them already)
-        if f.counted:
-            pass
-        elif not self.pair_capacity.fits(n_pairs):  # grow, then bin again from stage 2's output
-            self.pair_capacity.grow(n_pairs)
-            f = self._frame_for(src, camera, settings)
-            f.run(timer, from_stage="bin")
-        else:
-            self.pair_capacity.observe(n_pairs)
+        if not f.counted:  # counted frames size their pair tensors exactly: no capacity to check
+            if not self.pair_capacity.fits(n_pairs):  # grow, then bin again from stage 2's output
+                self.pair_capacity.grow(n_pairs)
+                f = self._frame_for(src, camera, settings)
+                f.run(timer, from_stage="bin")
+            else:
+                self.pair_capacity.observe(n_pairs)
         self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
         temporal.end_frame(src, f.tiles_touched)
         depth = None
@@ -530,21 +527,17 @@ class _Frame:
         self.r.k.depth_order(self.depths, self.tiles_touched, out=self.order_out)
 
     def bin(self, **tuning) -> None:
-        if self.counted:  # every slot is written: no sentinel fill
+        if self.counted:  # tensors of exactly the pair count, every slot written: no sentinel fill
             n_pairs = self.counts[1]
             self.pairs = (torch.empty(n_pairs, dtype=self.key_dtype, device=self.r.device),
                           torch.empty(n_pairs, dtype=torch.int32, device=self.r.device))  # fmt: skip
-            self.r.k.bin_pairs(
-                self.order_idx, self.offsets, self.means2d, self.conic_opacity, self.tiles_touched, self.width,
-                self.height, tile_size=self.tile, bin_t=self.bin_t, out=self.pairs,
-                **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
-            )  # fmt: skip
-            return
-        keys, ids = self.pairs[:2]
-        keys.fill_(self.r.k.sentinel_key(keys.dtype))  # the tail past the pair count must sort last
+            order, offsets = self.order_idx, self.offsets
+        else:
+            self.pairs[0].fill_(self.r.k.sentinel_key(self.key_dtype))  # the tail past the pair count sorts last
+            order, offsets = self.order_out[1], self.order_out[3]
         self.r.k.bin_pairs(
-            self.order_out[1], self.order_out[3], self.means2d, self.conic_opacity, self.tiles_touched, self.width,
-            self.height, tile_size=self.tile, bin_t=self.bin_t, out=(keys, ids),
+            order, offsets, self.means2d, self.conic_opacity, self.tiles_touched, self.width, self.height,
+            tile_size=self.tile, bin_t=self.bin_t, out=self.pairs[:2],
             **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip
 

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
 
 from renderer import Renderer, RenderSettings
 from renderer.paths import Keyframe, flythrough_path, load_camera_path, opencv_to_opengl, orbit_path, save_camera_path
-from scenes import bundled_scene_path, load_scene, save_scene
+from scenes import load_scene
 from tools.cli import main
 from tools.metrics import psnr
 from tools.video import read_mp4
@@ -33,16 +32,8 @@ BASE = ["--backend", "torch", "--quiet"]
 
 
 @pytest.fixture(scope="module")
-def scene_path(tmp_path_factory) -> str:
-    scene = load_scene(bundled_scene_path())
-    path = tmp_path_factory.mktemp("scene") / "small.ply"
-    save_scene(scene.subset(torch.arange(0, len(scene), 40)), path)
-    return str(path)
-
-
-@pytest.fixture(scope="module")
-def renderer(scene_path):
-    scene = load_scene(scene_path)
+def renderer(small_scene):
+    scene = load_scene(small_scene)
     return scene, Renderer(scene, backend="torch")
 
 
@@ -55,9 +46,9 @@ def render(*args) -> int:
     return main(["render", *map(str, args), *BASE])
 
 
-def test_orbit_video_decodes_to_the_rendered_frames(scene_path, renderer, tmp_path, capsys):
+def test_orbit_video_decodes_to_the_rendered_frames(small_scene, renderer, tmp_path, capsys):
     out = tmp_path / "orbit.mp4"
-    assert render(scene_path, "--path", "orbit", "--frames", 8, "--fps", 24, "--size", f"{W}x{H}", "--out", out) == 0
+    assert render(small_scene, "--path", "orbit", "--frames", 8, "--fps", 24, "--size", f"{W}x{H}", "--out", out) == 0
     frames, rate, size = read_mp4(str(out))
     assert frames.shape == (8, H, W, 3) and rate == 24 and size == (W, H)
     ref = reference_frames(renderer, orbit_path(renderer[0], W, H, 8))
@@ -68,11 +59,11 @@ def test_orbit_video_decodes_to_the_rendered_frames(scene_path, renderer, tmp_pa
     assert "rasterize" in text and "frames/s end to end" in text  # the per-stage summary
 
 
-def test_lossless_video_and_png_folder(scene_path, renderer, tmp_path):
+def test_lossless_video_and_png_folder(small_scene, renderer, tmp_path):
     cams = flythrough_path(renderer[0], W, H, 6)
     ref = reference_frames(renderer, cams)
     out = tmp_path / "fly.mp4"
-    assert render(scene_path, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}", "--quality", "lossless",
+    assert render(small_scene, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}", "--quality", "lossless",
                   "--out", out, "--alpha-video", tmp_path / "alpha.mp4") == 0  # fmt: skip
     frames, rate, _ = read_mp4(str(out))
     assert frames.shape[0] == 6 and rate == 30
@@ -82,16 +73,16 @@ def test_lossless_video_and_png_folder(scene_path, renderer, tmp_path):
     assert alpha.shape == (6, H, W, 3) and alpha.max() > 200 and alpha.min() < 20  # coverage, grey
 
     folder = tmp_path / "frames"
-    assert render(scene_path, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}", "--out", folder) == 0
+    assert render(small_scene, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}", "--out", folder) == 0
     pngs = sorted(folder.glob("frame_*.png"))
     assert [p.name for p in pngs] == [f"frame_{i:05d}.png" for i in range(6)]
     for p, r in zip(pngs, ref, strict=True):
         np.testing.assert_array_equal(np.asarray(Image.open(p)), r)  # PNG is lossless
 
 
-def test_resume_renders_only_missing_frames(scene_path, tmp_path, capsys):
+def test_resume_renders_only_missing_frames(small_scene, tmp_path, capsys):
     folder = tmp_path / "frames"
-    args = [scene_path, "--path", "spiral", "--frames", 5, "--size", f"{W}x{H}", "--out", folder]
+    args = [small_scene, "--path", "spiral", "--frames", 5, "--size", f"{W}x{H}", "--out", folder]
     assert render(*args) == 0
     before = {p.name: p.read_bytes() for p in folder.glob("frame_*.png")}
     (folder / "frame_00001.png").unlink()
@@ -101,17 +92,17 @@ def test_resume_renders_only_missing_frames(scene_path, tmp_path, capsys):
     assert "resuming: 3 of 5 frames present, 2 to render" in capsys.readouterr().out
     assert {p.name: p.read_bytes() for p in folder.glob("frame_*.png")} == before
     # a different path in the same folder is not resumed into it
-    assert render(scene_path, "--path", "orbit", "--frames", 5, "--size", f"{W}x{H}", "--out", folder, "--resume") == 2
+    assert render(small_scene, "--path", "orbit", "--frames", 5, "--size", f"{W}x{H}", "--out", folder, "--resume") == 2
     assert "holds a different render" in capsys.readouterr().err
 
 
-def test_keyframes_file_round_trip_renders(scene_path, renderer, tmp_path):
+def test_keyframes_file_round_trip_renders(small_scene, renderer, tmp_path):
     scene = renderer[0]
     cams = orbit_path(scene, W, H, 4)
     path = tmp_path / "viewer_path.json"
     save_camera_path(path, [Keyframe.from_camera(c) for c in cams[:3]], width=W, height=H, fps=5, seconds=1.0)
     out = tmp_path / "kf.mp4"
-    assert render(scene_path, "--path", path, "--out", out, "--crf", 0) == 0
+    assert render(small_scene, "--path", path, "--out", out, "--crf", 0) == 0
     frames, rate, size = read_mp4(str(out))
     assert frames.shape[0] == 5 and rate == 5 and size == (W, H)  # fps * seconds frames, the file's size
     ref = reference_frames(renderer, load_camera_path(path).cameras)
@@ -121,27 +112,27 @@ def test_keyframes_file_round_trip_renders(scene_path, renderer, tmp_path):
     assert psnr(ref[-1], reference_frames(renderer, cams[2:3])[0], peak=255) == float("inf")
 
 
-def test_frames_on_a_timed_path_file_says_what_it_does(scene_path, renderer, tmp_path, capsys):
+def test_frames_on_a_timed_path_file_says_what_it_does(small_scene, renderer, tmp_path, capsys):
     """--frames re-samples a path file over its own duration; the command says so, and the frame rate it gets."""
     path = tmp_path / "viewer_path.json"
     cams = orbit_path(renderer[0], W, H, 3)
     save_camera_path(path, [Keyframe.from_camera(c) for c in cams], width=W, height=H, fps=5, seconds=4.0)
     capsys.readouterr()
-    assert render(scene_path, "--path", path, "--frames", 2, "--out", tmp_path / "f") == 0
+    assert render(small_scene, "--path", path, "--frames", 2, "--out", tmp_path / "f") == 0
     out = capsys.readouterr().out
     assert "2 frames re-sampled from the file's 20 over its 4 s (--fps sets another rate) at 0.5 fps" in out
-    assert render(scene_path, "--path", path, "--frames", 2, "--fps", 30, "--out", tmp_path / "g") == 0
+    assert render(small_scene, "--path", path, "--frames", 2, "--fps", 30, "--out", tmp_path / "g") == 0
     assert "2 frames re-sampled from the file's 20 over its 4 s at 30 fps" in capsys.readouterr().out
-    assert render(scene_path, "--path", path, "--frames", 20, "--out", tmp_path / "h") == 0  # the file's count
+    assert render(small_scene, "--path", path, "--frames", 20, "--out", tmp_path / "h") == 0  # the file's count
     assert "20 frames at 5 fps" in capsys.readouterr().out
 
 
-def test_inria_and_nerfstudio_files_render(scene_path, renderer, tmp_path):
+def test_inria_and_nerfstudio_files_render(small_scene, renderer, tmp_path):
     from tests.renderer.paths.test_formats import garden_cameras_json
 
     cameras, *_ = garden_cameras_json(tmp_path)
     folder = tmp_path / "garden"
-    assert render(scene_path, "--path", cameras, "--size", "48x32", "--out", folder) == 0
+    assert render(small_scene, "--path", cameras, "--size", "48x32", "--out", folder) == 0
     assert len(list(folder.glob("frame_*.png"))) == 3  # one frame per training camera
     assert Image.open(folder / "frame_00000.png").size == (48, 32)
     # a nerfstudio camera_path.json made by hand from two orbit cameras (OpenGL axes, row-major, fov 60)
@@ -151,20 +142,20 @@ def test_inria_and_nerfstudio_files_render(scene_path, renderer, tmp_path):
     path = tmp_path / "camera_path.json"
     path.write_text(json.dumps({"render_width": W, "render_height": H, "seconds": 0.5, "camera_path": frames}))
     folder = tmp_path / "ns"
-    assert render(scene_path, "--path", path, "--out", folder) == 0
+    assert render(small_scene, "--path", path, "--out", folder) == 0
     got = np.stack([np.asarray(Image.open(folder / f"frame_{i:05d}.png")) for i in range(2)])
     np.testing.assert_array_equal(got, reference_frames(renderer, cams))  # same pose after two conversions
     out = tmp_path / "ns.mp4"
-    assert render(scene_path, "--path", path, "--out", out) == 0
+    assert render(small_scene, "--path", path, "--out", out) == 0
     video, rate, size = read_mp4(str(out))
     assert video.shape[0] == 2 and rate == 4 and size == (W, H)  # fps = frames / seconds
 
 
-def test_two_workers_equal_one(scene_path, tmp_path, capsys):
+def test_two_workers_equal_one(small_scene, tmp_path, capsys):
     """Chunks rendered by 2 spawned CPU workers and remuxed (no re-encode) decode to exactly the frames of a
     single-worker render (crf 0: lossless, so any difference would be a rendering or stitching one)."""
     common = [
-        scene_path,
+        small_scene,
         "--path",
         "flythrough",
         "--frames",
@@ -187,9 +178,9 @@ def test_two_workers_equal_one(scene_path, tmp_path, capsys):
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".part")]  # chunk files cleaned up
 
 
-def test_killed_render_leaves_no_complete_looking_file(scene_path, tmp_path):
+def test_killed_render_leaves_no_complete_looking_file(small_scene, tmp_path):
     out = tmp_path / "killed.mp4"
-    cmd = [sys.executable, "-m", "tools", "render", scene_path, "--path", "orbit", "--frames", 2000,
+    cmd = [sys.executable, "-m", "tools", "render", small_scene, "--path", "orbit", "--frames", 2000,
            "--size", f"{W}x{H}", "--out", out, *BASE]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(list(map(str, cmd)), cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -208,11 +199,11 @@ def test_killed_render_leaves_no_complete_looking_file(scene_path, tmp_path):
     assert parts and all(p.name.startswith(".killed.mp4.") for p in parts)  # hidden, named as unfinished
 
 
-def test_single_image_mode_without_app(scene_path, tmp_path):
+def test_single_image_mode_without_app(small_scene, tmp_path):
     out = tmp_path / "one.png"
     code = (
         "import sys; from tools.cli import main; "
-        f"rc = main(['render', {scene_path!r}, '--size', '32x24', '--out', {str(out)!r}, '--backend', 'torch']); "
+        f"rc = main(['render', {small_scene!r}, '--size', '32x24', '--out', {str(out)!r}, '--backend', 'torch']); "
         "assert rc == 0; assert not [m for m in sys.modules if m == 'app' or m.startswith('app.')], 'app imported'"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -255,23 +246,23 @@ def test_single_image_mode_without_app(scene_path, tmp_path):
         "encoder-threading",
     ],
 )
-def test_bad_input_exit_2_one_line(scene_path, tmp_path, capsys, extra, match):
+def test_bad_input_exit_2_one_line(small_scene, tmp_path, capsys, extra, match):
     (tmp_path / "bad.json").write_text('{"camera_path": [')
     (tmp_path / "exists.mp4").write_bytes(b"x")
     (tmp_path / "framesdir").mkdir()
     (tmp_path / "framesdir" / "frame_00000.png").write_bytes(b"x")
     args = [a.replace("{tmp}", str(tmp_path)) for a in extra]
-    assert render(scene_path, "--frames", 2, "--size", f"{W}x{H}", *args) == 2
+    assert render(small_scene, "--frames", 2, "--size", f"{W}x{H}", *args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("warpsplat render: error:") and match in err, err
     assert (tmp_path / "exists.mp4").read_bytes() == b"x"
     assert not (tmp_path / "a.mp4").exists()
 
 
-def test_odd_size_padded_on_request(scene_path, tmp_path, capsys):
+def test_odd_size_padded_on_request(small_scene, tmp_path, capsys):
     out = tmp_path / "odd.mp4"
     assert (
-        render(scene_path, "--path", "orbit", "--frames", 2, "--size", "63x47", "--odd-size", "pad", "--out", out) == 0
+        render(small_scene, "--path", "orbit", "--frames", 2, "--size", "63x47", "--odd-size", "pad", "--out", out) == 0
     )
     assert "63x47 is odd; the video is 64x48" in capsys.readouterr().out
     assert read_mp4(str(out))[2] == (64, 48)
@@ -301,24 +292,24 @@ def rendered(monkeypatch):
     ],
     ids=["adagscale", "temporal", "occlusion", "background"],
 )
-def test_render_switches_reach_the_renderer(tmp_path, scene_path, rendered, flags, want):
+def test_render_switches_reach_the_renderer(tmp_path, small_scene, rendered, flags, want):
     out = tmp_path / "x.png"
-    assert render(scene_path, "--size", "24x16", "--out", out, *flags) == 0
+    assert render(small_scene, "--size", "24x16", "--out", out, *flags) == 0
     (_, settings, _), *_ = rendered
     assert {k: getattr(settings, k) for k in want} == want
 
 
-def test_bad_switch_values_are_one_line_errors(scene_path, tmp_path, capsys):
+def test_bad_switch_values_are_one_line_errors(small_scene, tmp_path, capsys):
     for flags in (["--adagscale-tau", "-1"], ["--temporal", "-2"], ["--background", "2,0,0"]):
-        assert render(scene_path, "--size", "24x16", "--out", tmp_path / "x.png", *flags) == 2, flags
+        assert render(small_scene, "--size", "24x16", "--out", tmp_path / "x.png", *flags) == 2, flags
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("warpsplat render: error:"), err
 
 
-def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path, rendered):
+def test_temporal_reuse_renders_the_same_frames(small_scene, tmp_path, rendered):
     """--temporal K gives the renderer the path's next K - 1 cameras with each frame, and the frames are those
     of the exact render, bit for bit (PNG frames, lossless); --occlusion-cull renders too."""
-    common = [scene_path, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}"]
+    common = [small_scene, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}"]
     assert render(*common, "--out", tmp_path / "exact") == 0
     rendered.clear()
     assert render(*common, "--out", tmp_path / "window", "--temporal", 3) == 0
@@ -336,7 +327,7 @@ def test_temporal_reuse_renders_the_same_frames(scene_path, tmp_path, rendered):
     assert len([n for n in os.listdir(tmp_path / "occl") if n.endswith(".png")]) == 6
 
 
-def test_depth_video_decodes_to_the_renderers_depth(scene_path, renderer, tmp_path):
+def test_depth_video_decodes_to_the_renderers_depth(small_scene, renderer, tmp_path):
     """--depth-video: one grey scale for the whole path (from the cameras' distances to the scene), each frame
     the renderer's expected depth through it; with two workers the chunks share that scale."""
     from tools.render_jobs import depth_grey, path_depth_range
@@ -348,7 +339,7 @@ def test_depth_video_decodes_to_the_renderers_depth(scene_path, renderer, tmp_pa
     for cam in cams:
         out = r.render(cam, RenderSettings(depth=True))
         want.append(depth_grey(out.depth, out.alpha, near_far).numpy())
-    common = [scene_path, "--path", "flythrough", "--frames", 5, "--size", f"{W}x{H}", "--quality", "lossless"]
+    common = [small_scene, "--path", "flythrough", "--frames", 5, "--size", f"{W}x{H}", "--quality", "lossless"]
     for workers in (1, 2):
         depth_mp4 = tmp_path / f"depth{workers}.mp4"
         assert render(*common, "--out", tmp_path / f"rgb{workers}.mp4", "--depth-video", depth_mp4,

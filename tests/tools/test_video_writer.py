@@ -19,46 +19,33 @@ import torch
 
 from renderer import Renderer, RenderSettings
 from renderer.paths import orbit_path
-from scenes import bundled_scene_path, load_scene, save_scene
+from scenes import load_scene
+from tests.tools.test_render_video import H, W, render  # the same CLI call and image size
 from tools.cli import main
 from tools.metrics import psnr
 from tools.render_jobs import FrameSink, Job
 from tools.threads import apply_thread_policy
 from tools.video import DEFAULT_PRESET, DEFAULT_THREADING, DEFAULT_THREADS, X264_PRESETS, Mp4Writer, read_mp4
 
-W, H = 64, 48
 N = 10  # more frames than FrameSink.SLOTS, so host buffers are reused
-BASE = ["--backend", "torch", "--quiet"]
 
 
-@pytest.fixture(scope="module")
-def scene_path(tmp_path_factory) -> str:
-    scene = load_scene(bundled_scene_path())
-    path = tmp_path_factory.mktemp("scene") / "small.ply"
-    save_scene(scene.subset(torch.arange(0, len(scene), 40)), path)
-    return str(path)
-
-
-def render(*args) -> int:
-    return main(["render", *map(str, args), *BASE])
-
-
-def orbit(scene_path: str, out, *extra, size=(W, H)) -> int:
-    return render(scene_path, "--path", "orbit", "--frames", N, "--size", f"{size[0]}x{size[1]}", "--out", out, *extra)
+def orbit(small_scene: str, out, *extra, size=(W, H)) -> int:
+    return render(small_scene, "--path", "orbit", "--frames", N, "--size", f"{size[0]}x{size[1]}", "--out", out, *extra)
 
 
 def leftovers(folder) -> list[str]:
     return [p for p in os.listdir(folder) if p.endswith(".part")]
 
 
-def test_threaded_writer_equals_sequential_writes(scene_path, tmp_path, monkeypatch, capsys):
+def test_threaded_writer_equals_sequential_writes(small_scene, tmp_path, monkeypatch, capsys):
     """The render loop copies each frame into a host buffer and a writer thread encodes it. With the writer made
     slower than the renderer, so that the loop has to wait for buffers and reuses them, the video decodes to
     exactly the frames of the same encoder fed one frame at a time, and the summary names the encoder as the
     bound. crf 0: x264 here does not repeat its lossy output bit for bit (two encodes of the same frames at crf
     18 differed from the 7th frame on, with one thread too), while lossless output depends only on its input."""
     apply_thread_policy()  # render as the command does: torch's thread count changes the float sums' order
-    scene = load_scene(scene_path)
+    scene = load_scene(small_scene)
     r = Renderer(scene, backend="torch")
     cams = orbit_path(scene, W, H, N)
     ref = np.stack([r.render(c, RenderSettings()).rgba8.numpy().copy() for c in cams])
@@ -75,7 +62,7 @@ def test_threaded_writer_equals_sequential_writes(scene_path, tmp_path, monkeypa
 
     monkeypatch.setattr(Mp4Writer, "write", slow_write)
     threaded = tmp_path / "threaded.mp4"
-    assert orbit(scene_path, threaded, "--crf", 0) == 0
+    assert orbit(small_scene, threaded, "--crf", 0) == 0
     text = capsys.readouterr().out
     assert "so encoding/writing bounds this render" in text, text
     a, _, _ = read_mp4(str(sequential))
@@ -110,18 +97,18 @@ def test_sink_bounds_its_buffers_and_copies_frames(tmp_path):
         assert (np.asarray(Image.open(tmp_path / f"frame_{i:05d}.png")) == i * 20).all(), i
 
 
-def test_encoder_options_reach_x264(scene_path, tmp_path):
+def test_encoder_options_reach_x264(small_scene, tmp_path):
     """x264 writes its settings into the stream (an SEI message): the options given are the ones it ran with.
     64x160: x264 gives a frame no more slices than it has rows of macroblocks, nor one of 48 rows any."""
     common = ("--encoder-threads", 2, "--quality", "draft")
     sliced = tmp_path / "sliced.mp4"
-    assert orbit(scene_path, sliced, "--encoder-threading", "slice", "--preset", "medium", *common, size=(64, 160)) == 0
+    medium = ("--encoder-threading", "slice", "--preset", "medium")
+    assert orbit(small_scene, sliced, *medium, *common, size=(64, 160)) == 0
     sei = sliced.read_bytes()
     assert b" threads=2 " in sei and b"sliced_threads=1" in sei and b"subme=7" in sei  # subme 7: medium
     framed = tmp_path / "framed.mp4"
-    assert (
-        orbit(scene_path, framed, "--encoder-threading", "frame", "--preset", "ultrafast", *common, size=(64, 160)) == 0
-    )
+    ultrafast = ("--encoder-threading", "frame", "--preset", "ultrafast")
+    assert orbit(small_scene, framed, *ultrafast, *common, size=(64, 160)) == 0
     sei = framed.read_bytes()
     assert b" threads=2 " in sei and b"sliced_threads=0" in sei
     assert b"cabac=0" in sei and b"subme=0" in sei  # what preset ultrafast turns off
@@ -139,7 +126,7 @@ def test_encoder_options_reach_x264(scene_path, tmp_path):
     ],
     ids=["disk-full", "ffmpeg-error"],
 )
-def test_encoder_failure_mid_run_is_one_line_and_leaves_nothing(scene_path, tmp_path, monkeypatch, capsys,
+def test_encoder_failure_mid_run_is_one_line_and_leaves_nothing(small_scene, tmp_path, monkeypatch, capsys,
                                                                 error, message):  # fmt: skip
     real_write = Mp4Writer.write
 
@@ -150,13 +137,13 @@ def test_encoder_failure_mid_run_is_one_line_and_leaves_nothing(scene_path, tmp_
 
     monkeypatch.setattr(Mp4Writer, "write", failing_write)
     out = tmp_path / "fail.mp4"
-    assert orbit(scene_path, out, "--alpha-video", tmp_path / "alpha.mp4") == 2
+    assert orbit(small_scene, out, "--alpha-video", tmp_path / "alpha.mp4") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.strip() == message, err
     assert os.listdir(tmp_path) == []  # no output, no side video, no .part file
 
 
-def test_interrupt_mid_run_leaves_nothing(scene_path, tmp_path, monkeypatch, capsys):
+def test_interrupt_mid_run_leaves_nothing(small_scene, tmp_path, monkeypatch, capsys):
     real_render = Renderer.render
     calls = []
 
@@ -167,7 +154,7 @@ def test_interrupt_mid_run_leaves_nothing(scene_path, tmp_path, monkeypatch, cap
         return real_render(self, *args, **kwargs)
 
     monkeypatch.setattr(Renderer, "render", interrupted)
-    assert orbit(scene_path, tmp_path / "stop.mp4") == 130
+    assert orbit(small_scene, tmp_path / "stop.mp4") == 130
     assert "interrupted" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
 
@@ -181,7 +168,7 @@ def test_encoder_options_have_help(capsys):
     assert ", ".join(X264_PRESETS) in text and f"(default {DEFAULT_PRESET})" in text
 
 
-def test_video_bench_script_runs(scene_path, tmp_path, capsys):
+def test_video_bench_script_runs(small_scene, tmp_path, capsys):
     """tests/gpu/video_bench.py (run by hand on the GPU machine) works end to end on a tiny render."""
     import importlib.util
     import json
@@ -190,7 +177,7 @@ def test_video_bench_script_runs(scene_path, tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("video_bench", Path(__file__).parents[1] / "gpu" / "video_bench.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    argv = ["--scene", scene_path, "--size", f"{W}x{H}", "--frames", "6", "--encode-frames", "4",
+    argv = ["--scene", small_scene, "--size", f"{W}x{H}", "--frames", "6", "--encode-frames", "4",
             "--presets", "ultrafast,medium", "--threads", "0,2", "--out", str(tmp_path)]  # fmt: skip
     assert bench.main(argv) == 0
     text = capsys.readouterr().out

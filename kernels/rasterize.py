@@ -38,45 +38,94 @@ from ._launch import interpreting
 
 
 @triton.jit
+def _list_id(ids_ptr, i, end):
+    """The Gaussian id of list entry i (0 past `end`)."""
+    return tl.load(ids_ptr + i, mask=i < end, other=0).to(tl.int64)
+
+
+@triton.jit
+def _gaussian(ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, i, end):
+    """List entry i's Gaussian: (gid, mx, my, a, b, c, opacity, r, g, b); zeros past `end`."""
+    return _gaussian_data(means2d_ptr, conic_opacity_ptr, colors_ptr, _list_id(ids_ptr, i, end), i < end)
+
+
+@triton.jit
+def _gaussian_data(means2d_ptr, conic_opacity_ptr, colors_ptr, gid, in_list):
+    """The blending data of Gaussian `gid`, (gid, mx, my, a, b, c, opacity, r, g, b): `_gaussian` after its id."""
+    return (
+        gid,
+        tl.load(means2d_ptr + gid * 2 + 0, mask=in_list, other=0.0),
+        tl.load(means2d_ptr + gid * 2 + 1, mask=in_list, other=0.0),
+        tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_list, other=0.0),
+        tl.load(conic_opacity_ptr + gid * 4 + 1, mask=in_list, other=0.0),
+        tl.load(conic_opacity_ptr + gid * 4 + 2, mask=in_list, other=0.0),
+        tl.load(conic_opacity_ptr + gid * 4 + 3, mask=in_list, other=0.0),
+        tl.load(colors_ptr + gid * 3 + 0, mask=in_list, other=0.0),
+        tl.load(colors_ptr + gid * 3 + 1, mask=in_list, other=0.0),
+        tl.load(colors_ptr + gid * 3 + 2, mask=in_list, other=0.0),
+    )
+
+
+@triton.jit
+def _blend_one(g, in_list, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK: tl.constexpr):
+    """Blend one Gaussian g = (gid, mx, my, a, b, c, opacity, r, g, b) into the pixels, by gsplat's rule."""
+    dx = g[1] - fx
+    dy = g[2] - fy
+    sigma = 0.5 * (g[3] * dx * dx + g[5] * dy * dy) + g[4] * dx * dy
+    alpha = tl.minimum(ALPHA_MAX, g[6] * tl.exp(-sigma))
+    ok = alive & in_list & (sigma >= 0.0) & (alpha >= ALPHA_MIN)
+    next_T = T * (1.0 - alpha)
+    stop = ok & (next_T <= T_STOP)
+    blend = ok & ~stop
+    w = tl.where(blend, alpha * T, 0.0)
+    cr += w * g[7]
+    cg += w * g[8]
+    cb += w * g[9]
+    if MARK:  # blended somewhere, or stopped a pixel (removing it would let that pixel go on)
+        tl.store(mark_ptr + g[0], tl.full([], 1, tl.int8), mask=tl.max(ok.to(tl.int32), axis=0) > 0)
+    T = tl.where(blend, next_T, T)
+    return T, alive & ~stop, stopped | stop, cr, cg, cb
+
+
+@triton.jit
 def _blend_scalar(
     ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
-    cr, cg, cb, UNROLL: tl.constexpr, MARK: tl.constexpr,
+    cr, cg, cb, UNROLL: tl.constexpr, MARK: tl.constexpr, PREFETCH: tl.constexpr,
 ):  # fmt: skip
     """Blend list entries [s, end) into the pixels' (C, T); `alive` pixels stop by gsplat's rule.
 
     With MARK, mark_ptr[gid] = 1 for every Gaussian that blends into or stops at least one pixel: the others
     can be removed from the list without changing the image (temporal reuse's occlusion culling).
-    Returns (T, alive, stopped, cr, cg, cb): `stopped` marks pixels that hit the stopping rule here."""
+    Returns (T, alive, stopped, cr, cg, cb): `stopped` marks pixels that hit the stopping rule here.
+
+    PREFETCH: the ids are loaded a step ahead. Without it, a step's loads wait on its ids, then on the
+    Gaussians they name, and the blending waits on both: two memory latencies per step. With it, one. (Also
+    loading the next step's Gaussians ahead, in registers, measured slower on every path: BENCHMARKS.md,
+    section 13.) Same arithmetic, same image."""
     stopped = alive & False
-    while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
+    if PREFETCH:
+        ids = ()  # this step's ids
         for u in tl.static_range(UNROLL):
-            i = s + u
-            in_list = i < end
-            gid = tl.load(ids_ptr + i, mask=in_list, other=0).to(tl.int64)
-            mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_list, other=0.0)
-            my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_list, other=0.0)
-            ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_list, other=0.0)
-            cbb = tl.load(conic_opacity_ptr + gid * 4 + 1, mask=in_list, other=0.0)
-            cc = tl.load(conic_opacity_ptr + gid * 4 + 2, mask=in_list, other=0.0)
-            op = tl.load(conic_opacity_ptr + gid * 4 + 3, mask=in_list, other=0.0)
-            dx = mx - fx
-            dy = my - fy
-            sigma = 0.5 * (ca * dx * dx + cc * dy * dy) + cbb * dx * dy
-            alpha = tl.minimum(ALPHA_MAX, op * tl.exp(-sigma))
-            ok = alive & in_list & (sigma >= 0.0) & (alpha >= ALPHA_MIN)
-            next_T = T * (1.0 - alpha)
-            stop = ok & (next_T <= T_STOP)
-            blend = ok & ~stop
-            w = tl.where(blend, alpha * T, 0.0)
-            cr += w * tl.load(colors_ptr + gid * 3 + 0, mask=in_list, other=0.0)
-            cg += w * tl.load(colors_ptr + gid * 3 + 1, mask=in_list, other=0.0)
-            cb += w * tl.load(colors_ptr + gid * 3 + 2, mask=in_list, other=0.0)
-            if MARK:  # blended somewhere, or stopped a pixel (removing it would let that pixel go on)
-                tl.store(mark_ptr + gid, tl.full([], 1, tl.int8), mask=tl.max(ok.to(tl.int32), axis=0) > 0)
-            T = tl.where(blend, next_T, T)
-            alive = alive & ~stop
-            stopped = stopped | stop
-        s += UNROLL
+            ids = ids + (_list_id(ids_ptr, s + u, end),)
+        while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
+            nxt = ()
+            for u in tl.static_range(UNROLL):
+                nxt = nxt + (_list_id(ids_ptr, s + UNROLL + u, end),)
+            for u in tl.static_range(UNROLL):
+                g = _gaussian_data(means2d_ptr, conic_opacity_ptr, colors_ptr, ids[u], s + u < end)
+                T, alive, stopped, cr, cg, cb = _blend_one(
+                    g, s + u < end, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK
+                )
+            ids = nxt
+            s += UNROLL
+    else:
+        while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
+            for u in tl.static_range(UNROLL):
+                g = _gaussian(ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s + u, end)
+                T, alive, stopped, cr, cg, cb = _blend_one(
+                    g, s + u < end, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK
+                )
+            s += UNROLL
     return T, alive, stopped, cr, cg, cb
 
 
@@ -123,7 +172,7 @@ def _blend_batched(
 @triton.jit
 def _blend(
     ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
-    cr, cg, cb, BATCHED: tl.constexpr, STEP: tl.constexpr, MARK: tl.constexpr,
+    cr, cg, cb, BATCHED: tl.constexpr, STEP: tl.constexpr, MARK: tl.constexpr, PREFETCH: tl.constexpr,
 ):  # fmt: skip
     if BATCHED:
         return _blend_batched(
@@ -133,7 +182,7 @@ def _blend(
     else:
         return _blend_scalar(
             ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
-            STEP, MARK,
+            STEP, MARK, PREFETCH,
         )  # fmt: skip
 
 
@@ -195,6 +244,7 @@ def _rasterize_kernel(
     STEP: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
     MARK: tl.constexpr,
+    PREFETCH: tl.constexpr,
 ):
     """One program per tile: its whole list, front to back, until every pixel is done."""
     tile_id = tl.program_id(0)
@@ -204,19 +254,23 @@ def _rasterize_kernel(
     zero = tl.zeros([TILE * TILE], tl.float32)
     T, alive, stopped, cr, cg, cb = _blend(
         ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, start, end, fx, fy, zero + 1.0, inside,
-        zero, zero, zero, BATCHED, STEP, MARK,
+        zero, zero, zero, BATCHED, STEP, MARK, PREFETCH,
     )  # fmt: skip
     _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
 
 
 # ----------------------------------------------------------------------------------------------- launcher
 
-# (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by how long the frame's tile
-# lists are (0 short, 1 medium, 2 long): one pixel per thread pays on longer lists (more warps in flight hide
-# the loads of the Gaussians), two pixels per thread and a short unroll on short ones. Measured on the H200
-# over 1-4 warps and 4-32 Gaussians per step (BENCHMARKS.md, section 8). The interpreter runs the batched form
-# with one configuration.
-SCALAR_CONFIG = {(8, 0): (1, 8), (8, 1): (2, 8), (8, 2): (2, 16), (16, 0): (4, 8), (16, 1): (8, 8), (16, 2): (8, 16)}
+# (warps per program, Gaussians per loop step, ids prefetched) of the scalar loop, by tile size and by how long
+# the frame's tile lists are (0 short, 1 medium, 2 long). Measured on the H200 over 1-4 warps, 4-16 Gaussians
+# per step, with and without loading the ids a step ahead, on real frames (BENCHMARKS.md, sections 8 and 13).
+# The prefetch costs no registers at 8 per step and cut the rasterizer by 18-27% on the medium and long lists
+# of the composites. Short lists (objects) are bound by their longest few lists and gain little. The
+# interpreter runs the batched form with one configuration.
+SCALAR_CONFIG = {
+    (8, 0): (1, 8, True), (8, 1): (2, 8, True), (8, 2): (2, 16, True),
+    (16, 0): (4, 8, True), (16, 1): (4, 16, True), (16, 2): (8, 16, True),
+}  # fmt: skip
 # Mean pairs per tile at which a frame's lists count as medium and long (the renderer decides from the last
 # frame); at 8 px the measured frames had 67-100 (objects seen close), 265 (a fly-over) and 340-1250
 # (overviews of 6M and 24M Gaussians).
@@ -241,13 +295,14 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     marks: torch.Tensor | None = None,
     lists: int = 0,
+    prefetch: bool | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
-    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; lists: 0, 1, 2 for
-    short, medium, long tile lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of
-    them changes the image.
+    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; prefetch: the
+    scalar loop loads its ids a step ahead (`_blend_scalar`); lists: 0, 1, 2 for short, medium, long tile
+    lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of them changes the image.
     `out` = (rgb, alpha, rgba8 or None) buffers to write into.
     marks: optional [N] int8, zeroed by the caller; set to 1 for each Gaussian that blends into or stops at
     least one pixel, so that the unmarked ones can be dropped without changing the image.
@@ -272,7 +327,9 @@ def rasterize_tiles(
     if variant not in ("batched", "scalar"):
         raise ValueError(f"unknown rasterizer variant {variant!r}")
     batched = variant == "batched"
-    warps, unroll = SCALAR_CONFIG[tile_size, lists]
+    warps, unroll, pipelined = SCALAR_CONFIG[tile_size, lists]
+    if prefetch is None:
+        prefetch = pipelined
     if step is None:
         step = (64 if interpreting() else 16) if batched else unroll
     if num_warps is None:
@@ -281,6 +338,7 @@ def rasterize_tiles(
     _rasterize_kernel[(n_tiles,)](
         gaussian_ids, ranges, means2d, conic_opacity, colors, mark_arg, background, rgb, alpha,
         rgba8 if has_rgba8 else alpha, width, height,
-        TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, MARK=marks is not None, num_warps=num_warps,
+        TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, MARK=marks is not None,
+        PREFETCH=bool(prefetch) and not batched, num_warps=num_warps,
     )  # fmt: skip
     return rgb, alpha, rgba8

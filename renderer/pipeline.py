@@ -227,6 +227,11 @@ class Renderer:
         self._scale_modifier = 1.0
         self.covars = prepare_covariances(self._quats, self._log_scales)
         cuda = self.device.type == "cuda"
+        # the device the scene was copied to, as an int: torch.cuda.device(torch.device("cuda")) looked the current
+        # device up in Python on every frame
+        self._device_index = self.device.index if self.device.index is not None else -1
+        if cuda and self.device.index is None:
+            self._device_index = torch.cuda.current_device()
         self.graphs = (cuda and self.backend == "triton") if graphs is None else bool(graphs and cuda)
         # "auto": counted from COUNTED_FROM Gaussians on; "graph" / "counted" force one route (for measuring)
         self.frame_mode = "auto"
@@ -276,7 +281,7 @@ class Renderer:
         frame later, when the GPU has finished) and the frame performs only its one end-of-frame sync.
         `future`: the cameras of the next frames when they are known (a camera path), for temporal reuse."""
         if self.device.type == "cuda":  # Triton launches on the current device: make it this renderer's
-            with torch.cuda.device(self.device):
+            with torch.cuda.device(self._device_index):
                 return self._render(camera, settings, sync_stats, future)
         return self._render(camera, settings, sync_stats, future)
 

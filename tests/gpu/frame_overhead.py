@@ -60,7 +60,21 @@ def main() -> None:
     prof.disable()
     s = io.StringIO()
     pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(25)
+    pstats.Stats(prof, stream=s).sort_stats("cumulative").print_stats(30)
     print(s.getvalue())
+
+    # the GPU's kernels, one replayed frame and one frame launched stage by stage
+    from torch.profiler import ProfilerActivity, profile
+
+    for label, fn in (("graph replay", f.graph.replay if f.graph is not None else None), ("eager", f.run)):
+        if fn is None:
+            continue
+        with profile(activities=[ProfilerActivity.CUDA]) as prof_gpu:
+            for _ in range(20):
+                fn() if label == "graph replay" else fn(StageTimer(None))
+            torch.cuda.synchronize()
+        print(f"--- kernels, {label} (20 frames) ---")
+        print(prof_gpu.key_averages().table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=70))
     n_calls = 5 * len(cams)
     print(f"frames: {n_calls}, graph replays so far: {r.graph_replays}")
     print(f"render() call (bench timing), median: {call:.3f} ms")

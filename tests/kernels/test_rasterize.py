@@ -24,7 +24,7 @@ def binned(n, width, height, device, seed=0, degree=0, opaque=False, scale_shift
     return si, ranges, m2, co, col
 
 
-def render_pair(args, width, height, device, variant, background=(0.1, 0.2, 0.3), tile=8):
+def render_pair(args, width, height, device, variant, background=(0.1, 0.2, 0.3), tile=8, prefetch=None):
     bg = torch.tensor(background, dtype=torch.float32, device=device)
     want = ref.rasterize_tiles(*args, bg, width, height, tile_size=tile)
     out = (
@@ -32,7 +32,7 @@ def render_pair(args, width, height, device, variant, background=(0.1, 0.2, 0.3)
         nan_like(torch.empty(height, width, device=device)),
         nan_like(torch.empty(height, width, 4, dtype=torch.uint8, device=device)),
     )
-    got = kernels.rasterize_tiles(*args, bg, width, height, variant=variant, out=out, tile_size=tile)
+    got = kernels.rasterize_tiles(*args, bg, width, height, variant=variant, out=out, tile_size=tile, prefetch=prefetch)
     return want, got
 
 
@@ -46,33 +46,38 @@ def check(want, got, min_psnr=60.0):
     assert (rgba8.int() - expect8.int()).abs().max() <= 1
 
 
-@pytest.mark.parametrize("variant", ["batched", "scalar"])
+# the scalar loop with its ids loaded in the step and a step ahead (kernels/rasterize.py, `_blend_scalar`)
+FORMS = [("batched", None), ("scalar", False), ("scalar", True)]
+FORM_IDS = ["batched", "scalar", "scalar-prefetch"]
+
+
+@pytest.mark.parametrize("variant,prefetch", FORMS, ids=FORM_IDS)
 @pytest.mark.parametrize("tile", [8, 16])
 @pytest.mark.parametrize("size", [(16, 16), (37, 53)], ids=str)  # 37x53: sides that are not multiples of 8
-def test_rasterize_matches_reference(variant, tile, size, device):
+def test_rasterize_matches_reference(variant, prefetch, tile, size, device):
     width, height = size
     n = 120 if variant == "scalar" else 600  # the scalar form costs one interpreter step per Gaussian
     args = binned(n, width, height, device, degree=1, tile=tile)
-    check(*render_pair(args, width, height, device, variant, tile=tile))
+    check(*render_pair(args, width, height, device, variant, tile=tile, prefetch=prefetch))
 
 
-@pytest.mark.parametrize("variant,tile", [("batched", 8), ("batched", 16), ("scalar", 8)])
-def test_long_lists_span_many_steps(variant, tile, device):
+@pytest.mark.parametrize("variant,prefetch,tile", [(v, p, 8) for v, p in FORMS] + [("batched", None, 16)])
+def test_long_lists_span_many_steps(variant, prefetch, tile, device):
     """Lists many loop steps long (64 per batched step, 16 per scalar step) composite exactly."""
     n = 1500 if variant == "batched" else 200
     args = binned(n, 16, 16, device, seed=4, scale_shift=0.8, tile=tile)
     lengths = args[1][:, 1] - args[1][:, 0]
     steps = 64 if variant == "batched" else 16
     assert int(lengths.max()) > 4 * steps, "the case must exercise several steps"
-    check(*render_pair(args, 16, 16, device, variant, tile=tile))
+    check(*render_pair(args, 16, 16, device, variant, tile=tile, prefetch=prefetch))
 
 
-@pytest.mark.parametrize("variant,tile", [("batched", 8), ("batched", 16), ("scalar", 8)])
-def test_saturating_tiles_stop_early(variant, tile, device):
+@pytest.mark.parametrize("variant,prefetch,tile", [(v, p, 8) for v, p in FORMS] + [("batched", None, 16)])
+def test_saturating_tiles_stop_early(variant, prefetch, tile, device):
     """Opaque, large Gaussians: every pixel reaches T <= 1e-4 and stops; result still matches."""
     args = binned(600 if variant == "batched" else 120, 32, 32, device, seed=5, opaque=True, scale_shift=3.5,
                   tile=tile)  # fmt: skip
-    want, got = render_pair(args, 32, 32, device, variant, background=(1.0, 1.0, 1.0), tile=tile)
+    want, got = render_pair(args, 32, 32, device, variant, background=(1.0, 1.0, 1.0), tile=tile, prefetch=prefetch)
     check(want, got)
     # a pixel stops *before* the Gaussian that would take T to <= 1e-4, so T ends in (1e-4, ~0.1]
     assert float((got[1] > 0.999).float().mean()) > 0.9, "most pixels must saturate for this case"
@@ -89,8 +94,9 @@ def test_empty_tiles_get_background(tile, device):
         torch.empty(0, 4, device=device),
         torch.empty(0, 3, device=device),
     )
-    for variant in ("batched", "scalar"):
-        want, got = render_pair(args, width, height, device, variant, background=(0.25, 0.5, 1.0), tile=tile)
+    for variant, prefetch in FORMS:
+        want, got = render_pair(args, width, height, device, variant, background=(0.25, 0.5, 1.0), tile=tile,
+                                prefetch=prefetch)  # fmt: skip
         check(want, got)
         assert torch.allclose(got[0], torch.tensor([0.25, 0.5, 1.0], device=device).expand(height, width, 3))
         assert (got[1] == 0).all()

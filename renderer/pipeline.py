@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import warnings
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -88,6 +89,7 @@ class RenderOutput:
     tile_counts: Tensor  # [n_ty, n_tx] int32 Gaussians per tile (for the heat-map view)
     depth: Tensor | None = None  # [H, W] float32 expected depth (settings.depth); 0 where coverage < 1/255
     tiles_touched: Tensor | None = None  # [n_projected] int32 tiles per projected Gaussian (0 = culled)
+    timer: StageTimer | None = None  # the frame's stage times (read once the GPU has finished it)
 
 
 def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float = 1.0) -> Tensor:
@@ -130,7 +132,10 @@ def window_pays(graphs: bool, n: int, frame_mode: str) -> bool:
 
 
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph
-MAX_FRAMES = 4  # frames' stage objects (and graphs) kept, one per image size and settings; oldest dropped first
+MAX_FRAMES = 6  # frames' stage objects (and graphs) kept, one per image size, settings and slot; oldest dropped first
+# Workspace slots: `render` uses slot 0; `render_stream` alternates 0 and 1, so that the frame in flight and the
+# frame handed over never share a buffer.
+SLOTS = 2
 
 
 class Capacity:
@@ -241,12 +246,14 @@ class Renderer:
         self.launch = LaunchConfig()
         # the stage objects of recent frames, reused (with their captured graphs) while nothing they hold changed
         self._frames: dict[tuple, _Frame] = {}
-        self._last_kind: _Frame | None = None  # the frame kind replayed or run last
-        self._kind_run = 0  # frames in a row of that kind
+        self._last_kind: tuple | None = None  # the kind of frame (`_Frame.kind`) replayed or run last
+        self._kind_run = 0  # frames in a row of that kind, in either slot
         self.graph_replays = 0
-        # the camera and background reach the device through one pinned staging copy per frame
-        self._host_params = torch.empty(27, dtype=torch.float32, pin_memory=cuda)
-        self._params = torch.empty(27, dtype=torch.float32, device=self.device)
+        # per slot: the camera and background reach the device through one pinned staging copy per frame, and
+        # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
+        self._host_params = [torch.empty(27, dtype=torch.float32, pin_memory=cuda) for _ in range(SLOTS)]
+        self._params = [torch.empty(27, dtype=torch.float32, device=self.device) for _ in range(SLOTS)]
+        self._host_totals = [torch.zeros(2, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
         self.last_timer: StageTimer | None = None
         self.temporal = TemporalCache(self.ws)
         self._last_output: RenderOutput | None = None
@@ -317,14 +324,7 @@ class Renderer:
         else:
             f.run(timer)
         n_visible, n_pairs = f.totals()  # the frame's one host sync (counted frames know them already)
-        if not f.counted:  # counted frames size their pair tensors exactly: no capacity to check
-            if not self.pair_capacity.fits(n_pairs):  # grow, then bin again from stage 2's output
-                self.pair_capacity.grow(n_pairs)
-                f = self._frame_for(src, camera, settings)
-                f.run(timer, from_stage="bin")
-            else:
-                self.pair_capacity.observe(n_pairs)
-        self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
+        f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, timer)
         temporal.end_frame(src, f.tiles_touched)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
@@ -340,16 +340,111 @@ class Renderer:
                 temporal.stats.gaussians_skipped = f.n - int(src.live.sum())
         if settings.reuse_unchanged_frame:
             temporal.remember(camera, settings)
-        self._last_output = RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, depth, f.tiles_touched)
+        self._last_output = RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, depth, f.tiles_touched,
+                                         timer)  # fmt: skip
         return self._last_output
 
-    def _upload(self, camera: Camera, settings: RenderSettings) -> None:
-        """Camera [24] and background [3] into the device's parameter buffer: one non-blocking copy from pinned
-        memory (safe to refill next frame: every frame ends with a sync)."""
-        host = self._host_params.numpy()
+    def _fit_pairs(self, f: _Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
+                   timer: StageTimer) -> _Frame:  # fmt: skip
+        """After a frame's totals are known: if its pairs did not fit, grow the capacity and bin again from stage
+        2's output (still in the frame's slot), so the frame is exact; then pick the next frame's launch
+        configuration. Returns the frame's stage object (a new one when it was binned again)."""
+        if not f.counted:  # counted frames size their pair tensors exactly: no capacity to check
+            if n_pairs > f.capacity:  # the capacity it was binned with (a streamed frame's may have grown since)
+                if not self.pair_capacity.fits(n_pairs):
+                    self.pair_capacity.grow(n_pairs)
+                f = self._frame_for(src, camera, settings, f.slot)
+                f.run(timer, from_stage="bin")
+            else:
+                self.pair_capacity.observe(n_pairs)
+        self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
+        return f
+
+    def _upload(self, camera: Camera, settings: RenderSettings, slot: int = 0) -> None:
+        """Camera [24] and background [3] into the slot's parameter buffer: one non-blocking copy from pinned
+        memory (safe to refill when the slot is next used: by then the frame that read it was checked, which
+        waits for it)."""
+        host = self._host_params[slot].numpy()
         host[:24] = camera.packed_array()
         host[24:] = settings.background
-        self._params.copy_(self._host_params, non_blocking=True)
+        self._params[slot].copy_(self._host_params[slot], non_blocking=True)
+
+    # ------------------------------------------------------------------ frames in flight
+
+    def counted(self) -> bool:
+        """Whether this scene's frames run counted (see COUNTED_FROM), by its size, or as `frame_mode` forces."""
+        assert self.frame_mode in FRAME_MODES, self.frame_mode
+        return self.frame_mode == "counted" or (self.frame_mode == "auto" and self.n >= COUNTED_FROM)
+
+    def streams(self, settings: RenderSettings) -> bool:
+        """Whether `render_stream` keeps frames of these settings in flight: plain frames on capacities (scenes
+        under COUNTED_FROM, replayed as CUDA graphs on a GPU). Counted frames sync inside the frame anyway, and
+        temporal reuse, depth output and unchanged-frame reuse depend on the frame before: those go one by one."""
+        s = settings
+        return (not self.counted() and s.temporal_window <= 1 and not s.occlusion_cull and not s.depth
+                and not s.reuse_unchanged_frame)  # fmt: skip
+
+    @torch.inference_mode()
+    def render_stream(
+        self, cameras: Iterable[Camera], settings: RenderSettings | None = None,
+        futures: Iterable[list[Camera] | None] | None = None,
+    ) -> Iterator[RenderOutput]:  # fmt: skip
+        """Render `cameras` in order, with one frame in flight: frame k + 1 is launched before frame k is checked
+        and handed over, so the host's work for one frame overlaps the GPU's work on the one before, and no frame
+        waits on its own sync (its counts are read a frame later, from pinned memory).
+
+        Every frame is exact, as with `render`: one whose pairs did not fit is binned again before it is yielded.
+        An output is valid until the generator is resumed (as `render`'s until the next call). Settings that
+        `streams` declines render one by one through `render`, with `futures` (the cameras ahead of each, for
+        temporal reuse). Stats are not synced: `stats.stage_ms` is empty; read `output.timer`."""
+        settings = (settings or RenderSettings()).validate()
+        futures = iter(futures) if futures is not None else None
+        if not self.streams(settings):
+            for cam in cameras:
+                yield self.render(cam, settings, sync_stats=False, future=next(futures) if futures else None)
+            return
+        pending = None
+        cuda = self.device.type == "cuda"
+        with torch.cuda.device(self._device_index) if cuda else contextlib.nullcontext():
+            for cam in cameras:
+                launched = self._launch(cam, settings, 0 if pending is None else 1 - pending.slot)
+                if pending is not None:
+                    yield self._finish(pending)
+                pending = launched
+            if pending is not None:
+                yield self._finish(pending)
+
+    def _launch(self, camera: Camera, settings: RenderSettings, slot: int) -> _Launched:
+        """A streamed frame's GPU work, enqueued in `slot` (no host sync)."""
+        check_image_size(camera.width, camera.height)
+        self._last_output = None
+        self._update_scale_modifier(settings.scale_modifier)
+        self.temporal.stats.frames += 1
+        timer = StageTimer(self.device)
+        self.last_timer = timer
+        src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, None)
+        self._upload(camera, settings, slot)
+        self.pair_capacity = self._capacity_for(settings)
+        f = self._frame_for(src, camera, settings, slot)
+        if self.graphs and self.pair_capacity.size:
+            self._replay(f, timer)
+        else:
+            f.run(timer)
+        self._host_totals[slot].copy_(f.order_out[4], non_blocking=True)
+        timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
+        return _Launched(f, src, camera, settings, timer, slot)
+
+    def _finish(self, p: _Launched) -> RenderOutput:
+        """Wait for a launched frame, check its pairs (binning it again if they did not fit), and hand it over."""
+        p.timer.wait()
+        n_visible, n_pairs = self._host_totals[p.slot].tolist()
+        if n_pairs > p.frame.capacity and self.device.type == "cuda":
+            # the frame after it is in flight, on buffers and a graph that growing the capacity retires
+            torch.cuda.synchronize(self.device)
+        f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, StageTimer(None))
+        stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
+                            backend=self.backend, n_projected=f.n, source=p.src.kind)  # fmt: skip
+        return RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, None, f.tiles_touched, p.timer)
 
     def _capacity_for(self, settings: RenderSettings) -> Capacity:
         """The pair capacity of frames like this one. AdaGScale (each tau and s_min) keeps its own: the sort,
@@ -361,24 +456,24 @@ class Renderer:
         key = (s.adagscale_tau, s.adagscale_s_min) if s.adagscale else ()
         return self._capacities.setdefault(key, Capacity())
 
-    def _frame_for(self, src, camera: Camera, settings: RenderSettings) -> _Frame:
+    def _frame_for(self, src, camera: Camera, settings: RenderSettings, slot: int = 0) -> _Frame:
         """The stage objects for this frame: a recent frame's when nothing they hold has changed (buffer views,
         launch arguments, the captured graph), else new ones. Any buffer that moved retires them all. The source
         arrays are not part of the key: the stages read them from `f.src` when they run, and a graph is replayed
         only for frames of the whole scene, whose arrays are the renderer's own (the covariances aside)."""
         s = settings
-        assert self.frame_mode in FRAME_MODES, self.frame_mode
         # by the scene's size, not the frame's: a window's frames of a large scene run stage by stage anyway, and
         # sort exactly what they have (on the capacity route they ran 0.8x the default, BENCHMARKS.md section 12)
-        counted = self.frame_mode == "counted" or (self.frame_mode == "auto" and self.n >= COUNTED_FROM)
-        key = (counted, src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size,
+        counted = self.counted()
+        key = (slot, counted, src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size,
                s.rasterizer, s.adagscale, s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size,
                self.launch)  # fmt: skip
         f = self._frames.get(key)
         if f is not None and f.generation == self.ws.generation:
             f.src, f.settings = src, settings
             return f
-        f = _Frame(self, src, camera, settings, counted)
+        f = _Frame(self, src, camera, settings, counted, slot)
+        f.kind = key[1:]  # the same kind in either slot: a stream's frames alternate slots
         if any(old.generation != self.ws.generation for old in self._frames.values()):
             self._frames.clear()  # their views (and graphs) point at buffers that moved
         while len(self._frames) >= MAX_FRAMES:
@@ -392,8 +487,8 @@ class Renderer:
         """The whole frame as one captured graph. A kind of frame is captured on its CAPTURE_AFTER-th frame in
         a row: a capture costs about two frames, too much to pay for a configuration that a moving camera
         passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower than no graphs)."""
-        self._kind_run = self._kind_run + 1 if self._last_kind is f else 1
-        self._last_kind = f
+        self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
+        self._last_kind = f.kind
         if f.graph is None and self._kind_run < CAPTURE_AFTER:
             f.run(timer)
             return
@@ -450,9 +545,12 @@ class _Frame:
 
     STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
 
-    def __init__(self, r: Renderer, src, camera: Camera, settings: RenderSettings, counted: bool = False):
-        self.r, self.src, self.settings, self.launch = r, src, settings, r.launch
+    def __init__(
+        self, r: Renderer, src, camera: Camera, settings: RenderSettings, counted: bool = False, slot: int = 0
+    ):
+        self.r, self.src, self.settings, self.launch, self.slot = r, src, settings, r.launch, slot
         self.graph: torch.cuda.CUDAGraph | None = None  # this frame captured, once it is replayed
+        self.kind: tuple = ()  # its `_frame_for` key without the slot (set there): what CAPTURE_AFTER counts
         # counted: order syncs for the visible and pair counts and the later stages size their tensors by them
         # (allocated per frame from torch's caching allocator), so nothing is sorted past what the frame has
         self.counted = counted
@@ -461,7 +559,7 @@ class _Frame:
         tile = self.tile = settings.tile_size
         self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
         self.degree = r.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, r.scene.sh_degree)
-        ws, n, W, H = r.ws, self.n, self.width, self.height
+        ws, n, W, H = _SlotBuffers(r.ws, slot), self.n, self.width, self.height
         # stage 1, per Gaussian
         self.means2d = ws.rows("means2d", n, 2)
         self.conic_opacity = ws.rows("conic_opacity", n, 4)
@@ -472,13 +570,15 @@ class _Frame:
         # stage 2, per Gaussian in depth order
         i32, i64, f32 = torch.int32, torch.int64, torch.float32
         self.key_dtype = r.k.key_dtype(self.n_tx * self.n_ty)
+        self.capacity = 0  # counted frames size their pair tensors per frame
         if not counted:
             self.order_out = (
                 ws.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), ws.buffer("ordered_counts", n, i32),
                 ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64), r._inf,
             )  # fmt: skip
             # stages 3-4, per pair slot
-            cp, kd = r.pair_capacity.size, self.key_dtype
+            self.capacity = r.pair_capacity.size  # pair slots it bins into (the capacity when it was made)
+            cp, kd = self.capacity, self.key_dtype
             self.pairs = (ws.buffer("pair_keys", cp, kd), ws.buffer("pair_ids", cp, i32),
                           ws.buffer("sorted_keys", cp, kd), ws.buffer("sort_perm", cp, i64),
                           ws.buffer("sorted_ids", cp, i32))  # fmt: skip
@@ -489,9 +589,9 @@ class _Frame:
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
         self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
-        self.camera = r._params[:24]
-        self.background = r._params[24:]
-        self.generation = ws.generation  # the views above stay valid while it does not change
+        self.camera = r._params[slot][:24]
+        self.background = r._params[slot][24:]
+        self.generation = r.ws.generation  # the views above stay valid while it does not change
 
     def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
@@ -565,6 +665,31 @@ class _Frame:
             self.width, self.height, out=(self.rgb, self.alpha, self.rgba8), marks=self.src.marks,
             **{**self.raster_options(), **tuning},
         )  # fmt: skip
+
+
+class _SlotBuffers:
+    """The workspace's buffers of one slot: slot 0's under their names, slot k's under "name@k"."""
+
+    def __init__(self, ws: Workspace, slot: int):
+        self.ws, self.suffix = ws, f"@{slot}" if slot else ""
+
+    def buffer(self, name: str, n: int, dtype: torch.dtype) -> Tensor:
+        return self.ws.buffer(name + self.suffix, n, dtype)
+
+    def rows(self, name: str, n: int, width: int, dtype: torch.dtype = torch.float32) -> Tensor:
+        return self.ws.rows(name + self.suffix, n, width, dtype)
+
+
+@dataclass
+class _Launched:
+    """A streamed frame enqueued and not yet checked (`Renderer.render_stream`)."""
+
+    frame: _Frame
+    src: object
+    camera: Camera
+    settings: RenderSettings
+    timer: StageTimer
+    slot: int
 
 
 class CudaUnusableError(RuntimeError):

@@ -49,6 +49,20 @@ class StageTimer:
             return self._end is not None
         return bool(self._end.query())  # type: ignore[union-attr]
 
+    def wait(self) -> None:
+        """Block until the GPU has reached the end of the timed work (nothing to wait for on the CPU)."""
+        if self.cuda and self._end is not None:
+            self._end.synchronize()  # type: ignore[union-attr]
+
+    def since(self, earlier: StageTimer) -> float:
+        """ms from the end of `earlier` to the end of this one (the GPU's clock; the wall clock on the CPU): a
+        frame's share of a stream of frames in flight, idle gaps included."""
+        assert self._end is not None and earlier._end is not None
+        if self.cuda:
+            self.wait()
+            return float(earlier._end.elapsed_time(self._end))  # type: ignore[union-attr]
+        return (self._end - earlier._end) * 1e3  # type: ignore[operator]
+
     def elapsed_ms(self, *, wait: bool = False) -> dict[str, float] | None:
         """{stage: ms, ..., "total": ms}; None if the GPU has not finished and wait is False."""
         if self._end is None:

@@ -2,10 +2,13 @@
 
 It reports; it does not pass or fail. Per camera path it measures, after warm-up (compilation and
 autotuning excluded):
-- frame time of every renderer variant (CUDA events around the whole frame, host sync included), median
-  and p90, wall frames/s, per-stage medians, peak GPU memory;
+- frame time of every renderer variant, median and p90, wall frames/s, per-stage medians, peak GPU memory.
+  Variants are rendered as `warpsplat render` renders a path (`Renderer.render_stream`): where the renderer
+  keeps a frame in flight, a frame's time is the GPU-clock span from the end of the frame before it to its
+  own end, idle gaps included; elsewhere, and in the row "frames=one-by-one", CUDA events around each
+  `render` call, host sync included;
 - gsplat 1.5.3's `rasterization()` on the same cameras (the exactness contract's call, docs/architecture.md),
-  timed the same;
+  timed call by call (it waits for its own pair count inside each call);
 - Gaussians visible, Gaussian-tile pairs, longest tile list (from warpsplat's exact binning);
 - PSNR of warpsplat's image against gsplat's on sampled frames, and of each variant against the default;
   SSIM too for the lossy variants (the exactness contract: lossy switches report their loss).
@@ -237,7 +240,30 @@ def run(args: argparse.Namespace) -> int:
 
 def frame_mode(variant: str) -> str:
     """The renderer's frame route for a variant: "frames=graph" / "frames=counted" force one, others "auto"."""
-    return variant.split("=", 1)[1] if variant.startswith("frames=") else "auto"
+    return variant.split("=", 1)[1] if variant in ("frames=graph", "frames=counted") else "auto"
+
+
+def time_stream(renderer, cams, settings, warmup: int) -> tuple[list[float], float, list]:
+    """Render the path through `Renderer.render_stream` (one frame in flight, as `warpsplat render` does) after
+    `warmup` untimed frames (more if both slots' graphs need them); (frame ms list, wall fps, the frames'
+    timers). A frame's time is the span from the end of the frame before it to its own end, on the GPU's
+    clock: what each frame adds to the stream, idle gaps included (the first frame: its own span)."""
+    import torch
+
+    from renderer.pipeline import CAPTURE_AFTER, SLOTS
+
+    # a stream alternates workspace slots, each with its graph: warm up until both are captured
+    warm = max(warmup, CAPTURE_AFTER + SLOTS - 1) if warmup > 0 else 0
+    for _ in renderer.render_stream(cams[:warm], settings):
+        pass
+    if renderer.device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    timers = [out.timer for out in renderer.render_stream(cams, settings)]
+    timers[-1].wait()
+    wall = time.perf_counter() - t0
+    ms = [timers[0].elapsed_ms(wait=True)["total"]] + [b.since(a) for a, b in zip(timers, timers[1:])]
+    return ms, len(cams) / wall, timers
 
 
 def future_cameras(res: PathResult, cams) -> dict:
@@ -262,7 +288,10 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int)
         timers.append(renderer.last_timer)
 
     renderer.temporal.reset()
-    res.frame_ms, res.wall_fps, _ = time_path(frame, cams, device, warmup)
+    if res.variant != "frames=one-by-one" and renderer.streams(settings):
+        res.frame_ms, res.wall_fps, timers = time_stream(renderer, cams, settings, warmup)
+    else:
+        res.frame_ms, res.wall_fps, _ = time_path(frame, cams, device, warmup)
     stage_lists: dict[str, list[float]] = {}
     for t in timers[-len(cams) :]:
         for k, v in (t.elapsed_ms(wait=True) or {}).items():

@@ -24,6 +24,9 @@ def variants():
         # the two frame routes forced (renderer/pipeline.py, COUNTED_FROM): capacities and graphs, or counted
         "frames=graph": RenderSettings(),
         "frames=counted": RenderSettings(),
+        # frames rendered one `render` call at a time, each waiting for its own end (every variant is timed as
+        # `warpsplat render` renders: `Renderer.render_stream`, one frame in flight where the renderer can)
+        "frames=one-by-one": RenderSettings(),
         "tile_size=16": RenderSettings(tile_size=16),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
         "adagscale": RenderSettings(adagscale=True),

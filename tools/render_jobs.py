@@ -302,13 +302,14 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
     sink = FrameSink(job)
     try:
         window = settings.temporal_window
-        for j, (i, cam) in enumerate(zip(job.indices, job.cameras, strict=True)):
-            # the path is known: temporal reuse gets the exact cameras of the frames ahead
-            future = job.cameras[j + 1 : j + window] if window > 1 else None
-            out = renderer.render(cam, settings, future=future)
+        # the path is known: temporal reuse gets the exact cameras of the frames ahead
+        futures = [job.cameras[j + 1 : j + window] if window > 1 else None for j in range(len(job.cameras))]
+        # one frame in flight while the one before is handed to the writer (Renderer.render_stream)
+        frames = renderer.render_stream(job.cameras, settings, futures)
+        for i, out in zip(job.indices, frames, strict=True):
             depth8 = depth_grey(out.depth, out.alpha, job.depth_range) if job.depth_video else None
             sink.put(i, frame_rgba8(out), depth8)
-            stage_ms.append(dict(out.stats.stage_ms))
+            stage_ms.append(out.timer.elapsed_ms(wait=True) or {})
             if on_frame is not None:
                 on_frame(stage_ms[-1])
         sink.finish()

@@ -1,0 +1,94 @@
+"""Frames in flight (`Renderer.render_stream`): frame k + 1 is launched before frame k is checked and handed
+over, in the other workspace slot. Every frame must equal what `render` gives for the same camera, also when
+its pairs did not fit the capacity (it is binned again before it is yielded), and an output must stay intact
+until the generator is resumed, while the next frame is already running. On CUDA these run compiled, with
+graphs (the GPU machine's test run); on a CPU the torch stages run the same bookkeeping."""
+
+import pytest
+import torch
+
+from renderer import Renderer, RenderSettings
+from renderer.paths import orbit_path
+from scenes import load_scene
+from tools.metrics import psnr
+
+SIZE = (48, 32)
+
+
+@pytest.fixture
+def scene(scene_path):
+    return load_scene(scene_path("lastchance.splat"))
+
+
+def one_by_one(scene, cams, device, settings=None):
+    r = Renderer(scene, device=device)
+    return [r.render(cam, settings).image.clone() for cam in cams]
+
+
+def test_stream_matches_one_by_one(scene, device):
+    """Every streamed frame equals `render`'s for its camera, and is yielded in camera order."""
+    cams = orbit_path(scene, *SIZE, 8)
+    want = one_by_one(scene, cams, device)
+    r = Renderer(scene, device=device)
+    assert r.streams(RenderSettings())
+    got = [out.image.clone() for out in r.render_stream(cams)]
+    assert len(got) == len(cams)
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert psnr(g, w) >= 100.0, (k, psnr(g, w))
+    assert not torch.equal(got[0], got[4]), "the orbit's frames differ: the comparison can fail"
+
+
+def test_output_is_intact_while_the_next_frame_runs(scene, device):
+    """Consecutive outputs live in different slots, and a yielded image is not overwritten by the frame already
+    launched after it (it is read here, before the generator resumes)."""
+    cams = orbit_path(scene, *SIZE, 6)
+    want = one_by_one(scene, cams, device)
+    r = Renderer(scene, device=device)
+    ptrs = []
+    for k, out in enumerate(r.render_stream(cams)):
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize()  # the next frame has been launched: let it finish before reading this one
+        assert psnr(out.image, want[k]) >= 100.0, k
+        ptrs.append(out.image.data_ptr())
+    assert ptrs[0] != ptrs[1] and ptrs[0] == ptrs[2] and ptrs[1] == ptrs[3], "slots alternate"
+
+
+def test_overflowing_frame_is_binned_again_before_it_is_yielded(scene, device):
+    """A capacity far too small, set while a frame is in flight: that frame and the next come out exact, and
+    the capacity grows to hold them."""
+    cams = orbit_path(scene, *SIZE, 6)
+    want = one_by_one(scene, cams, device)
+    r = Renderer(scene, device=device)
+    got = []
+    for k, out in enumerate(r.render_stream(cams)):
+        got.append(out.image.clone())
+        if k == 2:  # frame 3 is in flight, with the capacity frame 2 left; frame 4 launches with this one
+            r.pair_capacity.size = 64
+    for k in range(len(cams)):
+        assert psnr(got[k], want[k]) >= 100.0, (k, psnr(got[k], want[k]))
+    assert r.pair_capacity.size > 64
+
+
+def test_declined_settings_render_one_by_one(scene, device):
+    """Settings whose frames depend on the one before (temporal reuse) are rendered through `render`, with the
+    cameras ahead passed on; the images are still exact."""
+    cams = orbit_path(scene, *SIZE, 5)
+    settings = RenderSettings(temporal_window=4)
+    r = Renderer(scene, device=device)
+    assert not r.streams(settings) and not r.streams(RenderSettings(depth=True))
+    futures = [cams[i + 1 : i + 4] for i in range(len(cams))]
+    got = [out.image.clone() for out in r.render_stream(cams, settings, futures)]
+    want = one_by_one(scene, cams, device)
+    assert all(psnr(g, w) >= 100.0 for g, w in zip(got, want, strict=True))
+    assert r.temporal.stats.frames == len(cams)
+
+
+def test_frame_times_cover_the_stream(scene, device):
+    """Each output carries its timer; consecutive frames' `since` spans are non-negative and sum to the span
+    from the first frame's end to the last's."""
+    cams = orbit_path(scene, *SIZE, 4)
+    r = Renderer(scene, device=device)
+    timers = [out.timer for out in r.render_stream(cams)]
+    spans = [b.since(a) for a, b in zip(timers, timers[1:])]
+    assert all(s >= 0.0 for s in spans)
+    assert abs(sum(spans) - timers[-1].since(timers[0])) < 1e-3 * max(1.0, sum(spans))

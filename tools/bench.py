@@ -252,8 +252,10 @@ def time_stream(renderer, cams, settings, warmup: int) -> tuple[list[float], flo
 
     from renderer.pipeline import CAPTURE_AFTER, SLOTS
 
-    # a stream alternates workspace slots, each with its graph: warm up until both are captured
-    warm = max(warmup, CAPTURE_AFTER + SLOTS - 1) if warmup > 0 else 0
+    # a stream alternates workspace slots, each with its graph. The first two frames size the pair capacity and
+    # the launch configuration (each change is a new kind of frame); then a kind is captured on its
+    # CAPTURE_AFTER-th frame in a row, in the slot that frame uses, and the next frame captures the other slot
+    warm = max(warmup, 2 + CAPTURE_AFTER + SLOTS - 1) if warmup > 0 else 0
     for _ in renderer.render_stream(cams[:warm], settings):
         pass
     if renderer.device.type == "cuda":

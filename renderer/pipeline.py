@@ -123,12 +123,17 @@ COUNTED_FROM = 4_000_000
 FRAME_MODES = ("auto", "graph", "counted")
 
 
+def runs_counted(n: int, frame_mode: str) -> bool:
+    """Whether the frames of a scene of n Gaussians run counted: by its size, or as `frame_mode` forces."""
+    assert frame_mode in FRAME_MODES, frame_mode
+    return frame_mode == "counted" or (frame_mode == "auto" and n >= COUNTED_FROM)
+
+
 def window_pays(graphs: bool, n: int, frame_mode: str) -> bool:
     """Whether a temporal window can be faster than the whole scene. Not when the whole scene's frames would be
     replayed as CUDA graphs (below COUNTED_FROM): a window's frames run stage by stage, and on the bench's
     object scenes that cost more (0.45-0.60x, BENCHMARKS.md section 8) than projecting fewer Gaussians saved."""
-    graph_route = graphs and (frame_mode == "graph" or (frame_mode == "auto" and n < COUNTED_FROM))
-    return not graph_route
+    return not (graphs and not runs_counted(n, frame_mode))
 
 
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph
@@ -234,9 +239,7 @@ class Renderer:
         cuda = self.device.type == "cuda"
         # the device the scene was copied to, as an int: torch.cuda.device(torch.device("cuda")) looked the current
         # device up in Python on every frame
-        self._device_index = self.device.index if self.device.index is not None else -1
-        if cuda and self.device.index is None:
-            self._device_index = torch.cuda.current_device()
+        self._device_index = torch.cuda.current_device() if cuda and self.device.index is None else self.device.index
         self.graphs = (cuda and self.backend == "triton") if graphs is None else bool(graphs and cuda)
         # "auto": counted from COUNTED_FROM Gaussians on; "graph" / "counted" force one route (for measuring)
         self.frame_mode = "auto"
@@ -305,24 +308,7 @@ class Renderer:
             stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused"})
             return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth,
                                 last.tiles_touched)  # fmt: skip
-        self._last_output = None  # the workspace is about to change
-        self._update_scale_modifier(settings.scale_modifier)
-        timer = StageTimer(self.device)
-        self.last_timer = timer
-        # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
-        reuse = settings.temporal_window > 1 or settings.occlusion_cull
-        with timer.stage("cull") if reuse else contextlib.nullcontext():
-            src = temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
-                                  window_pays=window_pays(self.graphs, self.n, self.frame_mode))  # fmt: skip
-        self._upload(camera, settings)
-        self.pair_capacity = self._capacity_for(settings)
-        f = self._frame_for(src, camera, settings)
-        # a graph holds the whole scene's arrays and no masks: a window's frames and occlusion's run stage by stage
-        plain = src.kind == "full" and src.live is None and src.marks is None
-        if not f.counted and self.graphs and plain and not settings.depth and self.pair_capacity.size:
-            self._replay(f, timer)
-        else:
-            f.run(timer)
+        f, src, timer = self._start(camera, settings, future, slot=0)
         n_visible, n_pairs = f.totals()  # the frame's one host sync (counted frames know them already)
         f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, timer)
         temporal.end_frame(src, f.tiles_touched)
@@ -343,6 +329,30 @@ class Renderer:
         self._last_output = RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, depth, f.tiles_touched,
                                          timer)  # fmt: skip
         return self._last_output
+
+    def _start(
+        self, camera: Camera, settings: RenderSettings, future: list[Camera] | None, slot: int
+    ) -> tuple[_Frame, object, StageTimer]:
+        """A frame's work up to its host sync, enqueued in `slot`: (its stage object, its source, its timer)."""
+        self._last_output = None  # the workspace is about to change
+        self._update_scale_modifier(settings.scale_modifier)
+        timer = StageTimer(self.device)
+        self.last_timer = timer
+        # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
+        reuse = settings.temporal_window > 1 or settings.occlusion_cull
+        with timer.stage("cull") if reuse else contextlib.nullcontext():
+            src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
+                                       window_pays=window_pays(self.graphs, self.n, self.frame_mode))  # fmt: skip
+        self._upload(camera, settings, slot)
+        self.pair_capacity = self._capacity_for(settings)
+        f = self._frame_for(src, camera, settings, slot)
+        # a graph holds the whole scene's arrays and no masks: a window's frames and occlusion's run stage by stage
+        plain = src.kind == "full" and src.live is None and src.marks is None
+        if not f.counted and self.graphs and plain and not settings.depth and self.pair_capacity.size:
+            self._replay(f, timer)
+        else:
+            f.run(timer)
+        return f, src, timer
 
     def _fit_pairs(self, f: _Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
                    timer: StageTimer) -> _Frame:  # fmt: skip
@@ -372,9 +382,8 @@ class Renderer:
     # ------------------------------------------------------------------ frames in flight
 
     def counted(self) -> bool:
-        """Whether this scene's frames run counted (see COUNTED_FROM), by its size, or as `frame_mode` forces."""
-        assert self.frame_mode in FRAME_MODES, self.frame_mode
-        return self.frame_mode == "counted" or (self.frame_mode == "auto" and self.n >= COUNTED_FROM)
+        """Whether this scene's frames run counted (`runs_counted`)."""
+        return runs_counted(self.n, self.frame_mode)
 
     def streams(self, settings: RenderSettings) -> bool:
         """Whether `render_stream` keeps frames of these settings in flight: plain frames on capacities (scenes
@@ -417,19 +426,8 @@ class Renderer:
     def _launch(self, camera: Camera, settings: RenderSettings, slot: int) -> _Launched:
         """A streamed frame's GPU work, enqueued in `slot` (no host sync)."""
         check_image_size(camera.width, camera.height)
-        self._last_output = None
-        self._update_scale_modifier(settings.scale_modifier)
         self.temporal.stats.frames += 1
-        timer = StageTimer(self.device)
-        self.last_timer = timer
-        src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, None)
-        self._upload(camera, settings, slot)
-        self.pair_capacity = self._capacity_for(settings)
-        f = self._frame_for(src, camera, settings, slot)
-        if self.graphs and self.pair_capacity.size:
-            self._replay(f, timer)
-        else:
-            f.run(timer)
+        f, src, timer = self._start(camera, settings, None, slot)
         self._host_totals[slot].copy_(f.order_out[4], non_blocking=True)
         timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
         return _Launched(f, src, camera, settings, timer, slot)

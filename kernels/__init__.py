@@ -16,6 +16,7 @@ from .cull import cull_window  # noqa: E402
 from .order import depth_order, depth_order_counted, order_outputs  # noqa: E402
 from .project import project_block, project_gaussians, project_outputs  # noqa: E402
 from .rasterize import LIST_LENGTHS, rasterize_tiles  # noqa: E402
+from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
 from .tile_ranges import tile_ranges  # noqa: E402
 
@@ -33,6 +34,8 @@ __all__ = [
     "project_gaussians",
     "project_outputs",
     "rasterize_tiles",
+    "schedule_scratch_shape",
+    "schedule_tiles",
     "sort_pairs",
     "tile_ranges",
 ]

@@ -234,6 +234,7 @@ def _rasterize_kernel(
     colors_ptr,  # [N, 3] f32
     mark_ptr,  # [N] i8 out: 1 for Gaussians blended into some pixel (written only when MARK)
     bg_ptr,  # [3] f32
+    schedule_ptr,  # [n_tiles] i32, the tile each program takes (read when SCHEDULED)
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
@@ -245,9 +246,13 @@ def _rasterize_kernel(
     HAS_RGBA8: tl.constexpr,
     MARK: tl.constexpr,
     PREFETCH: tl.constexpr,
+    SCHEDULED: tl.constexpr,
 ):
-    """One program per tile: its whole list, front to back, until every pixel is done."""
+    """One program per tile: its whole list, front to back, until every pixel is done. Program p takes tile
+    schedule[p] when SCHEDULED (longest lists first, kernels/schedule.py), else tile p."""
     tile_id = tl.program_id(0)
+    if SCHEDULED:
+        tile_id = tl.load(schedule_ptr + tile_id)
     start = tl.load(ranges_ptr + tile_id * 2 + 0)
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
     fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
@@ -296,6 +301,7 @@ def rasterize_tiles(
     marks: torch.Tensor | None = None,
     lists: int = 0,
     prefetch: bool | None = None,
+    schedule: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
@@ -306,6 +312,8 @@ def rasterize_tiles(
     `out` = (rgb, alpha, rgba8 or None) buffers to write into.
     marks: optional [N] int8, zeroed by the caller; set to 1 for each Gaussian that blends into or stops at
     least one pixel, so that the unmarked ones can be dropped without changing the image.
+    schedule: optional [n_tiles] i32 permutation of the tiles, the order in which programs take them
+    (`schedule_tiles`: longest lists first); None takes them in id order. The image is the same either way.
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -334,11 +342,12 @@ def rasterize_tiles(
         step = (64 if interpreting() else 16) if batched else unroll
     if num_warps is None:
         num_warps = max(1, tile_size * tile_size // 32) if batched else warps
+    assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
     mark_arg = marks if marks is not None else ranges
     _rasterize_kernel[(n_tiles,)](
-        gaussian_ids, ranges, means2d, conic_opacity, colors, mark_arg, background, rgb, alpha,
-        rgba8 if has_rgba8 else alpha, width, height,
+        gaussian_ids, ranges, means2d, conic_opacity, colors, mark_arg, background,
+        ranges if schedule is None else schedule, rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
         TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, MARK=marks is not None,
-        PREFETCH=bool(prefetch) and not batched, num_warps=num_warps,
+        PREFETCH=bool(prefetch) and not batched, SCHEDULED=schedule is not None, num_warps=num_warps,
     )  # fmt: skip
     return rgb, alpha, rgba8

@@ -444,6 +444,26 @@ def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | 
     return out
 
 
+# ----------------------------------------------------------------------------------------------- schedule
+
+
+# Twin of the launcher in kernels/schedule.py: the same signature on purpose (see the module docstring).
+def schedule_tiles(
+    ranges: torch.Tensor, *, out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tiles by the bit length of their list length, longest first (capped at 2^22 entries), ties in id order."""
+    counts = (ranges[:, 1] - ranges[:, 0]).to(torch.int64)
+    powers = 2 ** torch.arange(23, device=ranges.device)  # the bit length is how many of 1, 2, 4, ... <= the count
+    cls = (counts[:, None] >= powers[None, :]).sum(1)
+    tiles = torch.arange(counts.shape[0], device=ranges.device)
+    schedule = torch.argsort(-cls * (counts.shape[0] + 1) + tiles).to(torch.int32)
+    if out is None:
+        return schedule, counts.to(torch.int32)
+    out[0].copy_(schedule)
+    out[1].copy_(counts)
+    return out[0], out[1]
+
+
 # ----------------------------------------------------------------------------------------------- rasterize
 
 
@@ -465,11 +485,13 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     marks: torch.Tensor | None = None,
     lists: int = 0,
+    prefetch: bool | None = None,
+    schedule: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
-    (`variant`, `step`, `num_warps`, `lists`) are accepted and ignored: none of them changes the
-    image. `marks` ([N] int8, zeroed by the caller) gets 1 for every Gaussian that blends into or stops at
+    (`variant`, `step`, `num_warps`, `lists`, `prefetch`, `schedule`) are accepted and ignored: none of them
+    changes the image. `marks` ([N] int8, zeroed by the caller) gets 1 for every Gaussian that blends into or stops at
     least one pixel."""
     device = means2d.device
     n_tx = (width + tile_size - 1) // tile_size
@@ -539,6 +561,7 @@ __all__ = [
     "bin_pairs",
     "sort_pairs",
     "tile_ranges",
+    "schedule_tiles",
     "rasterize_tiles",
     "eval_sh",
 ]

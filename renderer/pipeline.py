@@ -6,6 +6,7 @@
     3. bin         one (tile, Gaussian) pair per tile reached, in depth order               (kernels/bin.py)
     4. sort        stable by tile id alone, int16 keys up to 32,767 tiles                   (kernels/sort.py)
     5. tile_ranges [start, end) per tile                                                    (kernels/tile_ranges.py)
+                   and the order the rasterizer takes the tiles in, longest lists first      (kernels/schedule.py)
     6. rasterize   front-to-back compositing per 8x8 tile, RGB float + alpha + RGBA8        (kernels/rasterize.py)
 
 No stage waits for the host: the pair buffers have a capacity, every launch takes its length from the
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from kernels import LIST_LENGTHS, bin_config, project_block
+from kernels import LIST_LENGTHS, bin_config, project_block, schedule_scratch_shape
 from scenes import GaussianScene
 
 from .camera import Camera
@@ -464,8 +465,8 @@ class Renderer:
         # sort exactly what they have (on the capacity route they ran 0.8x the default, BENCHMARKS.md section 12)
         counted = self.counted()
         key = (slot, counted, src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size,
-               s.rasterizer, s.adagscale, s.adagscale_tau, s.adagscale_s_min, id(self.covars), self.pair_capacity.size,
-               self.launch)  # fmt: skip
+               s.rasterizer, s.tile_schedule, s.adagscale, s.adagscale_tau, s.adagscale_s_min, id(self.covars),
+               self.pair_capacity.size, self.launch)  # fmt: skip
         f = self._frames.get(key)
         if f is not None and f.generation == self.ws.generation:
             f.src, f.settings = src, settings
@@ -582,8 +583,14 @@ class _Frame:
                           ws.buffer("sorted_ids", cp, i32))  # fmt: skip
             self.sorted_keys, self.sorted_ids = self.pairs[2], self.pairs[4]
         # stages 5-6, per tile and pixel
-        self.ranges = ws.rows("ranges", self.n_tx * self.n_ty, 2, i32)
-        self.tile_counts = ws.buffer("tile_counts", self.n_tx * self.n_ty, i32).view(self.n_ty, self.n_tx)
+        n_tiles = self.n_tx * self.n_ty
+        self.ranges = ws.rows("ranges", n_tiles, 2, i32)
+        self.tile_counts = ws.buffer("tile_counts", n_tiles, i32).view(self.n_ty, self.n_tx)
+        self.schedule = None  # the tile each rasterizer program takes (longest lists first), when scheduled
+        if settings.tile_schedule == "longest-first":
+            self.schedule = ws.buffer("tile_schedule", n_tiles, i32)
+            rows, cols = schedule_scratch_shape(n_tiles)
+            self.schedule_hist = ws.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
         self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
@@ -594,7 +601,7 @@ class _Frame:
     def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
         s = self.settings
-        return dict(tile_size=s.tile_size, variant=s.rasterizer, lists=self.launch.lists)
+        return dict(tile_size=s.tile_size, variant=s.rasterizer, lists=self.launch.lists, schedule=self.schedule)
 
     def totals(self) -> tuple[int, int]:
         """(visible Gaussians, pairs) of the frame just run: the host sync (a counted frame knows them)."""
@@ -654,7 +661,10 @@ class _Frame:
 
     def tile_ranges(self) -> None:
         self.r.k.tile_ranges(self.sorted_keys, self.n_tx * self.n_ty, out=self.ranges)
-        torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
+        if self.schedule is None:
+            torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
+        else:  # the list lengths come with the schedule
+            self.r.k.schedule_tiles(self.ranges, out=(self.schedule, self.tile_counts.view(-1), self.schedule_hist))
 
     def rasterize(self, **tuning) -> None:
         """`tuning`: launch knobs that override the settings' (variant, num_warps, step), for measuring them."""

@@ -17,6 +17,8 @@ class RenderSettings:
         eps2d: screen-space dilation added to the 2D covariance diagonal (0.3, as 3DGS trains with).
         tile_size: tile edge in pixels, 8 or 16 (same image either way; 8 is faster, BENCHMARKS.md).
         rasterizer: "auto" | "scalar" | "batched" loop form of the Triton rasterizer (same image).
+        tile_schedule: "longest-first" (the rasterizer's programs take the tiles with the longest lists first,
+            kernels/schedule.py) or "in-order" (tile id order); the same image either way.
         adagscale: AdaGScale (lossy): bin each Gaussian with a shrunken ellipse s^2 t (s in [s_min, 1]) chosen
             so that the colour-weighted alpha mass of the dropped annulus, in pixels, stays <= adagscale_tau;
             blending still uses the full Gaussian (kernels/_device.py, adagscale_s2). Off: exact binning.
@@ -46,6 +48,7 @@ class RenderSettings:
     eps2d: float = 0.3
     tile_size: int = 8
     rasterizer: str = "auto"
+    tile_schedule: str = "longest-first"
     adagscale: bool = False  # lossy: reports its PSNR/SSIM against exact in `warpsplat bench`
     # NOTE: defaults from torch-backend orbits at 160x120 (4 frames, against exact): tau 0.1, s_min 0.5 removes
     # 14-17% of the pairs at 44-53 dB mean (plant 44.0, winter_fountain 45.3, lastchance 53.4); tau 0.3 fell
@@ -80,6 +83,8 @@ class RenderSettings:
             raise ValueError(f"tile_size {self.tile_size}: expected 8 or 16")
         if self.rasterizer not in ("auto", "scalar", "batched"):
             raise ValueError(f"rasterizer {self.rasterizer!r}: expected auto, scalar or batched")
+        if self.tile_schedule not in ("longest-first", "in-order"):
+            raise ValueError(f"tile_schedule {self.tile_schedule!r}: expected longest-first or in-order")
         if not self.adagscale_tau >= 0:
             raise ValueError(f"adagscale_tau {self.adagscale_tau} must be >= 0")
         if not 0 < self.adagscale_s_min <= 1:

@@ -29,6 +29,7 @@ def variants():
         "frames=one-by-one": RenderSettings(),
         "tile_size=16": RenderSettings(tile_size=16),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
+        "tile_schedule=in-order": RenderSettings(tile_schedule="in-order"),
         "adagscale": RenderSettings(adagscale=True),
     }
     for tau in ADAGSCALE_SWEEP:

@@ -52,8 +52,9 @@ def bench(fn) -> float:
     return float(triton.testing.do_bench(fn, warmup=10, rep=40, return_mode="median"))
 
 
-def measure(r: Renderer, cam) -> dict:
-    """Stage and whole-frame medians (ms) of one camera at 8 and 16 px tiles, and the rasterizer's configs."""
+def measure(r: Renderer, cam, sweep: bool = True) -> dict:
+    """Stage and whole-frame medians (ms) of one camera at 8 and 16 px tiles, the rasterizer with its tiles in
+    id order as well as longest first, and (sweep) the rasterizer's and binning's launch configurations."""
     row: dict = {}
     for tile in (8, 16):
         settings = RenderSettings(tile_size=tile)
@@ -70,6 +71,16 @@ def measure(r: Renderer, cam) -> dict:
         graph = None
         row[f"render_call_{tile}"] = bench(lambda s=settings: r.render(cam, s, sync_stats=False))  # host included
         f = frame_of(r, cam, settings)
+        f.rasterize()
+        reference = f.rgb.clone()
+        f.rasterize(schedule=None)
+        assert torch.equal(f.rgb, reference), "the tile schedule changed the image"
+        row[f"raster_{tile}px_in_order"] = bench(lambda f=f: f.rasterize(schedule=None))
+        row[f"raster_{tile}px_longest_first"] = bench(f.rasterize)
+        scratch = (f.schedule, f.tile_counts.view(-1), f.schedule_hist)
+        row[f"schedule_{tile}"] = bench(lambda f=f, o=scratch: r.k.schedule_tiles(f.ranges, out=o))  # in tile_ranges
+        if not sweep:
+            continue
         if tile == 8:
             for block, cols in BIN_CONFIGS:
                 row[f"bin_{block}b_{cols}c"] = bench(lambda f=f, b=block, c=cols: f.bin(block=b, cols=c))
@@ -103,6 +114,7 @@ def main() -> int:
     p.add_argument("--cache-dir", default="/tmp/warpsplat-bench")
     p.add_argument("--frames", type=int, default=3, help="frames sampled per path")
     p.add_argument("--json", default=None)
+    p.add_argument("--no-sweep", action="store_true", help="skip the launch configuration sweeps")
     p.add_argument("--size", type=lambda v: tuple(int(x) for x in v.split("x")), default=(1920, 1080))
     args = p.parse_args()
     jobs = [(find_scene(n, args.scenes_dir), object_paths) for n in args.scenes]
@@ -118,7 +130,8 @@ def main() -> int:
         for path_name, cams in make_paths(scene, *args.size, 12).items():
             if path_name == "orbit":
                 continue  # the close orbit is the harder object view
-            samples = [measure(r, cams[i]) for i in range(0, len(cams), max(1, len(cams) // args.frames))]
+            picked = range(0, len(cams), max(1, len(cams) // args.frames))
+            samples = [measure(r, cams[i], not args.no_sweep) for i in picked]
             row = {k: statistics.median(s[k] for s in samples) if not isinstance(samples[0][k], str) else samples[0][k]
                    for k in samples[0]}  # fmt: skip
             row.update(scene=os.path.basename(path), path=path_name)

@@ -1,0 +1,83 @@
+"""Stage 5, schedule: the rasterizer's tile order (longest lists first) against Python's own bit lengths and the
+torch twin, and the image unchanged by it."""
+
+import pytest
+import torch
+
+import kernels
+import kernels.reference as ref
+from kernels.schedule import CLASSES, schedule_block
+from tests.conftest import nan_like
+
+
+def ranges_of(lengths: list[int], device) -> torch.Tensor:
+    """[n, 2] i32 ranges of consecutive lists with these lengths (empty ones [0, 0), as tile_ranges writes)."""
+    length = torch.tensor(lengths, dtype=torch.int64)
+    end = torch.cumsum(length, 0)
+    ranges = torch.stack([end - length, end], 1)
+    ranges[length == 0] = 0
+    return ranges.to(torch.int32).to(device)
+
+
+def expected_schedule(lengths: list[int]) -> list[int]:
+    """Written from the rule, with Python ints: by bit length (capped), longest first, then by tile id."""
+    cls = [min(n.bit_length(), CLASSES - 1) for n in lengths]
+    return sorted(range(len(lengths)), key=lambda t: (-cls[t], t))
+
+
+def run(ranges, device):
+    n = ranges.shape[0]
+    out = (
+        nan_like(torch.empty(n, dtype=torch.int32, device=device)),
+        nan_like(torch.empty(n, dtype=torch.int32, device=device)),
+        nan_like(torch.empty(kernels.schedule_scratch_shape(n), dtype=torch.int32, device=device)),
+    )
+    return kernels.schedule_tiles(ranges, out=out)
+
+
+def test_class_boundaries_are_exact(device):
+    """Lengths on both sides of every power of two, and past the top class (they share it)."""
+    lengths = [0, 1]
+    for k in range(1, 26):
+        lengths += [2**k - 1, 2**k]
+    lengths = lengths[::-1]  # longest tiles last in id order: the schedule must reverse them
+    schedule, counts = run(ranges_of(lengths, "cpu").to(device), device)
+    assert counts.tolist() == lengths
+    assert schedule.tolist() == expected_schedule(lengths)
+
+
+@pytest.mark.parametrize("n", [3 * 128 + 57, 70_000])  # 4 blocks of 128 tiles; 137 of 512 (a 4K image's count)
+def test_many_blocks_match_rule_and_twin(n, device):
+    """Several blocks of tiles, so each class's tiles come from more than one block, in id order."""
+    assert n > 3 * schedule_block(n)
+    g = torch.Generator().manual_seed(3)
+    lengths = (torch.rand(n, generator=g) ** 4 * 3000).long()
+    lengths[torch.rand(n, generator=g) < 0.3] = 0  # empty tiles
+    lengths = lengths.tolist()
+    ranges = ranges_of(lengths, device)
+    schedule, counts = run(ranges, device)
+    assert counts.tolist() == lengths
+    assert sorted(schedule.tolist()) == list(range(n)), "a permutation of the tiles"
+    assert schedule.tolist() == expected_schedule(lengths)
+    want, want_counts = ref.schedule_tiles(ranges)
+    assert torch.equal(schedule, want) and torch.equal(counts, want_counts)
+    assert schedule[-1].item() in {t for t, n in enumerate(lengths) if n == 0}, "empty tiles go last"
+
+
+@pytest.mark.parametrize("tile", [8, 16])
+def test_rasterize_in_schedule_order_is_the_same_image(tile, device):
+    """Programs that take the tiles longest first, or in a random order, write the same pixels bit for bit."""
+    from tests.kernels.test_rasterize import binned
+
+    width, height = 37, 29
+    args = binned(300, width, height, device, seed=7, scale_shift=0.5, tile=tile)
+    ranges = args[1]
+    bg = torch.tensor([0.1, 0.2, 0.3], device=device)
+    base = kernels.rasterize_tiles(*args, bg, width, height, tile_size=tile)
+    schedule, _ = run(ranges, device)
+    lengths = (ranges[:, 1] - ranges[:, 0]).tolist()
+    assert lengths[schedule[0]].bit_length() == max(lengths).bit_length(), "a list of the longest class first"
+    shuffled = torch.randperm(ranges.shape[0], generator=torch.Generator().manual_seed(1)).to(torch.int32)
+    for order in (schedule, shuffled.to(device)):
+        got = kernels.rasterize_tiles(*args, bg, width, height, tile_size=tile, schedule=order)
+        assert torch.equal(got[0], base[0]) and torch.equal(got[1], base[1])

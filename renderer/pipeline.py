@@ -130,10 +130,11 @@ def runs_counted(n: int, frame_mode: str) -> bool:
     return frame_mode == "counted" or (frame_mode == "auto" and n >= COUNTED_FROM)
 
 
-def window_pays(graphs: bool, n: int, frame_mode: str) -> bool:
-    """Whether a temporal window can be faster than the whole scene. Not when the whole scene's frames would be
-    replayed as CUDA graphs (below COUNTED_FROM): a window's frames run stage by stage, and on the bench's
-    object scenes that cost more (0.45-0.60x, BENCHMARKS.md section 8) than projecting fewer Gaussians saved."""
+def reuse_pays(graphs: bool, n: int, frame_mode: str) -> bool:
+    """Whether temporal reuse (a window, occlusion culling) can be faster than the whole scene. Not when the
+    whole scene's frames would be replayed as CUDA graphs (below COUNTED_FROM): a window's or occlusion's frames
+    run stage by stage and one at a time, and on the bench's object scenes that cost more than the Gaussians
+    they skip saved (windows 0.45-0.60x in BENCHMARKS.md section 8, occlusion culling 0.32-0.56x in section 12)."""
     return not (graphs and not runs_counted(n, frame_mode))
 
 
@@ -343,7 +344,7 @@ class Renderer:
         reuse = settings.temporal_window > 1 or settings.occlusion_cull
         with timer.stage("cull") if reuse else contextlib.nullcontext():
             src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
-                                       window_pays=window_pays(self.graphs, self.n, self.frame_mode))  # fmt: skip
+                                       reuse_pays=reuse_pays(self.graphs, self.n, self.frame_mode))  # fmt: skip
         self._upload(camera, settings, slot)
         self.pair_capacity = self._capacity_for(settings)
         f = self._frame_for(src, camera, settings, slot)
@@ -389,10 +390,12 @@ class Renderer:
     def streams(self, settings: RenderSettings) -> bool:
         """Whether `render_stream` keeps frames of these settings in flight: plain frames on capacities (scenes
         under COUNTED_FROM, replayed as CUDA graphs on a GPU). Counted frames sync inside the frame anyway, and
-        temporal reuse, depth output and unchanged-frame reuse depend on the frame before: those go one by one."""
+        temporal reuse, depth output and unchanged-frame reuse depend on the frame before: those go one by one,
+        except temporal reuse that `reuse_pays` declines (its frames are the plain ones)."""
         s = settings
-        return (not self.counted() and s.temporal_window <= 1 and not s.occlusion_cull and not s.depth
-                and not s.reuse_unchanged_frame)  # fmt: skip
+        reuse = s.temporal_window > 1 or s.occlusion_cull
+        declined = not reuse_pays(self.graphs, self.n, self.frame_mode)
+        return not self.counted() and (not reuse or declined) and not s.depth and not s.reuse_unchanged_frame
 
     @torch.inference_mode()
     def render_stream(

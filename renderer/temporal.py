@@ -57,6 +57,7 @@ class TemporalStats:
     occlusion_refreshes: int = 0
     gaussians_skipped: int = 0  # by occlusion culling in the last frame (resolved only with sync_stats)
     frames_window_declined: int = 0  # a window was asked for, but the whole scene replayed as a graph is faster
+    frames_occlusion_declined: int = 0  # occlusion culling was asked for, likewise
     last_build_reason: str = ""
 
     def hit_rate(self) -> float:
@@ -144,15 +145,20 @@ class TemporalCache:
 
     def source(
         self, scene: SceneArrays, kernels, scene_radius: float, camera: Camera, settings: RenderSettings,
-        future: list[Camera] | None, *, window_pays: bool = True,
+        future: list[Camera] | None, *, reuse_pays: bool = True,
     ) -> FrameSource:  # fmt: skip
         """The arrays to project for this frame, building a new window when the current one does not cover it.
         `kernels`: the renderer's kernel module (its `cull_window`); `scene_radius` scales the distances.
-        window_pays=False (the renderer's call: see `pipeline.window_pays`) renders the whole scene instead."""
+        reuse_pays=False (the renderer's call: see `pipeline.reuse_pays`) declines both the window and occlusion
+        culling: the whole scene is rendered, exactly, and the counters say so."""
         full = FrameSource(scene.means, scene.covars, scene.opacities, scene.sh)
-        if settings.temporal_window > 1 and not window_pays:
-            self.stats.frames_window_declined += 1
-        if settings.temporal_window <= 1 or not window_pays:
+        if not reuse_pays:
+            self.stats.frames_window_declined += settings.temporal_window > 1
+            self.stats.frames_occlusion_declined += settings.occlusion_cull
+            self.window, self.live = None, None
+            self.last_pose = camera.T_world_camera.copy()
+            return full
+        if settings.temporal_window <= 1:
             self.window = None
             src = full
         else:

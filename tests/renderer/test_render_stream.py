@@ -75,6 +75,7 @@ def test_declined_settings_render_one_by_one(scene, device):
     cams = orbit_path(scene, *SIZE, 5)
     settings = RenderSettings(temporal_window=4)
     r = Renderer(scene, device=device)
+    r.graphs = False  # on a GPU, graphs would decline the window, and its frames would stream (test below)
     assert not r.streams(settings) and not r.streams(RenderSettings(depth=True))
     futures = [cams[i + 1 : i + 4] for i in range(len(cams))]
     got = [out.image.clone() for out in r.render_stream(cams, settings, futures)]
@@ -92,3 +93,15 @@ def test_frame_times_cover_the_stream(scene, device):
     spans = [b.since(a) for a, b in zip(timers, timers[1:])]
     assert all(s >= 0.0 for s in spans)
     assert abs(sum(spans) - timers[-1].since(timers[0])) < 1e-3 * max(1.0, sum(spans))
+
+
+def test_declined_reuse_streams_as_plain_frames(scene, device):
+    """Where frames replay as CUDA graphs, temporal reuse is declined (`reuse_pays`): its frames are the plain
+    ones, so they stream like the default's instead of going one by one (which cost objects 0.12-0.15 ms)."""
+    r = Renderer(scene, device=device)
+    r.graphs = True  # as on a GPU (nothing is rendered here)
+    for settings in (RenderSettings(temporal_window=8), RenderSettings(occlusion_cull=True)):
+        assert r.streams(settings), settings
+    assert not r.streams(RenderSettings(depth=True)) and not r.streams(RenderSettings(reuse_unchanged_frame=True))
+    r.frame_mode = "counted"  # counted frames keep their reuse, and sync inside the frame: one by one
+    assert not r.streams(RenderSettings(temporal_window=8))

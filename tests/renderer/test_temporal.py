@@ -184,33 +184,43 @@ def test_occlusion_skips_only_binned_gaussians_that_marked_nothing(plant):
     assert int(skipped.sum()) > 0 and (tiles_touched[skipped] > 0).all()
 
 
-def test_window_is_declined_where_whole_scene_graphs_are_faster():
-    """Below COUNTED_FROM the whole scene's frames replay as CUDA graphs, which a window's frames cannot: there
-    a window is not worth it. Counted frames (large scenes) and renderers without graphs keep it."""
-    from renderer.pipeline import COUNTED_FROM, window_pays
+def test_reuse_is_declined_where_whole_scene_graphs_are_faster():
+    """Below COUNTED_FROM the whole scene's frames replay as CUDA graphs, which a window's or occlusion's frames
+    cannot: there temporal reuse is not worth it. Counted frames (large scenes) and renderers without graphs
+    keep it."""
+    from renderer.pipeline import COUNTED_FROM, reuse_pays
 
-    assert not window_pays(True, COUNTED_FROM - 1, "auto")
-    assert not window_pays(True, 10 * COUNTED_FROM, "graph")
-    assert window_pays(True, COUNTED_FROM, "auto") and window_pays(True, 1000, "counted")
-    assert window_pays(False, 1000, "auto"), "without graphs (a CPU) a window can still pay"
+    assert not reuse_pays(True, COUNTED_FROM - 1, "auto")
+    assert not reuse_pays(True, 10 * COUNTED_FROM, "graph")
+    assert reuse_pays(True, COUNTED_FROM, "auto") and reuse_pays(True, 1000, "counted")
+    assert reuse_pays(False, 1000, "auto"), "without graphs (a CPU) a window can still pay"
 
 
-def test_declined_window_renders_the_whole_scene_exactly(plant):
-    """A declined window: the whole scene is projected, the image is exact, and the counter says so."""
+@pytest.mark.parametrize("settings", [RenderSettings(temporal_window=4), RenderSettings(occlusion_cull=True),
+                                      RenderSettings(temporal_window=4, occlusion_cull=True)], ids=str)  # fmt: skip
+def test_declined_reuse_renders_the_whole_scene_exactly(plant, settings):
+    """Declined reuse: the whole scene is projected with no occlusion mask, the image is exact, and the
+    counters say which part was declined."""
     from renderer.temporal import TemporalCache
     from renderer.workspace import Workspace
 
     cams = inside_path(plant, 3)
     r = Renderer(plant, backend="torch")
-    s = RenderSettings(temporal_window=4)
+    s = settings
     cache = TemporalCache(Workspace("cpu"))
-    src = cache.source(r.scene_arrays(), r.k, r.scene_radius, cams[0], s, cams[1:], window_pays=False)
-    assert src.kind == "full" and src.n == len(plant) and cache.window is None
-    assert cache.stats.frames_window_declined == 1 and cache.stats.window_builds == 0
+    for cam in cams[:2]:
+        src = cache.source(r.scene_arrays(), r.k, r.scene_radius, cam, s, cams[1:], reuse_pays=False)
+        assert src.kind == "full" and src.n == len(plant) and cache.window is None
+        assert src.live is None and src.marks is None
+    assert cache.stats.frames_window_declined == (2 if s.temporal_window > 1 else 0)
+    assert cache.stats.frames_occlusion_declined == (2 if s.occlusion_cull else 0)
+    assert cache.stats.window_builds == 0 and cache.stats.occlusion_refreshes == 0
     want = exact_images(plant, cams, "torch")
-    r.render(cams[0], s, future=cams[1:])  # on a CPU (no graphs) the renderer keeps its window
-    assert r.temporal.stats.window_builds == 1 and r.temporal.stats.frames_window_declined == 0
-    assert torch.equal(r.render(cams[1], s, future=cams[2:]).image, want[1])
+    r.render(cams[0], s, future=cams[1:])  # on a CPU (no graphs) the renderer keeps its reuse
+    assert r.temporal.stats.frames_window_declined == 0 and r.temporal.stats.frames_occlusion_declined == 0
+    assert r.temporal.stats.window_builds + r.temporal.stats.occlusion_refreshes >= 1
+    if not s.occlusion_cull:  # a window is exact with the path's cameras known
+        assert torch.equal(r.render(cams[1], s, future=cams[2:]).image, want[1])
 
 
 def test_window_keeping_nearly_everything_projects_the_scene_uncopied(plant):

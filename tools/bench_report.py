@@ -41,16 +41,27 @@ class PathResult:
         return percentile(self.frame_ms, 90)
 
 
-def git_commit() -> str:
+def git_commit(cwd: str | None = None) -> str:
+    """The commit the results belong to: $WARPSPLAT_COMMIT when set, else git's HEAD, with "-dirty" when tracked
+    files differ from it (a working tree copied onto another machine over an older checkout reads as its
+    HEAD plus changes, not as that HEAD)."""
     env = os.environ.get("WARPSPLAT_COMMIT")
     if env:
         return env
     try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True, cwd=cwd
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=cwd,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return f"{head}-dirty" if changed else head
 
 
 def device_name(cuda: bool) -> str:

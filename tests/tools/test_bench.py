@@ -128,3 +128,23 @@ def test_quick_on_a_cpu_writes_nothing_into_the_checkout(tmp_path):
     result = tmp_path / "warpsplat-bench" / "bench.json"
     assert json.loads(result.read_text())["paths"][0]["scene"] == "plant.splat"
     assert f"wrote {result}" in r.stdout
+
+
+def test_commit_names_a_changed_tree_as_dirty(tmp_path, monkeypatch):
+    """Results from a tree that differs from its checkout's HEAD do not claim that HEAD."""
+    import subprocess
+
+    from tools.bench_report import git_commit
+
+    monkeypatch.delenv("WARPSPLAT_COMMIT", raising=False)
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "a.txt").write_text("one")
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert git_commit(str(tmp_path)) == head
+    (tmp_path / "a.txt").write_text("two")
+    assert git_commit(str(tmp_path)) == f"{head}-dirty"
+    monkeypatch.setenv("WARPSPLAT_COMMIT", "abc1234")
+    assert git_commit(str(tmp_path)) == "abc1234"

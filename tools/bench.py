@@ -318,12 +318,13 @@ def compare_variant(
     step = 1 if is_temporal(settings) or compare_all else psnr_every
     for i in range(0, len(cams), step):
         out = renderer.render(cams[i], settings, future=futures[id(cams[i])])
-        if i % psnr_every and not compare_all:
+        if i % psnr_every == 0:  # counts from the same frames for every variant, however many are compared
+            vis.append(out.stats.n_visible)
+            projected.append(out.stats.n_projected)
+            pairs.append(out.stats.n_pairs)
+            longest.append(out.stats.max_tile_pairs)
+        elif not compare_all:
             continue
-        vis.append(out.stats.n_visible)
-        projected.append(out.stats.n_projected)
-        pairs.append(out.stats.n_pairs)
-        longest.append(out.stats.max_tile_pairs)
         img = out.image.clone()
         if i in reference_images:
             res.psnr_vs_gsplat.append(psnr(img, reference_images[i]))

@@ -155,10 +155,7 @@ class TemporalCache:
         if not reuse_pays:
             self.stats.frames_window_declined += settings.temporal_window > 1
             self.stats.frames_occlusion_declined += settings.occlusion_cull
-            self.window, self.live = None, None
-            self.last_pose = camera.T_world_camera.copy()
-            return full
-        if settings.temporal_window <= 1:
+        if settings.temporal_window <= 1 or not reuse_pays:
             self.window = None
             src = full
         else:
@@ -174,7 +171,7 @@ class TemporalCache:
             w.frames_left -= 1
             src = w.source
         self.last_pose = camera.T_world_camera.copy()
-        return self._occlusion(src, camera, settings, scene_radius)
+        return self._occlusion(src, camera, settings, scene_radius, settings.occlusion_cull and reuse_pays)
 
     def _covers(self, w: _Window, camera: Camera, settings: RenderSettings) -> bool:
         if w.frames_left <= 0 or w.key != window_key(camera, settings):
@@ -226,9 +223,9 @@ class TemporalCache:
     # ------------------------------------------------------------------ occlusion
 
     def _occlusion(
-        self, src: FrameSource, camera: Camera, settings: RenderSettings, scene_radius: float
+        self, src: FrameSource, camera: Camera, settings: RenderSettings, scene_radius: float, on: bool
     ) -> FrameSource:
-        if not settings.occlusion_cull:
+        if not on:
             self.live = None
             return src
         pose = camera.T_world_camera

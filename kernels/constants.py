@@ -36,6 +36,12 @@ CLAMP_TILES = 4.0
 # Images with at most this many tiles bin with int16 keys (1920x1080 at 8 px: 32,400 tiles).
 INT16_TILES = 32767
 
+# ----------------------------------------------------------------------------------------------- schedule
+
+# The rasterizer takes tiles by the bit length of their list length, longest first; lengths from
+# 2^(SCHEDULE_CLASSES - 2) entries on share the top class (kernels/schedule.py). Order only, never the image.
+SCHEDULE_CLASSES = 24
+
 # ----------------------------------------------------------------------------------------------- AdaGScale
 
 # The centre-tile floor's slack (5% in Q, far above the float rounding of the row/span test) and the smallest

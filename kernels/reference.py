@@ -17,6 +17,7 @@ from .constants import (
     FOV_SLACK,
     INT16_TILES,
     PIXEL_CENTRE,
+    SCHEDULE_CLASSES,
     SH_C0,
     SH_C1,
     SH_C2,
@@ -451,9 +452,10 @@ def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | 
 def schedule_tiles(
     ranges: torch.Tensor, *, out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Tiles by the bit length of their list length, longest first (capped at 2^22 entries), ties in id order."""
+    """Tiles by the bit length of their list length (capped, SCHEDULE_CLASSES), longest first, ties in id order."""
     counts = (ranges[:, 1] - ranges[:, 0]).to(torch.int64)
-    powers = 2 ** torch.arange(23, device=ranges.device)  # the bit length is how many of 1, 2, 4, ... <= the count
+    # the bit length is how many of 1, 2, 4, ... the count reaches; the top class is SCHEDULE_CLASSES - 1
+    powers = 2 ** torch.arange(SCHEDULE_CLASSES - 1, device=ranges.device)
     cls = (counts[:, None] >= powers[None, :]).sum(1)
     tiles = torch.arange(counts.shape[0], device=ranges.device)
     schedule = torch.argsort(-cls * (counts.shape[0] + 1) + tiles).to(torch.int32)

@@ -27,7 +27,8 @@ import torch
 import triton
 import triton.language as tl
 
-CLASSES = 24  # list lengths up to 2^22 get a class of their own; longer ones share the top class
+from .constants import SCHEDULE_CLASSES as CLASSES
+
 CLASS_SLOTS = 32  # CLASSES rounded up to a power of two (a block's histogram row)
 MAX_ROWS = 256  # blocks of tiles, at most: each program of the second kernel reads every block's histogram
 

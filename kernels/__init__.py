@@ -11,10 +11,11 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from .bin import bin_config, bin_pairs, key_dtype, sentinel_key  # noqa: E402
+from .bin import bin_config, bin_pairs  # noqa: E402
+from .buffers import key_dtype, order_outputs, project_outputs, sentinel_key  # noqa: E402
 from .cull import cull_window  # noqa: E402
-from .order import depth_order, depth_order_counted, order_outputs  # noqa: E402
-from .project import project_block, project_gaussians, project_outputs  # noqa: E402
+from .order import depth_order, depth_order_counted  # noqa: E402
+from .project import project_block, project_gaussians  # noqa: E402
 from .rasterize import LIST_LENGTHS, rasterize_tiles  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402

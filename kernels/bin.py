@@ -31,17 +31,7 @@ import triton.language as tl
 
 from ._device import alpha_threshold_t, row_tile_span, tile_rows
 from ._launch import interpreting
-from .constants import INT16_TILES
-
-
-def key_dtype(n_tiles: int) -> torch.dtype:
-    """The narrowest key type that holds every tile id and a sentinel above them."""
-    return torch.int16 if n_tiles <= INT16_TILES else torch.int32
-
-
-def sentinel_key(dtype: torch.dtype) -> int:
-    """The key of an unused slot: the type's maximum, above every tile id, so it sorts last."""
-    return torch.iinfo(dtype).max
+from .buffers import sentinel_key
 
 
 @triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])

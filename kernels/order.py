@@ -30,15 +30,6 @@ from __future__ import annotations
 import torch
 
 
-def order_outputs(n: int, device) -> tuple[torch.Tensor, ...]:
-    """Buffers for `depth_order`: (sorted depths [n] f32, order [n] i64, counts [n] i32, offsets [n] i64,
-    totals [2] i64, +inf [1] f32)."""
-    return (torch.empty(n, dtype=torch.float32, device=device), torch.empty(n, dtype=torch.int64, device=device),
-            torch.empty(n, dtype=torch.int32, device=device), torch.empty(n, dtype=torch.int64, device=device),
-            torch.empty(2, dtype=torch.int64, device=device),
-            torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
-
-
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def depth_order(
     depths: torch.Tensor,  # [N] f32
@@ -46,7 +37,7 @@ def depth_order(
     *,
     out: tuple[torch.Tensor, ...],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(order, offsets, totals); `out` from `order_outputs` (each buffer at least N long)."""
+    """(order, offsets, totals); `out` from `buffers.order_outputs` (each buffer at least N long)."""
     N = depths.shape[0]
     assert depths.dtype == torch.float32 and tiles_touched.shape == (N,) and tiles_touched.dtype == torch.int32
     sorted_depths, order, counts, offsets, totals, inf = out

@@ -39,6 +39,7 @@ from ._device import (
     tile_rows,
 )
 from ._launch import interpreting
+from .buffers import project_outputs
 
 
 @triton.jit(do_not_specialize=["N", "width", "height"])
@@ -117,7 +118,7 @@ def _project_kernel(
     ty_lo, rows, ry_bin = tile_rows(my, a, b, c, t_bin, visible, n_ty, TILE)
     count = tl.zeros([BLOCK_N], dtype=tl.int32)
     for r in range(0, tl.max(rows, axis=0)):
-        row_tx, span = row_tile_span(ty_lo + r, mx, my, a, b, c, t_bin, ry_bin, n_tx, TILE)
+        _, span = row_tile_span(ty_lo + r, mx, my, a, b, c, t_bin, ry_bin, n_tx, TILE)
         count += tl.where(r < rows, span, 0)
     visible = visible & (count > 0)
     tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
@@ -211,16 +212,3 @@ def project_block(n: int) -> int:
 
 
 PROJECT_SMALL_SCENE = 65536
-
-
-def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
-    """Allocate the outputs of `project_gaussians` for n Gaussians (reused across frames by the renderer)."""
-    f32 = dict(dtype=torch.float32, device=device)
-    return (
-        torch.empty(n, 2, **f32),
-        torch.empty(n, 4, **f32),
-        torch.empty(n, **f32),
-        torch.empty(n, 3, **f32),
-        torch.empty(n, dtype=torch.int32, device=device),
-        torch.empty(n, **f32),
-    )

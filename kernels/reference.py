@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import torch
 
+# the buffers and pair keys, from the one module both read (kernels/buffers.py)
+from .buffers import key_dtype, order_outputs, project_outputs, sentinel_key
+
 # the kernels' numbers, from the one module both read (what each means is documented there)
 from .constants import (
     ALPHA_MAX,
@@ -15,7 +18,6 @@ from .constants import (
     CENTRE_SLACK,
     CLAMP_TILES,
     FOV_SLACK,
-    INT16_TILES,
     PIXEL_CENTRE,
     SCHEDULE_CLASSES,
     SH_C0,
@@ -27,28 +29,7 @@ from .constants import (
     WEIGHT_MIN,
 )
 
-
-def key_dtype(n_tiles: int) -> torch.dtype:
-    return torch.int16 if n_tiles <= INT16_TILES else torch.int32
-
-
-def sentinel_key(dtype: torch.dtype) -> int:
-    return torch.iinfo(dtype).max
-
-
 # ----------------------------------------------------------------------------------------------- project
-
-
-def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
-    f32 = dict(dtype=torch.float32, device=device)
-    return (
-        torch.empty(n, 2, **f32),
-        torch.empty(n, 4, **f32),
-        torch.empty(n, **f32),
-        torch.empty(n, 3, **f32),
-        torch.empty(n, dtype=torch.int32, device=device),
-        torch.empty(n, **f32),
-    )
 
 
 def eval_sh(sh: torch.Tensor, dirs: torch.Tensor, degree: int) -> torch.Tensor:
@@ -295,13 +276,6 @@ def cull_window(
 
 
 # ----------------------------------------------------------------------------------------------- order
-
-
-def order_outputs(n: int, device) -> tuple[torch.Tensor, ...]:
-    return (torch.empty(n, dtype=torch.float32, device=device), torch.empty(n, dtype=torch.int64, device=device),
-            torch.empty(n, dtype=torch.int32, device=device), torch.empty(n, dtype=torch.int64, device=device),
-            torch.empty(2, dtype=torch.int64, device=device),
-            torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
 
 
 # Twin of the launcher in kernels/order.py: the same signature on purpose (see the module docstring).
@@ -555,6 +529,8 @@ def rasterize_tiles(
 
 
 __all__ = [
+    "key_dtype",
+    "sentinel_key",
     "cull_window",
     "project_outputs",
     "project_gaussians",

@@ -16,7 +16,7 @@ class Workspace:
     def __init__(self, device: torch.device | str):
         self.device = torch.device(device)
         self._buffers: dict[str, torch.Tensor] = {}
-        self.generation = 0  # counts (re)allocations and drops: work captured earlier holds stale addresses
+        self.generation = 0  # counts (re)allocations: work captured earlier holds stale addresses
 
     def buffer(self, name: str, n: int, dtype: torch.dtype, *, headroom: float = 1.0) -> torch.Tensor:
         """A 1-D view of n elements of buffer `name` (contents unspecified)."""
@@ -29,12 +29,6 @@ class Workspace:
     def rows(self, name: str, n: int, width: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """An [n, width] view of buffer `name`."""
         return self.buffer(name, n * width, dtype).view(n, width)
-
-    def drop(self, *names: str) -> None:
-        """Release buffers (e.g. the pair buffers when their capacity shrinks)."""
-        for name in names:
-            if self._buffers.pop(name, None) is not None:
-                self.generation += 1
 
     def nbytes(self) -> int:
         return sum(b.numel() * b.element_size() for b in self._buffers.values())

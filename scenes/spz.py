@@ -72,7 +72,6 @@ SUPPORTED_VERSIONS = (2, 3, 4)
 _HEADER_V3 = struct.Struct("<IIIBBBB")  # 16 bytes
 _HEADER_V4 = struct.Struct("<IIIBBBBI12x")  # 32 bytes
 FLAG_ANTIALIASED = 0x1
-FLAG_EXTENSIONS = 0x2
 
 # Sign of each real SH basis function (gsplat / INRIA order) under (x, y, z) -> (x, -y, -z): (-1)^(deg_y + deg_z)
 # of its polynomial. Band 1: y, z, x. Band 2: xy, yz, 3z^2-1, xz, x^2-y^2. Band 3: y(3x^2-y^2), xyz,

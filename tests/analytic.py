@@ -1,9 +1,11 @@
 """Float64 references derived from first principles, for tests of the covariance, projection and SH math.
 
-Nothing here imports the project's geometry (renderer/paths/rotations.py, prepare_covariances, the kernels or
-their twins): a reference that shared their code would share their mistakes. Rotations are built by
-Rodrigues' formula and by composing elementary rotations, the projection's Jacobian by central differences of
-the pinhole map, and the SH basis from associated Legendre polynomials.
+Nothing here imports the project's geometry or numbers (renderer/paths/rotations.py, prepare_covariances,
+kernels/constants.py, the kernels or their twins): a reference that shared their code would share their
+mistakes. Rotations are built by Rodrigues' formula, by composing elementary rotations and from a quaternion's
+action v -> q v q*, the projection's Jacobian by central differences of the pinhole map, the SH basis from
+associated Legendre polynomials, and an image by compositing every Gaussian at every pixel centre with
+gsplat's rules written out.
 """
 
 from __future__ import annotations
@@ -40,26 +42,42 @@ def elementary(axis: str, angle: float) -> np.ndarray:
 
 # Written again on purpose beside renderer/paths/rotations.py's `qmul`: a reference shares none of the code.
 def hamilton(p, q) -> np.ndarray:
-    """Quaternion product p q (w, x, y, z): the rotation q first, then p."""
-    pw, px, py, pz = p
-    qw, qx, qy, qz = q
-    return np.array([
+    """Quaternion product p q (w, x, y, z): the rotation q first, then p. [4] each, or [..., 4] batches."""
+    pw, px, py, pz = np.moveaxis(np.asarray(p, dtype=np.float64), -1, 0)
+    qw, qx, qy, qz = np.moveaxis(np.asarray(q, dtype=np.float64), -1, 0)
+    return np.stack([
         pw * qw - px * qx - py * qy - pz * qz,
         pw * qx + px * qw + py * qz - pz * qy,
         pw * qy - px * qz + py * qw + pz * qx,
         pw * qz + px * qy - py * qx + pz * qw,
-    ])  # fmt: skip
+    ], axis=-1)  # fmt: skip
+
+
+def quat_matrix(q) -> np.ndarray:
+    """[..., 3, 3] rotation of the quaternion q (w, x, y, z; [4] or [..., 4], any nonzero length) by its
+    definition: v -> q v q* on the pure quaternion (0, v), column i the image of the axis e_i. No closed-form
+    matrix is written, so this does not share a mistake with the code's (scenes/, the renderer's covariances)."""
+    q = np.asarray(q, dtype=np.float64)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    conj = q * np.array([1.0, -1.0, -1.0, -1.0])
+    cols = []
+    for i in range(3):
+        e = np.zeros(q.shape)
+        e[..., 1 + i] = 1.0
+        cols.append(hamilton(hamilton(q, e), conj)[..., 1:])
+    return np.stack(cols, axis=-1)
 
 
 def covariance(R: np.ndarray, scales) -> np.ndarray:
-    """[3, 3] covariance of a Gaussian with standard deviations `scales` along the columns of R (its local
-    axes in the world): R diag(s^2) R^T."""
-    return R @ np.diag(np.asarray(scales, dtype=np.float64) ** 2) @ R.T
+    """[..., 3, 3] covariance of a Gaussian with standard deviations `scales` ([..., 3]) along the columns of
+    R ([..., 3, 3]; its local axes in the world): R diag(s^2) R^T."""
+    R = np.asarray(R, dtype=np.float64)
+    return (R * np.asarray(scales, dtype=np.float64)[..., None, :] ** 2) @ np.swapaxes(R, -1, -2)
 
 
 def upper(S: np.ndarray) -> np.ndarray:
-    """(xx, xy, xz, yy, yz, zz) of a symmetric [3, 3]: the kernels' covariance layout."""
-    return np.array([S[0, 0], S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2]])
+    """(xx, xy, xz, yy, yz, zz) of a symmetric [..., 3, 3]: the kernels' covariance layout."""
+    return np.stack([S[..., 0, 0], S[..., 0, 1], S[..., 0, 2], S[..., 1, 1], S[..., 1, 2], S[..., 2, 2]], axis=-1)
 
 
 def pinhole(p_cam: np.ndarray, fx: float, fy: float, cx: float, cy: float) -> np.ndarray:
@@ -130,3 +148,38 @@ def real_sh(l: int, m: int, direction) -> float:  # noqa: E741
 def sh_basis(direction, degree: int) -> np.ndarray:
     """[(degree + 1)^2] real SH at a unit direction, in the order k = l^2 + l + m."""
     return np.array([real_sh(l, m, direction) for l in range(degree + 1) for m in range(-l, l + 1)])  # noqa: E741
+
+
+# gsplat 1.5.3's compositing rules (docs/architecture.md, "Exactness rules"), typed here from that statement and
+# not read from kernels/constants.py: a test against `composite` fails when the code's numbers change.
+ALPHA_CLAMP = 0.999  # alpha = min(0.999, o exp(-sigma))
+ALPHA_SKIP = 1.0 / 255.0  # a Gaussian below this alpha at a pixel centre is skipped there
+T_STOP = 1e-4  # a pixel stops before the Gaussian that would take its transmittance to this or below
+
+
+def composite(means2d, conics, opacities, colors, order, width: int, height: int, background):
+    """(rgb [H, W, 3], alpha [H, W]) in float64: every Gaussian in `order` (nearest first) blended at every
+    pixel centre (x + 0.5, y + 0.5) by the rules above, one Gaussian at a time as the definition reads; no
+    tiles, no lists. means2d [N, 2], conics [N, 3] (a, b, c of Q = a dx^2 + 2 b dx dy + c dy^2), opacities [N],
+    colors [N, 3], order [M] indices."""
+    means2d, conics, colors = (np.asarray(v, dtype=np.float64) for v in (means2d, conics, colors))
+    opacities = np.asarray(opacities, dtype=np.float64)
+    ys, xs = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    px, py = xs.ravel() + 0.5, ys.ravel() + 0.5
+    T = np.ones(px.shape)
+    C = np.zeros((px.size, 3))
+    alive = np.ones(px.shape, dtype=bool)
+    for i in np.asarray(order).tolist():
+        a, b, c = conics[i]
+        dx, dy = means2d[i, 0] - px, means2d[i, 1] - py
+        sigma = 0.5 * (a * dx * dx + c * dy * dy) + b * dx * dy
+        alpha = np.minimum(ALPHA_CLAMP, opacities[i] * np.exp(-sigma))
+        ok = alive & (sigma >= 0) & (alpha >= ALPHA_SKIP)
+        nxt = T * (1 - alpha)
+        stop = ok & (nxt <= T_STOP)
+        blend = ok & ~stop
+        C += np.where(blend, alpha * T, 0.0)[:, None] * colors[i]
+        T = np.where(blend, nxt, T)
+        alive &= ~stop
+    rgb = C + T[:, None] * np.asarray(background, dtype=np.float64)
+    return rgb.reshape(height, width, 3), (1 - T).reshape(height, width)

@@ -1,10 +1,10 @@
 """The whole Triton pipeline against an image derived another way: no tiles, no binning, no sort of pairs.
 
 `brute_force_image` composites, at every pixel centre, every projected Gaussian in (depth, index) order with
-gsplat's rules (alpha = min(0.999, o exp(-sigma)), skip below 1/255, stop before T would reach 1e-4), in
-float64. The renderer must reproduce it at 8 and 16 px tiles, whatever the tile size, including where many
-Gaussians share one depth (gsplat resolves such ties by Gaussian index) and on sides that are not multiples
-of the tile size.
+gsplat's rules as tests/analytic.py `composite` writes them out (alpha = min(0.999, o exp(-sigma)), skip below
+1/255, stop before T would reach 1e-4), in float64. The renderer must reproduce it at 8 and 16 px tiles,
+whatever the tile size, including where many Gaussians share one depth (gsplat resolves such ties by Gaussian
+index) and on sides that are not multiples of the tile size.
 """
 
 import numpy as np
@@ -14,33 +14,19 @@ import torch
 import kernels.reference as ref
 from renderer import Camera, Renderer, RenderSettings
 from scenes.gaussians import logit, make_scene
+from tests.analytic import composite
 from tools.metrics import psnr
 
 
 def brute_force_image(proj, width: int, height: int, background) -> tuple[torch.Tensor, torch.Tensor]:
-    """(rgb [H,W,3], alpha [H,W]) in float64 from the projected Gaussians; rows with +inf depth are culled."""
+    """(rgb [H,W,3], alpha [H,W]) in float64 from the projected Gaussians (tests/analytic.py `composite`), in
+    (depth, index) order; rows with +inf depth are culled."""
     means2d, conic_opacity, depths, colors = (t.double() for t in proj[:4])
     g = torch.nonzero(torch.isfinite(depths)).flatten()
     g = g[torch.argsort(depths[g], stable=True)]  # nearest first, ties by index
-    ys, xs = torch.meshgrid(torch.arange(height), torch.arange(width), indexing="ij")
-    px, py = xs.flatten().double() + 0.5, ys.flatten().double() + 0.5
-    T = torch.ones_like(px)
-    C = torch.zeros(px.numel(), 3, dtype=torch.float64)
-    alive = torch.ones_like(px, dtype=torch.bool)
-    for i in g.tolist():  # one Gaussian at a time, as the definition reads
-        a, b, c, o = conic_opacity[i].tolist()
-        dx, dy = means2d[i, 0] - px, means2d[i, 1] - py
-        sigma = 0.5 * (a * dx * dx + c * dy * dy) + b * dx * dy
-        alpha = torch.clamp_max(o * torch.exp(-sigma), 0.999)
-        ok = alive & (sigma >= 0) & (alpha >= 1.0 / 255.0)
-        nxt = T * (1 - alpha)
-        stop = ok & (nxt <= 1e-4)
-        blend = ok & ~stop
-        C += torch.where(blend, alpha * T, 0.0)[:, None] * colors[i]
-        T = torch.where(blend, nxt, T)
-        alive &= ~stop
-    rgb = C + T[:, None] * torch.tensor(background, dtype=torch.float64)
-    return rgb.reshape(height, width, 3), (1 - T).reshape(height, width)
+    rgb, alpha = composite(means2d.numpy(), conic_opacity[:, :3].numpy(), conic_opacity[:, 3].numpy(),
+                           colors.numpy(), g.numpy(), width, height, background)  # fmt: skip
+    return torch.from_numpy(rgb), torch.from_numpy(alpha)
 
 
 def tied_scene(n: int = 90, seed: int = 0):

@@ -12,19 +12,16 @@ from kernels.reference import eval_sh
 from scenes import GaussianScene
 from scenes.rotate import rotation_to_up, turn_up
 from scenes.spz import flip_rub_rdf
+from tests.analytic import covariance, quat_matrix
 from tests.reliability.hostile import cloud
 
 AXES = {"+x": (1, 0, 0), "-x": (-1, 0, 0), "+y": (0, 1, 0), "-y": (0, -1, 0), "+z": (0, 0, 1), "-z": (0, 0, -1)}
 
 
 def covariances(scene: GaussianScene) -> torch.Tensor:
-    """[N, 3, 3] R diag(exp(2 s)) R^T in float64."""
-    w, x, y, z = torch.nn.functional.normalize(scene.quats.double(), dim=1).unbind(1)
-    R = torch.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-                     2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                     2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], 1)  # fmt: skip
-    R = R.reshape(-1, 3, 3)
-    return R @ torch.diag_embed(torch.exp(2 * scene.log_scales.double())) @ R.transpose(1, 2)
+    """[N, 3, 3] R diag(exp(s))^2 R^T in float64, R from each quaternion's action (tests/analytic.py)."""
+    R = quat_matrix(scene.quats.double().numpy())
+    return torch.from_numpy(covariance(R, np.exp(scene.log_scales.double().numpy())))
 
 
 @pytest.mark.parametrize("axis", list(AXES) + ["oblique"])

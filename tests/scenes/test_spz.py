@@ -15,21 +15,15 @@ import zstandard
 from kernels.reference import eval_sh
 from scenes import SceneFormatError, load_scene, make_scene
 from scenes.spz import MAGIC, flip_rub_rdf, read_spz, write_spz
+from tests.analytic import quat_matrix
 from tests.conftest import real_scene as scene
 
 F = torch.tensor([1.0, -1.0, -1.0])  # RUB <-> RDF: diag(1, -1, -1), a 180-degree rotation about x
 
 
 def _rotmat(q: torch.Tensor) -> torch.Tensor:
-    w, x, y, z = torch.nn.functional.normalize(q, dim=1).unbind(1)
-    return torch.stack(
-        [
-            1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
-        ],
-        1,
-    ).reshape(-1, 3, 3)  # fmt: skip
+    """[N, 3, 3] rotations of the quaternions (w, x, y, z) from their action v -> q v q* (tests/analytic.py)."""
+    return torch.from_numpy(quat_matrix(q.double().numpy()))
 
 
 def test_frame_change_flips_sh_and_quaternions_consistently():
@@ -49,7 +43,7 @@ def test_frame_change_flips_sh_and_quaternions_consistently():
         b = eval_sh(torch.from_numpy(sh2[:, :k]), dirs * F, degree)
         assert torch.allclose(a, b, atol=1e-5), degree
     Fm = torch.diag(F)
-    assert torch.allclose(_rotmat(torch.from_numpy(q2)), Fm @ _rotmat(quats) @ Fm, atol=1e-5)
+    assert torch.allclose(_rotmat(torch.from_numpy(q2)), Fm.double() @ _rotmat(quats) @ Fm.double(), atol=1e-5)
 
 
 def _header(version: int, n: int, degree: int, frac: int = 12, flags: int = 0) -> bytes:

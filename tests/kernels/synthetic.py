@@ -1,17 +1,72 @@
-"""Procedural Gaussians and cameras for kernel tests, with the edge cases the kernels must handle."""
+"""Procedural Gaussians and cameras for kernel tests, with the edge cases the kernels must handle.
+
+Kernel tests import no renderer code (the kernels sit below it): the cameras here are packed into the kernels'
+[24] layout directly, and the covariances are built from tests/analytic.py's rotations, not from
+`prepare_covariances`. The cameras have fx != fy and a principal point off the image centre, so that a
+projection that mixes up fx and fy, or cx and cy, differs from its twin.
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
 import torch
 
 import kernels
 import kernels.reference as ref
-from renderer import Camera, look_at_pose, prepare_covariances
+from tests.analytic import covariance, quat_matrix, upper
 
 
-def camera(width: int, height: int, fov_y_deg: float = 60.0) -> Camera:
-    """A camera at (0, 0, -4) looking at the origin, -Y up (INRIA convention)."""
-    return Camera.from_fov(width, height, fov_y_deg, look_at_pose((0.3, -0.2, -4.0), (0, 0, 0), (0, -1, 0)))
+def look_at(eye, target, up=(0.0, -1.0, 0.0)) -> np.ndarray:
+    """[4, 4] T_world_camera (OpenCV axes: +Z towards `target`, +Y down the image, as close to -`up` as the
+    view allows), by Gram-Schmidt."""
+    eye = np.asarray(eye, dtype=np.float64)
+    forward = np.asarray(target, dtype=np.float64) - eye
+    forward /= np.linalg.norm(forward)
+    down = -np.asarray(up, dtype=np.float64)
+    down -= (down @ forward) * forward
+    assert np.linalg.norm(down) > 1e-6, "look_at: the view direction is parallel to up"
+    down /= np.linalg.norm(down)
+    T = np.eye(4)
+    T[:3, :3] = np.stack([np.cross(down, forward), down, forward], axis=1)
+    T[:3, 3] = eye
+    return T
+
+
+@dataclass
+class PinholeCamera:
+    """A pinhole camera in pixels (pixel centres at +0.5) with a camera-to-world pose, as the kernels take it."""
+
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    T_world_camera: np.ndarray = field(default_factory=lambda: np.eye(4))
+
+    @property
+    def position(self) -> np.ndarray:
+        return np.asarray(self.T_world_camera, dtype=np.float64)[:3, 3].copy()
+
+    def packed(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        """[24] f32: viewmat (world-to-camera) row-major [16], fx, fy, cx, cy, camera centre [3], pad (the
+        layout kernels/project.py documents)."""
+        v = np.zeros(24)
+        v[:16] = np.linalg.inv(np.asarray(self.T_world_camera, dtype=np.float64)).reshape(-1)
+        v[16:20] = (self.fx, self.fy, self.cx, self.cy)
+        v[20:23] = self.position
+        return torch.tensor(v, dtype=torch.float32, device=device)
+
+
+def camera(width: int, height: int, fov_y_deg: float = 60.0, pose: np.ndarray | None = None) -> PinholeCamera:
+    """A camera at (0.3, -0.2, -4) looking at the origin, -Y up (INRIA convention), about `fov_y_deg` high: its
+    pixels are not square (fx = 1.12 f, fy = 0.93 f) and its principal point is off centre (0.44 w, 0.57 h)."""
+    f = 0.5 * height / math.tan(math.radians(fov_y_deg) / 2)
+    pose = look_at((0.3, -0.2, -4.0), (0, 0, 0)) if pose is None else pose
+    return PinholeCamera(width, height, 1.12 * f, 0.93 * f, 0.44 * width, 0.57 * height, pose)
 
 
 def gaussians(n: int, *, sh_degree: int = 0, seed: int = 0, device: str = "cpu", edge_cases: bool = True):
@@ -39,7 +94,8 @@ def gaussians(n: int, *, sh_degree: int = 0, seed: int = 0, device: str = "cpu",
         opac[5] = 0.5 / 255.0  # below the alpha threshold: culled
         opac[6] = 1.0  # fully opaque
         log_scales[6] = torch.tensor([-1.5, -1.5, -1.5])
-    covars = prepare_covariances(quats, log_scales)
+    R = quat_matrix(quats.double().numpy())
+    covars = torch.from_numpy(upper(covariance(R, np.exp(log_scales.double().numpy())))).float()
     return (means.to(device), covars.to(device), opac.to(device), sh.to(device))
 
 

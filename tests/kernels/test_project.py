@@ -8,10 +8,9 @@ import torch
 
 import kernels
 import kernels.reference as ref
-from renderer import Camera, look_at_pose
 from tests.analytic import covariance, ewa_conic, rodrigues, sh_basis, upper
 from tests.conftest import nan_like
-from tests.kernels.synthetic import assert_close_rows, camera, gaussians
+from tests.kernels.synthetic import PinholeCamera, assert_close_rows, camera, gaussians, look_at
 
 # a check derived independently of both implementations runs on each: they could share a mistake
 IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="torch")]
@@ -68,13 +67,13 @@ def test_project_near_plane_is_inclusive(device):
     opac = torch.tensor([0.9], device=device)
     sh = torch.zeros(1, 1, 3, device=device)
     cam = camera(32, 32)
-    cam.T_world_camera = torch.eye(4, dtype=torch.float64).numpy()
+    cam.T_world_camera = np.eye(4)
     for near, expect_visible in ((0.5, True), (0.5000001, False)):
         out = kernels.project_gaussians(means, covars, opac, sh, cam.packed(device), 32, 32, sh_degree=0, near=near)
         assert (int(out[4][0]) > 0) == expect_visible, near
 
 
-def project_one(impl, mean, cov3x3, cam: Camera, device, sh=None, sh_degree=0):
+def project_one(impl, mean, cov3x3, cam: PinholeCamera, device, sh=None, sh_degree=0):
     """One Gaussian (opacity 0.8) through `impl`'s project on NaN-poisoned outputs; the outputs' row 0."""
     sh = torch.zeros(1, 1, 3) if sh is None else torch.as_tensor(sh, dtype=torch.float32)[None]
     f32 = dict(dtype=torch.float32)
@@ -98,7 +97,7 @@ def test_ewa_on_the_optical_axis_by_hand(impl, device):
     covariance is the camera-frame xy block scaled by f / z, plus the 0.3 dilation on the diagonal; the mean
     lands on the principal point (cx, cy) itself, not half a pixel off."""
     fx, fy, z = 30.0, 25.0, 2.0
-    cam = Camera(32, 24, fx, fy, 16.0, 12.0)  # identity pose: world = camera frame
+    cam = PinholeCamera(32, 24, fx, fy, 16.0, 12.0)  # identity pose: world = camera frame
     S = np.array([[0.04, 0.012, 0.005], [0.012, 0.02, -0.003], [0.005, -0.003, 0.03]])
     sxx = (fx / z) ** 2 * S[0, 0] + 0.3
     sxy = fx * fy / z**2 * S[0, 1]
@@ -117,7 +116,7 @@ def test_ewa_off_axis_in_float64(impl, device):
     pose = np.eye(4)
     pose[:3, :3] = rodrigues((0.2, 1.0, 0.1), 0.4)
     pose[:3, 3] = (0.3, -0.5, -3.0)
-    cam = Camera(40, 30, 34.0, 31.0, 19.0, 16.5, pose)
+    cam = PinholeCamera(40, 30, 34.0, 31.0, 19.0, 16.5, pose)
     p_cam = np.array([0.5, -0.35, 3.0])  # x/z, y/z well inside the frustum: gsplat's clamp does not act
     mean = pose[:3, :3] @ p_cam + pose[:3, 3]
     S = covariance(rodrigues((1.0, -2.0, 0.5), 1.2), (0.15, 0.05, 0.3))
@@ -144,7 +143,7 @@ def test_sh_colours_match_the_real_spherical_harmonics(impl, degree, k, device):
         d = np.asarray(d, dtype=np.float64) / np.linalg.norm(d)
         coeffs = (torch.rand(k, 3, generator=g).double() - 0.5) * 0.12
         coeffs[0] = torch.tensor([2.0, 1.5, 2.5])  # DC keeps every colour above the clamp at 0
-        cam = Camera.from_fov(16, 16, 60.0, look_at_pose(eye, eye + d, (0, -1, 0)))
+        cam = camera(16, 16, 60.0, pose=look_at(eye, eye + d, up=(0.3, -1.0, 0.2)))  # up: parallel to no d
         got = project_one(impl, eye + 2.0 * d, np.eye(3) * 0.05**2, cam, device, sh=coeffs, sh_degree=degree)[3]
         basis = sh_basis(d, 3)[: (degree + 1) ** 2]
         want = 0.5 + basis @ coeffs[: (degree + 1) ** 2].numpy()

@@ -10,9 +10,9 @@
 - `adagscale_s2`: AdaGScale's per-Gaussian, per-view scale of the binning ellipse (lossy, opt-in; see below).
 - `eval_sh`: view-dependent colour from SH coefficients, gsplat 1.5.3's polynomial forms, degree 0..3.
 
-AdaGScale (Jo et al. 2026, arXiv 2604.18980; reconstruction in the project's technique notes). The pairs of a
-Gaussian's outer tiles carry little colour. With Q = d^T conic d, the alpha mass (in pixels) of the elliptical
-annulus s^2 t <= Q <= t is the integral of o exp(-Q/2) over it,
+AdaGScale (Jo et al. 2026, arXiv 2604.18980; the derivation below is this project's reconstruction of the
+method from the paper). The pairs of a Gaussian's outer tiles carry little colour. With Q = d^T conic d, the
+alpha mass (in pixels) of the elliptical annulus s^2 t <= Q <= t is the integral of o exp(-Q/2) over it,
     M(s) = 2 pi o sqrt(det Sigma) (exp(-s^2 t / 2) - exp(-t / 2)),      det Sigma = 1 / (a c - b^2),
 and the peripheral score is S(s) = w M(s) with w the colour weight (brightest channel, clamped to
 [WEIGHT_MIN, 1]: a dark Gaussian still hides what lies behind it). The smallest s with S(s) <= tau is, with

@@ -2,6 +2,8 @@
 
     source .gpu/setup.sh && python tests/app/gpu_interop_check.py [--scene PATH] [--size 1920x1080]
 
+(.gpu/ and its setup.sh, which the GL loaders come from: tests/gpu/README.md.)
+
 1. Exactness: the renderer's RGBA8 tensor copied through `CudaGLTexture` (register, map,
    cudaMemcpy2DToArrayAsync on the current torch stream, unmap) reads back bit-exact from the texture, at
    several sizes with re-creation in between (unregister before re-create), and the presenter's

@@ -15,7 +15,8 @@ The fidelity floor is 40 dB on a path (from its mean squared error) and 35 dB on
 targets are 1.3x exact on the composites and no path slower than exact. The last table says, per tau, how far
 each is met. Everything goes to --out-dir/adagscale_sweep.json (and the tables to stdout).
 
-On the GPU machine (the 24M composite takes about a minute to compose and load; `--composites 6M` skips it):
+On the GPU machine (the 24M composite takes about a minute to compose and load; `--composites 6M` skips it;
+.gpu/ and its setup.sh: tests/gpu/README.md):
     source .gpu/setup.sh && python3 tests/gpu/adagscale_sweep.py --scenes-dir .gpu/scenes --out-dir "$OUT"
 A check on a CPU (the torch backend, tiny frames):
     python tests/gpu/adagscale_sweep.py --size 64x48 --frames 2 --paths plant

@@ -3,6 +3,7 @@
 # interpreter), gsplat parity, CUDA graphs, the interop check, per-stage timings and the benchmark. Logs, the
 # bench JSON and the stage table go to $1 (default ./gpu-out).
 # Usage on the GPU machine: source .gpu/setup.sh && bash tests/gpu/run_on_gpu.sh "$OUT" [bench args...]
+# (.gpu/ is filled by tests/gpu/stage.sh; tests/gpu/README.md says what it holds and what setup.sh does)
 # STEPS narrows what runs (default "tests interop stages bench"); PYTEST_K narrows the test selection.
 set -uo pipefail
 out=${1:-gpu-out}; shift || true

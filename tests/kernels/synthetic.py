@@ -9,7 +9,6 @@ projection that mixes up fx and fy, or cx and cy, differs from its twin.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -35,17 +34,12 @@ def look_at(eye, target, up=(0.0, -1.0, 0.0)) -> np.ndarray:
     return T
 
 
-@dataclass
 class PinholeCamera:
     """A pinhole camera in pixels (pixel centres at +0.5) with a camera-to-world pose, as the kernels take it."""
 
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    T_world_camera: np.ndarray = field(default_factory=lambda: np.eye(4))
+    def __init__(self, width: int, height: int, fx: float, fy: float, cx: float, cy: float, T_world_camera=None):
+        self.width, self.height, self.fx, self.fy, self.cx, self.cy = width, height, fx, fy, cx, cy
+        self.T_world_camera = np.eye(4) if T_world_camera is None else np.asarray(T_world_camera, dtype=np.float64)
 
     @property
     def position(self) -> np.ndarray:

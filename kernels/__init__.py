@@ -1,7 +1,12 @@
-"""Triton kernels, one file per per-frame stage, each with a plain-torch twin in `kernels.reference`.
+"""The per-frame stages, one file each, each launcher with a plain-torch twin in `kernels.reference`.
 
-Knows tensors, not scenes, cameras or windows. Without a CUDA device the kernels run in Triton's CPU
-interpreter: TRITON_INTERPRET must be set before any kernel module is imported, so it is set here.
+project, bin, tile_ranges, schedule and rasterize are Triton kernels; order and sort are torch's `torch.sort`
+(CUB's radix sort on the GPU) with `cumsum`, `searchsorted` and `index_select`. kernels/constants.py holds the
+numbers and kernels/buffers.py the buffers that launchers and twins share. Knows tensors, not scenes, cameras
+or windows.
+
+Without a CUDA device the kernels run in Triton's CPU interpreter: TRITON_INTERPRET must be set before any
+kernel module is imported, so it is set here.
 """
 
 import os

@@ -1,21 +1,29 @@
 """The per-frame pipeline: a readable sequence of stage calls over a reusable workspace.
 
-    1. project     per Gaussian: cull, EWA conic, depth, SH colour, exact tile count       (kernels/project.py)
+    1. project     per Gaussian: cull, EWA conic, depth, SH colour, exact tile count  Triton (kernels/project.py)
                    (AdaGScale, when on: the count at a shrunken binning threshold, lossy)
-    2. order       visible Gaussians nearest first (one stable 32-bit sort), pair offsets   (kernels/order.py)
-    3. bin         one (tile, Gaussian) pair per tile reached, in depth order               (kernels/bin.py)
-    4. sort        stable by tile id alone, int16 keys up to 32,767 tiles                   (kernels/sort.py)
-    5. tile_ranges [start, end) per tile                                                    (kernels/tile_ranges.py)
-                   and the order the rasterizer takes the tiles in, longest lists first      (kernels/schedule.py)
-    6. rasterize   front-to-back compositing per 8x8 tile, RGB float + alpha + RGBA8        (kernels/rasterize.py)
+    2. order       visible Gaussians nearest first (one stable 32-bit sort), offsets   torch (kernels/order.py)
+    3. bin         one (tile, Gaussian) pair per tile reached, in depth order          Triton (kernels/bin.py)
+    4. sort        stable by tile id alone, int16 keys up to 32,767 tiles              torch (kernels/sort.py)
+    5. tile_ranges [start, end) per tile                                               Triton (kernels/tile_ranges.py)
+                   and the order the rasterizer takes the tiles in, longest first      Triton (kernels/schedule.py)
+    6. rasterize   front-to-back compositing per tile, RGB float + alpha + RGBA8       Triton (kernels/rasterize.py)
 
-No stage waits for the host: the pair buffers have a capacity, every launch takes its length from the
-buffers, and the pair count stays on the device until the frame's one sync, at its end, reads it. A frame
-whose pairs did not fit grows the buffers and bins again from its stage-2 output (so it is still exact), and
-the capacity shrinks again after a run of frames that use a small part of it. With fixed shapes, a CUDA
-device replays the whole frame as one captured CUDA graph: one launch instead of about twenty.
+Two routes through the stages (docs/architecture.md, "Two routes through the stages"):
 
-Buffers live in one grow-only workspace and are reused across frames, so a frame allocates nothing large.
+- Capacity frames (scenes under COUNTED_FROM Gaussians). No stage waits for the host: the pair buffers have a
+  capacity, every launch takes its length from the buffers, and the pair count stays on the device until the
+  frame's one sync, at its end, reads it. A frame whose pairs did not fit grows the buffers and bins again
+  from its stage-2 output (so it is still exact), and the capacity shrinks again after a run of frames that
+  use a small part of it. Buffers live in one grow-only workspace, reused across frames, so such a frame
+  allocates nothing large; with fixed shapes, a CUDA device replays the whole frame as one captured CUDA
+  graph: one launch instead of about twenty.
+- Counted frames (from COUNTED_FROM Gaussians on). Order syncs twice, for the visible and the pair counts,
+  sorts only the visible Gaussians, and bin and sort run on pair tensors of exactly the pair count, allocated
+  each frame (from torch's caching allocator), stage by stage.
+
+`render` runs one frame and returns it; `render_stream` keeps one frame in flight over two workspace slots,
+launching the next frame before it checks and hands over the last.
 
 Temporal reuse (renderer/temporal.py) decides, before stage 1, which Gaussians a frame projects: the whole
 scene, or a window's compacted set, optionally masked by occlusion; and may return the last frame unchanged.
@@ -290,7 +298,8 @@ class Renderer:
         future: list[Camera] | None = None,
     ) -> RenderOutput:
         """Render one frame. With sync_stats=False the stage times are left to `last_timer` (read them a
-        frame later, when the GPU has finished) and the frame performs only its one end-of-frame sync.
+        frame later, when the GPU has finished) and the frame performs only its own syncs: one at its end on
+        the capacity route, two within order on the counted route.
         `future`: the cameras of the next frames when they are known (a camera path), for temporal reuse."""
         if self.device.type == "cuda":  # Triton launches on the current device: make it this renderer's
             with torch.cuda.device(self._device_index):
@@ -311,7 +320,7 @@ class Renderer:
             return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth,
                                 last.tiles_touched)  # fmt: skip
         f, src, timer = self._start(camera, settings, future, slot=0)
-        n_visible, n_pairs = f.totals()  # the frame's one host sync (counted frames know them already)
+        n_visible, n_pairs = f.totals()  # a capacity frame's one host sync (counted frames synced in order)
         f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, timer)
         temporal.end_frame(src, f.tiles_touched)
         depth = None

@@ -6,7 +6,8 @@ import torch
 
 
 class Workspace:
-    """Grow-only named device buffers, reused across frames so that a frame allocates nothing large.
+    """Grow-only named device buffers, reused across frames, so that a capacity frame allocates nothing large
+    (a counted frame allocates its pair tensors itself: renderer/pipeline.py).
 
     One object serves the renderer's stages, temporal reuse and the rasterizer's load-balancing scratch.
     A buffer keeps its storage while later requests fit (with `headroom` extra when it must grow), so the

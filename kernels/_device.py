@@ -45,6 +45,12 @@ WEIGHT_MIN = tl.constexpr(constants.WEIGHT_MIN)
 ALPHA_MIN = tl.constexpr(constants.ALPHA_MIN)
 ALPHA_MAX = tl.constexpr(constants.ALPHA_MAX)
 T_STOP = tl.constexpr(constants.T_STOP)
+LOG2_ALPHA_MIN = tl.constexpr(constants.LOG2_ALPHA_MIN)
+HALF_LOG2E = tl.constexpr(0.5 * constants.LOG2E)  # the record's A and C per conic a and c
+LOG2E = tl.constexpr(constants.LOG2E)  # its B per conic b
+# an int64 word whose high float32 is -inf and low one 0.0: the (C, lo) word past a list's end (lo = -inf)
+NEG_INF_HIGH = tl.constexpr(-(1 << 55))
+FP16_MAX = tl.constexpr(65504.0)  # a record's colour is fp16: larger values are clamped, not made infinite
 ALPHA_MIN_INV = tl.constexpr(1.0 / constants.ALPHA_MIN)  # 255.0 exactly: t = 2 ln(o / ALPHA_MIN), as a product
 # a tile's first pixel centre lies PIXEL_CENTRE past its start, its last one LAST_CENTRE_FROM_END before its end
 PIXEL_CENTRE = tl.constexpr(constants.PIXEL_CENTRE)
@@ -293,3 +299,69 @@ def eval_sh(sh_ptr, offs, mask, x, y, z, K: tl.constexpr, DEGREE: tl.constexpr):
             g += w9 * g9 + w10 * g10 + w11 * g11 + w12 * g12 + w13 * g13 + w14 * g14 + w15 * g15
             bl += w9 * b9 + w10 * b10 + w11 * b11 + w12 * b12 + w13 * b13 + w14 * b14 + w15 * b15
     return r, g, bl
+
+
+# ----------------------------------------------------------------------------------------------- blend records
+# One 32-byte row per Gaussian, written by `project` and read by `bin` and `rasterize` (layout: kernels/buffers.py):
+# (mx, my, A, B, C, lo, colour) with A = a log2(e) / 2, B = b log2(e), C = c log2(e) / 2, lo = log2(o), and
+# the colour as fp16 (r, g, b, 0). Read as four 64-bit words.
+
+
+@triton.jit
+def _two_floats(word):
+    """The (low, high) float32 halves of an int64 word."""
+    return word.to(tl.int32).to(tl.float32, bitcast=True), (word >> 32).to(tl.int32).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _two_halves(word):
+    """The (low, high) fp16 halves of an int32 word, as float32."""
+    lo = (word & 0xFFFF).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+    hi = (word >> 16).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+    return lo, hi
+
+
+@triton.jit
+def record_geometry(rec_ptr, gid, m):
+    """(mx, my, A, B, C, lo) of record gid, three 8-byte loads; where m is false, zeros and lo = -inf (a Gaussian
+    that reaches no pixel). Masked loads also keep their place in the program: Triton emits them as inline PTX,
+    which the compiler does not move towards their uses, so a rasterizer step's loads all issue before its
+    blending (unmasked, they were spread through it: one memory latency per Gaussian instead of one per step)."""
+    w = rec_ptr.to(tl.pointer_type(tl.int64)) + gid * 4
+    mx, my = _two_floats(tl.load(w + 0, mask=m, other=0))
+    A, B = _two_floats(tl.load(w + 1, mask=m, other=0))
+    C, lo = _two_floats(tl.load(w + 2, mask=m, other=NEG_INF_HIGH))
+    return mx, my, A, B, C, lo
+
+
+@triton.jit
+def record_colour(rec_ptr, gid, m):
+    """(r, g, b) of record gid as float32, one 8-byte load (zeros where m is false)."""
+    word = tl.load(rec_ptr.to(tl.pointer_type(tl.int64)) + gid * 4 + 3, mask=m, other=0)
+    r, g = _two_halves(word.to(tl.int32))
+    b, _ = _two_halves((word >> 32).to(tl.int32))
+    return r, g, b
+
+
+@triton.jit
+def record_conic(A, B, C):
+    """The conic (a, b, c) of Q = a dx^2 + 2 b dx dy + c dy^2 from a record's (A, B, C). Binning walks the
+    footprint of this conic, and so does the count that sized its pair slots: both from the stored record."""
+    return A * (1.0 / HALF_LOG2E), B * (1.0 / LOG2E), C * (1.0 / HALF_LOG2E)
+
+
+@triton.jit
+def write_record(rec_ptr, offs, mask, mx, my, a, b, c, o, cr, cg, cb):
+    """Record rows `offs` from the screen mean, the conic (a, b, c), the opacity and the colour."""
+    base = rec_ptr + offs * 8
+    tl.store(base + 0, mx, mask=mask)
+    tl.store(base + 1, my, mask=mask)
+    tl.store(base + 2, HALF_LOG2E * a, mask=mask)
+    tl.store(base + 3, LOG2E * b, mask=mask)
+    tl.store(base + 4, HALF_LOG2E * c, mask=mask)
+    tl.store(base + 5, tl.log2(o), mask=mask)
+    halves = rec_ptr.to(tl.pointer_type(tl.float16)) + offs * 16 + 12
+    tl.store(halves + 0, tl.minimum(cr, FP16_MAX).to(tl.float16), mask=mask)  # colours are >= 0
+    tl.store(halves + 1, tl.minimum(cg, FP16_MAX).to(tl.float16), mask=mask)
+    tl.store(halves + 2, tl.minimum(cb, FP16_MAX).to(tl.float16), mask=mask)
+    tl.store(halves + 3, tl.zeros_like(cr).to(tl.float16), mask=mask)

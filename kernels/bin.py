@@ -15,11 +15,11 @@ the capacity after the frame, growing the buffers and binning again when it did 
 find fewer tiles than the count (the two kernels are compiled separately, so float contraction could differ),
 the remaining slots get the sentinel key, which sorts last and which `tile_ranges` ignores.
 
-The walk's threshold is the one the count used: `bin_t` from `project_gaussians` when given (required when
-AdaGScale shrank it), else t recomputed from the opacity exactly as project does.
+The walk is the count's: the conic as the blend record holds it (`_device.record_conic`) and the threshold
+`bin_t` that `project_gaussians` counted with (AdaGScale's shrunken one where it is on).
 
 Inputs : order [M] i64 (Gaussian indices, nearest first; an index N, past the last Gaussian, has no pairs),
-         offsets [M] i64, means2d [N,2], conic_opacity [N,4], tiles_touched [N] i32, bin_t [N] (optional)
+         offsets [M] i64, records [N,8] (kernels/buffers.py), tiles_touched [N] i32, bin_t [N]
 Outputs: keys [capacity] i16/i32 (tile ids; untouched past the pair count), ids [capacity] i32
 """
 
@@ -29,7 +29,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._device import alpha_threshold_t, row_tile_span, tile_rows
+from ._device import record_conic, record_geometry, row_tile_span, tile_rows
 from ._launch import interpreting
 from .buffers import sentinel_key
 
@@ -38,10 +38,9 @@ from .buffers import sentinel_key
 def _bin_kernel(
     order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
     offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order
-    means2d_ptr,  # [N, 2] f32
-    conic_opacity_ptr,  # [N, 4] f32
+    records_ptr,  # [N, 8] f32 blend records
     tiles_touched_ptr,  # [N] i32
-    bin_t_ptr,  # [N] f32 binning thresholds (read when HAS_BIN_T)
+    bin_t_ptr,  # [N] f32 binning thresholds
     keys_ptr,  # [capacity] i16/i32 out
     ids_ptr,  # [capacity] i32 out
     M,
@@ -51,7 +50,6 @@ def _bin_kernel(
     height,
     sentinel,
     TILE: tl.constexpr,
-    HAS_BIN_T: tl.constexpr,
     BLOCK_N: tl.constexpr,
     COLS: tl.constexpr,
 ):
@@ -62,16 +60,9 @@ def _bin_kernel(
     count = tl.load(tiles_touched_ptr + g, mask=in_range & (g < N), other=0)
     live = count > 0
     base = tl.load(offsets_ptr + r, mask=live, other=0) - count
-    mx = tl.load(means2d_ptr + g * 2 + 0, mask=live, other=0.0)
-    my = tl.load(means2d_ptr + g * 2 + 1, mask=live, other=0.0)
-    a = tl.load(conic_opacity_ptr + g * 4 + 0, mask=live, other=1.0)
-    b = tl.load(conic_opacity_ptr + g * 4 + 1, mask=live, other=0.0)
-    c = tl.load(conic_opacity_ptr + g * 4 + 2, mask=live, other=1.0)
-    o = tl.load(conic_opacity_ptr + g * 4 + 3, mask=live, other=1.0)
-    if HAS_BIN_T:
-        t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
-    else:
-        t = alpha_threshold_t(o)
+    mx, my, A, B, C, _ = record_geometry(records_ptr, g, live)
+    a, b, c = record_conic(tl.where(live, A, 1.0), B, tl.where(live, C, 1.0))  # a unit conic on idle lanes
+    t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
     key_ty = keys_ptr.dtype.element_ty
     gid = g.to(tl.int32)
 
@@ -121,14 +112,13 @@ BIN_WIDE_FOOTPRINT = 64.0
 def bin_pairs(
     order: torch.Tensor,  # [M] i64 (or i32)
     offsets: torch.Tensor,  # [M] i64
-    means2d: torch.Tensor,  # [N, 2]
-    conic_opacity: torch.Tensor,  # [N, 4]
+    records: torch.Tensor,  # [N, 8] f32
     tiles_touched: torch.Tensor,  # [N] i32
     width: int,
     height: int,
     *,
+    bin_t: torch.Tensor,  # [N]
     tile_size: int = 8,
-    bin_t: torch.Tensor | None = None,  # [N]
     out: tuple[torch.Tensor, torch.Tensor],
     block: int | None = None,
     cols: int | None = None,
@@ -136,14 +126,12 @@ def bin_pairs(
     """Write the pairs of every visible Gaussian into `out` = (keys, ids), whose length is the capacity.
 
     The caller fills keys with `sentinel_key(keys.dtype)` first when the buffers may be longer than the pair
-    count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with; None
-    recomputes t = 2 ln(255 o) + margin, which matches only a count made without AdaGScale.
+    count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with.
     block, cols: Gaussians per program and tiles written per step (launch knobs; `bin_config` picks them).
     """
-    M, N = order.shape[0], means2d.shape[0]
+    M, N = order.shape[0], records.shape[0]
     assert order.dtype in (torch.int32, torch.int64) and offsets.shape == (M,) and offsets.dtype == torch.int64
-    assert means2d.shape == (N, 2) and conic_opacity.shape == (N, 4) and tiles_touched.shape == (N,)
-    assert bin_t is None or bin_t.shape == (N,), bin_t.shape
+    assert records.shape == (N, 8) and tiles_touched.shape == (N,) and bin_t.shape == (N,), records.shape
     keys, ids = out
     assert keys.dtype in (torch.int16, torch.int32) and ids.dtype == torch.int32 and ids.shape == keys.shape
     n_tiles = ((width + tile_size - 1) // tile_size) * ((height + tile_size - 1) // tile_size)
@@ -155,8 +143,8 @@ def bin_pairs(
     elif block is None or cols is None:
         block, cols = bin_config(N, 0.0)
     _bin_kernel[(triton.cdiv(M, block),)](
-        order, offsets, means2d, conic_opacity, tiles_touched, tiles_touched if bin_t is None else bin_t, keys, ids,
+        order, offsets, records, tiles_touched, bin_t, keys, ids,
         M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
-        TILE=tile_size, HAS_BIN_T=bin_t is not None, BLOCK_N=block, COLS=cols,
+        TILE=tile_size, BLOCK_N=block, COLS=cols,
     )  # fmt: skip
     return keys, ids

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .constants import INT16_TILES
+from .constants import INT16_TILES, LOG2E
 
 
 def key_dtype(n_tiles: int) -> torch.dtype:
@@ -24,18 +24,58 @@ def sentinel_key(dtype: torch.dtype) -> int:
     return torch.iinfo(dtype).max
 
 
+# ----------------------------------------------------------------------------------------------- blend records
+# What `project_gaussians` writes for each visible Gaussian and `bin_pairs` and `rasterize_tiles` read: one
+# 32-byte row (one memory sector, four 8-byte loads in the rasterizer) of float32
+#     [0] mx, [1] my        the screen mean (pixels)
+#     [2] A = a log2(e)/2, [3] B = b log2(e), [4] C = c log2(e)/2
+#                           the conic of Q = a dx^2 + 2 b dx dy + c dy^2 in log2 units
+#     [5] lo = log2(o)      the opacity, folded into the exponent: o exp(-Q/2) = 2^(lo - (A dx^2 + B dx dy + C dy^2))
+#     [6:8] the colour as four fp16 (r, g, b, 0), clamped to the fp16 range
+# so a pixel costs one exp2 (kernels/rasterize.py). The colour's fp16 rounding (relative 2^-11) keeps the frames
+# at 92-120 dB against float32 colours on the bench's frames (BENCHMARKS.md, section 15).
+RECORD_WIDTH = 8
+
+
 def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
-    """The outputs of `project_gaussians` for n Gaussians: means2d [n, 2], conic_opacity [n, 4], depths [n],
-    colors [n, 3] (f32), tiles_touched [n] i32, bin_t [n] f32."""
+    """The outputs of `project_gaussians` for n Gaussians: records [n, RECORD_WIDTH] f32, depths [n] f32,
+    tiles_touched [n] i32, bin_t [n] f32."""
     f32 = dict(dtype=torch.float32, device=device)
     return (
-        torch.empty(n, 2, **f32),
-        torch.empty(n, 4, **f32),
+        torch.empty(n, RECORD_WIDTH, **f32),
         torch.empty(n, **f32),
-        torch.empty(n, 3, **f32),
         torch.empty(n, dtype=torch.int32, device=device),
         torch.empty(n, **f32),
     )
+
+
+def pack_records(means2d: torch.Tensor, conics: torch.Tensor, opacities: torch.Tensor, colors: torch.Tensor,
+                 out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """[N, RECORD_WIDTH] records from means2d [N, 2], conics [N, 3] (a, b, c), opacities [N] and colors [N, 3],
+    by the arithmetic `kernels._device.write_record` does."""
+    n = means2d.shape[0]
+    rec = torch.empty(n, RECORD_WIDTH, dtype=torch.float32, device=means2d.device) if out is None else out
+    half = torch.tensor(0.5 * LOG2E, dtype=torch.float32)
+    full = torch.tensor(LOG2E, dtype=torch.float32)
+    rec[:, 0:2] = means2d
+    rec[:, 2] = half * conics[:, 0]
+    rec[:, 3] = full * conics[:, 1]
+    rec[:, 4] = half * conics[:, 2]
+    rec[:, 5] = torch.log2(opacities)
+    halves = torch.zeros(n, 4, dtype=torch.float16, device=means2d.device)
+    halves[:, :3] = colors.clamp(max=65504.0).to(torch.float16)
+    rec[:, 6:8] = halves.view(torch.float32)
+    return rec
+
+
+def unpack_records(records: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(means2d [N, 2], conics [N, 3] (a, b, c), opacities [N], colors [N, 3] f32) of records [N, RECORD_WIDTH]:
+    the inverse of `pack_records`, up to the rounding of its products and the colour's fp16."""
+    rec = records.float()
+    half, full = 0.5 * LOG2E, LOG2E
+    conics = torch.stack([rec[:, 2] / half, rec[:, 3] / full, rec[:, 4] / half], 1)
+    colors = rec[:, 6:8].contiguous().view(torch.float16)[:, :3].float()
+    return rec[:, 0:2], conics, torch.exp2(rec[:, 5]), colors
 
 
 def order_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:

@@ -19,6 +19,11 @@ T_STOP = 1e-4
 # means (cx, cy included): gsplat's convention. Both the tile test and the rasterizer evaluate there.
 PIXEL_CENTRE = 0.5
 
+# The blend record (kernels/buffers.py) holds the conic in log2 units, so the rasterizer evaluates 2^e:
+# log2(e), and log2(ALPHA_MIN), the exponent below which a Gaussian is skipped at a pixel.
+LOG2E = 1.4426950408889634
+LOG2_ALPHA_MIN = -7.994353436858858  # log2(1 / 255)
+
 # ----------------------------------------------------------------------------------------------- projection
 
 # The EWA Jacobian is taken at the view-space x/z, y/z clamped to (1 + FOV_SLACK) times the frustum (3DGS,

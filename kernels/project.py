@@ -8,17 +8,18 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
   opacity            cull if o < 1/255
   colour             clamp_min(SH(normalize(m - campos)) + 0.5, 0)   (visible Gaussians only)
   tiles_touched      exact number of TILE x TILE tiles (8 or 16 px) whose pixel centres the alpha = 1/255
-                     ellipse reaches (0 = culled; see `_device.row_tile_span`)
+                     ellipse reaches (0 = culled; see `_device.row_tile_span`), walked with the conic as the
+                     record stores it (`_device.record_conic`), as `bin_pairs` walks it again
+  record             mean, conic and opacity in the rasterizer's log2 form, colour in fp16 (kernels/buffers.py)
   AdaGScale (opt-in) the same count for the shrunken binning ellipse Q <= s^2 t, s from the colour-weighted
                      alpha mass of the dropped annulus (`_device.adagscale_s2`); lossy, tiles only. Scored
                      only where the footprint's tile box at t has more than one tile (elsewhere s = 1)
 
 Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
          sh [N,K,3], camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
-Outputs: means2d [N,2], conic_opacity [N,4] (a, b, c, o with Q = a dx^2 + 2 b dx dy + c dy^2),
-         depths [N] (+inf where culled, so that one stable sort of all N puts the visible Gaussians first, in
-         depth order), colors [N,3], tiles_touched [N] int32, bin_t [N] (the binning threshold t' = s^2 t that
-         `bin_pairs` must walk again; t when AdaGScale is off).
+Outputs: records [N,8] (the blend records of kernels/buffers.py), depths [N] (+inf where culled, so that one
+         stable sort of all N puts the visible Gaussians first, in depth order), tiles_touched [N] int32,
+         bin_t [N] (the binning threshold t' = s^2 t that `bin_pairs` must walk again; t when AdaGScale is off).
          Rows with tiles_touched == 0 are left unwritten except tiles_touched and depths.
 """
 
@@ -30,13 +31,17 @@ import triton.language as tl
 
 from ._device import (
     ALPHA_MIN,
+    HALF_LOG2E,
+    LOG2E,
     adagscale_s2,
     alpha_threshold_t,
     eval_sh,
     ewa_footprint,
+    record_conic,
     row_tile_span,
     tile_cols,
     tile_rows,
+    write_record,
 )
 from ._launch import interpreting
 from .buffers import project_outputs
@@ -49,10 +54,8 @@ def _project_kernel(
     opacities_ptr,  # [N] f32
     sh_ptr,  # [N, K, 3] f32
     camera_ptr,  # [24] f32
-    means2d_ptr,  # [N, 2] f32 out
-    conic_opacity_ptr,  # [N, 4] f32 out
+    records_ptr,  # [N, 8] f32 out (kernels/buffers.py)
     depths_ptr,  # [N] f32 out
-    colors_ptr,  # [N, 3] f32 out
     tiles_touched_ptr,  # [N] i32 out
     bin_t_ptr,  # [N] f32 out
     live_ptr,  # [N] i8: 0 = skip this Gaussian (read only when HAS_LIVE)
@@ -114,11 +117,13 @@ def _project_kernel(
     else:
         t_bin = t
 
-    # exact tile count at the binning threshold: walk the tile rows the ellipse spans
-    ty_lo, rows, ry_bin = tile_rows(my, a, b, c, t_bin, visible, n_ty, TILE)
+    # exact tile count at the binning threshold: walk the tile rows the ellipse spans, with the conic as the
+    # record will hold it (a product each way), which is the conic `bin_pairs` walks again
+    ra, rb, rc = record_conic(HALF_LOG2E * a, LOG2E * b, HALF_LOG2E * c)
+    ty_lo, rows, ry_bin = tile_rows(my, ra, rb, rc, t_bin, visible, n_ty, TILE)
     count = tl.zeros([BLOCK_N], dtype=tl.int32)
     for r in range(0, tl.max(rows, axis=0)):
-        _, span = row_tile_span(ty_lo + r, mx, my, a, b, c, t_bin, ry_bin, n_tx, TILE)
+        _, span = row_tile_span(ty_lo + r, mx, my, ra, rb, rc, t_bin, ry_bin, n_tx, TILE)
         count += tl.where(r < rows, span, 0)
     visible = visible & (count > 0)
     tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
@@ -137,16 +142,8 @@ def _project_kernel(
         cg = tl.where(scored, sg, cg)
         cb = tl.where(scored, sb, cb)
 
-    tl.store(means2d_ptr + offs * 2 + 0, mx, mask=visible)
-    tl.store(means2d_ptr + offs * 2 + 1, my, mask=visible)
-    tl.store(conic_opacity_ptr + offs * 4 + 0, a, mask=visible)
-    tl.store(conic_opacity_ptr + offs * 4 + 1, b, mask=visible)
-    tl.store(conic_opacity_ptr + offs * 4 + 2, c, mask=visible)
-    tl.store(conic_opacity_ptr + offs * 4 + 3, o, mask=visible)
+    write_record(records_ptr, offs, visible, mx, my, a, b, c, tl.where(visible, o, 1.0), cr, cg, cb)
     tl.store(bin_t_ptr + offs, t_bin, mask=visible)
-    tl.store(colors_ptr + offs * 3 + 0, cr, mask=visible)
-    tl.store(colors_ptr + offs * 3 + 1, cg, mask=visible)
-    tl.store(colors_ptr + offs * 3 + 2, cb, mask=visible)
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -179,8 +176,8 @@ def project_gaussians(
         block: Gaussians per program (a launch knob; default `project_block(N)`).
 
     Returns:
-        means2d [N,2], conic_opacity [N,4], depths [N] (+inf where culled), colors [N,3], tiles_touched [N]
-        int32 (0 = culled), bin_t [N]. Rows with tiles_touched == 0 are unspecified in the other float outputs.
+        records [N,8] (kernels/buffers.py), depths [N] (+inf where culled), tiles_touched [N] int32 (0 = culled),
+        bin_t [N]. Rows with tiles_touched == 0 are unspecified in the other float outputs.
     """
     N = means.shape[0]
     K = sh.shape[1]
@@ -192,16 +189,16 @@ def project_gaussians(
     assert live is None or (live.shape == (N,) and live.dtype == torch.int8), None if live is None else live.shape
     if out is None:
         out = project_outputs(N, means.device)
-    means2d, conic_opacity, depths, colors, tiles_touched, bin_t = out
+    records, depths, tiles_touched, bin_t = out
     block = 256 if interpreting() else (block or project_block(N))
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
-        means2d, conic_opacity, depths, colors, tiles_touched, bin_t, tiles_touched if live is None else live,
+        records, depths, tiles_touched, bin_t, tiles_touched if live is None else live,
         N, width, height, near, far, eps2d, float(adagscale_tau or 0.0), float(adagscale_s_min),
         K=K, DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None,
         HAS_LIVE=live is not None, BLOCK_N=block,
     )  # fmt: skip
-    return means2d, conic_opacity, depths, colors, tiles_touched, bin_t
+    return records, depths, tiles_touched, bin_t
 
 
 def project_block(n: int) -> int:

@@ -6,22 +6,29 @@ For pixel centre p = (x + 0.5, y + 0.5) and each Gaussian of the tile's depth-so
     stop (without blending) when T (1 - alpha) <= 1e-4;  else C += c alpha T,  T *= 1 - alpha
     rgb = C + T background,  alpha_out = 1 - T
 
-One program per tile, its pixels as lanes. 8x8 tiles are the default: a 64-pixel program wastes fewer
-evaluations on small Gaussians than a 256-pixel one and stops sooner, which outweighs the 2-2.5x more pairs
-now that the pair sort is cheap (BENCHMARKS.md has the measurements behind this).
+The Gaussians arrive as blend records (`project_gaussians`, kernels/buffers.py `RECORD`): 32 bytes each, the
+conic in log2 units with the opacity folded into the exponent,
+    e(d) = lo - (A dx^2 + B dx dy + C dy^2) = log2(o) - log2(e) sigma,   alpha = min(0.999, 2^e),
+    sigma >= 0  <=>  e <= lo,   alpha >= 1/255  <=>  e >= log2(1/255),
+so a pixel costs one exp2 and no multiply by the opacity, and a Gaussian is four 8-byte loads from one
+32-byte sector (the colour is fp16: 92-120 dB against the float32 colours on the bench's frames).
 
-Long lists are not split across programs: load balancing (chunks of a list on separate programs, composited
-front to back) measured slower on every path with 8x8 tiles, where the longest list is a few times shorter than
-with 16x16 ones and each extra chunk reran from T = 1 (BENCHMARKS.md, section 8).
+One program per tile, its pixels as lanes: a program's P pixels per thread share a column, so a Gaussian's
+dx terms are computed once per column. 8x8 tiles are the default: a 64-pixel program wastes fewer evaluations
+on small Gaussians than a 256-pixel one and stops sooner, which outweighs the 2-2.5x more pairs now that the
+pair sort is cheap (BENCHMARKS.md has the measurements behind this). Long lists are not split across programs:
+every extra chunk would rerun from T = 1 (BENCHMARKS.md, section 8).
 
 Loop forms, identical semantics:
 - "scalar": one Gaussian at a time, UNROLL per loop step, branch-free per-pixel selects, exit when every pixel
-  of the tile is done. The form that compiles well for GPUs.
+  of the tile is done. A step's ids are loaded a step ahead, and all of a step's records are loaded before any
+  is blended (masked loads keep their place in the program), so a step waits on one memory latency, not one
+  per Gaussian. The form that compiles well for GPUs.
 - "batched": B Gaussians per step as a [B, pixels] block, transmittance by `tl.cumprod` along the batch.
   Few, wide steps: the form the Triton interpreter (tests, CPU) runs fast.
 
 Inputs : sorted gaussian_ids [C] i32 (only the ranges' entries are read), ranges [n_tiles, 2] i32,
-         means2d [N,2], conic_opacity [N,4], colors [N,3], background [3]
+         records [N, 8] f32 (kernels/buffers.py), background [3]
 Outputs: rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 (optional; A = coverage)
 """
 
@@ -31,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._device import ALPHA_MAX, ALPHA_MIN, PIXEL_CENTRE, T_STOP
+from ._device import ALPHA_MAX, LOG2_ALPHA_MIN, PIXEL_CENTRE, T_STOP, record_colour, record_geometry
 from ._launch import interpreting
 
 # ----------------------------------------------------------------------------------------------- blending
@@ -44,146 +51,81 @@ def _list_id(ids_ptr, i, end):
 
 
 @triton.jit
-def _gaussian(ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, i, end):
-    """List entry i's Gaussian: (gid, mx, my, a, b, c, opacity, r, g, b); zeros past `end`."""
-    return _gaussian_data(means2d_ptr, conic_opacity_ptr, colors_ptr, _list_id(ids_ptr, i, end), i < end)
-
-
-@triton.jit
-def _gaussian_data(means2d_ptr, conic_opacity_ptr, colors_ptr, gid, in_list):
-    """The blending data of Gaussian `gid`, (gid, mx, my, a, b, c, opacity, r, g, b): `_gaussian` after its id."""
-    return (
-        gid,
-        tl.load(means2d_ptr + gid * 2 + 0, mask=in_list, other=0.0),
-        tl.load(means2d_ptr + gid * 2 + 1, mask=in_list, other=0.0),
-        tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_list, other=0.0),
-        tl.load(conic_opacity_ptr + gid * 4 + 1, mask=in_list, other=0.0),
-        tl.load(conic_opacity_ptr + gid * 4 + 2, mask=in_list, other=0.0),
-        tl.load(conic_opacity_ptr + gid * 4 + 3, mask=in_list, other=0.0),
-        tl.load(colors_ptr + gid * 3 + 0, mask=in_list, other=0.0),
-        tl.load(colors_ptr + gid * 3 + 1, mask=in_list, other=0.0),
-        tl.load(colors_ptr + gid * 3 + 2, mask=in_list, other=0.0),
-    )
-
-
-@triton.jit
-def _blend_one(g, in_list, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK: tl.constexpr):
-    """Blend one Gaussian g = (gid, mx, my, a, b, c, opacity, r, g, b) into the pixels, by gsplat's rule."""
-    dx = g[1] - fx
-    dy = g[2] - fy
-    sigma = 0.5 * (g[3] * dx * dx + g[5] * dy * dy) + g[4] * dx * dy
-    alpha = tl.minimum(ALPHA_MAX, g[6] * tl.exp(-sigma))
-    ok = alive & in_list & (sigma >= 0.0) & (alpha >= ALPHA_MIN)
-    next_T = T * (1.0 - alpha)
+def _blend_one(g, fx, fy, T, alive, cr, cg, cb):
+    """Blend Gaussian g = (mx, my, A, B, C, lo, r, g, b) into pixels (fx [1, R], fy [P, R]) by gsplat's rule."""
+    dx = g[0] - fx  # [1, R]: shared by the P pixels of a column
+    base = g[5] - g[2] * dx * dx
+    bdx = g[3] * dx
+    dy = g[1] - fy  # [P, R]
+    e = base - dy * (bdx + g[4] * dy)
+    alpha = tl.minimum(ALPHA_MAX, tl.exp2(e))
+    ok = alive & (e <= g[5]) & (e >= LOG2_ALPHA_MIN)
+    vis = alpha * T
+    next_T = T - vis
     stop = ok & (next_T <= T_STOP)
     blend = ok & ~stop
-    w = tl.where(blend, alpha * T, 0.0)
-    cr += w * g[7]
-    cg += w * g[8]
-    cb += w * g[9]
-    if MARK:  # blended somewhere, or stopped a pixel (removing it would let that pixel go on)
-        tl.store(mark_ptr + g[0], tl.full([], 1, tl.int8), mask=tl.max(ok.to(tl.int32), axis=0) > 0)
+    w = tl.where(blend, vis, 0.0)
+    cr += w * g[6]
+    cg += w * g[7]
+    cb += w * g[8]
     T = tl.where(blend, next_T, T)
-    return T, alive & ~stop, stopped | stop, cr, cg, cb
+    return T, alive & ~stop, cr, cg, cb
 
 
 @triton.jit
-def _blend_scalar(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
-    cr, cg, cb, UNROLL: tl.constexpr, MARK: tl.constexpr, PREFETCH: tl.constexpr,
-):  # fmt: skip
-    """Blend list entries [s, end) into the pixels' (C, T); `alive` pixels stop by gsplat's rule.
+def _record(rec_ptr, gid, in_list):
+    """Gaussian gid's (mx, my, A, B, C, lo, r, g, b); lo = -inf past the list's end, so it reaches no pixel."""
+    mx, my, A, B, C, lo = record_geometry(rec_ptr, gid, in_list)
+    r, g, b = record_colour(rec_ptr, gid, in_list)
+    return mx, my, A, B, C, lo, r, g, b
 
-    With MARK, mark_ptr[gid] = 1 for every Gaussian that blends into or stops at least one pixel: the others
-    can be removed from the list without changing the image (temporal reuse's occlusion culling).
-    Returns (T, alive, stopped, cr, cg, cb): `stopped` marks pixels that hit the stopping rule here.
 
-    PREFETCH: the ids are loaded a step ahead. Without it, a step's loads wait on its ids, then on the
-    Gaussians they name, and the blending waits on both: two memory latencies per step. With it, one. (Also
-    loading the next step's Gaussians ahead, in registers, measured slower on every path: BENCHMARKS.md,
-    section 13.) Same arithmetic, same image."""
-    stopped = alive & False
-    if PREFETCH:
-        ids = ()  # this step's ids
+@triton.jit
+def _blend_scalar(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, UNROLL: tl.constexpr):
+    """Blend list entries [s, end) into the pixels' (C, T); `alive` pixels stop by gsplat's rule."""
+    ids = ()  # this step's ids, loaded a step ahead
+    for u in tl.static_range(UNROLL):
+        ids = ids + (_list_id(ids_ptr, s + u, end),)
+    while (s < end) & (tl.max(tl.max(alive.to(tl.int32), axis=0), axis=0) > 0):
+        nxt = ()
         for u in tl.static_range(UNROLL):
-            ids = ids + (_list_id(ids_ptr, s + u, end),)
-        while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
-            nxt = ()
-            for u in tl.static_range(UNROLL):
-                nxt = nxt + (_list_id(ids_ptr, s + UNROLL + u, end),)
-            for u in tl.static_range(UNROLL):
-                g = _gaussian_data(means2d_ptr, conic_opacity_ptr, colors_ptr, ids[u], s + u < end)
-                T, alive, stopped, cr, cg, cb = _blend_one(
-                    g, s + u < end, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK
-                )
-            ids = nxt
-            s += UNROLL
-    else:
-        while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
-            for u in tl.static_range(UNROLL):
-                g = _gaussian(ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s + u, end)
-                T, alive, stopped, cr, cg, cb = _blend_one(
-                    g, s + u < end, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK
-                )
-            s += UNROLL
-    return T, alive, stopped, cr, cg, cb
+            nxt = nxt + (_list_id(ids_ptr, s + UNROLL + u, end),)
+        recs = ()  # every record of the step before any blending: one memory latency per step
+        for u in tl.static_range(UNROLL):
+            recs = recs + (_record(rec_ptr, ids[u], s + u < end),)
+        for u in tl.static_range(UNROLL):
+            T, alive, cr, cg, cb = _blend_one(recs[u], fx, fy, T, alive, cr, cg, cb)
+        ids = nxt
+        s += UNROLL
+    return T, cr, cg, cb
 
 
 @triton.jit
-def _blend_batched(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
-    cr, cg, cb, BATCH: tl.constexpr, MARK: tl.constexpr,
-):  # fmt: skip
-    """Same contract as `_blend_scalar`, BATCH Gaussians per step (transmittance by cumprod)."""
-    stopped = alive & False
+def _blend_batched(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, BATCH: tl.constexpr):
+    """Same contract as `_blend_scalar`, BATCH Gaussians per step (transmittance by cumprod); pixels [1, PIX]."""
     k = tl.arange(0, BATCH)
-    while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
+    while (s < end) & (tl.max(tl.max(alive.to(tl.int32), axis=0), axis=0) > 0):
         in_batch = s + k < end
         gid = tl.load(ids_ptr + s + k, mask=in_batch, other=0).to(tl.int64)
-        mx = tl.load(means2d_ptr + gid * 2 + 0, mask=in_batch, other=0.0)
-        my = tl.load(means2d_ptr + gid * 2 + 1, mask=in_batch, other=0.0)
-        ca = tl.load(conic_opacity_ptr + gid * 4 + 0, mask=in_batch, other=0.0)
-        cbb = tl.load(conic_opacity_ptr + gid * 4 + 1, mask=in_batch, other=0.0)
-        cc = tl.load(conic_opacity_ptr + gid * 4 + 2, mask=in_batch, other=0.0)
-        op = tl.load(conic_opacity_ptr + gid * 4 + 3, mask=in_batch, other=0.0)
-        dx = mx[:, None] - fx[None, :]  # [BATCH, PIX]
-        dy = my[:, None] - fy[None, :]
-        sigma = 0.5 * (ca[:, None] * dx * dx + cc[:, None] * dy * dy) + cbb[:, None] * dx * dy
-        alpha = tl.minimum(ALPHA_MAX, op[:, None] * tl.exp(-sigma))
-        ok = in_batch[:, None] & (sigma >= 0.0) & (alpha >= ALPHA_MIN) & alive[None, :]
+        mx, my, A, B, C, lo = record_geometry(rec_ptr, gid, in_batch)
+        r, g, b = record_colour(rec_ptr, gid, in_batch)
+        dx = mx[:, None] - fx  # [BATCH, PIX]
+        dy = my[:, None] - fy
+        e = lo[:, None] - (A[:, None] * dx * dx + dy * (B[:, None] * dx + C[:, None] * dy))
+        alpha = tl.minimum(ALPHA_MAX, tl.exp2(e))
+        ok = (e <= lo[:, None]) & (e >= LOG2_ALPHA_MIN) & alive
         alpha = tl.where(ok, alpha, 0.0)
-        incl = tl.cumprod(1.0 - alpha, axis=0) * T[None, :]  # T after each Gaussian
+        incl = tl.cumprod(1.0 - alpha, axis=0) * T  # T after each Gaussian
         keep = incl > T_STOP  # prefix-closed: incl never increases
         w = tl.where(keep, alpha * (incl / (1.0 - alpha)), 0.0)  # alpha * T before the Gaussian
-        cr += tl.sum(w * tl.load(colors_ptr + gid * 3 + 0, mask=in_batch, other=0.0)[:, None], axis=0)
-        cg += tl.sum(w * tl.load(colors_ptr + gid * 3 + 1, mask=in_batch, other=0.0)[:, None], axis=0)
-        cb += tl.sum(w * tl.load(colors_ptr + gid * 3 + 2, mask=in_batch, other=0.0)[:, None], axis=0)
-        if MARK:  # blended somewhere, or stopped a pixel: T before it was still above the stopping threshold
-            blended = tl.max((ok & (incl / (1.0 - alpha) > T_STOP)).to(tl.int32), axis=1) > 0
-            tl.store(mark_ptr + gid, tl.full([BATCH], 1, tl.int8), mask=in_batch & blended)
-        stop = alive & (tl.min(incl, axis=0) <= T_STOP)
-        T = tl.min(tl.where(keep, incl, T[None, :]), axis=0)
+        cr += tl.sum(w * r[:, None], axis=0, keep_dims=True)
+        cg += tl.sum(w * g[:, None], axis=0, keep_dims=True)
+        cb += tl.sum(w * b[:, None], axis=0, keep_dims=True)
+        stop = alive & (tl.min(incl, axis=0, keep_dims=True) <= T_STOP)
+        T = tl.min(tl.where(keep, incl, T), axis=0, keep_dims=True)
         alive = alive & ~stop
-        stopped = stopped | stop
         s += BATCH
-    return T, alive, stopped, cr, cg, cb
-
-
-@triton.jit
-def _blend(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
-    cr, cg, cb, BATCHED: tl.constexpr, STEP: tl.constexpr, MARK: tl.constexpr, PREFETCH: tl.constexpr,
-):  # fmt: skip
-    if BATCHED:
-        return _blend_batched(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
-            STEP, MARK,
-        )  # fmt: skip
-    else:
-        return _blend_scalar(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
-            STEP, MARK, PREFETCH,
-        )  # fmt: skip
+    return T, cr, cg, cb
 
 
 # ----------------------------------------------------------------------------------------------- output
@@ -209,19 +151,6 @@ def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_
         tl.store(rgba8_ptr + pix * 4 + 3, a8, mask=inside)
 
 
-@triton.jit
-def _tile_pixels(tile_id, width, height, TILE: tl.constexpr):
-    """Pixel centres (x + 0.5, y + 0.5) of tile `tile_id` (row-major tiles, row-major pixels), which of them
-    lie inside the image, and their flat indices."""
-    n_tx = (width + TILE - 1) // TILE
-    lane = tl.arange(0, TILE * TILE)
-    px = (tile_id % n_tx) * TILE + lane % TILE
-    py = (tile_id // n_tx) * TILE + lane // TILE
-    inside = (px < width) & (py < height)
-    pix = py.to(tl.int64) * width + px
-    return px.to(tl.float32) + PIXEL_CENTRE, py.to(tl.float32) + PIXEL_CENTRE, inside, pix
-
-
 # ----------------------------------------------------------------------------------------------- kernels
 
 
@@ -229,10 +158,7 @@ def _tile_pixels(tile_id, width, height, TILE: tl.constexpr):
 def _rasterize_kernel(
     ids_ptr,  # [C] i32, sorted by tile, depth order within a tile
     ranges_ptr,  # [n_tiles, 2] i32
-    means2d_ptr,  # [N, 2] f32
-    conic_opacity_ptr,  # [N, 4] f32
-    colors_ptr,  # [N, 3] f32
-    mark_ptr,  # [N] i8 out: 1 for Gaussians blended into some pixel (written only when MARK)
+    rec_ptr,  # [N, 8] f32 blend records (kernels/buffers.py)
     bg_ptr,  # [3] f32
     schedule_ptr,  # [n_tiles] i32, the tile each program takes (read when SCHEDULED)
     rgb_ptr,  # [H, W, 3] f32 out
@@ -241,44 +167,53 @@ def _rasterize_kernel(
     width,
     height,
     TILE: tl.constexpr,
+    P: tl.constexpr,  # pixels per lane (rows of the [P, R] pixel block)
     BATCHED: tl.constexpr,
     STEP: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
-    MARK: tl.constexpr,
-    PREFETCH: tl.constexpr,
     SCHEDULED: tl.constexpr,
 ):
     """One program per tile: its whole list, front to back, until every pixel is done. Program p takes tile
-    schedule[p] when SCHEDULED (longest lists first, kernels/schedule.py), else tile p."""
+    schedule[p] when SCHEDULED (longest lists first, kernels/schedule.py), else tile p. Pixel (p, r) of the
+    [P, R] block is column r % TILE, row r // TILE + p * (R // TILE) of the tile."""
+    R: tl.constexpr = TILE * TILE // P
     tile_id = tl.program_id(0)
     if SCHEDULED:
         tile_id = tl.load(schedule_ptr + tile_id)
     start = tl.load(ranges_ptr + tile_id * 2 + 0)
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
-    fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
-    zero = tl.zeros([TILE * TILE], tl.float32)
-    T, alive, stopped, cr, cg, cb = _blend(
-        ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, start, end, fx, fy, zero + 1.0, inside,
-        zero, zero, zero, BATCHED, STEP, MARK, PREFETCH,
-    )  # fmt: skip
+    n_tx = (width + TILE - 1) // TILE
+    lane = tl.arange(0, R)[None, :]  # [1, R]
+    px = (tile_id % n_tx) * TILE + lane % TILE  # [1, R]
+    py = (tile_id // n_tx) * TILE + lane // TILE + tl.arange(0, P)[:, None] * (R // TILE)  # [P, R]
+    inside = (px < width) & (py < height)
+    pix = py.to(tl.int64) * width + px
+    fx = px.to(tl.float32) + PIXEL_CENTRE
+    fy = py.to(tl.float32) + PIXEL_CENTRE
+    zero = tl.zeros([P, R], tl.float32)
+    if BATCHED:
+        T, cr, cg, cb = _blend_batched(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero,
+                                       STEP)  # fmt: skip
+    else:
+        T, cr, cg, cb = _blend_scalar(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero,
+                                      STEP)  # fmt: skip
     _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
 
 
 # ----------------------------------------------------------------------------------------------- launcher
 
-# (warps per program, Gaussians per loop step, ids prefetched) of the scalar loop, by tile size and by how long
-# the frame's tile lists are (0 short, 1 medium, 2 long). Measured on the H200 over 1-4 warps, 4-16 Gaussians
-# per step, with and without loading the ids a step ahead, on real frames (BENCHMARKS.md, sections 8 and 13).
-# The prefetch costs no registers at 8 per step and cut the rasterizer by 18-27% on the medium and long lists
-# of the composites. Short lists (objects) are bound by their longest few lists and gain little. The
-# interpreter runs the batched form with one configuration.
+# (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by how long the frame's tile
+# lists are (0 short, 1 medium, 2 long). Measured on the H200 over 1-2 warps and 4-32 per step on real frames
+# (BENCHMARKS.md, section 15): objects and fly-overs want one warp, two pixels a lane and 8 a step (their time
+# is the chain of their longest few lists); the dense overviews of the composites want two warps, a pixel a
+# lane and 32 a step (more records in flight per step). The interpreter runs the batched form.
 SCALAR_CONFIG = {
-    (8, 0): (1, 8, True), (8, 1): (2, 8, True), (8, 2): (2, 16, True),
-    (16, 0): (4, 8, True), (16, 1): (4, 16, True), (16, 2): (8, 16, True),
+    (8, 0): (1, 8), (8, 1): (1, 8), (8, 2): (2, 32),
+    (16, 0): (4, 8), (16, 1): (4, 16), (16, 2): (8, 32),
 }  # fmt: skip
 # Mean pairs per tile at which a frame's lists count as medium and long (the renderer decides from the last
-# frame); at 8 px the measured frames had 67-100 (objects seen close), 265 (a fly-over) and 340-1250
-# (overviews of 6M and 24M Gaussians).
+# frame); at 8 px the measured frames had 24-100 (objects), 200-620 (fly-overs) and 340-1250 (overviews of 6M
+# and 24M Gaussians).
 LIST_LENGTHS = {8: (180.0, 300.0), 16: (500.0, 1000.0)}
 
 
@@ -286,9 +221,7 @@ LIST_LENGTHS = {8: (180.0, 300.0), 16: (500.0, 1000.0)}
 def rasterize_tiles(
     gaussian_ids: torch.Tensor,  # [C] i32, sorted by tile, depth order within a tile
     ranges: torch.Tensor,  # [n_tiles, 2] i32
-    means2d: torch.Tensor,  # [N, 2]
-    conic_opacity: torch.Tensor,  # [N, 4]
-    colors: torch.Tensor,  # [N, 3]
+    records: torch.Tensor,  # [N, 8] f32 blend records
     background: torch.Tensor,  # [3]
     width: int,
     height: int,
@@ -298,20 +231,15 @@ def rasterize_tiles(
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
-    marks: torch.Tensor | None = None,
     lists: int = 0,
-    prefetch: bool | None = None,
     schedule: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
-    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; prefetch: the
-    scalar loop loads its ids a step ahead (`_blend_scalar`); lists: 0, 1, 2 for short, medium, long tile
-    lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of them changes the image.
-    `out` = (rgb, alpha, rgba8 or None) buffers to write into.
-    marks: optional [N] int8, zeroed by the caller; set to 1 for each Gaussian that blends into or stops at
-    least one pixel, so that the unmarked ones can be dropped without changing the image.
+    step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; lists: 0, 1, 2 for
+    short, medium, long tile lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of
+    them changes the image. `out` = (rgb, alpha, rgba8 or None) buffers to write into.
     schedule: optional [n_tiles] i32 permutation of the tiles, the order in which programs take them
     (`schedule_tiles`: longest lists first); None takes them in id order. The image is the same either way.
     """
@@ -320,8 +248,9 @@ def rasterize_tiles(
     n_tiles = n_tx * n_ty
     assert tile_size in (8, 16), tile_size
     assert ranges.shape == (n_tiles, 2), (ranges.shape, n_tx, n_ty)
+    assert records.dim() == 2 and records.shape[1] == 8 and records.dtype == torch.float32, records.shape
     assert background.shape == (3,) and background.dtype == torch.float32
-    device = means2d.device
+    device = records.device
     if out is None:
         out = (
             torch.empty(height, width, 3, dtype=torch.float32, device=device),
@@ -335,19 +264,20 @@ def rasterize_tiles(
     if variant not in ("batched", "scalar"):
         raise ValueError(f"unknown rasterizer variant {variant!r}")
     batched = variant == "batched"
-    warps, unroll, pipelined = SCALAR_CONFIG[tile_size, lists]
-    if prefetch is None:
-        prefetch = pipelined
-    if step is None:
-        step = (64 if interpreting() else 16) if batched else unroll
-    if num_warps is None:
-        num_warps = max(1, tile_size * tile_size // 32) if batched else warps
+    warps, unroll = SCALAR_CONFIG[tile_size, lists]
+    if batched:  # one row of pixels, a batch of Gaussians down the block
+        step = step or (64 if interpreting() else 16)
+        num_warps = num_warps or max(1, tile_size * tile_size // 32)
+        pixels_per_lane = 1
+    else:
+        step = step or unroll
+        num_warps = num_warps or warps
+        pixels_per_lane = max(1, tile_size * tile_size // (32 * num_warps))
     assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
-    mark_arg = marks if marks is not None else ranges
     _rasterize_kernel[(n_tiles,)](
-        gaussian_ids, ranges, means2d, conic_opacity, colors, mark_arg, background,
-        ranges if schedule is None else schedule, rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
-        TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, MARK=marks is not None,
-        PREFETCH=bool(prefetch) and not batched, SCHEDULED=schedule is not None, num_warps=num_warps,
+        gaussian_ids, ranges, records, background, ranges if schedule is None else schedule,
+        rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
+        TILE=tile_size, P=pixels_per_lane, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8,
+        SCHEDULED=schedule is not None, num_warps=num_warps,
     )  # fmt: skip
     return rgb, alpha, rgba8

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 # the buffers and pair keys, from the one module both read (kernels/buffers.py)
-from .buffers import key_dtype, order_outputs, project_outputs, sentinel_key
+from .buffers import key_dtype, order_outputs, pack_records, project_outputs, sentinel_key
 
 # the kernels' numbers, from the one module both read (what each means is documented there)
 from .constants import (
@@ -18,6 +18,8 @@ from .constants import (
     CENTRE_SLACK,
     CLAMP_TILES,
     FOV_SLACK,
+    LOG2_ALPHA_MIN,
+    LOG2E,
     PIXEL_CENTRE,
     SCHEDULE_CLASSES,
     SH_C0,
@@ -218,23 +220,28 @@ def project_gaussians(
         scored = visible & (box_rows * box_cols > 1)
         s2 = adagscale_s2(a, b, c, o, tt, colour_weight(colors), adagscale_tau, adagscale_s_min)
         t_bin = torch.where(scored, s2 * tt, tt)
-    ty_lo, rows, ry = _tile_rows(my, a, b, c, t_bin, visible, n_ty, tile_size)
-    count = torch.zeros(N, dtype=torch.int32, device=means.device)
-    for r in range(int(rows.max()) if N else 0):
-        _, span = _row_tile_span(ty_lo + r, mx, my, a, b, c, t_bin, ry, n_tx, tile_size)
-        count += torch.where(r < rows, span, torch.zeros_like(span))
-    visible &= count > 0
-
     if out is None:
         out = project_outputs(N, means.device)
-    means2d, conic_opacity, depths, colors_out, tiles_touched, bin_t = out
+    records, depths, tiles_touched, bin_t = out
+    pack_records(torch.stack([mx, my], 1), torch.stack([a, b, c], 1), o, colors, out=records)
+    ra, rb, rc = _record_conic(records)  # the count walks the conic as the record holds it, as binning will
+    ty_lo, rows, ry = _tile_rows(my, ra, rb, rc, t_bin, visible, n_ty, tile_size)
+    count = torch.zeros(N, dtype=torch.int32, device=means.device)
+    for r in range(int(rows.max()) if N else 0):
+        _, span = _row_tile_span(ty_lo + r, mx, my, ra, rb, rc, t_bin, ry, n_tx, tile_size)
+        count += torch.where(r < rows, span, torch.zeros_like(span))
+    visible &= count > 0
     bin_t.copy_(t_bin)
-    means2d.copy_(torch.stack([mx, my], 1))
-    conic_opacity.copy_(torch.stack([a, b, c, o], 1))
     depths.copy_(torch.where(visible, zc, torch.full_like(zc, float("inf"))))
-    colors_out.copy_(colors)
     tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
-    return means2d, conic_opacity, depths, colors_out, tiles_touched, bin_t
+    return records, depths, tiles_touched, bin_t
+
+
+def _record_conic(records: torch.Tensor):
+    """(a, b, c) from the records' (A, B, C), by the products `kernels._device.record_conic` computes."""
+    half = torch.tensor(1.0 / (0.5 * LOG2E), dtype=torch.float32)
+    full = torch.tensor(1.0 / LOG2E, dtype=torch.float32)
+    return records[:, 2] * half, records[:, 3] * full, records[:, 4] * half
 
 
 # Twin of the launcher in kernels/cull.py: the same signature on purpose (see the module docstring).
@@ -317,21 +324,20 @@ def depth_order_counted(
 def bin_pairs(
     order: torch.Tensor,
     offsets: torch.Tensor,
-    means2d: torch.Tensor,
-    conic_opacity: torch.Tensor,
+    records: torch.Tensor,
     tiles_touched: torch.Tensor,
     width: int,
     height: int,
     *,
+    bin_t: torch.Tensor,
     tile_size: int = 8,
-    bin_t: torch.Tensor | None = None,
     out: tuple[torch.Tensor, torch.Tensor],
     block: int | None = None,
     cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, Gaussians in `order`. `block` and
     `cols`, the kernel's launch knobs, are ignored."""
-    device = means2d.device
+    device = records.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
     keys, ids = out
@@ -340,9 +346,9 @@ def bin_pairs(
     has = padded[order.long()] > 0
     live = order.long()[has]  # visible Gaussians, nearest first
     base = (offsets[has] - tiles_touched[live]).long()
-    mx, my = means2d[live, 0], means2d[live, 1]
-    a, b, c, o = conic_opacity[live].unbind(-1)
-    t = _alpha_threshold_t(o) if bin_t is None else bin_t[live]
+    mx, my = records[live, 0], records[live, 1]
+    a, b, c = _record_conic(records[live])
+    t = bin_t[live]
     ty_lo, rows, ry = _tile_rows(my, a, b, c, t, torch.ones_like(mx, dtype=torch.bool), n_ty, tile_size)
     # one entry per (Gaussian, row)
     g_of_row = torch.repeat_interleave(torch.arange(live.numel(), device=device), rows.long())
@@ -447,9 +453,7 @@ def schedule_tiles(
 def rasterize_tiles(
     gaussian_ids: torch.Tensor,
     ranges: torch.Tensor,
-    means2d: torch.Tensor,
-    conic_opacity: torch.Tensor,
-    colors: torch.Tensor,
+    records: torch.Tensor,
     background: torch.Tensor,
     width: int,
     height: int,
@@ -459,17 +463,15 @@ def rasterize_tiles(
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
-    marks: torch.Tensor | None = None,
     lists: int = 0,
-    prefetch: bool | None = None,
     schedule: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
-    (`variant`, `step`, `num_warps`, `lists`, `prefetch`, `schedule`) are accepted and ignored: none of them
-    changes the image. `marks` ([N] int8, zeroed by the caller) gets 1 for every Gaussian that blends into or stops at
-    least one pixel."""
-    device = means2d.device
+    (`variant`, `step`, `num_warps`, `lists`, `schedule`) are accepted and ignored: none of them changes the
+    image. The records' log2 form (kernels/buffers.py): alpha = min(0.999, 2^e), e = lo - (A dx^2 + B dx dy +
+    C dy^2), skipped where e > lo (sigma < 0) or e < log2(1/255)."""
+    device = records.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
     if out is None:
@@ -479,6 +481,7 @@ def rasterize_tiles(
             None,
         )
     rgb, alpha_out, rgba8 = out
+    colors = records[:, 6:8].contiguous().view(torch.float16)[:, :3].float()
     C = torch.zeros(n_ty * tile_size, n_tx * tile_size, 3, dtype=torch.float32, device=device)
     T_img = torch.ones(n_ty * tile_size, n_tx * tile_size, dtype=torch.float32, device=device)
     ly, lx = torch.meshgrid(
@@ -497,21 +500,18 @@ def rasterize_tiles(
         acc = torch.zeros(fx.numel(), 3, dtype=torch.float32, device=device)
         for b0 in range(start, end, block):
             g = gaussian_ids[b0 : min(end, b0 + block)].long()
-            m = means2d[g]
-            a, b, c, o = conic_opacity[g].unbind(-1)
-            dx = m[:, 0:1] - fx[None]  # [B, PIX]
-            dy = m[:, 1:2] - fy[None]
-            sigma = 0.5 * (a[:, None] * dx * dx + c[:, None] * dy * dy) + b[:, None] * dx * dy
-            alpha = torch.clamp_max(o[:, None] * torch.exp(-sigma), ALPHA_MAX)
-            ok = (sigma >= 0) & (alpha >= ALPHA_MIN) & ~done[None]
+            mx, my, A, B, Cq, lo = records[g, :6].unbind(-1)
+            dx = mx[:, None] - fx[None]  # [B, PIX]
+            dy = my[:, None] - fy[None]
+            e = lo[:, None] - (A[:, None] * dx * dx + B[:, None] * dx * dy + Cq[:, None] * dy * dy)
+            alpha = torch.clamp_max(torch.exp2(e), ALPHA_MAX)
+            ok = (e <= lo[:, None]) & (e >= LOG2_ALPHA_MIN) & ~done[None]
             alpha = torch.where(ok, alpha, torch.zeros_like(alpha))
             incl = torch.cumprod(1.0 - alpha, dim=0) * T[None]  # T after each Gaussian
             excl = torch.cat([T[None], incl[:-1]], 0)  # T before
             keep = incl > T_STOP  # a pixel stops before the Gaussian that would take T to <= 1e-4
             w = torch.where(keep, alpha * excl, torch.zeros_like(alpha))
             acc += w.T @ colors[g]
-            if marks is not None:  # blended, or stopped a pixel (T before it still above the threshold)
-                marks[g[(ok & (excl > T_STOP)).any(1)]] = 1
             done |= incl.min(0).values <= T_STOP
             T = torch.where(keep, incl, T[None]).min(0).values
             if bool(done.all()):

@@ -532,18 +532,25 @@ class Renderer:
     # ------------------------------------------------------------------ depth output
 
     def _render_depth(self, f: _Frame) -> Tensor:
+        """The frame's lists blended again with each record's colour replaced by its depth. The colour is fp16,
+        so the depths go in divided by the largest visible one (relative precision 2^-11 either way)."""
         n, W, H = f.n, f.width, f.height
-        colors = self.ws.rows("depth_colors", max(n, 1), 3)[:n]
-        colors.copy_(f.depths[:, None].expand(n, 3))  # rows of culled Gaussians (+inf) are never read
+        records = self.ws.rows("depth_records", max(n, 1), 8)[:n]
+        records.copy_(f.records)
+        visible = f.tiles_touched > 0
+        scale = torch.where(visible, f.depths, torch.zeros_like(f.depths)).amax().clamp_min(1e-30)
+        halves = records[:, 6:8].view(torch.float16)  # rows of culled Gaussians are never read
+        halves[:, 0] = torch.where(visible, f.depths / scale, torch.zeros_like(f.depths)).to(torch.float16)
+        halves[:, 1:].zero_()
         rgb = self.ws.rows("depth_rgb", H * W, 3).view(H, W, 3)
         alpha = self.ws.buffer("depth_alpha", H * W, torch.float32).view(H, W)
         self.k.rasterize_tiles(
-            f.sorted_ids, f.ranges, f.means2d, f.conic_opacity, colors, self._zero3, W, H,
-            out=(rgb, alpha, None), **f.raster_options(),
-        )  # fmt: skip
+            f.sorted_ids, f.ranges, records, self._zero3, W, H, out=(rgb, alpha, None), **f.raster_options()
+        )
         depth = self.ws.buffer("depth", H * W, torch.float32).view(H, W)
         covered = f.alpha >= 1.0 / 255.0
-        torch.where(covered, rgb[..., 0] / f.alpha.clamp_min(1.0 / 255.0), torch.zeros_like(f.alpha), out=depth)
+        torch.where(covered, rgb[..., 0] * scale / f.alpha.clamp_min(1.0 / 255.0), torch.zeros_like(f.alpha),
+                    out=depth)  # fmt: skip
         return depth
 
 
@@ -572,10 +579,8 @@ class _Frame:
         self.degree = r.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, r.scene.sh_degree)
         ws, n, W, H = _SlotBuffers(r.ws, slot), self.n, self.width, self.height
         # stage 1, per Gaussian
-        self.means2d = ws.rows("means2d", n, 2)
-        self.conic_opacity = ws.rows("conic_opacity", n, 4)
+        self.records = ws.rows("records", n, 8)  # the blend records (kernels/buffers.py)
         self.depths = ws.buffer("depths", n, torch.float32)
-        self.colors = ws.rows("colors", n, 3)
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         self.bin_t = ws.buffer("bin_t", n, torch.float32)
         # stage 2, per Gaussian in depth order
@@ -637,8 +642,8 @@ class _Frame:
             src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
             adagscale_tau=s.adagscale_tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
-            live=src.live, out=(self.means2d, self.conic_opacity, self.depths, self.colors, self.tiles_touched,
-                                self.bin_t), **{"block": self.launch.project_block, **tuning},
+            live=src.live, out=(self.records, self.depths, self.tiles_touched, self.bin_t),
+            **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 
     def order(self) -> None:
@@ -658,7 +663,7 @@ class _Frame:
             self.pairs[0].fill_(self.r.k.sentinel_key(self.key_dtype))  # the tail past the pair count sorts last
             order, offsets = self.order_out[1], self.order_out[3]
         self.r.k.bin_pairs(
-            order, offsets, self.means2d, self.conic_opacity, self.tiles_touched, self.width, self.height,
+            order, offsets, self.records, self.tiles_touched, self.width, self.height,
             tile_size=self.tile, bin_t=self.bin_t, out=self.pairs[:2],
             **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip
@@ -681,9 +686,8 @@ class _Frame:
     def rasterize(self, **tuning) -> None:
         """`tuning`: launch knobs that override the settings' (variant, num_warps, step), for measuring them."""
         self.r.k.rasterize_tiles(
-            self.sorted_ids, self.ranges, self.means2d, self.conic_opacity, self.colors, self.background,
-            self.width, self.height, out=(self.rgb, self.alpha, self.rgba8), marks=self.src.marks,
-            **{**self.raster_options(), **tuning},
+            self.sorted_ids, self.ranges, self.records, self.background, self.width, self.height,
+            out=(self.rgb, self.alpha, self.rgba8), **{**self.raster_options(), **tuning},
         )  # fmt: skip
 
 

@@ -123,17 +123,17 @@ def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
 def bin_all(impl, proj, width, height, *, tile=8, capacity=None, poison=True):
     """Stages 2-3 of either implementation on a projection: (keys, ids, n_pairs). The buffers hold `capacity`
     slots (default: exactly the pair count), filled with the sentinel first as the renderer does."""
-    means2d, conic_opacity, depths, _, tiles_touched, bin_t = proj
+    records, depths, tiles_touched, bin_t = proj
     n = depths.shape[0]
     order, offsets, totals = impl.depth_order(depths, tiles_touched, out=impl.order_outputs(n, depths.device))
     n_pairs = int(totals[1])
     cap = n_pairs if capacity is None else capacity
     n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
     kd = impl.key_dtype(n_tiles)
-    keys = torch.full((cap,), impl.sentinel_key(kd), dtype=kd, device=means2d.device)
-    ids = torch.full((cap,), -1, dtype=torch.int32, device=means2d.device)
-    impl.bin_pairs(order, offsets, means2d, conic_opacity, tiles_touched, width, height, tile_size=tile,
-                   bin_t=bin_t, out=(keys, ids))  # fmt: skip
+    keys = torch.full((cap,), impl.sentinel_key(kd), dtype=kd, device=records.device)
+    ids = torch.full((cap,), -1, dtype=torch.int32, device=records.device)
+    impl.bin_pairs(order, offsets, records, tiles_touched, width, height, tile_size=tile, bin_t=bin_t,
+                   out=(keys, ids))  # fmt: skip
     return keys, ids, n_pairs
 
 

@@ -13,6 +13,7 @@ import torch
 
 import kernels
 import kernels.reference as ref
+from kernels.buffers import unpack_records
 from tests.conftest import nan_like
 from tests.kernels.synthetic import assert_close_rows, bin_all, camera, gaussians
 
@@ -32,9 +33,9 @@ def project(impl, n, width, height, device, *, tau, s_min=S_MIN, seed=0, degree=
     )  # fmt: skip
 
 
-def emit(impl, proj, width, height, *, with_bin_t=True):
-    """(keys, ids) of the pairs; without bin_t the walk recomputes t from the opacity (the exact path)."""
-    keys, ids, _ = bin_all(impl, proj if with_bin_t else proj[:5] + (None,), width, height)
+def emit(impl, proj, width, height):
+    """(keys, ids) of the pairs binned at the projection's thresholds."""
+    keys, ids, _ = bin_all(impl, proj, width, height)
     return keys, ids
 
 
@@ -48,13 +49,13 @@ def test_tau_zero_is_exact_binning(impl, device):
     width, height = 128, 96
     exact = project(impl, 3000, width, height, device, tau=None, grow=0.5)
     zero = project(impl, 3000, width, height, device, tau=0.0, grow=0.5)
-    live = exact[4] > 0
-    assert torch.equal(zero[4], exact[4])
-    assert torch.equal(zero[5][live], exact[5][live])
-    for got, want in zip(zero[:5], exact[:5]):
+    live = exact[2] > 0
+    assert torch.equal(zero[2], exact[2])
+    assert torch.equal(zero[3][live], exact[3][live])
+    for got, want in zip(zero[:3], exact[:3]):
         assert torch.equal(got[live], want[live])
     keys, ids = emit(impl, zero, width, height)
-    want_k, want_i = emit(impl, exact, width, height, with_bin_t=False)  # t recomputed from o, the old path
+    want_k, want_i = emit(impl, exact, width, height)
     assert torch.equal(ids, want_i) and torch.equal(keys, want_k)
 
 
@@ -64,13 +65,14 @@ def test_triton_matches_reference(device):
     tau = TAU
     want = project(ref, 3000, width, height, device, tau=tau, degree=2, grow=0.5)
     got = project(kernels, 3000, width, height, device, tau=tau, degree=2, grow=0.5)
-    diff = (want[4] - got[4]).abs()
+    diff = (want[2] - got[2]).abs()
     # float-rounding boundary cases only, bounded as in test_project.py
     assert int((diff > 1).sum()) == 0 and int((diff == 1).sum()) <= 3, diff.nonzero()[:5]
-    rows = (want[4] > 0) & (got[4] > 0)
-    assert_close_rows("bin_t", want[5], got[5], rows)
-    assert_close_rows("colors", want[3], got[3], rows)
-    shrunk = (want[5][rows] < 0.999 * ref._alpha_threshold_t(want[1][rows, 3])).float().mean()
+    rows = (want[2] > 0) & (got[2] > 0)
+    assert_close_rows("bin_t", want[3], got[3], rows)
+    _, _, opacities, want_colors = unpack_records(want[0])
+    assert_close_rows("colors", want_colors, unpack_records(got[0])[3], rows, rtol=2.0**-10)  # fp16 in the record
+    shrunk = (want[3][rows] < 0.999 * ref._alpha_threshold_t(opacities[rows])).float().mean()
     assert shrunk > 0.3, f"only {shrunk:.0%} of the Gaussians shrank: the test does not exercise AdaGScale"
     keys_t, ids_t = emit(kernels, want, width, height)
     keys_r, ids_r = emit(ref, want, width, height)
@@ -91,8 +93,8 @@ def test_centre_tile_kept_and_only_tiles_dropped(impl, device):
         shrunk_pairs = pair_set(*emit(impl, shrunk, width, height))
         assert shrunk_pairs <= exact_pairs
         assert len(shrunk_pairs) < 0.8 * len(exact_pairs)
-        m = exact[0]
-        on_screen = (exact[4] > 0) & (m[:, 0] >= 0) & (m[:, 0] < width) & (m[:, 1] >= 0) & (m[:, 1] < height)
+        m = exact[0][:, :2]  # the records' screen means
+        on_screen = (exact[2] > 0) & (m[:, 0] >= 0) & (m[:, 0] < width) & (m[:, 1] >= 0) & (m[:, 1] < height)
         centre_tile = (m[:, 1] // tile).long() * n_tx + (m[:, 0] // tile).long()
         need = {(g, int(centre_tile[g])) for g in on_screen.nonzero().flatten().tolist()} & exact_pairs
         assert len(need) > 500
@@ -141,9 +143,9 @@ def test_one_tile_footprints_keep_their_exact_tiles(impl, device):
                                       adagscale_s_min=0.01, out=out)  # fmt: skip
 
     exact, shrunk = run(None), run(1e6)
-    live = exact[4] > 0
-    m, co, t = exact[0].double(), exact[1].double(), exact[5].double()
-    a, b, c = co[:, 0], co[:, 1], co[:, 2]
+    live = exact[2] > 0
+    m, t = exact[0][:, :2].double(), exact[3].double()
+    a, b, c = (v.double() for v in ref._record_conic(exact[0]))  # the conic the count walked
 
     def box_tiles(scale):  # the tile box at scale * t, in float64 (no float boundary case at scale 1 +- 1e-4)
         _, rows, _ = ref._tile_rows(m[:, 1], a, b, c, t * scale, live, n_ty, tile)
@@ -153,19 +155,19 @@ def test_one_tile_footprints_keep_their_exact_tiles(impl, device):
     one = live & (box_tiles(1 + 1e-4) == 1)  # a one-tile box, however the kernel rounds
     many = live & (box_tiles(1 - 1e-4) > 1)
     assert int(one.sum()) > 300 and int(many.sum()) > 300
-    assert torch.equal(shrunk[5][one], exact[5][one]), "a one-tile footprint was scored"
-    assert torch.equal(shrunk[4][one], exact[4][one])
+    assert torch.equal(shrunk[3][one], exact[3][one]), "a one-tile footprint was scored"
+    assert torch.equal(shrunk[2][one], exact[2][one])
     edge_rows = torch.arange(means.shape[0], device=device) >= 3000
     off_screen = edge_rows & one & ((m[:, 0] < 0) | (m[:, 1] < 0))
     assert int(off_screen.sum()) >= 48, "the edge Gaussians do not exercise the off-screen case"
-    assert (shrunk[4][off_screen] == 1).all(), "an off-screen one-tile footprint lost its tile"
+    assert (shrunk[2][off_screen] == 1).all(), "an off-screen one-tile footprint lost its tile"
     # without the gate the centre floor alone would have set their threshold: it reaches no pixel centre
     floor = ref.CENTRE_SLACK * 0.25 * (a + c + 2 * b.abs())
     reach = torch.sqrt(floor * c / (a * c - b * b))  # half-width of that ellipse's box in x
     assert (m[:, 0][off_screen & (m[:, 0] < 0)] + reach[off_screen & (m[:, 0] < 0)] < 0.5).all()
-    assert (shrunk[5][many] < 0.9 * exact[5][many]).float().mean() > 0.5, "larger footprints did not shrink"
-    for got, want in zip(shrunk[:4], exact[:4]):  # the same projection and colours, whatever the gate decided
-        assert torch.equal(got[shrunk[4] > 0], want[shrunk[4] > 0])
+    assert (shrunk[3][many] < 0.9 * exact[3][many]).float().mean() > 0.5, "larger footprints did not shrink"
+    for got, want in zip(shrunk[:2], exact[:2]):  # the same records and depths, whatever the gate decided
+        assert torch.equal(got[shrunk[2] > 0], want[shrunk[2] > 0])
 
 
 def test_score_closed_form_matches_integral():
@@ -205,9 +207,11 @@ def test_triton_kernel_score_is_minimal(device):
     """The kernel's s is the smallest admissible one: S(s) <= tau, and S at a 1% smaller s exceeds tau
     unless a floor (s_min or the centre tile) set it."""
     width, height, tau, s_min = 128, 96, 0.3, S_MIN
-    means2d, co, _, colors, tt, bin_t = project(kernels, 3000, width, height, device, tau=tau, grow=0.5)
+    records, _, tt, bin_t = project(kernels, 3000, width, height, device, tau=tau, grow=0.5)
     live = tt > 0
-    a, b, c, o = co[live].double().unbind(-1)
+    _, conics, opacities, colors = unpack_records(records)
+    a, b, c = conics[live].double().unbind(-1)
+    o = opacities[live].double()
     t = ref._alpha_threshold_t(o)
     s = torch.sqrt(bin_t[live].double() / t).clamp(max=1.0)
     w = ref.colour_weight(colors[live]).double()

@@ -5,6 +5,7 @@ import torch
 
 import kernels
 import kernels.reference as ref
+from kernels.buffers import unpack_records
 from tests.kernels.synthetic import bin_all, projected
 
 
@@ -27,8 +28,8 @@ def test_pairs_come_in_depth_order_with_ties_by_index(device):
     """Pairs are emitted nearest Gaussian first; equal depths keep the Gaussians' index order (gsplat's ties)."""
     width, height = 64, 48
     proj = projected(500, width, height, device, seed=2)
-    depths = proj[2]
-    visible = torch.nonzero(proj[4] > 0).flatten()
+    depths = proj[1]
+    visible = torch.nonzero(proj[2] > 0).flatten()
     depths[visible[::3]] = 2.5  # a third of the visible Gaussians at one depth
     keys, ids, n_pairs = bin_all(kernels, proj, width, height)
     g = ids.long()
@@ -45,11 +46,11 @@ def test_capacity_bounds_the_writes(device):
     full_k, full_i, n_pairs = bin_all(kernels, proj, width, height)
     cap = n_pairs // 2
     guard = 7
-    means2d, co, depths, _, tt, bin_t = proj
+    records, depths, tt, bin_t = proj
     order, offsets, _ = kernels.depth_order(depths, tt, out=kernels.order_outputs(300, device))
     keys = torch.full((cap + guard,), -5, dtype=full_k.dtype, device=device)
     ids = torch.full((cap + guard,), -5, dtype=torch.int32, device=device)
-    kernels.bin_pairs(order, offsets, means2d, co, tt, width, height, bin_t=bin_t, out=(keys[:cap], ids[:cap]))
+    kernels.bin_pairs(order, offsets, records, tt, width, height, bin_t=bin_t, out=(keys[:cap], ids[:cap]))
     assert torch.equal(keys[:cap], full_k[:cap]) and torch.equal(ids[:cap], full_i[:cap])
     assert (keys[cap:] == -5).all() and (ids[cap:] == -5).all()
 
@@ -59,7 +60,8 @@ def test_pairs_cover_every_contributing_pixel(tile, device):
     """No pair is dropped that the rasterizer would blend: brute force alpha >= 1/255 at every pixel centre."""
     width, height = 64, 48
     proj = projected(400, width, height, device, seed=3, tile=tile)
-    means2d, co, _, _, tiles_touched, _ = proj
+    records, _, tiles_touched, _ = proj
+    means2d, conics, opacities, _ = unpack_records(records)  # what the rasterizer is given
     keys, ids, _ = bin_all(kernels, proj, width, height, tile=tile)
     pairs = set(zip(ids.tolist(), keys.tolist()))
     ys, xs = torch.meshgrid(torch.arange(height, device=device), torch.arange(width, device=device), indexing="ij")
@@ -68,7 +70,7 @@ def test_pairs_cover_every_contributing_pixel(tile, device):
     pix_tile = (ys.flatten() // tile) * n_tx + xs.flatten() // tile
     needed = set()
     for g in torch.nonzero(tiles_touched > 0).flatten().tolist():
-        a, b, c, o = co[g].tolist()
+        (a, b, c), o = conics[g].tolist(), float(opacities[g])
         dx, dy = means2d[g, 0] - px, means2d[g, 1] - py
         sigma = 0.5 * (a * dx * dx + c * dy * dy) + b * dx * dy
         alpha = torch.clamp_max(o * torch.exp(-sigma), 0.999)
@@ -85,9 +87,9 @@ def test_pairs_cover_every_contributing_pixel(tile, device):
 def test_sentinel_fill_when_walk_finds_fewer(device):
     """If a count exceeds what the walk finds, the extra slots get the sentinel key (never garbage)."""
     width, height = 37, 53
-    means2d, co, depths, colors, tiles_touched, bin_t = projected(50, width, height, device, seed=1)
+    records, depths, tiles_touched, bin_t = projected(50, width, height, device, seed=1)
     inflated = tiles_touched + (tiles_touched > 0).to(torch.int32)  # one more slot per live Gaussian
-    proj = (means2d, co, depths, colors, inflated, bin_t)
+    proj = (records, depths, inflated, bin_t)
     keys, ids, n_pairs = bin_all(kernels, proj, width, height)
     n_live = int((tiles_touched > 0).sum())
     assert int((keys == kernels.sentinel_key(keys.dtype)).sum()) == n_live

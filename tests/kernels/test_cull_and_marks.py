@@ -1,5 +1,5 @@
-"""Temporal reuse's kernel parts: the window cull, project's live mask and the rasterizer's contributor marks,
-each against its torch twin, plus the properties the renderer relies on."""
+"""Temporal reuse's kernel parts: the window cull and project's live mask, each against its torch twin, plus the
+properties the renderer relies on."""
 
 import pytest
 import torch
@@ -8,7 +8,6 @@ import kernels
 import kernels.reference as ref
 from renderer import Camera, look_at_pose
 from tests.kernels.synthetic import camera, gaussians
-from tests.kernels.test_rasterize import binned
 
 
 def window_cameras(width, height, device):
@@ -37,13 +36,13 @@ def test_cull_window_keeps_every_gaussian_its_cameras_render(device):
     keep = kernels.cull_window(means, covars, opac, packed, 80, 48, margin=16.0).bool()
     rendered = torch.zeros_like(keep)
     for cam in packed:
-        tt = kernels.project_gaussians(means, covars, opac, sh, cam, 80, 48, sh_degree=0)[4]
+        tt = kernels.project_gaussians(means, covars, opac, sh, cam, 80, 48, sh_degree=0)[2]
         rendered |= tt > 0
     assert int(rendered.sum()) > 500
     assert not (rendered & ~keep).any(), int((rendered & ~keep).sum())
     # the camera inside the cloud, alone: it culls what lies behind and beside it, and is a subset of the window
     inside = kernels.cull_window(means, covars, opac, packed[3:], 80, 48, margin=16.0).bool()
-    tt = kernels.project_gaussians(means, covars, opac, sh, packed[3], 80, 48, sh_degree=0)[4]
+    tt = kernels.project_gaussians(means, covars, opac, sh, packed[3], 80, 48, sh_degree=0)[2]
     assert not ((tt > 0) & ~inside).any()
     assert int(inside.sum()) < 2500 and not (inside & ~keep).any()
 
@@ -67,21 +66,8 @@ def test_project_live_mask_culls_exactly_the_masked_rows(impl, device):
     full = k.project_gaussians(means, covars, opac, sh, cam, 64, 48, sh_degree=1)
     full = tuple(t.clone() for t in full)
     part = k.project_gaussians(means, covars, opac, sh, cam, 64, 48, sh_degree=1, live=live)
-    assert torch.equal(part[4], full[4] * live.to(torch.int32))
-    rows = part[4] > 0
+    assert torch.equal(part[2], full[2] * live.to(torch.int32))
+    rows = part[2] > 0
     assert int(rows.sum()) > 100
     for a, b in zip(full, part):
         assert torch.equal(a[rows], b[rows])
-
-
-@pytest.mark.parametrize("variant", ["batched", "scalar"])
-def test_marks_match_twin(variant, device):
-    args = binned(1200, 48, 32, device, seed=7, opaque=True)
-    n = args[2].shape[0]
-    bg = torch.zeros(3, device=device)
-    want = torch.zeros(n, dtype=torch.int8, device=device)
-    ref.rasterize_tiles(*args, bg, 48, 32, marks=want)
-    got = torch.zeros(n, dtype=torch.int8, device=device)
-    kernels.rasterize_tiles(*args, bg, 48, 32, variant=variant, marks=got)
-    assert 50 < int(want.sum()) < n  # some, not all
-    assert torch.equal(got, want), int((got != want).sum())

@@ -11,7 +11,7 @@ def test_depth_order_matches_reference(device):
     """The visible Gaussians sorted by depth (ties by index) ahead of the culled ones, their counts' running sum
     and the totals, against the twin's sort of unique (depth, index) keys."""
     width, height = 64, 48
-    means2d, co, depths, colors, tt, bin_t = projected(2000, width, height, device, seed=6)
+    _, depths, tt, _ = projected(2000, width, height, device, seed=6)
     depths[torch.nonzero(tt > 0).flatten()[::4]] = 3.0  # ties
     want = ref.depth_order(depths, tt, out=ref.order_outputs(2000, device))
     got = kernels.depth_order(depths, tt, out=kernels.order_outputs(2000 + 9, device))

@@ -8,6 +8,7 @@ import torch
 
 import kernels
 import kernels.reference as ref
+from kernels.buffers import unpack_records
 from tests.analytic import ALPHA_CLAMP, T_STOP, composite
 from tests.conftest import nan_like
 from tests.kernels.synthetic import PinholeCamera, camera, gaussians, lists_of
@@ -23,11 +24,10 @@ def binned(n, width, height, device, seed=0, degree=0, opaque=False, scale_shift
     cam = camera(width, height).packed(device)
     proj = ref.project_gaussians(means, covars, opac, sh, cam, width, height, sh_degree=degree, tile_size=tile)
     si, ranges = lists_of(ref, proj, width, height, tile=tile)
-    m2, co, _, col, _, _ = proj
-    return si, ranges, m2, co, col
+    return si, ranges, proj[0]
 
 
-def render_pair(args, width, height, device, variant, background=(0.1, 0.2, 0.3), tile=8, prefetch=None):
+def render_pair(args, width, height, device, variant, background=(0.1, 0.2, 0.3), tile=8):
     bg = torch.tensor(background, dtype=torch.float32, device=device)
     want = ref.rasterize_tiles(*args, bg, width, height, tile_size=tile)
     out = (
@@ -35,7 +35,7 @@ def render_pair(args, width, height, device, variant, background=(0.1, 0.2, 0.3)
         nan_like(torch.empty(height, width, device=device)),
         nan_like(torch.empty(height, width, 4, dtype=torch.uint8, device=device)),
     )
-    got = kernels.rasterize_tiles(*args, bg, width, height, variant=variant, out=out, tile_size=tile, prefetch=prefetch)
+    got = kernels.rasterize_tiles(*args, bg, width, height, variant=variant, out=out, tile_size=tile)
     return want, got
 
 
@@ -49,38 +49,37 @@ def check(want, got, min_psnr=60.0):
     assert (rgba8.int() - expect8.int()).abs().max() <= 1
 
 
-# the scalar loop with its ids loaded in the step and a step ahead (kernels/rasterize.py, `_blend_scalar`)
-FORMS = [("batched", None), ("scalar", False), ("scalar", True)]
-FORM_IDS = ["batched", "scalar", "scalar-prefetch"]
+# the two loop forms (kernels/rasterize.py: `_blend_batched`, `_blend_scalar`)
+FORMS = ["batched", "scalar"]
 
 
-@pytest.mark.parametrize("variant,prefetch", FORMS, ids=FORM_IDS)
+@pytest.mark.parametrize("variant", FORMS)
 @pytest.mark.parametrize("tile", [8, 16])
 @pytest.mark.parametrize("size", [(16, 16), (37, 53)], ids=str)  # 37x53: sides that are not multiples of 8
-def test_rasterize_matches_reference(variant, prefetch, tile, size, device):
+def test_rasterize_matches_reference(variant, tile, size, device):
     width, height = size
     n = 120 if variant == "scalar" else 600  # the scalar form costs one interpreter step per Gaussian
     args = binned(n, width, height, device, degree=1, tile=tile)
-    check(*render_pair(args, width, height, device, variant, tile=tile, prefetch=prefetch))
+    check(*render_pair(args, width, height, device, variant, tile=tile))
 
 
-@pytest.mark.parametrize("variant,prefetch,tile", [(v, p, 8) for v, p in FORMS] + [("batched", None, 16)])
-def test_long_lists_span_many_steps(variant, prefetch, tile, device):
-    """Lists many loop steps long (64 per batched step, 16 per scalar step) composite exactly."""
+@pytest.mark.parametrize("variant,tile", [(v, 8) for v in FORMS] + [("batched", 16)])
+def test_long_lists_span_many_steps(variant, tile, device):
+    """Lists many loop steps long (64 per batched step, 8 per scalar step) composite exactly."""
     n = 1500 if variant == "batched" else 200
     args = binned(n, 16, 16, device, seed=4, scale_shift=0.8, tile=tile)
     lengths = args[1][:, 1] - args[1][:, 0]
-    steps = 64 if variant == "batched" else 16
+    steps = 64 if variant == "batched" else 8
     assert int(lengths.max()) > 4 * steps, "the case must exercise several steps"
-    check(*render_pair(args, 16, 16, device, variant, tile=tile, prefetch=prefetch))
+    check(*render_pair(args, 16, 16, device, variant, tile=tile))
 
 
-@pytest.mark.parametrize("variant,prefetch,tile", [(v, p, 8) for v, p in FORMS] + [("batched", None, 16)])
-def test_saturating_tiles_stop_early(variant, prefetch, tile, device):
+@pytest.mark.parametrize("variant,tile", [(v, 8) for v in FORMS] + [("batched", 16)])
+def test_saturating_tiles_stop_early(variant, tile, device):
     """Opaque, large Gaussians: every pixel reaches T <= 1e-4 and stops; result still matches."""
     args = binned(600 if variant == "batched" else 120, 32, 32, device, seed=5, opaque=True, scale_shift=3.5,
                   tile=tile)  # fmt: skip
-    want, got = render_pair(args, 32, 32, device, variant, background=(1.0, 1.0, 1.0), tile=tile, prefetch=prefetch)
+    want, got = render_pair(args, 32, 32, device, variant, background=(1.0, 1.0, 1.0), tile=tile)
     check(want, got)
     # a pixel stops *before* the Gaussian that would take T to <= 1e-4, so T ends in (1e-4, ~0.1]
     assert float((got[1] > 0.999).float().mean()) > 0.9, "most pixels must saturate for this case"
@@ -93,13 +92,10 @@ def test_empty_tiles_get_background(tile, device):
     args = (
         torch.empty(0, dtype=torch.int32, device=device),
         torch.zeros(n_tiles, 2, dtype=torch.int32, device=device),
-        torch.empty(0, 2, device=device),
-        torch.empty(0, 4, device=device),
-        torch.empty(0, 3, device=device),
+        torch.empty(0, 8, device=device),
     )
-    for variant, prefetch in FORMS:
-        want, got = render_pair(args, width, height, device, variant, background=(0.25, 0.5, 1.0), tile=tile,
-                                prefetch=prefetch)  # fmt: skip
+    for variant in FORMS:
+        want, got = render_pair(args, width, height, device, variant, background=(0.25, 0.5, 1.0), tile=tile)
         check(want, got)
         assert torch.allclose(got[0], torch.tensor([0.25, 0.5, 1.0], device=device).expand(height, width, 3))
         assert (got[1] == 0).all()
@@ -142,24 +138,24 @@ def test_opaque_stacks_against_the_definition(tile, device):
     the 1e-4 stop itself: a change to either number in kernels/constants.py fails here, though kernel and twin
     read it alike and still agree with each other."""
     proj, width, height = opaque_stacks(device)
-    means2d, conic_opacity, depths, colors, tiles_touched, _ = proj
+    records, depths, tiles_touched, _ = proj
     assert (tiles_touched > 0).all()
+    # the definition is given what the rasterizer is given: the records' mean, conic, opacity and (fp16) colour
+    means2d, conics, opacities, colors = unpack_records(records)
     # the case exercises both rules: each stack's front Gaussian sits on its pixel centre, past the clamp
     centred = means2d[0::3].cpu().double().numpy() - np.array(STACKS) - 0.5
-    assert np.abs(centred).max() < 1e-3 and (conic_opacity[0::3, 3] * 1.0 > ALPHA_CLAMP).all()
+    assert np.abs(centred).max() < 1e-3 and (opacities[0::3] * 1.0 > ALPHA_CLAMP).all()
     order = torch.argsort(depths.cpu(), stable=True).numpy()  # nearest first, ties by index
-    host = [t.cpu().double().numpy() for t in (means2d, conic_opacity, colors)]
+    host = [t.cpu().double().numpy() for t in (means2d, conics, opacities, colors)]
     bg = (0.2, 0.5, 0.8)
-    want_rgb, want_alpha = composite(host[0], host[1][:, :3], host[1][:, 3], host[2], order, width, height, bg)
+    want_rgb, want_alpha = composite(*host, order, width, height, bg)
     stopped = 1.0 - want_alpha[[v for _, v in STACKS], [u for u, _ in STACKS]]
     assert (stopped < 2e-3).all() and (stopped > T_STOP).all(), "each stack's pixel stops on its back Gaussian"
-    args = (*lists_of(ref, proj, width, height, tile=tile), means2d, conic_opacity, colors)
+    args = (*lists_of(ref, proj, width, height, tile=tile), records)
     background = torch.tensor(bg, dtype=torch.float32, device=device)
     runs = {"torch": lambda: ref.rasterize_tiles(*args, background, width, height, tile_size=tile)}
-    for v, p in FORMS:
-        runs[v + ("-prefetch" if p else "")] = lambda v=v, p=p: kernels.rasterize_tiles(
-            *args, background, width, height, tile_size=tile, variant=v, prefetch=p
-        )
+    for v in FORMS:
+        runs[v] = lambda v=v: kernels.rasterize_tiles(*args, background, width, height, tile_size=tile, variant=v)
     errors = {}
     for name, run in runs.items():
         rgb, alpha, _ = run()

@@ -17,7 +17,7 @@ from tests.kernels.synthetic import projected
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])
 def test_counted_order_is_the_capacity_order_cut_to_the_visible(impl, device):
     """The same Gaussians in the same order, depth ties by index, and the same pair offsets and counts."""
-    means2d, co, depths, colors, tt, bin_t = projected(1500, 64, 48, device, seed=11)
+    _, depths, tt, _ = projected(1500, 64, 48, device, seed=11)
     depths[torch.nonzero(tt > 0).flatten()[::3]] = 2.5  # ties
     order, offsets, totals = ref.depth_order(depths, tt, out=ref.order_outputs(1500, device))
     n_visible, n_pairs = totals.tolist()

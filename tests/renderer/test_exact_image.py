@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import kernels.reference as ref
+from kernels.buffers import unpack_records
 from renderer import Camera, Renderer, RenderSettings
 from scenes.gaussians import logit, make_scene
 from tests.analytic import composite
@@ -20,12 +21,14 @@ from tools.metrics import psnr
 
 def brute_force_image(proj, width: int, height: int, background) -> tuple[torch.Tensor, torch.Tensor]:
     """(rgb [H,W,3], alpha [H,W]) in float64 from the projected Gaussians (tests/analytic.py `composite`), in
-    (depth, index) order; rows with +inf depth are culled."""
-    means2d, conic_opacity, depths, colors = (t.double() for t in proj[:4])
+    (depth, index) order; rows with +inf depth are culled. The Gaussians are what the records hold (their
+    colour in fp16), the rasterizer's input."""
+    records, depths = proj[0], proj[1].double()
+    means2d, conics, opacities, colors = (t.double() for t in unpack_records(records))
     g = torch.nonzero(torch.isfinite(depths)).flatten()
     g = g[torch.argsort(depths[g], stable=True)]  # nearest first, ties by index
-    rgb, alpha = composite(means2d.numpy(), conic_opacity[:, :3].numpy(), conic_opacity[:, 3].numpy(),
-                           colors.numpy(), g.numpy(), width, height, background)  # fmt: skip
+    rgb, alpha = composite(means2d.numpy(), conics.numpy(), opacities.numpy(), colors.numpy(), g.numpy(), width,
+                           height, background)  # fmt: skip
     return torch.from_numpy(rgb), torch.from_numpy(alpha)
 
 

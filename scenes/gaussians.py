@@ -24,7 +24,21 @@ SH_C0 = 0.28209479177387814  # Y_0^0 = 1 / (2 sqrt(pi)); base colour = 0.5 + SH_
 MAX_OPACITY_LOGIT = 16.0  # sigmoid(16) = 1 - 1.1e-7, indistinguishable from 1 in float32 blending
 
 # What `invalid_mask` rejects, for the one warning (or error) that counts the rejected Gaussians.
-INVALID_WHAT = "NaN/inf, or a scale, position or quaternion that overflows float32 or is zero"
+INVALID_WHAT = "NaN/inf, or a scale, position or quaternion whose square overflows float32, or a zero quaternion"
+
+# The largest log-scale whose covariance is finite in float32. The renderer builds the 3D covariance once at load,
+# in float32 (renderer/pipeline.py, prepare_covariances): s = exp(log_scale), M = R diag(s), Sigma = M M^T, so each
+# entry Sigma_ik = sum_j R_ij R_kj s_j^2. The rows of R are unit vectors, so |Sigma_ik| <= max_j s_j^2, with
+# equality on the diagonal when R has a 1 in that column (an axis-aligned Gaussian), and every partial sum is
+# bounded by the same (|R_ij R_kj| <= (R_ij^2 + R_kj^2) / 2 sums to at most 1 over j). Hence Sigma is finite for
+# every rotation exactly when max s^2 <= FLT_MAX, i.e. log_scale <= ln(FLT_MAX) / 2 = 88.7228 / 2 = 44.3614.
+# Above it an axis-aligned Gaussian's Sigma holds inf: its projection is inf - inf = NaN and it is never drawn
+# (exp alone stays finite up to 88.72, which is why the old bound, exp(log_scale) = inf, let 44.4-88.7 through).
+# The constant keeps 1e-3 below the boundary (0.2% of s^2) for the rounding of exp, of the products and of R's
+# row norms (a few float32 ulps), and is a float32 value itself (44.36042), as the log-scales it is compared with.
+# The projected 2D covariance J Sigma J^T and its determinant square again through the Jacobian J (f / z pixels
+# per unit): whether they stay finite depends on the camera, not the file.
+MAX_LOG_SCALE = float(np.float32(0.5 * math.log(torch.finfo(torch.float32).max) - 1e-3))
 
 MASK_CHUNK_ROWS = 1 << 16  # rows per step of invalid_mask / drop_invalid: bounds their temporaries
 
@@ -170,10 +184,10 @@ class GaussianScene:
     def invalid_mask(self) -> Tensor:
         """[N] bool: rows that cannot be rendered, because a value is NaN/inf or its activation is not finite.
 
-        That is: any NaN or infinite value; a log-scale whose exp overflows float32 (89 and above) or a linear
-        scale <= 0 (log-scale -inf / NaN); a position whose squared distance from the origin overflows float32
-        (about 1.8e19 and beyond); a quaternion that cannot be normalised in float32 (its squared norm is below
-        the smallest normal float32 or overflows).
+        That is: any NaN or infinite value; a log-scale above MAX_LOG_SCALE (44.36: the square of its exp, the
+        covariance, overflows float32) or a linear scale <= 0 (log-scale -inf / NaN); a position whose squared
+        distance from the origin overflows float32 (about 1.8e19 and beyond); a quaternion that cannot be
+        normalised in float32 (its squared norm is below the smallest normal float32 or overflows).
 
         An infinite opacity logit is not invalid (see `drop_invalid`): it must be clamped before this check.
         """
@@ -197,7 +211,7 @@ class GaussianScene:
                 chunk[rows] = exact
             quat_norm2 = self.quats[a:b].square().sum(1)
             chunk |= (quat_norm2 < f32.tiny) | torch.isinf(quat_norm2)
-            chunk |= torch.isinf(torch.exp(self.log_scales[a:b].amax(1)))
+            chunk |= self.log_scales[a:b].amax(1) > MAX_LOG_SCALE
             chunk |= torch.isinf(self.means[a:b].square().sum(1))
             bad[a:b] = chunk
         return bad

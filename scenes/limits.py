@@ -8,6 +8,11 @@ count, a zip bomb, an absurd texture size, a pipe or a device instead of a file)
   fit under a cap: the machine's free memory (MemAvailable), or WARPSPLAT_MAX_MEMORY when set (`8G`, `512M`,
   a byte count, or `none` for no cap).
 - Expansion: compressed streams may not declare more output than their format can produce from their size.
+- Compactness: a compressed format (SPZ, SOG) may not declare more Gaussians than its file's size can hold for a
+  trained scene (MIN_BYTES_PER_GAUSSIAN each), checked on the header before anything is inflated or decoded. This
+  is what bounds a small file's cost whatever the machine: without it, a 16 kB SPZ of zstd zeros or a 3 kB SOG of
+  constant textures decodes to millions of identical Gaussians, and the memory cap (the free memory by default)
+  was the only limit.
 - Files: only regular files are opened (a FIFO blocks forever; /dev/zero never ends).
 """
 
@@ -28,6 +33,15 @@ MAX_DEFLATE_RATIO = 1032
 # zstd cannot expand data by more than 32768:1: its largest block (128 KiB) costs at least 4 bytes
 # (a 3-byte block header and the one byte of an RLE block) (RFC 8878, section 3.1.1.2).
 MAX_ZSTD_RATIO = 1 << 15
+
+# The fewest bytes a Gaussian of a trained scene takes in a compressed file. Measured on real files: SOG v2 (the
+# most compact format there is: 16-bit positions, k-means codebooks, lossless WebP) 12.7-13.0 bytes a Gaussian on
+# seven SH-0 scenes of 58k-134k Gaussians, 17-29 at SH 2; SPZ 14.7 at SH 0. A trained scene's positions alone
+# are noise below a few millimetres (the low byte of each 16-bit coordinate), which no lossless coder removes.
+# 8 is 1.6x below the most compact real file, and bounds what a file can cost: a 1 MiB file holds at most 131k
+# Gaussians, which `warpsplat render --size 16x16` draws on the CPU in 2.5 s of CPU time and 460-495 MiB of
+# memory, 335 MiB of it the interpreter with torch (SH 0 and SH 3, measured on the 2-core test machine).
+MIN_BYTES_PER_GAUSSIAN = 8
 
 MEMORY_CAP_ENV = "WARPSPLAT_MAX_MEMORY"
 
@@ -98,6 +112,18 @@ def check_count(count: int, path: str, field: str) -> int:
     if count > MAX_GAUSSIANS:
         raise _error(f"{path}: {field} declares {count:,} Gaussians, above the {MAX_GAUSSIANS:,} limit")
     return count
+
+
+def check_compact(count: int, file_bytes: int, path: str, field: str) -> None:
+    """A compressed file of `file_bytes` may declare at most file_bytes / MIN_BYTES_PER_GAUSSIAN Gaussians.
+    Checked on the header, before anything is inflated: the one bound on a compressed file's cost that depends
+    on the file alone, not on the machine's memory."""
+    if count * MIN_BYTES_PER_GAUSSIAN > file_bytes:
+        raise _error(
+            f"{path}: {field} declares {count:,} Gaussians in a {file_bytes:,}-byte file, "
+            f"{file_bytes / count:.2g} bytes each; a trained scene takes at least {MIN_BYTES_PER_GAUSSIAN} in any "
+            "compressed format (the count lies, or the Gaussians are copies of a few)"
+        )
 
 
 def check_scene_memory(count: int, sh_coeffs: int, path: str, field: str, *, buffers: int = 0) -> None:

@@ -63,6 +63,12 @@ def parse_header(data: bytes | memoryview, path: str) -> tuple[str, list[PlyElem
     if not head.startswith(b"ply"):
         raise SceneFormatError(f"{path}: not a PLY file (no 'ply' magic)")
     end = head.find(b"end_header")
+    if end < 0 and len(data) > MAX_HEADER_BYTES:
+        comments = sum(1 for line in head.splitlines() if line.startswith((b"comment", b"obj_info")))
+        raise SceneFormatError(
+            f"{path}: PLY header runs past {MAX_HEADER_BYTES:,} bytes without reaching end_header ({comments:,} "
+            "comment lines in them): warpsplat reads headers of up to 1 MiB (a scene's takes a few kB)"
+        )
     if end < 0:
         raise SceneFormatError(f"{path}: PLY header has no end_header line")
     nl = head.find(b"\n", end)

@@ -28,8 +28,11 @@ values lerp between scalar mins/maxs; its SH band count follows from the centroi
 SOG is in the PLY (RDF) frame like the PLY it was made from; `model: "antialiased"` sets the flag.
 Writing SOG needs k-means codebooks and is not offered: write `.compressed.ply` for a compact PlayCanvas file.
 
-Every size is checked before anything is decoded: zip members' declared sizes and compression ratios,
-texture dimensions from the WebP header against `count`, the palette size against its texture.
+Every size is checked before anything is decoded, in this order: the dimensions of every per-Gaussian texture
+(from the first bytes of its WebP header) against `count`, then `count` against the file's size
+(`limits.check_compact`), then memory; and while reading, zip members' declared sizes and compression ratios,
+and the palette size against its texture. Textures of different sizes are legal but suspicious (texel i of each
+is Gaussian i, so one resized texture moves every Gaussian's values): they load with a warning.
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ import numpy as np
 import torch
 
 from .gaussians import GaussianScene, SceneFormatError, logit_alpha8
-from .limits import MAX_DEFLATE_RATIO, check_count, check_scene_memory, open_regular
+from .limits import MAX_DEFLATE_RATIO, check_compact, check_count, check_scene_memory, open_regular
 
-MAX_META_BYTES = 16 << 20  # codebooks are 256 floats each: a real meta.json is ~15 kB
+MAX_META_BYTES = 1 << 20  # codebooks are 256 floats each: a real meta.json is 10-15 kB (its JSON numbers
+# become Python objects, ~8x their text: 16 MiB of meta.json took 128 MB)
 MAX_TEXTURE_SIDE = 16383  # the WebP format's own limit
 _SH_COEFFS = {1: 3, 2: 8, 3: 15}
 _V1_BANDS_BY_WIDTH = {192: 1, 512: 2, 960: 3}
@@ -91,13 +95,8 @@ class _Source:
     def read(self, name: str, limit: int) -> bytes:
         """A member's bytes: at most `limit`, and never more than the archive declares for it."""
         what = f"{self.path}: SOG member {name!r}"
-        if not isinstance(name, str) or not name or name.startswith(("/", "\\")) or ".." in name.split("/"):
-            raise SceneFormatError(f"{what}: not a plain relative file name")
         if self.zip is not None:
-            try:
-                info = self.zip.getinfo(self.base + name)
-            except KeyError:
-                raise SceneFormatError(f"{what} is missing from the archive") from None
+            info = self._info(name)
             if info.file_size > limit:
                 raise SceneFormatError(f"{what} declares {info.file_size:,} bytes, above the {limit:,} limit")
             if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
@@ -106,23 +105,57 @@ class _Source:
                 raise SceneFormatError(
                     f"{what} declares {info.file_size:,} bytes from {info.compress_size:,} compressed (zip bomb?)"
                 )
-            try:
-                with self.zip.open(info) as f:
-                    # zipfile inflates up to the amount asked for before it cuts the data at the declared size and
-                    # checks the CRC: asking for the declared size bounds memory by it. (Asking for more let a
-                    # member that declares 14 kB inflate gigabytes before its CRC error.)
-                    return f.read(info.file_size)
-            except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError) as e:
-                raise SceneFormatError(f"{what} is corrupt ({e})") from None
-        assert self.folder is not None
-        file = os.path.join(self.folder, *name.split("/"))
-        if not os.path.exists(file):
-            raise SceneFormatError(f"{what}: no file {file}")
-        with open_regular(file) as f:
+            # zipfile inflates up to the amount asked for before it cuts the data at the declared size and checks
+            # the CRC: asking for the declared size bounds memory by it. (Asking for more let a member that
+            # declares 14 kB inflate gigabytes before its CRC error.)
+            return self._read_member(info, info.file_size, name)
+        with open_regular(self._file(name)) as f:
             size = os.fstat(f.fileno()).st_size
             if size > limit:
                 raise SceneFormatError(f"{what} holds {size:,} bytes, above the {limit:,} limit")
             return f.read(size)
+
+    def head(self, name: str, size: int = 64) -> bytes:
+        """The first `size` bytes of a member (a texture's header), inflating no more than a block of it."""
+        if self.zip is not None:
+            info = self._info(name)
+            return self._read_member(info, min(size, info.file_size), name)
+        with open_regular(self._file(name)) as f:
+            return f.read(size)
+
+    def file_bytes(self, names: list[str]) -> int:
+        """The bytes the scene takes on disk: the archive's size, or the sizes of a folder's named files."""
+        if self.file is not None:
+            return os.fstat(self.file.fileno()).st_size
+        return sum(os.stat(self._file(n)).st_size for n in ["meta.json", *names])
+
+    def _check_name(self, name: object) -> str:
+        if not isinstance(name, str) or not name or name.startswith(("/", "\\")) or ".." in name.split("/"):
+            raise SceneFormatError(f"{self.path}: SOG member {name!r}: not a plain relative file name")
+        return name
+
+    def _info(self, name: str) -> zipfile.ZipInfo:
+        assert self.zip is not None
+        try:
+            return self.zip.getinfo(self.base + self._check_name(name))
+        except KeyError:
+            raise SceneFormatError(f"{self.path}: SOG member {name!r} is missing from the archive") from None
+
+    def _read_member(self, info: zipfile.ZipInfo, size: int, name: str) -> bytes:
+        assert self.zip is not None
+        try:
+            with self.zip.open(info) as f:
+                return f.read(size)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError) as e:
+            raise SceneFormatError(f"{self.path}: SOG member {name!r} is corrupt ({e})") from None
+
+    def _file(self, name: str) -> str:
+        """The path of a folder's member."""
+        assert self.folder is not None
+        file = os.path.join(self.folder, *self._check_name(name).split("/"))
+        if not os.path.exists(file):
+            raise SceneFormatError(f"{self.path}: SOG member {name!r}: no file {file}")
+        return file
 
     def close(self) -> None:
         if self.zip is not None:
@@ -147,6 +180,54 @@ def _is_lossless_webp(data: bytes) -> bool | None:
         size = int.from_bytes(data[pos + 4 : pos + 8], "little")
         pos += 8 + size + (size & 1)
     return None
+
+
+def _webp_size(head: bytes) -> tuple[int, int] | None:
+    """(width, height) from the first 30 bytes of a WebP file, or None when they are not a WebP header.
+
+    The first chunk says: VP8L (lossless) holds 14-bit width - 1 and height - 1 after its signature byte 0x2f;
+    VP8X (extended) holds 24-bit canvas width - 1 and height - 1; VP8 (lossy) 14-bit sizes after its start code.
+    """
+    if len(head) < 30 or head[:4] != b"RIFF" or head[8:12] != b"WEBP":
+        return None
+    tag = head[12:16]
+    if tag == b"VP8L" and head[20] == 0x2F:
+        bits = int.from_bytes(head[21:25], "little")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if tag == b"VP8X":
+        return int.from_bytes(head[24:27], "little") + 1, int.from_bytes(head[27:30], "little") + 1
+    if tag == b"VP8 " and head[23:26] == b"\x9d\x01\x2a":
+        return int.from_bytes(head[26:28], "little") & 0x3FFF, int.from_bytes(head[28:30], "little") & 0x3FFF
+    return None
+
+
+def _check_layout(src: _Source, textures: dict[str, str], count: int, count_field: str) -> None:
+    """Before anything is decoded or reserved: every per-Gaussian texture ({label: member}) holds `count` texels,
+    by the sizes in the headers, and `count` fits the file's size (`check_compact`). Textures of different sizes
+    load with a warning naming them."""
+    sizes = {}
+    for label, name in textures.items():
+        size = _webp_size(src.head(name))
+        if size is None:
+            raise SceneFormatError(f"{src.path}: SOG texture {label} ({name}) is not a WebP image (no WebP header)")
+        w, h = sizes[name] = size
+        if w * h < count:
+            raise SceneFormatError(
+                f"{src.path}: meta.json {count_field} of {count:,} Gaussians is more than texture {label} ({name}) "
+                f"holds: it is {w}x{h} = {w * h:,} texels, one a Gaussian"
+            )
+    by_size: dict[tuple[int, int], list[str]] = {}
+    for name, size in sizes.items():
+        by_size.setdefault(size, []).append(name)
+    if len(by_size) > 1:
+        groups = sorted(by_size.items(), key=lambda kv: len(kv[1]))
+        listed = "; ".join(f"{', '.join(names)} {w}x{h}" for (w, h), names in groups)
+        warnings.warn(
+            f"{src.path}: SOG textures differ in size ({listed}): texel i of each is Gaussian i, so a texture of "
+            "another width puts its values on other Gaussians (a resized or swapped texture?); the scene may be wrong",
+            stacklevel=3,
+        )
+    check_compact(count, src.file_bytes(list(textures.values())), src.path, f"meta.json {count_field}")
 
 
 def _texture(src: _Source, name: str, count: int, *, max_texels: int, label: str) -> np.ndarray:
@@ -304,11 +385,12 @@ def read_sog(path: str | os.PathLike) -> GaussianScene:
         except RecursionError:
             raise SceneFormatError(f"{path}: SOG meta.json nests too deeply to be a SOG meta.json") from None
         version = meta.get("version", None)
-        if version is None:
-            return _read_v1(src, meta)
-        if version != 2:
+        if version not in (None, 2):
             raise SceneFormatError(f"{path}: SOG meta.json version {version!r} is not supported (1 or 2)")
-        return _read_v2(src, meta)
+        # meta.json's numbers are doubles: one beyond float32 (a codebook value of 1e300) decodes to inf, and the
+        # Gaussians that use it are dropped and counted (drop_invalid), so numpy's overflow warnings say nothing
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _read_v1(src, meta) if version is None else _read_v2(src, meta)
     finally:
         src.close()
 
@@ -322,8 +404,20 @@ def _check_memory(count: int, coeffs: int, path: str, field: str) -> None:
     check_scene_memory(count, coeffs, path, f"meta.json {field}", buffers=4 * 4 * _texture_limit(count))
 
 
+def _per_gaussian_textures(meta: _Meta) -> dict[str, str]:
+    """{label: member} of the textures with one texel a Gaussian (the same fields in v1 and v2)."""
+    lo, hi = meta.files("means.files", 2)
+    out = {"means_l": lo, "means_u": hi, "quats": meta.files("quats.files", 1)[0]}
+    out |= {"scales": meta.files("scales.files", 1)[0], "sh0": meta.files("sh0.files", 1)[0]}
+    if meta.get("shN", None) is not None:
+        out["shN labels"] = meta.files("shN.files", 2)[1]
+    return out
+
+
 def _allocate(src: _Source, meta: _Meta, count: int, coeffs: int, count_field: str) -> GaussianScene:
-    """The scene of either version, once its memory is known to fit, with its positions and rotations read."""
+    """The scene of either version, once its textures' sizes, the file's size and the memory are known to fit,
+    with its positions and rotations read."""
+    _check_layout(src, _per_gaussian_textures(meta), count, count_field)
     _check_memory(count, coeffs, src.path, count_field)
     out = GaussianScene.allocate(count, coeffs, source_format="sog")
     _fill_means_and_quats(out, src, meta)

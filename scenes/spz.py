@@ -64,7 +64,7 @@ import torch
 
 from .atomic import atomic_write
 from .gaussians import GaussianScene, SceneFormatError, logit_alpha8
-from .limits import MAX_DEFLATE_RATIO, MAX_ZSTD_RATIO, check_count, check_scene_memory, read_regular
+from .limits import MAX_DEFLATE_RATIO, MAX_ZSTD_RATIO, check_compact, check_count, check_scene_memory, read_regular
 
 MAGIC = 0x5053474E  # "NGSP" little endian
 SPZ_COLOR_SCALE = 0.15
@@ -146,6 +146,7 @@ def _gunzip(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
             f"{path}: SPZ header numPoints {n:,} needs {need:,} bytes, more than the {len(raw):,}-byte gzip "
             "stream can hold (lying count)"
         )
+    check_compact(n, len(raw), path, "SPZ header numPoints")
     _check_memory(path, n, degree, len(raw), sizes)
     body = bytearray(need)
     got = 0
@@ -224,6 +225,7 @@ def _unzstd_v4(raw: bytes, path: str) -> tuple[tuple, list[memoryview]]:
                 "can expand to (lying count)"
             )
         off += csize
+    check_compact(n, len(raw), path, "SPZ header numPoints")
     _check_memory(path, n, degree, len(raw), sizes)
     dctx = zstandard.ZstdDecompressor()
     blocks = []

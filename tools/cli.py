@@ -126,12 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, SceneFormatError, OutputExistsError, OutOfDeviceMemoryError, CudaUnusableError, OSError) as e:
         print(f"warpsplat {args.command}: error: {_message(e)}", file=sys.stderr)
         return EXIT_USAGE
-    except MemoryError:
-        # The readers refuse what will not fit before allocating; this is memory running out anyway (other
-        # processes took it, or a limit such as ulimit -v is lower than the free memory).
-        target = getattr(args, "scene", None) or getattr(args, "input", None)
-        print(f"warpsplat {args.command}: error: out of memory" + (f" with {target}" if target else ""),
-              file=sys.stderr)  # fmt: skip
+    except (MemoryError, RuntimeError) as e:
+        # memory running out anyway (tools/out_of_memory.py): a MemoryError, or torch's allocators' RuntimeError
+        from .out_of_memory import is_out_of_memory, out_of_memory_message
+
+        if not is_out_of_memory(e):
+            raise
+        print(f"warpsplat {args.command}: error: {out_of_memory_message(args)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"warpsplat {args.command}: interrupted", file=sys.stderr)

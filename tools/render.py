@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import hashlib
 import json
-import math
 import os
 import signal
 import sys
@@ -316,10 +315,12 @@ def check_numbers(args: argparse.Namespace) -> None:
     """The numeric options, before anything is read."""
     if not 0.0 < args.fov < 180.0:
         raise CliError(f"--fov {args.fov}: must be in (0, 180)")
-    if args.frames is not None and args.frames < 1:
-        raise CliError(f"--frames {args.frames}: must be at least 1")
-    if args.fps is not None and not (args.fps > 0 and math.isfinite(args.fps)):
-        raise CliError(f"--fps {args.fps}: must be > 0")
+    from renderer.paths.formats import MAX_FPS, MAX_PATH_FRAMES, MIN_FPS
+
+    if args.frames is not None and not 1 <= args.frames <= MAX_PATH_FRAMES:
+        raise CliError(f"--frames {args.frames}: must be 1 to {MAX_PATH_FRAMES:,}")
+    if args.fps is not None and not (MIN_FPS <= args.fps <= MAX_FPS):
+        raise CliError(f"--fps {args.fps}: must be {MIN_FPS:g} to {MAX_FPS:g}")
     if args.workers < 1:
         raise CliError(f"--workers {args.workers}: must be at least 1")
     if args.preset not in X264_PRESETS:
@@ -439,16 +440,21 @@ def render_and_stitch(args, jobs: list[Job], temps: list[str], scene, n_frames: 
     interrupt so that a terminated render cleans up too. Returns (per-frame stage times, seconds stitching)."""
     from tqdm import tqdm
 
+    from scenes.atomic import naming_output
+
     bar = tqdm(total=n_frames, unit="frame", desc="render", disable=args.quiet, dynamic_ncols=True)
     previous = signal.getsignal(signal.SIGTERM)
     with contextlib.suppress(ValueError):  # not the main thread: keep the default
         signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         on_frame = lambda stage_ms: bar.update(1)  # noqa: E731
-        if len(jobs) > 1:
-            times = run_workers(jobs, on_frame)
-        else:
-            times = render_job(jobs[0], on_frame, scene=scene)
+        try:
+            if len(jobs) > 1:
+                times = run_workers(jobs, on_frame)
+            else:
+                times = render_job(jobs[0], on_frame, scene=scene)
+        except OSError as e:  # a full disk while encoding names the video the user asked for, not its chunk file
+            raise naming_output(e, output_of(e.filename, jobs, args)) from None
         bar.close()
         t_stitch = time.perf_counter()
         if is_video:
@@ -465,6 +471,19 @@ def render_and_stitch(args, jobs: list[Job], temps: list[str], scene, n_frames: 
         for path in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
+
+
+def output_of(filename: str | None, jobs: list[Job], args: argparse.Namespace) -> str | None:
+    """The output a job's temporary video file becomes (the file itself when it is none of them)."""
+    for job in jobs:
+        for temp, out in (
+            (job.video, args.out),
+            (job.alpha_video, args.alpha_video),
+            (job.depth_video, args.depth_video),
+        ):
+            if temp is not None and filename == temp:
+                return out
+    return filename
 
 
 def _raise_interrupt(signum, frame):
@@ -553,7 +572,32 @@ def render_image(args: argparse.Namespace) -> int:
     if not bool((out.alpha > 0).any()):  # the default view frames the scene: an empty image is the scene's doing
         print(
             f"warpsplat render: warning: {args.scene or 'the bundled scene'}: the image is empty: the default view, "
-            f"which frames the scene, draws none of its {len(scene):,} Gaussians (all transparent or degenerate?)",
+            f"which frames the scene, draws none of its {len(scene):,} Gaussians: {why_not_drawn(scene, cam)}",
             file=sys.stderr,
         )
     return 0
+
+
+def why_not_drawn(scene, cam) -> str:
+    """Why a view draws none of a scene's Gaussians, each counted under the first reason that applies: too faint
+    (the renderer skips opacities below 1/255), behind the camera or nearer than the near plane, centre outside
+    the image, else on screen but too small to reach a pixel centre."""
+    import torch
+
+    from kernels.constants import ALPHA_MIN
+    from renderer import RenderSettings
+
+    near = RenderSettings().near
+    faint = torch.sigmoid(scene.opacity_logits.float()) < ALPHA_MIN
+    viewmat = torch.as_tensor(cam.viewmat, dtype=torch.float64)
+    p = scene.means.double() @ viewmat[:3, :3].T + viewmat[:3, 3]
+    behind = ~faint & ~(p[:, 2] >= near)
+    z = p[:, 2].clamp_min(near)
+    u, v = cam.fx * p[:, 0] / z + cam.cx, cam.fy * p[:, 1] / z + cam.cy
+    outside = ~faint & ~behind & ~((u >= 0) & (u <= cam.width) & (v >= 0) & (v <= cam.height))
+    small = len(scene) - int(faint.sum()) - int(behind.sum()) - int(outside.sum())
+    reasons = [(int(faint.sum()), "fainter than the 1/255 opacity the renderer draws"),
+               (int(behind.sum()), f"behind the camera or nearer than its near plane ({near:g})"),
+               (int(outside.sum()), "centred outside the image"),
+               (small, "on screen but too small to reach a pixel centre")]  # fmt: skip
+    return "; ".join(f"{n:,} {what}" for n, what in reasons if n)

@@ -60,13 +60,21 @@ def zstd_rle(size: int, byte: int = 0) -> bytes:
     return header + rle(block, 0) * full + rle(last, 1)
 
 
-def spz_v4(folder: Path, n: int = 8_000_000, degree: int = 3, name: str = "bomb.spz", cut: int = 0) -> Path:
+def spz_v4(folder: Path, n: int = 8_000_000, degree: int = 3, name: str = "bomb.spz", cut: int = 0,
+           noise: bool = False) -> Path:  # fmt: skip
     """An SPZ v4 file declaring `n` Gaussians whose zstd streams honestly inflate to zeros (16 kB for 8M at SH 3,
     266 kB for 134M: every Gaussian the same). With `cut`, each stream keeps at most its first `cut` bytes (and
-    always loses its last) while the TOC keeps the sizes: a count that the data cannot back."""
+    always loses its last) while the TOC keeps the sizes: a count that the data cannot back. With `noise`, the
+    positions are random bytes (9 a Gaussian, as incompressible as a trained scene's), so the count is honest for
+    the file's size while the other streams still expand as far as zstd can."""
     d = (degree + 1) ** 2 - 1
     sizes = [9 * n, n, 3 * n, 3 * n, 4 * n] + ([3 * d * n] if d else [])
     frames = [zstd_rle(s) for s in sizes]
+    if noise:
+        import zstandard
+
+        positions = np.random.default_rng(n).integers(0, 256, sizes[0], np.uint8).tobytes()
+        frames[0] = zstandard.ZstdCompressor(level=1).compress(positions)
     streams = [f[: min(cut, len(f) - 1)] for f in frames] if cut else frames
     header = struct.pack("<IIIBBBBI12x", MAGIC, 4, n, degree, 12, 0, len(sizes), 32)
     toc = np.array([[len(c), s] for c, s in zip(streams, sizes)], dtype="<u8").tobytes()
@@ -78,44 +86,65 @@ def spz_v4(folder: Path, n: int = 8_000_000, degree: int = 3, name: str = "bomb.
 # ------------------------------------------------------------------ 3. SOG expansion
 
 
-def _webp(rgba: tuple[int, int, int, int], side: int) -> bytes:
+def _webp(rgba: np.ndarray | tuple, size: tuple[int, int] | None = None) -> bytes:
+    """[H, W, 4] uint8, or one RGBA colour filling `size` (W, H), -> lossless WebP bytes (fastest method)."""
     from PIL import Image
 
     buf = io.BytesIO()
-    Image.new("RGBA", (side, side), rgba).save(buf, format="WEBP", lossless=True, quality=0, method=0)
+    image = Image.new("RGBA", size, rgba) if size else Image.fromarray(np.asarray(rgba, np.uint8), "RGBA")
+    image.save(buf, format="WEBP", lossless=True, quality=0, method=0, exact=True)
     return buf.getvalue()
 
 
-def sog(folder: Path, count: int = 16_000_000, name: str = "big.sog") -> Path:
-    """An honest SOG v2 of `count` identical Gaussians in a few kB: constant lossless textures (7 kB for 16M)."""
+SOG_TEXTURES = ("means_l", "means_u", "scales", "quats", "sh0")
+_SOG_CONSTANT = {"means_l": (0, 0, 0, 255), "means_u": (128, 128, 128, 255), "scales": (100, 100, 100, 255),
+                 "quats": (128, 128, 128, 252), "sh0": (200, 150, 100, 255)}  # fmt: skip
+
+
+def sog(folder: Path, count: int = 16_000_000, name: str = "big.sog", *, noise: bool = False, sizes=None,
+        codebook_value: float | None = None) -> Path:  # fmt: skip
+    """A SOG v2 of `count` Gaussians, its textures square (the smallest side that holds `count`).
+
+    By default every texture is constant: `count` identical Gaussians in a few kB (7 kB for 16M), the class of an
+    honest count that no trained scene has. With `noise`, texels are random (as incompressible as a trained
+    scene's), so the file is as large as a real one of that count.
+    `sizes`: {texture: (width, height)} overrides (mixed sizes); `codebook_value`: the value of scales.codebook[255]
+    (with `noise`, about 1 in 85 Gaussians uses that entry on some axis).
+    """
     side = int(np.ceil(np.sqrt(count)))
+    rng = np.random.default_rng(count)
+    textures = {}
+    for tex in SOG_TEXTURES:
+        w, h = (sizes or {}).get(tex, (side, side))
+        if noise:
+            rgba = rng.integers(0, 256, size=(h, w, 4), dtype=np.uint8)
+            rgba[..., 3] = 252 + rng.integers(0, 4, size=(h, w)) if tex == "quats" else 255
+            textures[tex] = _webp(rgba)
+        else:
+            textures[tex] = _webp(_SOG_CONSTANT[tex], (w, h))
+    scales = np.linspace(-6, 0, 256).tolist()
+    if codebook_value is not None:
+        scales[255] = codebook_value
     meta = {
         "version": 2,
         "count": count,
         "means": {"mins": [-1.0, -1.0, -1.0], "maxs": [1.0, 1.0, 1.0], "files": ["means_l.webp", "means_u.webp"]},
-        "scales": {"codebook": np.linspace(-6, 0, 256).tolist(), "files": ["scales.webp"]},
+        "scales": {"codebook": scales, "files": ["scales.webp"]},
         "quats": {"files": ["quats.webp"]},
         "sh0": {"codebook": np.linspace(-2, 2, 256).tolist(), "files": ["sh0.webp"]},
     }
-    members = {
-        "meta.json": json.dumps(meta).encode(),
-        "means_l.webp": _webp((0, 0, 0, 255), side),
-        "means_u.webp": _webp((128, 128, 128, 255), side),
-        "scales.webp": _webp((100, 100, 100, 255), side),
-        "quats.webp": _webp((128, 128, 128, 252), side),
-        "sh0.webp": _webp((200, 150, 100, 255), side),
-    }
     path = folder / name
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for k, v in members.items():
-            z.writestr(k, v)
+        z.writestr("meta.json", json.dumps(meta))  # json writes 1e300 as is: Python floats are doubles
+        for tex, data in textures.items():
+            z.writestr(f"{tex}.webp", data)
     return path
 
 
 def sog_lying_member(folder: Path, declared: int = 14_000, actual: int = 256 << 20) -> Path:
     """A small sound SOG whose means_l texture member declares `declared` bytes (in its local header and the
-    central directory) but inflates to `actual` zero bytes. Its CRC is that of all `actual` bytes, so a reader
-    that inflates it all finds no error until the end."""
+    central directory) but inflates to `actual` bytes: its real WebP, then zeros. Its CRC is that of all `actual`
+    bytes, so a reader that inflates it all finds no error until the end."""
     path = sog(folder, count=16, name="lying.sog")
     members = {}
     with zipfile.ZipFile(path) as z:
@@ -126,9 +155,11 @@ def sog_lying_member(folder: Path, declared: int = 14_000, actual: int = 256 << 
             if name != "means_l.webp":
                 z.writestr(name, data)
         with z.open("means_l.webp", "w", force_zip64=False) as f:
+            f.write(members["means_l.webp"])
             piece = bytes(1 << 24)
-            for a in range(0, actual, len(piece)):
-                f.write(piece[: actual - a])
+            rest = actual - len(members["means_l.webp"])
+            for a in range(0, rest, len(piece)):
+                f.write(piece[: rest - a])
     data = bytearray(path.read_bytes())
     name = b"means_l.webp"
     cd = data.index(b"PK\x01\x02")  # the first central-directory entry
@@ -238,4 +269,97 @@ def npz(folder: Path) -> Path:
     """A numpy archive (gsplat's test data is one): a zip, but not a SOG."""
     path = folder / "test_garden.npz"
     np.savez(path, means=np.zeros((4, 3)), scales=np.zeros((4, 3)))
+    return path
+
+
+# ------------------------------------------------------------------ 11. squares that overflow
+
+
+def huge_splat(folder: Path, n: int = 64, rows=(3,), scale: float = 3e38) -> Path:
+    """A .splat whose linear scale `scale` is finite in float32 but whose square (the covariance) is not."""
+    from scenes.splat import RECORD, write_splat
+
+    path = folder / "huge.splat"
+    write_splat(cloud(n), path)
+    rec = np.frombuffer(path.read_bytes(), dtype=RECORD).copy()
+    rec["scale"][list(rows), 0] = scale
+    path.write_bytes(rec.tobytes())
+    return path
+
+
+# ------------------------------------------------------------------ 12. decompression judged before it is spent
+
+
+def spz_gzip(folder: Path, n: int = 20_000, degree: int = 0, extra: int = 0, name: str = "run-on.spz",
+             noise: bool = True) -> Path:  # fmt: skip
+    """A gzip (v3) SPZ of `n` Gaussians with random positions (as incompressible as a trained scene's, so the
+    count is honest for the file's size; zero without `noise`) and the other blocks zero, whose stream holds
+    `extra` zero bytes more than the header's count needs: the stream runs past its declared size."""
+    import gzip
+
+    from scenes.spz import _HEADER_V3, MAGIC, _sizes
+
+    sizes = _sizes(n, degree, 3)
+    rng = np.random.default_rng(n)
+    positions = rng.integers(0, 256, sizes[0], np.uint8) if noise else np.zeros(sizes[0], np.uint8)
+    body = _HEADER_V3.pack(MAGIC, 3, n, degree, 12, 0, 0) + positions.tobytes()
+    path = folder / name
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        f.write(body)
+        zeros = bytes(1 << 24)
+        for a in range(0, sum(sizes[1:]) + extra, len(zeros)):
+            f.write(zeros[: sum(sizes[1:]) + extra - a])
+    return path
+
+
+# ------------------------------------------------------------------ 13. messages that tell the truth
+
+
+def long_comment_ply(folder: Path, comment_bytes: int = (1 << 20) + 4096) -> Path:
+    """A sound PLY whose header holds more than 1 MiB of comment lines before its element lines."""
+    path = folder / "comments.ply"
+    write_ply(cloud(16), path)
+    line = b"comment " + b"x" * 91 + b"\n"  # 100 bytes
+    comments = line * (comment_bytes // len(line) + 1)
+    path.write_bytes(path.read_bytes().replace(b"comment written by warpsplat\n", comments, 1))
+    return path
+
+
+def sog_count_beyond_texels(folder: Path, count: int = 100_000_000, side: int = 64) -> Path:
+    """A SOG whose meta.json count is far more than its side x side textures hold."""
+    return sog(folder, count=count, name="overcount.sog", sizes={t: (side, side) for t in SOG_TEXTURES})
+
+
+def sog_mixed_sizes(folder: Path) -> Path:
+    """A SOG whose means_l texture is 80x80 and the others 72x68 (count 72 x 68): texel i is a different spot of
+    the image in each, so the positions decode from the wrong texels."""
+    sizes = {t: (72, 68) for t in SOG_TEXTURES} | {"means_l": (80, 80)}
+    return sog(folder, count=72 * 68, name="mixed.sog", noise=True, sizes=sizes)
+
+
+# ------------------------------------------------------------------ 14. a valid scene that must render
+
+
+def point_ply(folder: Path, n: int = 1, name: str = "point.ply") -> Path:
+    """`n` opaque Gaussians all at one position (one Gaussian for n = 1), of trained-like size (log-scale -3)."""
+    scene = cloud(n)
+    scene.means[:] = torch.tensor([0.3, -0.2, 1.5])
+    scene.opacity_logits[:] = 4.0
+    scene.sh[:, 0] = 1.0  # bright
+    path = folder / name
+    write_ply(scene, path)
+    return path
+
+
+# ------------------------------------------------------------------ 15. the command's other inputs
+
+
+def camera_path(folder: Path, *, width: int = 64, height: int = 48, seconds: float = 1.0, fps: float = 4.0,
+                name: str = "camera_path.json") -> Path:  # fmt: skip
+    """A nerfstudio keyframe path (two keys, no sampled frames) of `seconds` at `fps`, `width` x `height`."""
+    eye = [1.0, 0, 0, 0, 0, 1.0, 0, 0, 0, 0, 1.0, 4.0, 0, 0, 0, 1.0]
+    keys = [{"matrix": eye, "fov": 50.0}, {"matrix": eye[:3] + [0.5] + eye[4:], "fov": 50.0}]
+    path = folder / name
+    path.write_text(json.dumps({"render_width": width, "render_height": height, "fps": fps, "seconds": seconds,
+                                "keyframes": keys}))  # fmt: skip
     return path

@@ -86,6 +86,31 @@ def test_default_camera_shows_the_whole_object(scene_path, name):
     assert v.min() >= 120 / 25 and v.max() <= 120 * 24 / 25
 
 
+@pytest.mark.parametrize("n", [1, 100])
+def test_a_point_scene_is_framed_by_the_gaussians_own_size(n):
+    """Gaussians at one position have a framing box of zero size: the sphere is three of their (90th-percentile)
+    largest standard deviations, so the view sees 3 sigma around them, from outside the near plane. A scene of
+    tiny Gaussians at one point is still framed from 5x the near plane."""
+    import torch
+
+    from renderer.camera import MIN_FRAMING_RADIUS, framing_sphere
+    from scenes import make_scene
+
+    g = torch.Generator().manual_seed(n)
+    log_scales = torch.randn(n, 3, generator=g) * 0.5 - 3
+    scene = make_scene(torch.tensor([[0.3, -0.2, 1.5]]).expand(n, 3), torch.randn(n, 4, generator=g), log_scales,
+                       torch.full((n,), 4.0), torch.zeros(n, 1, 3))  # fmt: skip
+    centre, radius = framing_sphere(scene)
+    sigma = float(torch.quantile(log_scales.amax(1).double(), 0.9).exp())
+    assert np.allclose(centre, [0.3, -0.2, 1.5]) and radius == pytest.approx(3 * sigma)
+    cam = default_camera(scene, 64, 48)
+    uv, depth = project(cam, centre)
+    assert np.allclose(uv, [32, 24], atol=1e-3) and depth == pytest.approx(radius / math.sin(math.radians(30)))
+    tiny = make_scene(scene.means, scene.quats, log_scales - 20, scene.opacity_logits, scene.sh)
+    assert framing_sphere(tiny)[1] == MIN_FRAMING_RADIUS
+    assert project(default_camera(tiny, 64, 48), centre)[1] >= 5 * 0.01
+
+
 def test_look_at_degenerate_up_still_gives_a_pose():
     T = look_at_pose((0, -5, 0), (0, 0, 0), (0, -1, 0))  # looking straight along the up axis
     assert np.allclose(T[:3, :3].T @ T[:3, :3], np.eye(3), atol=1e-9)

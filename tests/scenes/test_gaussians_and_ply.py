@@ -1,5 +1,7 @@
 """GaussianScene's checks and the INRIA PLY / .splat readers of the foundation: variants, round trips, bad input."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -86,6 +88,33 @@ def test_bad_gaussians_dropped_with_one_warning(tmp_path):
     with pytest.warns(UserWarning, match="dropped 4 of 6 Gaussians") as rec:
         back = load_scene(tmp_path / "bad.ply")
     assert len(rec) == 1 and len(back) == 2
+
+
+def test_the_log_scale_bound_is_where_the_covariance_overflows():
+    """MAX_LOG_SCALE (the derivation is beside it) is the largest log-scale whose float32 covariance R S^2 R^T is
+    finite for every rotation: at the bound (as float32), kept, and the covariance of random and axis-aligned
+    rotations is finite; one float32 step above it, dropped. The bound is tight: 1e-4 above the derived boundary
+    ln(FLT_MAX) / 2 an axis-aligned Gaussian's covariance is inf, where exp alone is still finite (the old bound
+    was exp = inf, 88.72)."""
+    from renderer.pipeline import prepare_covariances
+    from scenes.gaussians import MAX_LOG_SCALE
+
+    at = torch.tensor(MAX_LOG_SCALE, dtype=torch.float32)
+    above = torch.nextafter(at, torch.tensor(float("inf")))
+    assert at.item() == MAX_LOG_SCALE
+    n = 1000
+    g = torch.Generator().manual_seed(0)
+    quats = torch.cat([torch.eye(4), torch.randn(n - 4, 4, generator=g)])  # the axis-aligned rotations, then any
+    scene = make_scene(torch.zeros(n, 3), quats, torch.full((n, 3), float(at)), torch.zeros(n), torch.zeros(n, 1, 3))
+    assert not scene.invalid_mask().any()
+    assert torch.isfinite(prepare_covariances(scene.quats, scene.log_scales)).all()
+    scene.log_scales[::2, 1] = above  # one axis one step too large: dropped
+    assert torch.equal(scene.invalid_mask(), torch.arange(n) % 2 == 0)
+    boundary = 0.5 * math.log(torch.finfo(torch.float32).max)
+    assert abs(MAX_LOG_SCALE - boundary) < 2e-3
+    over = torch.full((1, 3), boundary + 1e-4)
+    assert torch.isinf(prepare_covariances(torch.tensor([[1.0, 0, 0, 0]]), over)).any()
+    assert torch.isfinite(torch.exp(over)).all()
 
 
 def test_all_bad_is_an_error(tmp_path):

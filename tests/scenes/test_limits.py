@@ -31,14 +31,15 @@ def _refused(path, match: str) -> str:
 
 def test_default_cap_is_the_free_memory(monkeypatch, tmp_path):
     monkeypatch.delenv(limits.MEMORY_CAP_ENV, raising=False)
-    monkeypatch.setattr(limits, "mem_available", lambda: 1 * GB)
-    assert limits.memory_cap() == (1 * GB, "the free memory")
-    # 8M Gaussians at SH 3 need 1.9 GB of arrays (plus 0.5 GB of inflated streams): refused with 1 GB free...
-    path = hostile.spz_v4(tmp_path)
-    message = _refused(path, "needs about 2.4. GB of memory to read, more than the 1.07 GB cap")
+    monkeypatch.setattr(limits, "mem_available", lambda: 40 << 20)
+    assert limits.memory_cap() == (40 << 20, "the free memory")
+    # 200k Gaussians at SH 3 (an honest 1.8 MB file) need 47 MB of arrays plus 13 MB of inflated streams:
+    # refused with 40 MiB free...
+    path = hostile.spz_gzip(tmp_path, n=200_000, degree=3)
+    message = _refused(path, r"needs about 0\.06 GB of memory to read, more than the 0\.04 GB cap")
     assert "(the free memory; set WARPSPLAT_MAX_MEMORY to change it)" in message
     # ... and a small honest file of the same kind loads
-    small = hostile.spz_v4(tmp_path, n=1000, degree=1, name="small.spz")
+    small = hostile.spz_gzip(tmp_path, n=1000, degree=1, name="small.spz")
     assert len(load_scene(small)) == 1000
 
 
@@ -62,7 +63,7 @@ def test_every_reader_refuses_before_allocating(make, monkeypatch, tmp_path):
 
     scene = hostile.cloud(4096, degree=1)
     if make == "sog":
-        path = hostile.sog(tmp_path, count=4096)
+        path = hostile.sog(tmp_path, count=4096, noise=True)
     else:
         path = tmp_path / {"ply": "a.ply", "compressed": "a.compressed.ply", "splat": "a.splat", "spz": "a.spz"}[make]
         save_scene(scene, path)
@@ -89,9 +90,42 @@ def test_every_reader_refuses_before_allocating(make, monkeypatch, tmp_path):
 
 def test_zstd_streams_cannot_declare_more_than_zstd_can_expand(tmp_path):
     """The TOC's sizes are checked against 32768 x the compressed size (the largest RLE expansion) before any
-    memory is reserved; an honest maximal expansion passes."""
+    memory is reserved; an honest maximal expansion passes (beside positions as incompressible as a trained
+    scene's: with every stream at zstd's largest expansion, the file is too small for its count)."""
     _refused(hostile.spz_v4(tmp_path, n=1 << 27, cut=100), "more than zstd can expand to")
-    assert len(load_scene(hostile.spz_v4(tmp_path, n=300_000, degree=0, name="rle.spz"))) == 300_000
+    assert len(load_scene(hostile.spz_v4(tmp_path, n=300_000, degree=0, name="rle.spz", noise=True))) == 300_000
+    _refused(hostile.spz_v4(tmp_path, n=300_000, degree=0, name="all-rle.spz"), "a trained scene takes at least 8")
+
+
+# ------------------------------------------------------------------ what a compressed file's size can hold
+
+
+@pytest.mark.parametrize("fmt", ["spz-v4", "spz-gzip", "sog"])
+def test_a_count_is_judged_against_the_file_size_before_anything_is_decoded(fmt, monkeypatch, tmp_path):
+    """At most file bytes / MIN_BYTES_PER_GAUSSIAN Gaussians, whatever the machine: a file of constant data that
+    honestly declares more (8M in 16 kB, 20k in 0.5 kB, 16.7M in 3 kB) is refused with no memory cap at all,
+    before its streams are inflated past the header or a texture is decoded."""
+    import scenes.sog as sog
+    import scenes.spz as spz
+
+    monkeypatch.setenv(limits.MEMORY_CAP_ENV, "none")
+
+    def decoding(*args, **kwargs):  # the step after the checks: reaching it is the failure
+        raise AssertionError("decoding began")
+
+    monkeypatch.setattr(spz, "_check_memory", decoding)
+    monkeypatch.setattr(sog, "_texture", decoding)
+    bomb = {"spz-v4": lambda: hostile.spz_v4(tmp_path), "spz-gzip": lambda: hostile.spz_gzip(tmp_path, noise=False),
+            "sog": lambda: hostile.sog(tmp_path, count=16_700_000)}[fmt]()  # fmt: skip
+    _refused(bomb, r"declares [\d,]+ Gaussians in a [\d,]+-byte file, [\d.e-]+ bytes each; a trained scene takes at "
+                   r"least 8 in any compressed format")  # fmt: skip
+
+
+def test_the_count_floor_at_its_boundary():
+    n = 123_457
+    limits.check_compact(n, n * limits.MIN_BYTES_PER_GAUSSIAN, "f.spz", "count")
+    with pytest.raises(SceneFormatError, match=r"f\.spz: count declares 123,457 Gaussians in a 987,655-byte file"):
+        limits.check_compact(n, n * limits.MIN_BYTES_PER_GAUSSIAN - 1, "f.spz", "count")
 
 
 def test_zip_member_is_read_up_to_its_declared_size(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ import torch
 from PIL import Image
 
 from scenes import SceneFormatError, load_scene
+from scenes.gaussians import INVALID_WHAT
 from tests.analytic import axis_angle_quat, quat_matrix, rodrigues
 from tests.conftest import real_scene as scene
 
@@ -228,7 +229,8 @@ def test_lying_count(tmp_path):
     files = _v2_files()
     meta = json.loads(files["meta.json"])
     _bad(_write_zip(tmp_path, {**files, "meta.json": json.dumps({**meta, "count": 9}).encode()}, "a.sog"),
-         "fewer than")  # fmt: skip
+         r"meta\.json count of 9 Gaussians is more than texture means_l \(means_l\.webp\) holds: it is 4x2 = 8 "
+         r"texels, one a Gaussian$")  # fmt: skip
     _bad(_write_zip(tmp_path, {**files, "meta.json": json.dumps({**meta, "count": 10**12}).encode()}, "b.sog"),
          "limit")  # fmt: skip
     _bad(_write_zip(tmp_path, {**files, "meta.json": json.dumps({**meta, "count": 0}).encode()}, "c.sog"),
@@ -242,7 +244,60 @@ def test_lossy_and_oversized_textures(tmp_path):
     _bad(_write_zip(tmp_path, {**files, "sh0.webp": b"RIFF\x00\x00\x00\x00WEBPjunk"}, "b.sog"), "WebP")
     _bad(_write_zip(tmp_path, {**files, "sh0.webp": b"GIF89a...."}, "c.sog"), "not a WebP")
     big = _webp(np.zeros((512, 512, 4), np.uint8))  # 262k texels for 5 Gaussians
-    _bad(_write_zip(tmp_path, {**files, "scales.webp": big}, "d.sog"), "far larger")
+    with pytest.warns(UserWarning, match="differ in size"):
+        _bad(_write_zip(tmp_path, {**files, "scales.webp": big}, "d.sog"), "far larger")
+
+
+@pytest.mark.parametrize("kind", ["lossless", "lossy", "lossy-alpha"])
+def test_texture_sizes_are_read_from_the_first_bytes(kind):
+    """The header sizes checked before decoding (VP8L, VP8 and VP8X chunks) are Pillow's, odd sizes included."""
+    from scenes.sog import _webp_size
+
+    rgba = np.random.default_rng(0).integers(0, 256, size=(53, 37, 4), dtype=np.uint8)
+    buf = io.BytesIO()
+    image = Image.fromarray(rgba, "RGBA") if kind != "lossy" else Image.fromarray(rgba[..., :3], "RGB")
+    image.save(buf, format="WEBP", lossless=kind == "lossless", quality=80)
+    data = buf.getvalue()
+    assert data[12:16] == {"lossless": b"VP8L", "lossy": b"VP8 ", "lossy-alpha": b"VP8X"}[kind]
+    assert _webp_size(data[:64]) == Image.open(io.BytesIO(data)).size == (37, 53)
+    assert _webp_size(b"RIFF\0\0\0\0WEBPjunk" + bytes(20)) is None and _webp_size(data[:20]) is None
+
+
+def test_textures_of_different_sizes_load_with_a_warning_naming_them(tmp_path):
+    """Texel i of each texture is Gaussian i: a texture of another width (8x1 against 4x2) gives the Gaussians
+    of row 1 the values of other texels. Legal, so it loads, with one warning naming the file and textures."""
+    files = _v2_files()
+    raw = json.loads(files["_raw"])
+    wide = _webp(_tex(np.array(raw["quats"]), w=8, h=1))
+    path = _write_zip(tmp_path, {**files, "quats.webp": wide}, "a.sog")
+    with pytest.warns(UserWarning) as rec:
+        load_scene(path)
+    assert [str(w.message) for w in rec] == [
+        f"{path}: SOG textures differ in size (quats.webp 8x1; means_l.webp, means_u.webp, scales.webp, sh0.webp, "
+        "shN_labels.webp 4x2): texel i of each is Gaussian i, so a texture of another width puts its values on "
+        "other Gaussians (a resized or swapped texture?); the scene may be wrong"
+    ]
+
+
+def test_a_codebook_value_beyond_float32_drops_its_gaussians_without_numpy_warnings(tmp_path):
+    """1e300 in a codebook is a valid JSON number that float32 cannot hold: the Gaussians that use it are dropped
+    and counted in the one notice, and numpy's "overflow encountered in cast" is not shown."""
+    import warnings
+
+    files = _v2_files()
+    meta = json.loads(files["meta.json"])
+    raw = json.loads(files["_raw"])
+    used = raw["scales"][2][0]  # Gaussian 2's x scale index
+    meta["scales"]["codebook"][used] = 1e300
+    uses = sum(used in row for row in raw["scales"])
+    path = _write_zip(tmp_path, {**files, "meta.json": json.dumps(meta).encode()}, "a.sog")
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        back = load_scene(path)
+    assert [str(w.message).split(": ", 1)[1] for w in rec] == [
+        f"dropped {uses} of {N} Gaussians with invalid values ({INVALID_WHAT})"
+    ]
+    assert len(back) == N - uses
 
 
 def test_zip_bombs(tmp_path):

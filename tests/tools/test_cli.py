@@ -95,7 +95,7 @@ def test_warnings_print_as_one_line(tmp_path, capsys):
     assert run_cli("info", path) == 0
     err = capsys.readouterr().err
     expect = f"warpsplat info: warning: {path}: dropped 1 of 64 Gaussians with invalid values (NaN/inf, or a scale, "
-    expect += "position or quaternion that overflows float32 or is zero)\n"
+    expect += "position or quaternion whose square overflows float32, or a zero quaternion)\n"
     assert err == expect, err
 
 
@@ -112,6 +112,54 @@ def test_running_out_of_memory_anyway_is_one_line(monkeypatch, tmp_path, capsys)
     assert capsys.readouterr().err == f"warpsplat info: error: out of memory with {tmp_path / 'big.ply'}\n"
 
 
+def test_torchs_allocator_running_out_is_one_line_and_other_runtime_errors_are_not_hidden(monkeypatch, tmp_path,
+                                                                                         capsys):  # fmt: skip
+    """torch's CPU allocator raises a RuntimeError, not a MemoryError (under ulimit -v it was a traceback); the
+    process's own limit is named. A RuntimeError that is not about memory stays a traceback (a bug to report)."""
+    import resource
+
+    import tools.common
+
+    def alloc_fails(path):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you "
+                           "tried to allocate 805306368 bytes. Error code 12 (Cannot allocate memory)")  # fmt: skip
+
+    monkeypatch.setattr(tools.common, "load_scene", alloc_fails)
+    monkeypatch.setattr(resource, "getrlimit", lambda r: (3 << 30, -1) if r == resource.RLIMIT_AS else (-1, -1))
+    monkeypatch.setattr(resource, "RLIM_INFINITY", -1)
+    (tmp_path / "big.ply").write_bytes(b"ply\n")
+    assert run_cli("info", tmp_path / "big.ply") == 2
+    assert capsys.readouterr().err == (f"warpsplat info: error: out of memory with {tmp_path / 'big.ply'}: this "
+                                       "process may use at most 3.22 GB of address space (ulimit -v)\n")  # fmt: skip
+
+    def bug(path):
+        raise RuntimeError("shape mismatch")
+
+    monkeypatch.setattr(tools.common, "load_scene", bug)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        run_cli("info", tmp_path / "big.ply")
+
+
+def test_why_nothing_is_drawn_counts_each_gaussian_under_its_reason():
+    import numpy as np
+    import torch
+
+    from renderer import Camera
+    from tests.reliability.hostile import cloud
+    from tools.render import why_not_drawn
+
+    scene = cloud(12)
+    scene.opacity_logits[:4] = -9.0  # fainter than 1/255
+    scene.means[4:7] = torch.tensor([0.0, 0.0, -10.0])  # behind a camera at z = -5 looking along +z
+    scene.means[7:10] = torch.tensor([100.0, 0.0, 0.0])  # far to the side
+    scene.means[10:] = torch.tensor([0.0, 0.0, 0.0])
+    cam = Camera.look_at(np.array([0.0, 0, -5]), np.zeros(3), up=np.array([0.0, -1, 0]), width=16, height=16)
+    assert why_not_drawn(scene, cam) == (
+        "4 fainter than the 1/255 opacity the renderer draws; 3 behind the camera or nearer than its near plane "
+        "(0.01); 3 centred outside the image; 2 on screen but too small to reach a pixel centre"
+    )
+
+
 def test_render_warns_when_the_scene_draws_nothing(tmp_path, capsys):
     """Every Gaussian fully transparent (opacity logits of -inf, clamped: a valid scene): the image is empty
     because of the scene, since the default view frames it, and the command says so."""
@@ -125,7 +173,7 @@ def test_render_warns_when_the_scene_draws_nothing(tmp_path, capsys):
                    "--backend", "torch") == 0  # fmt: skip
     err = capsys.readouterr().err
     expect = f"warpsplat render: warning: {tmp_path / 'clear.ply'}: the image is empty: the default view, which "
-    expect += "frames the scene, draws none of its 64 Gaussians (all transparent or degenerate?)\n"
+    expect += "frames the scene, draws none of its 64 Gaussians: 64 fainter than the 1/255 opacity the renderer draws\n"
     assert err == expect, err
     scene.opacity_logits[0] = 5.0
     write_ply(scene, tmp_path / "one.ply")

@@ -20,6 +20,7 @@ from renderer.paths import (
     read_keyframes,
     save_camera_path,
 )
+from renderer.paths.formats import MAX_PATH_FRAMES
 from tests.conftest import scenes_dir
 
 # A nerfstudio (OpenGL axes) camera at (1, 2, 3) turned +90 degrees about world +Y: its rotation is Ry(90),
@@ -214,9 +215,18 @@ SCALED = [2.0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]
         (inria(position=None), r"\[0\]\.position: expected 3"),
         (inria(fy=None), r"\[0\]\.fy: missing"),
         (inria(fy=-1), r"\[0\]\.fy: must be > 0"),
+        (ns([GOOD], render_width=100_000, render_height=100_000),
+         r"render_width x render_height 100000x100000: each side must be at most 8192 pixels"),
+        (inria(width=8193), r"\[0\]\.width x height 8193x48: each side must be at most 8192"),
+        (json.dumps({"render_width": 64, "render_height": 48, "fps": 30, "seconds": 3334,
+                     "keyframes": [{"matrix": C2W_GL_ROWS}, {"matrix": C2W_GL_ROWS}]}),
+         r"seconds 3334 at 30 fps gives 100,020 frames, more than the 100,000 a path may have"),
+        (ns([GOOD], seconds=1e12), r"1 frames over seconds 1e\+12 gives 1e-12 frames per second, outside 0\.001-1000"),
+        (ns([GOOD], fps=1e9), r"fps gives 1e\+09 frames per second, outside 0\.001-1000"),
     ],
     ids=["malformed", "number", "empty-list", "no-frames", "no-size", "no-matrix", "short-matrix", "scaled-matrix",
-         "bad-fov", "fisheye", "inria-no-position", "inria-no-fy", "inria-negative-fy"],
+         "bad-fov", "fisheye", "inria-no-position", "inria-no-fy", "inria-negative-fy", "too-large",
+         "inria-too-large", "too-many-frames", "too-slow", "too-fast"],
 )  # fmt: skip
 def test_bad_files_give_one_line_errors_naming_file_and_field(tmp_path, content, match):
     path = tmp_path / "bad.json"
@@ -226,6 +236,18 @@ def test_bad_files_give_one_line_errors_naming_file_and_field(tmp_path, content,
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith(str(path))
     assert isinstance(e.value, ValueError)
+
+
+def test_the_frame_limit_at_its_boundary(tmp_path):
+    """Re-sampling to one frame more than MAX_PATH_FRAMES is refused before any camera is made (the file's own
+    count is checked the same way, in the bad-file cases; 100,000 cameras take a minute to build here, so the
+    largest accepted count is not built)."""
+    path = tmp_path / "p.json"
+    keys = [{"matrix": C2W_GL_ROWS}, {"matrix": C2W_GL_ROWS}]
+    path.write_text(json.dumps({"render_width": 8, "render_height": 8, "fps": 1000, "seconds": 100, "keyframes": keys}))
+    with pytest.raises(CameraPathError, match=r"re-sampling gives 100,001 frames, more than the 100,000"):
+        load_camera_path(path, n_frames=MAX_PATH_FRAMES + 1)
+    assert len(load_camera_path(path, n_frames=10).cameras) == 10
 
 
 def test_missing_file(tmp_path):

@@ -77,3 +77,21 @@ class StageTimer:
         out = {name: span(a, b) for name, a, b in self._marks}
         out["total"] = span(self._start, self._end)
         return out
+
+
+def handover_ms(timers: list[StageTimer]) -> list[float]:
+    """Per frame of a stream, in order: ms from the moment the frames before it were all done to the moment it
+    was too (the first frame: from its own start), on the GPU's clock (the wall clock on a CPU). Frames are
+    handed over in order, so a frame is done when it and every frame before it have ended. A frame binned again
+    after the next one was launched ends after that one (`Renderer._finish`): the next frame then adds nothing,
+    and the spans still sum to the whole stream, idle gaps included."""
+    if not timers:
+        return []
+    first = timers[0].elapsed_ms(wait=True)
+    assert first is not None, "a timer that was never stopped"
+    out, done = [first["total"]], 0.0  # `done`: ms from the first frame's end to the latest end so far
+    for t in timers[1:]:
+        end = max(done, t.since(timers[0]))
+        out.append(end - done)
+        done = end
+    return out

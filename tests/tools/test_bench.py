@@ -208,3 +208,62 @@ def test_every_row_times_whole_frames(tmp_path, scene_path, monkeypatch):
     for name, p in rows.items():
         assert sum(p["first_pass_ms"]) == sum(p["frame_ms"]) == 3000.0, (name, p["first_pass_ms"], p["frame_ms"])
         assert p["frame_ms"] == [1000.0] * 3, name
+
+
+def test_gsplat_inputs_are_made_before_its_frames(scene_path, monkeypatch):
+    """The gsplat anchor's camera tensors are made once per path: its timed calls only index them (making a tensor
+    there fails here), and call i gets camera i's world-to-camera matrix and intrinsics. (gsplat needs CUDA: a
+    stand-in `gsplat` module records the calls.)"""
+    import numpy as np
+    import torch
+
+    from scenes import load_scene
+    from tools.bench_gsplat import GsplatRenderer
+    from tools.bench_paths import object_paths
+
+    calls = []
+
+    def rasterization(means, quats, scales, opacities, sh, viewmats, Ks, width, height, **kw):
+        calls.append((viewmats.clone(), Ks.clone(), width, height, kw))
+        return torch.zeros(1, height, width, 3), None, None
+
+    monkeypatch.setitem(sys.modules, "gsplat", SimpleNamespace(rasterization=rasterization))
+    scene = load_scene(scene_path("fruit_drops_minimal.ply"))
+    cams = object_paths(scene, 24, 16, 3)["orbit"]
+    draw = GsplatRenderer(scene, "cpu").frames(cams)
+
+    def no_tensors(*a, **k):
+        raise AssertionError("a tensor made inside a timed call")
+
+    monkeypatch.setattr(torch, "tensor", no_tensors)
+    monkeypatch.setattr(torch, "from_numpy", no_tensors)
+    for i in (2, 0, 1):
+        assert draw(i).shape == (16, 24, 3)
+    for (viewmats, Ks, width, height, kw), i in zip(calls, (2, 0, 1), strict=True):
+        assert viewmats.shape == (1, 4, 4) and np.allclose(viewmats[0].numpy(), cams[i].viewmat, atol=1e-6)
+        assert np.allclose(Ks[0].numpy(), cams[i].K) and (width, height) == (24, 16)
+        assert kw["near_plane"] == 0.01 and kw["eps2d"] == 0.3 and kw["rasterize_mode"] == "classic"
+
+
+def test_peak_memory_is_above_its_baseline(monkeypatch):
+    """PeakMemory (CUDA's allocator counters, faked here): the peak since entry less the baseline, which is what
+    was allocated at entry unless one is given (warpsplat's rows give the renderer's scene)."""
+    import torch
+
+    from tools.bench_timing import PeakMemory
+
+    state = {"now": 300 * 2**20, "peak": 10**12}
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: state.update(peak=state["now"]))
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: state["now"])
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: state["peak"])
+    cuda = SimpleNamespace(type="cuda")
+    with PeakMemory(cuda) as m:
+        state["peak"] += 50 * 2**20  # a transient 50 MB above the 300 held on entry
+    assert m.mb == 50.0
+    with PeakMemory(cuda, baseline=100 * 2**20) as m:  # 200 of the 300 are the renderer's own
+        state["peak"] += 10 * 2**20
+    assert m.mb == 210.0
+    with PeakMemory(SimpleNamespace(type="cpu")) as m:
+        pass
+    assert m.mb is None

@@ -1,6 +1,6 @@
 """A picture of a `warpsplat bench` JSON: warpsplat's speed against both anchors per path and variant (Pillow only).
 
-    python -m tools.bench_plot bench.json out.png [--variants default,adagscale]
+    python -m tools.bench_plot bench.json [more.json ...] out.png [--variants default,adagscale]
 
 One panel per anchor that was measured (gsplat 1.5.3, HiGS), side by side; in each, every path gets one bar per
 variant: the anchor's median frame time over the variant's, the anchor timed as the variant was (the JSON's
@@ -40,6 +40,12 @@ def ratios(doc: dict) -> dict:
         elif (p["scene"], p["path"]) in old:
             out["gsplat"][key] = old[(p["scene"], p["path"])] / p["median_ms"]
     return {a: r for a, r in out.items() if r}
+
+
+def merge(docs: list[dict]) -> dict:
+    """The rows of several bench JSONs (calls that split one run, e.g. the object scenes and the composites) in
+    one: the first JSON's device, commit and sizes, every JSON's paths."""
+    return {**docs[0], "paths": [p for d in docs for p in d["paths"]]}
 
 
 def plot(doc: dict, out: str, *, max_ratio: float | None = None, variants: list[str] | None = None) -> None:
@@ -118,12 +124,16 @@ def bar(d: ImageDraw.ImageDraw, box: list[float], colour: tuple[int, int, int], 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("json", help="a `warpsplat bench` JSON file")
+    parser.add_argument("json", nargs="+", help="`warpsplat bench` JSON files (their rows are drawn together)")
     parser.add_argument("out", help="the picture to write (PNG)")
     parser.add_argument("--variants", default=None, help="comma-separated variants to draw (default: all)")
     args = parser.parse_args()
-    with open(args.json) as f:
-        plot(json.load(f), args.out, variants=args.variants.split(",") if args.variants else None)
+    plot(merge([read(p) for p in args.json]), args.out, variants=args.variants.split(",") if args.variants else None)
+
+
+def read(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)
 
 
 if __name__ == "__main__":

@@ -62,12 +62,17 @@ def test_make_pictures_draws_the_bench_picture(tmp_path):
     rows = [{**row(v, 1.0), "size": [64, 48], "vs_anchors": {"gsplat": 2.0, "HiGS": 0.8}}
             for v in ("default", "frames=one-by-one", "tile_size=16")]  # fmt: skip
     doc = {"gpu": "test", "size": [64, 48], "commit": "abc", "paths": rows}
-    (tmp_path / "bench.json").write_text(json.dumps(doc))
-    cmd = [sys.executable, str(REPO / "docs" / "make_pictures.py"), "--bench", str(tmp_path / "bench.json"),
-           "--out-dir", str(tmp_path)]  # fmt: skip
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    rows = [{**r, "scene": "t.ply"} for r in rows]  # a second call of the same run: its rows are drawn too
+    (tmp_path / "b.json").write_text(json.dumps({**doc, "paths": rows}))
+    cmd = [sys.executable, str(REPO / "docs" / "make_pictures.py"), "--bench", str(tmp_path / "a.json"),
+           str(tmp_path / "b.json"), "--out-dir", str(tmp_path)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     img = np.asarray(Image.open(tmp_path / "bench_fast_core.png").convert("RGB"))
     assert img.shape[1] == LEFT + 2 * PANEL + RIGHT
     colours = [np.all(img == np.array(c, np.uint8), axis=-1).sum() for c in COLOURS[:3]]
     assert colours[0] > 100 and colours[1] > 100 and colours[2] == 0, colours  # tile_size=16 is not drawn
+    one = np.all(img == np.array(COLOURS[0], np.uint8), axis=-1)
+    bars = np.nonzero(one[:, LEFT + 5])[0]  # the default's bars in the first panel, one run of rows per path
+    assert len(np.split(bars, np.nonzero(np.diff(bars) > 1)[0] + 1)) == 2 + 1  # both files' paths, the legend

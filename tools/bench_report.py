@@ -207,12 +207,13 @@ def print_anchors(results, anchors, main_size, higs) -> None:
         "* the default timed one by one: its frames cannot be kept in flight (counted frames sync inside the "
         "frame). HiGS dB: its worst sampled frame against gsplat 1.5.3 and against warpsplat's default."
     )
+    print("ranges, anchor / warpsplat:")
     for name in ANCHORS:
-        for timing, rows_of in ((IN_FLIGHT, rows), (ONE_BY_ONE, list(one.values()))):
+        for what, rows_of in (("default (* one by one)", rows), ("one by one", list(one.values()))):
             for size in dict.fromkeys(tuple(r.size) for r in rows_of):
                 xs = [x for r in rows_of if tuple(r.size) == size and (x := ratio(a.get((name, *r.key())), r))]
                 if xs:
-                    print(f"  {name}/ws, {timing}, {size[0]}x{size[1]}: {min(xs):.2f}-{max(xs):.2f}x over "
+                    print(f"  {name}, {what}, {size[0]}x{size[1]}: {min(xs):.2f}-{max(xs):.2f}x over "
                           f"{len(xs)} paths")  # fmt: skip
 
 

@@ -90,7 +90,7 @@ def test_higs_is_timed_in_a_child_and_compared_frame_by_frame(tmp_path, scene_pa
         timing = "back_to_back_median_ms" if name == "default" else "median_ms"
         assert x == pytest.approx(h[timing] / rows[name]["median_ms"]), name
     out = capsys.readouterr().out
-    assert "against the anchors" in out and "HiGS/ws, one by one, 24x16" in out
+    assert "against the anchors" in out and "HiGS, one by one, 24x16" in out
 
 
 def test_failing_higs_child_is_reported_and_the_bench_goes_on(tmp_path, scene_path, capsys, monkeypatch):

@@ -1,6 +1,7 @@
-"""Make the README's pictures from the current code: docs/plant.png and docs/viewer.png.
+"""Make the README's pictures from the current code: docs/plant.png and docs/viewer.png, or with --bench the
+bench picture docs/bench_fast_core.png from a `warpsplat bench` JSON (the GPU machine's).
 
-    .venv/bin/python docs/make_pictures.py [--out-dir docs]
+    .venv/bin/python docs/make_pictures.py [--out-dir docs] [--bench bench.json [more.json ...]]
 
 docs/plant.png is `warpsplat render --size 640x480` of the bundled scene (the first output of `make demo`).
 docs/viewer.png is the viewer window on the bundled scene with its overlay, captured after the frame at full
@@ -26,6 +27,22 @@ def make_plant(path: str) -> None:
 
     if main(["render", "--size", "640x480", "--out", path, "--overwrite"]) != 0:
         raise SystemExit(f"could not render {path}")
+
+
+# The bench picture's rows: warpsplat's default (frames in flight) and one by one, each against both anchors timed
+# the same way (tools/bench_plot.py).
+BENCH_VARIANTS = ["default", "frames=one-by-one"]
+
+
+def make_bench(json_paths: list[str], path: str) -> None:
+    """From one bench JSON, or several calls that split one run (drawn together)."""
+    from scenes import atomic
+    from tools.bench_plot import merge, plot, read
+
+    doc = merge([read(p) for p in json_paths])
+    with atomic.atomic_write(path) as f:
+        plot(doc, f, variants=BENCH_VARIANTS)
+    print(f"wrote {path} from {', '.join(json_paths)} (commit {doc['commit']})")
 
 
 def make_viewer(path: str) -> None:
@@ -67,7 +84,12 @@ def draw(window, n: int = 1) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out-dir", default=os.path.join(REPO, "docs"), help="folder for the pictures (default docs/)")
+    parser.add_argument("--bench", metavar="JSON", nargs="+",
+                        help="draw only the bench picture, from these bench JSONs (one run's calls)")  # fmt: skip
     args = parser.parse_args()
+    if args.bench:
+        make_bench(args.bench, os.path.join(args.out_dir, "bench_fast_core.png"))
+        return 0
     make_plant(os.path.join(args.out_dir, "plant.png"))
     make_viewer(os.path.join(args.out_dir, "viewer.png"))
     return 0

@@ -446,13 +446,18 @@ class Renderer:
         return _Launched(f, src, camera, settings, timer, slot)
 
     def _finish(self, p: _Launched) -> RenderOutput:
-        """Wait for a launched frame, check its pairs (binning it again if they did not fit), and hand it over."""
+        """Wait for a launched frame, check its pairs (binning it again if they did not fit), and hand it over.
+        A frame binned again is timed to the end of that work, in its own timer, as `render` times it: its end
+        then comes after the next frame's launch (whose work the GPU ran first), which `handover_ms` accounts."""
         p.timer.wait()
         n_visible, n_pairs = self._host_totals[p.slot].tolist()
-        if n_pairs > p.frame.capacity and self.device.type == "cuda":
+        rebin = n_pairs > p.frame.capacity
+        if rebin and self.device.type == "cuda":
             # the frame after it is in flight, on buffers and a graph that growing the capacity retires
             torch.cuda.synchronize(self.device)
-        f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, StageTimer(None))
+        f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, p.timer)
+        if rebin:
+            p.timer.stop()
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
                             backend=self.backend, n_projected=f.n, source=p.src.kind)  # fmt: skip
         return RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, None, f.tiles_touched, p.timer)

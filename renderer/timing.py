@@ -54,14 +54,14 @@ class StageTimer:
         if self.cuda and self._end is not None:
             self._end.synchronize()  # type: ignore[union-attr]
 
-    def since(self, earlier: StageTimer) -> float:
-        """ms from the end of `earlier` to the end of this one (the GPU's clock; the wall clock on the CPU): a
-        frame's share of a stream of frames in flight, idle gaps included."""
-        assert self._end is not None and earlier._end is not None
+    def since_start(self, earlier: StageTimer) -> float:
+        """ms from the start of `earlier` to the end of this one (the GPU's clock; the wall clock on a CPU): where
+        this frame ended in a stream of frames that `earlier` began."""
+        assert self._end is not None and earlier._start is not None
         if self.cuda:
             self.wait()
-            return float(earlier._end.elapsed_time(self._end))  # type: ignore[union-attr]
-        return (self._end - earlier._end) * 1e3  # type: ignore[operator]
+            return float(earlier._start.elapsed_time(self._end))  # type: ignore[union-attr]
+        return (self._end - earlier._start) * 1e3  # type: ignore[operator]
 
     def elapsed_ms(self, *, wait: bool = False) -> dict[str, float] | None:
         """{stage: ms, ..., "total": ms}; None if the GPU has not finished and wait is False."""
@@ -77,3 +77,17 @@ class StageTimer:
         out = {name: span(a, b) for name, a, b in self._marks}
         out["total"] = span(self._start, self._end)
         return out
+
+
+def handover_ms(timers: list[StageTimer]) -> list[float]:
+    """Per frame of a stream, in order: ms from the moment the frames before it were all done to the moment it
+    was too (the first frame: from its own start), on the GPU's clock (the wall clock on a CPU). Frames are
+    handed over in order, so a frame is done when it and every frame before it have ended. A frame binned again
+    after the next one was launched ends after that one (`Renderer._finish`): the next frame then adds nothing,
+    and the spans still sum to the whole stream, idle gaps included."""
+    out, done = [], 0.0  # done: ms from the first frame's start to the latest end so far
+    for t in timers:
+        end = max(done, t.since_start(timers[0]))
+        out.append(end - done)
+        done = end
+    return out

@@ -1,37 +1,42 @@
-"""`warpsplat bench`: warpsplat against gsplat 1.5.3, same process, same GPU, same cameras and resolution.
+"""`warpsplat bench`: warpsplat against two anchors on the same GPU, cameras and resolution: gsplat 1.5.3 (the
+exactness contract's renderer) in this process, and HiGS (the inference renderer in gsplat's main branch) in a
+child process where it is installed.
 
-It reports; it does not pass or fail. Per camera path it measures, after warm-up (compilation and
-autotuning excluded):
-- frame time of every renderer variant, median and p90, wall frames/s, per-stage medians, peak GPU memory.
-  Variants are rendered as `warpsplat render` renders a path (`Renderer.render_stream`): where the renderer
-  keeps a frame in flight, a frame's time is the GPU-clock span from the end of the frame before it to its
-  own end, idle gaps included; elsewhere, and in the row "frames=one-by-one", CUDA events around each
-  `render` call, host sync included;
-- gsplat 1.5.3's `rasterization()` on the same cameras (the exactness contract's call, docs/architecture.md),
-  timed call by call (it waits for its own pair count inside each call);
+It reports; it does not pass or fail. Per camera path, at the main size (1920x1080) and, for the close orbits and
+a composite overview, at a large one (3840x2160 on CUDA), each row is timed as tools/bench_timing.py describes:
+warm-up, a first pass along the path, a second pass. Per row:
+- frame times: the second pass's median and p90, and the worst frames (the second pass's p99, the first pass's
+  p99 and maximum); wall frames/s; per-stage medians; peak GPU memory above the scene's tensors;
+- warpsplat's variants are rendered as `warpsplat render` renders a path (`Renderer.render_stream`: frames in
+  flight where the renderer can keep them so, else one by one), and the row "frames=one-by-one" waits for each;
+- the anchors are timed one by one and back to back, on camera tensors made before their timers start; each of
+  warpsplat's rows is compared with them timed the same way (ratio: anchor / warpsplat, tools/bench_report.py);
 - Gaussians visible, Gaussian-tile pairs, longest tile list (from warpsplat's exact binning);
-- PSNR of warpsplat's image against gsplat's on sampled frames, and of each variant against the default;
-  SSIM too for the lossy variants (the exactness contract: lossy switches report their loss).
+- PSNR of warpsplat's image against gsplat's on sampled frames, of each variant against the default, and of HiGS
+  against both; SSIM too for the lossy variants (the exactness contract: lossy switches report their loss).
 
 Variants: the default settings, then each renderer switch flipped alone (an ablation row per switch), and
 AdaGScale (lossy) at its default tau and a small tau sweep: pairs removed, frame time, PSNR/SSIM vs exact.
-Output: a short table on stdout and a JSON file with GPU name, versions, commit and the exact command.
-On a CPU it runs too (tiny sizes, no gsplat) so CI exercises its code paths.
+Output: tables on stdout and a JSON file with GPU name, versions, commit and the exact command.
+On a CPU it runs too (small sizes, no anchors) so CI exercises its code paths.
 
 Its parts: tools/bench_paths.py (scenes, composites, camera paths), tools/bench_variants.py (the settings of
-each row), tools/bench_gsplat.py (the gsplat call), tools/bench_report.py (the table and the JSON); this
-module holds the command and its run loop.
+each row), tools/bench_timing.py (how frames are timed), tools/bench_gsplat.py and tools/bench_higs.py (the
+anchors), tools/bench_report.py (the tables and the JSON); this module holds the command and its run loop.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
+import gc
 import os
 import statistics
 import sys
 import time
 
+from .bench_higs import find_higs, higs_child
 from .bench_paths import (
     COMPOSITE_INPUTS,
     DEFAULT_SCENES,
@@ -43,35 +48,54 @@ from .bench_paths import (
     parse_count,
 )
 from .bench_report import PathResult, device_name, print_table, write_json
-from .bench_variants import TEMPORAL_K, is_lossy, is_temporal, knows_path, selected_variants
+from .bench_timing import (
+    IN_FLIGHT,
+    ONE_BY_ONE,
+    Passes,
+    PeakMemory,
+    allocated,
+    one_by_one,
+    synchronize,
+    time_anchor,
+    timed_calls,
+    warm_up,
+)
+from .bench_variants import TEMPORAL_K, TRITON_ONLY, is_lossy, is_temporal, knows_path, selected_variants
 from .cli import CliError, add_command
 from .common import parse_size
 from .metrics import psnr, ssim
 
 DEFAULT_COMPOSITES = "6M,24M"
-# --quick on a CPU: the bundled scene, small and short, so that every variant runs in about a minute (the GPU
-# --quick's 1920x1080 and 6M composite had done 2 rows after 9 minutes on the 2-core machine). At 160x120 a
-# frame of the bundled scene still costs about 0.4 s of one core, so the frame count sets the time: 3 timed
-# frames per variant, no warm-up (nothing compiles on a CPU), images compared on the first frame. Measured:
-# 58 s (52 s of CPU) on the 2-core machine.
+DEFAULT_FRAMES, DEFAULT_WARMUP = 40, 5
+# The large size and the paths run at it: the close orbits (the hardest object views) and one composite overview.
+LARGE_SIZE = (3840, 2160)
+LARGE_PATHS = "close,composite_6M.ply/overview"
+# --quick on a CPU: the bundled scene, small and short. At 160x120 a frame of the bundled scene costs about 0.5 s
+# of one core whatever the size, so the frame count sets the time: 2 frames per pass, no warm-up (nothing
+# compiles on a CPU), images compared on the first frame, and no rows whose switch the torch backend does not have
+# (TRITON_ONLY: their frames are the default's there). Measured: QUICK_CPU_SECONDS of CPU time on the 2-core
+# machine (its renderer uses one core), which an idle machine takes as wall time.
 QUICK_CPU_SIZE = (160, 120)
-QUICK_CPU_FRAMES = 3
+QUICK_CPU_FRAMES = 2
+QUICK_CPU_SECONDS = 75
 
 
 def add_parser(sub) -> None:
     p = add_command(
         sub,
         "bench",
-        summary="benchmark warpsplat against gsplat on real and composite scenes",
-        description="""
+        summary="benchmark warpsplat against gsplat and HiGS on real and composite scenes",
+        description=f"""
             Time warpsplat's renderer and each of its switches (an ablation row per switch) on orbits of real
-            scenes and fly-overs of large composites, against gsplat 1.5.3 on the same cameras when CUDA and
-            gsplat are there. Prints a table and writes every number to a JSON file. On a CPU, --quick is a
-            one-minute check of the bundled scene at a small size.
+            scenes and fly-overs of large composites, against gsplat 1.5.3 and HiGS (gsplat's main branch, in a
+            child process) on the same cameras when CUDA and they are there: frames in flight against the
+            anchors' frames back to back, one by one against one by one; worst frames and peak memory too. Prints
+            tables and writes every number to a JSON file. On a CPU, --quick is a check of the bundled scene at a
+            small size: about {QUICK_CPU_SECONDS} s on an idle 2-core machine.
         """,
         examples="""
-            warpsplat bench --quick                               # a short run (a minute on a CPU)
-            warpsplat bench --scenes-dir scenes/ --json results.json
+            warpsplat bench --quick                               # a short run
+            warpsplat bench --scenes-dir scenes/ --higs /tmp/gsplat-main --json results.json
             warpsplat bench --variants 'temporal*' --paths flyover  # a few rows, one path kind
         """,
     )
@@ -79,15 +103,29 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--scenes-dir", default=None, help="folder of real scenes (default $WARPSPLAT_SCENES or ../shared/scenes)"
     )
-    p.add_argument("--size", type=parse_size, default=(1920, 1080), help="WIDTHxHEIGHT (default 1920x1080)")
-    p.add_argument("--frames", type=int, default=60, help="frames per path (default 60)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed frames before each timed path (default 3)")
+    p.add_argument("--size", type=parse_size, default=(1920, 1080),
+                   help="WIDTHxHEIGHT of every path (default 1920x1080)")  # fmt: skip
+    p.add_argument("--large-size", type=parse_large_size, default=None,
+                   help=f"WIDTHxHEIGHT at which --large-paths run too, or 'none' (default {LARGE_SIZE[0]}x"
+                        f"{LARGE_SIZE[1]} with CUDA unless --quick, else none)")  # fmt: skip
+    p.add_argument("--large-paths", default=LARGE_PATHS,
+                   help=f"patterns of the paths run at --large-size too, as for --paths (default "
+                        f"'{LARGE_PATHS}')")  # fmt: skip
+    p.add_argument("--frames", type=int, default=DEFAULT_FRAMES,
+                   help=f"frames per path, in each of the two timed passes (default {DEFAULT_FRAMES})")  # fmt: skip
+    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
+                   help=f"untimed frames before each row's first pass (default {DEFAULT_WARMUP})")  # fmt: skip
     p.add_argument("--psnr-every", type=int, default=6, help="compare images on every k-th frame (default 6)")
     p.add_argument("--quick", action="store_true",
-                   help="a short run: with CUDA, two small scenes, 20 frames and the 6M composite; on a CPU, the "
-                        f"bundled scene at {QUICK_CPU_SIZE[0]}x{QUICK_CPU_SIZE[1]}, {QUICK_CPU_FRAMES} frames, "
-                        "no composites (about a minute)")  # fmt: skip
-    p.add_argument("--no-gsplat", action="store_true", help="skip gsplat (always skipped without CUDA)")
+                   help="a short run: with CUDA, two small scenes, 20 frames, the 6M composite and no large size; "
+                        f"on a CPU, the bundled scene at {QUICK_CPU_SIZE[0]}x{QUICK_CPU_SIZE[1]}, {QUICK_CPU_FRAMES} "
+                        f"frames per pass, no composites (about {QUICK_CPU_SECONDS} s on an idle 2-core "
+                        "machine)")  # fmt: skip
+    p.add_argument("--no-gsplat", action="store_true", help="skip gsplat 1.5.3 (always skipped without CUDA)")
+    p.add_argument("--higs", default=None, metavar="DIR",
+                   help="folder that holds HiGS's gsplat package (gsplat's main branch), put first on its child "
+                        "process's Python path; 'none' to skip (default $WARPSPLAT_HIGS, else wherever `import "
+                        "gsplat` in a child finds gsplat.experimental, with CUDA)")  # fmt: skip
     p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto",
                    help="auto: Triton kernels on CUDA, the torch reference pipeline on a CPU")  # fmt: skip
     p.add_argument(
@@ -103,19 +141,25 @@ def add_parser(sub) -> None:
         help="where composites are kept between runs",
     )
     p.add_argument("--variants", default="*",
-                   help="comma-separated name patterns of the variants to run, e.g. 'temporal*,occlusion*' "
-                        "(default: all; the default variant always runs, as the reference)")  # fmt: skip
+                   help="comma-separated name patterns of the variants to run, e.g. 'temporal*,adagscale*'; a "
+                        "pattern that starts with ! leaves out what it matches (default: all; the default variant "
+                        "always runs, as the reference, and frames=one-by-one too when an anchor runs)")  # fmt: skip
     p.add_argument(
         "--paths",
         default="*",
-        help="comma-separated name patterns of the paths to run: orbit, close, flyover, overview (default: all)",
+        help="comma-separated patterns of the paths to run, matched against the path's name (orbit, close, "
+        "flyover, overview) and against SCENE/PATH, e.g. 'plant.splat/close' (default: all)",
     )
     p.add_argument("--json", default=None,
                    help="where to write the full results (default: bench.json in --cache-dir)")  # fmt: skip
     p.set_defaults(func=run)
 
 
-def quick_on_cpu(args: argparse.Namespace, n_variants: int) -> None:
+def parse_large_size(text: str) -> tuple[int, int] | str:
+    return "none" if text == "none" else parse_size(text)
+
+
+def quick_on_cpu(args: argparse.Namespace) -> None:
     """--quick without CUDA: the arguments left at their defaults become the CPU's short run, said aloud."""
     from scenes import bundled_scene_path
 
@@ -123,72 +167,66 @@ def quick_on_cpu(args: argparse.Namespace, n_variants: int) -> None:
         args.scenes = [str(bundled_scene_path())]
     if args.size == (1920, 1080):
         args.size = QUICK_CPU_SIZE
-    if args.frames == 60:
+    if args.frames == DEFAULT_FRAMES:
         args.frames = QUICK_CPU_FRAMES
-    if args.warmup == 3:
+    if args.warmup == DEFAULT_WARMUP:
         args.warmup = 0
     if args.psnr_every == 6:
         args.psnr_every = args.frames
     if args.composites == DEFAULT_COMPOSITES:
         args.composites = "none"
+    if args.variants == "*" and args.backend in ("auto", "torch"):
+        args.variants = "*," + ",".join(f"!{v}" for v in TRITON_ONLY)
     scenes = ", ".join(os.path.basename(s) for s in args.scenes)
+    n_variants = len(selected_variants(args.variants))
     print(
-        f"bench --quick on a CPU: {scenes} at {args.size[0]}x{args.size[1]}, {args.frames} frames per path after "
-        f"{args.warmup} warm-up, {n_variants} variants; no gsplat (it needs CUDA); results to {args.json}"
+        f"bench --quick on a CPU: {scenes} at {args.size[0]}x{args.size[1]}, {args.frames} frames per pass after "
+        f"{args.warmup} warm-up, {n_variants} variants; no anchors (they need CUDA); results to {args.json}"
         + ("" if args.composites == "none" else f"; composites {args.composites}"),
         file=sys.stderr,
     )
 
 
+def path_selected(patterns: str, scene: str, path: str) -> bool:
+    """Whether one of the comma-separated patterns matches the path's name or SCENE/PATH."""
+    pats = [p.strip() for p in patterns.split(",") if p.strip()]
+    return any(fnmatch.fnmatch(path, p) or fnmatch.fnmatch(f"{scene}/{path}", p) for p in pats)
+
+
 def time_path(render_fn, cams, device, warmup: int) -> tuple[list[float], float, list]:
-    """Render every camera once after `warmup` untimed frames; (frame ms list, wall fps, per-frame extras).
-    Each frame is timed by a StageTimer of its own: its total is the span from before the call to after it
-    (CUDA events, host sync included, or the wall clock on a CPU), read once the whole path has run."""
-    from renderer.timing import StageTimer
-
-    for cam in cams[: max(warmup, 0)]:
-        render_fn(cam)
-    synchronize(device)
-    timers, extras = [], []
-    t0 = time.perf_counter()
-    for cam in cams:
-        timer = StageTimer(device)
-        extras.append(render_fn(cam))
-        timer.stop()
-        timers.append(timer)
-    synchronize(device)
-    wall = time.perf_counter() - t0
-    return [t.elapsed_ms(wait=True)["total"] for t in timers], len(cams) / wall, extras
-
-
-def synchronize(device) -> None:
-    if device.type == "cuda":
-        import torch
-
-        torch.cuda.synchronize()
+    """Render every camera once after `warmup` untimed frames, without waiting between frames; (frame ms list, wall
+    fps, per-frame extras). Each frame's time is its StageTimer's span from before the call to after it (CUDA
+    events, the call's own host sync included, or the wall clock on a CPU). One pass: the bench's rows take two
+    (`time_variant`); tests/gpu/adagscale_sweep.py times its variants with this."""
+    extras = []
+    warm_up(lambda i: render_fn(cams[i]), len(cams), warmup, device)
+    timers, fps = timed_calls(lambda i: extras.append(render_fn(cams[i])), len(cams), device, wait_each=False)
+    return [t.elapsed_ms(wait=True)["total"] for t in timers], fps, extras
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from renderer import Renderer
     from scenes import load_scene
 
-    from .bench_gsplat import gsplat_renderer
+    from .bench_gsplat import GsplatRenderer
 
     if args.frames < 1:
         raise CliError(f"--frames {args.frames}: must be at least 1")
-    chosen = selected_variants(args.variants)  # a pattern matching nothing is an error before any work
-    every_frame = any(is_lossy(s) and is_temporal(s) for s in chosen.values())  # see compare_variant
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
-    use_gsplat = cuda and not args.no_gsplat
     if args.json is None:
         args.json = os.path.join(args.cache_dir, "bench.json")
     if args.quick and not cuda:
-        quick_on_cpu(args, len(chosen))
-    width, height = args.size
-    n_frames = 20 if args.quick and args.frames == 60 else args.frames
+        quick_on_cpu(args)
+    selected_variants(args.variants)  # a pattern that matches nothing is an error before any work
+    higs = find_higs(args.higs, cuda)  # and so is a --higs folder without HiGS
+    use_gsplat = cuda and not args.no_gsplat
+    chosen = selected_variants(args.variants, anchors=use_gsplat or higs.found)
+    every_frame = any(is_lossy(s) and is_temporal(s) for s in chosen.values())  # see compare_variant
+    n_frames = 20 if args.quick and args.frames == DEFAULT_FRAMES else args.frames
+    large = args.large_size or (LARGE_SIZE if cuda and not args.quick else "none")
+    sizes = [args.size] + ([large] if large != "none" and large != args.size else [])
     names = args.scenes or (QUICK_SCENES if args.quick else DEFAULT_SCENES)
     if names == ["none"]:  # composites only
         names = []
@@ -197,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         comps = ["6M"]
     counts = {c: parse_count(c) for c in comps}
     results: list[PathResult] = []
-    gsplat_results: list[PathResult] = []
+    anchors: list[PathResult] = []
 
     jobs = [(find_scene(name, args.scenes_dir), object_paths) for name in names]
     if comps:
@@ -205,37 +243,98 @@ def run(args: argparse.Namespace) -> int:
         jobs += [(build_composite(c, counts[c], inputs, args.cache_dir), composite_paths) for c in comps]
     jobs += [(find_scene(path, None), composite_paths) for path in args.composite_files]
     for path, make_paths in jobs:
-        scene = load_scene(path)
         label = os.path.basename(path)
-        renderer = Renderer(scene, device=device, backend=args.backend)
-        g_render = gsplat_renderer(scene, device) if use_gsplat else None
-        for path_name, cams in make_paths(scene, width, height, n_frames).items():
-            if not any(fnmatch.fnmatch(path_name, pat.strip()) for pat in args.paths.split(",")):
-                continue
-            reference_images = {}
-            if g_render is not None:
-                ms, fps, _ = time_path(g_render, cams, device, args.warmup)
-                gsplat_results.append(PathResult(label, path_name, len(scene), "gsplat", ms, fps))
-                reference_images = {i: g_render(cams[i]).clone() for i in range(0, len(cams), args.psnr_every)}
-            default: dict = {"images": {}, "pairs": {}}  # filled by the default variant, which runs first
-            for vname, settings in chosen.items():
-                res = PathResult(label, path_name, len(scene), vname)
-                graphs = renderer.graphs
-                renderer.graphs = graphs and vname != "graphs=off"
-                renderer.frame_mode = frame_mode(vname)
-                time_variant(res, renderer, cams, settings, device, args.warmup)
-                compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default,
-                                every_frame=every_frame)  # fmt: skip
-                renderer.graphs, renderer.frame_mode = graphs, "auto"
-                results.append(res)
-                print(f"  {label} {path_name} {vname}: median {res.median():.3f} ms", file=sys.stderr, flush=True)
-        renderer = g_render = None  # free this scene's GPU memory before the next one
-        if cuda:
-            torch.cuda.empty_cache()
+        scene = load_scene(path)
+        plan = [(f"{w}x{h}/{name}", cams) for i, (w, h) in enumerate(sizes)
+                for name, cams in make_paths(scene, w, h, n_frames).items()
+                if path_selected(args.paths, label, name)
+                and (i == 0 or path_selected(args.large_paths, label, name))]  # fmt: skip
+        if not plan:
+            continue
+        with contextlib.ExitStack() as stack:
+            higs_paths = {}
+            if higs.found:  # first, while this process holds nothing of the scene on the GPU
+                higs_paths = stack.enter_context(higs_child(higs, label, path, plan, device, args.warmup,
+                                                            args.psnr_every))  # fmt: skip
+            gsplat = GsplatRenderer(scene, device) if use_gsplat else None
+            for key, cams in plan:
+                rows, anchor_rows = run_path(args, scene, label, key.split("/", 1)[1], cams, device, chosen,
+                                             gsplat, higs_paths.get(key), every_frame)  # fmt: skip
+                results += rows
+                anchors += anchor_rows
+            gsplat = None
+        free_memory(device)
 
-    print_table(results, gsplat_results, device_name(cuda), width, height, n_frames)
-    write_json(args, results, gsplat_results, cuda, width, height, n_frames)
+    print_table(results, anchors, device_name(cuda), sizes[0], n_frames, higs)
+    write_json(args, results, anchors, cuda, sizes, n_frames, higs)
     return 0
+
+
+def free_memory(device) -> None:
+    """Let go of a path's renderer before the next is made: its frames and graphs hold it in reference cycles."""
+    gc.collect()
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_path, every_frame):
+    """One path at one size: the anchors, then every chosen variant on a renderer of its own (so that its memory
+    and its first pass are those of a renderer that has seen no other path). Returns (variant rows, anchor rows)."""
+    from renderer import Renderer
+
+    size = (cams[0].width, cams[0].height)
+    n = len(scene)
+    samples = range(0, len(cams), args.psnr_every)
+    anchors, reference_images = [], {}
+    if gsplat is not None:
+        draw = gsplat.frames(cams)
+        row = anchor_row(label, path_name, n, "gsplat", size, time_anchor(draw, len(cams), device, args.warmup))
+        reference_images = {i: host_copy(draw(i)) for i in samples}
+        anchors.append(row)
+        print(f"  {label} {path_name} {size[0]}x{size[1]} gsplat: median {row.median():.3f} ms, back to back "
+              f"{row.median(IN_FLIGHT):.3f} ms", file=sys.stderr, flush=True)  # fmt: skip
+    free_memory(device)
+    renderer = Renderer(scene, device=device, backend=args.backend)
+    baseline = allocated(device)  # the scene's tensors (and the gsplat anchor's): not the renderer's working memory
+    results = []
+    default: dict = {"images": {}, "pairs": {}}  # filled by the default variant, which runs first
+    for vname, settings in chosen.items():
+        res = PathResult(label, path_name, n, vname, size)
+        graphs = renderer.graphs
+        renderer.graphs = graphs and vname != "graphs=off"
+        renderer.frame_mode = frame_mode(vname)
+        time_variant(res, renderer, cams, settings, device, args.warmup, baseline)
+        compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default,
+                        every_frame=every_frame)  # fmt: skip
+        renderer.graphs, renderer.frame_mode = graphs, "auto"
+        results.append(res)
+        print(f"  {label} {path_name} {size[0]}x{size[1]} {vname}: median {res.median():.3f} ms ({res.timing})",
+              file=sys.stderr, flush=True)  # fmt: skip
+    if higs_path is not None:
+        row = anchor_row(label, path_name, n, "HiGS", size, higs_path.times)
+        row.tile_size, row.tile_medians = higs_path.tile_size, higs_path.tile_medians
+        for i, img in higs_path.images().items():  # compared on the device: 4K images are large
+            img = img.to(device)
+            if i in reference_images:
+                row.psnr_vs_gsplat.append(psnr(img, reference_images[i].to(device)))
+            if i in default["images"]:
+                row.psnr_vs_default.append(psnr(img, default["images"][i].to(device)))
+        anchors.append(row)
+    renderer = None
+    free_memory(device)
+    return results, anchors
+
+
+def anchor_row(label, path_name, n, name, size, times) -> PathResult:
+    return PathResult(label, path_name, n, name, size, ONE_BY_ONE, times.one_by_one.second, times.one_by_one.first,
+                      times.back_to_back, times.one_by_one.wall_fps, peak_mem_mb=times.peak_mem_mb)  # fmt: skip
+
+
+def host_copy(image):
+    """A copy of an image in host memory: kept images stay out of the GPU memory the rows measure."""
+    return image.detach().to("cpu", copy=True)
 
 
 def frame_mode(variant: str) -> str:
@@ -243,29 +342,17 @@ def frame_mode(variant: str) -> str:
     return variant.split("=", 1)[1] if variant in ("frames=graph", "frames=counted") else "auto"
 
 
-def time_stream(renderer, cams, settings, warmup: int) -> tuple[list[float], float, list]:
-    """Render the path through `Renderer.render_stream` (one frame in flight, as `warpsplat render` does) after
-    `warmup` untimed frames (more if both slots' graphs need them); (frame ms list, wall fps, the frames'
-    timers). A frame's time is the span from the end of the frame before it to its own end, on the GPU's
-    clock: what each frame adds to the stream, idle gaps included (the first frame: its own span)."""
-    import torch
+def stream_pass(renderer, cams, settings) -> tuple[list[float], float, list]:
+    """One pass through `Renderer.render_stream` (one frame in flight, as `warpsplat render` does): (handover ms
+    per frame, wall frames/s, the frames' timers)."""
+    from renderer.timing import handover_ms
 
-    from renderer.pipeline import CAPTURE_AFTER, SLOTS
-
-    # a stream alternates workspace slots, each with its graph. The first two frames size the pair capacity and
-    # the launch configuration (each change is a new kind of frame); then a kind is captured on its
-    # CAPTURE_AFTER-th frame in a row, in the slot that frame uses, and the next frame captures the other slot
-    warm = max(warmup, 2 + CAPTURE_AFTER + SLOTS - 1) if warmup > 0 else 0
-    for _ in renderer.render_stream(cams[:warm], settings):
-        pass
-    if renderer.device.type == "cuda":
-        torch.cuda.synchronize()
+    synchronize(renderer.device)
     t0 = time.perf_counter()
     timers = [out.timer for out in renderer.render_stream(cams, settings)]
-    timers[-1].wait()
+    synchronize(renderer.device)
     wall = time.perf_counter() - t0
-    ms = [timers[0].elapsed_ms(wait=True)["total"]] + [b.since(a) for a, b in zip(timers, timers[1:])]
-    return ms, len(cams) / wall, timers
+    return handover_ms(timers), len(cams) / wall, timers
 
 
 def future_cameras(res: PathResult, cams) -> dict:
@@ -275,31 +362,52 @@ def future_cameras(res: PathResult, cams) -> dict:
     return {id(c): cams[i + 1 : i + TEMPORAL_K] if known else None for i, c in enumerate(cams)}
 
 
-def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int) -> None:
-    """The timed pass: frame times, wall frames/s, per-stage medians, peak memory and temporal reuse counters."""
-    import torch
+def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int, baseline: int) -> None:
+    """The timed passes (tools/bench_timing.py): frame times, wall frames/s, per-stage medians of the second pass,
+    peak memory above `baseline` and temporal reuse counters. Each pass renders the path from its start with
+    temporal reuse reset, as `warpsplat render` would."""
+    from renderer.pipeline import CAPTURE_AFTER, SLOTS
 
-    cuda = device.type == "cuda"
     futures = future_cameras(res, cams)
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
+    stream = res.variant != "frames=one-by-one" and renderer.streams(settings)
+    res.timing = IN_FLIGHT if stream else ONE_BY_ONE
     timers = []
 
-    def frame(cam):
-        renderer.render(cam, settings, sync_stats=False, future=futures[id(cam)])
+    def frame(i):
+        renderer.render(cams[i], settings, sync_stats=False, future=futures[id(cams[i])])
         timers.append(renderer.last_timer)
 
-    renderer.temporal.reset()
-    if res.variant != "frames=one-by-one" and renderer.streams(settings):
-        res.frame_ms, res.wall_fps, timers = time_stream(renderer, cams, settings, warmup)
-    else:
-        res.frame_ms, res.wall_fps, _ = time_path(frame, cams, device, warmup)
+    def timed_pass():
+        renderer.temporal.reset()
+        timers.clear()
+        if stream:
+            ms, fps, stream_timers = stream_pass(renderer, cams, settings)
+            timers.extend(stream_timers)
+            return ms, fps
+        return one_by_one(frame, len(cams), device)
+
+    with PeakMemory(device, baseline) as memory:
+        renderer.temporal.reset()
+        if stream:
+            # a stream alternates workspace slots, each with its graph. The first two frames size the pair capacity
+            # and the launch configuration (each change is a new kind of frame); then a kind is captured on its
+            # CAPTURE_AFTER-th frame in a row, in the slot that frame uses, and the next frame captures the other
+            warm = max(warmup, 2 + CAPTURE_AFTER + SLOTS - 1) if warmup > 0 else 0
+            for _ in renderer.render_stream([cams[i % len(cams)] for i in range(warm)], settings):
+                pass
+            synchronize(device)
+        else:
+            warm_up(frame, len(cams), warmup, device)
+        first, _ = timed_pass()
+        second, fps = timed_pass()
+    passes = Passes(first, second, fps)
+    res.first_pass_ms, res.frame_ms, res.wall_fps = passes.first, passes.second, passes.wall_fps
     stage_lists: dict[str, list[float]] = {}
-    for t in timers[-len(cams) :]:
+    for t in timers:
         for k, v in (t.elapsed_ms(wait=True) or {}).items():
             stage_lists.setdefault(k, []).append(v)
     res.stage_ms = {k: statistics.median(v) for k, v in stage_lists.items()}
-    res.peak_mem_mb = torch.cuda.max_memory_allocated() / 2**20 if cuda else 0.0
+    res.peak_mem_mb = memory.mb
     res.temporal = renderer.temporal.stats.as_dict() if is_temporal(settings) else {}
 
 
@@ -310,7 +418,8 @@ def compare_variant(
     `psnr_every`-th frame. Temporal variants carry state from frame to frame, so they render the whole path
     in order and are sampled. every_frame (when a lossy temporal variant runs): the default keeps every frame,
     and lossy temporal variants are compared on every frame, because occlusion culling's refresh frames are
-    exact, and a sampling step that is a multiple of the refresh period would see only those."""
+    exact, and a sampling step that is a multiple of the refresh period would see only those. Images kept for
+    later comparisons are kept in host memory."""
     futures = future_cameras(res, cams)
     vis, pairs, longest, removed, projected = [], [], [], [], []
     renderer.temporal.reset()
@@ -325,18 +434,19 @@ def compare_variant(
             longest.append(out.stats.max_tile_pairs)
         elif not compare_all:
             continue
-        img = out.image.clone()
+        img = out.image
         if i in reference_images:
-            res.psnr_vs_gsplat.append(psnr(img, reference_images[i]))
+            res.psnr_vs_gsplat.append(psnr(img, reference_images[i].to(img.device)))
         if res.variant == "default":
-            default["images"][i] = img
+            default["images"][i] = host_copy(img)
             default["pairs"][i] = out.stats.n_pairs
         else:
-            res.psnr_vs_default.append(psnr(img, default["images"][i]))
+            kept = default["images"][i].to(img.device)
+            res.psnr_vs_default.append(psnr(img, kept))
             if default["pairs"][i]:  # frames that see nothing remove nothing
                 removed.append(1.0 - out.stats.n_pairs / default["pairs"][i])
             if is_lossy(settings):
-                res.ssim_vs_default.append(ssim(img, default["images"][i]))
+                res.ssim_vs_default.append(ssim(img, kept))
     res.visible, res.pairs, res.max_tile = int(statistics.median(vis)), int(statistics.median(pairs)), max(longest)
     res.pairs_removed = statistics.mean(removed) if removed else 0.0
     res.projected = int(statistics.median(projected))

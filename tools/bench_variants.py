@@ -11,6 +11,9 @@ from .cli import CliError
 # Gaussians cover more pixels, so a tau keeps more of each footprint than at the small test sizes).
 ADAGSCALE_SWEEP = (0.3, 1.0, 3.0)
 TEMPORAL_K = 8
+# Rows whose switch the torch backend (kernels/reference.py, the CPU's) does not have: there they render the
+# default's frames (no CUDA graphs, no counted route below COUNTED_FROM, one rasterizer loop, no tile schedule).
+TRITON_ONLY = ("graphs=off", "frames=graph", "rasterizer=batched", "tile_schedule=in-order")
 
 
 def variants():
@@ -44,13 +47,24 @@ def variants():
     return out
 
 
-def selected_variants(patterns: str) -> dict:
-    """The default variant, then the others whose names match one of the comma-separated glob patterns."""
+def selected_variants(patterns: str, anchors: bool = False) -> dict:
+    """The default variant, then the others that one of the comma-separated glob patterns matches and no pattern
+    starting with '!' does; "frames=one-by-one" too when `anchors` run (their one-by-one frames are compared with
+    it). A pattern that matches no variant is an error."""
     pats = [p.strip() for p in patterns.split(",") if p.strip()]
-    chosen = {k: v for k, v in variants().items() if k == "default" or any(fnmatch.fnmatch(k, p) for p in pats)}
-    if len(chosen) == 1 and pats and pats != ["default"]:
-        raise CliError(f"--variants {patterns!r}: matches no variant; known: {', '.join(variants())}")
-    return chosen
+    names = list(variants())
+    for p in pats:
+        if not fnmatch.filter(names, p.removeprefix("!")):
+            raise CliError(f"--variants {patterns!r}: {p!r} matches no variant; known: {', '.join(names)}")
+    take = [p for p in pats if not p.startswith("!")]
+    leave = [p[1:] for p in pats if p.startswith("!")]
+
+    def chosen(name: str) -> bool:
+        if name == "default" or (anchors and name == "frames=one-by-one"):
+            return True
+        return any(fnmatch.fnmatch(name, p) for p in take) and not any(fnmatch.fnmatch(name, p) for p in leave)
+
+    return {k: v for k, v in variants().items() if chosen(k)}
 
 
 def is_lossy(settings) -> bool:

@@ -4,11 +4,14 @@ its pairs did not fit the capacity (it is binned again before it is yielded), an
 until the generator is resumed, while the next frame is already running. On CUDA these run compiled, with
 graphs (the GPU machine's test run); on a CPU the torch stages run the same bookkeeping."""
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
 from renderer import Renderer, RenderSettings
 from renderer.paths import orbit_path
+from renderer.timing import handover_ms
 from scenes import load_scene
 from tools.metrics import psnr
 
@@ -85,14 +88,46 @@ def test_declined_settings_render_one_by_one(scene, device):
 
 
 def test_frame_times_cover_the_stream(scene, device):
-    """Each output carries its timer; consecutive frames' `since` spans are non-negative and sum to the span
-    from the first frame's end to the last's."""
+    """Each output carries its timer; the frames' handover spans are non-negative and sum to the stream's span,
+    from the first frame's start to the last end."""
     cams = orbit_path(scene, *SIZE, 4)
     r = Renderer(scene, device=device)
     timers = [out.timer for out in r.render_stream(cams)]
-    spans = [b.since(a) for a, b in zip(timers, timers[1:])]
-    assert all(s >= 0.0 for s in spans)
-    assert abs(sum(spans) - timers[-1].since(timers[0])) < 1e-3 * max(1.0, sum(spans))
+    spans = handover_ms(timers)
+    assert len(spans) == len(cams) and all(s >= 0.0 for s in spans)
+    whole = max(t.since_start(timers[0]) for t in timers)
+    assert abs(sum(spans) - whole) < 1e-3 * max(1.0, whole)
+
+
+def test_a_frame_binned_again_is_timed_to_its_end(scene, monkeypatch):
+    """A fresh renderer's first streamed frames overflow its empty pair capacity and are binned again when they
+    are checked, after the next frame's launch. Their timers must cover that work, and the stream's spans must
+    count it. On a clock that moves only when pairs are rasterized (one second each; an empty capacity
+    rasterizes nothing), every frame's timer spans at least its own second (the second frame's also the third's
+    launch and the first's rebin, which ran before its own rebin), and the stream's spans sum to one second a
+    frame. (Timed only to their launch, as before, the first two frames took 0 s.)"""
+    import renderer.timing
+    from renderer.pipeline import _Frame
+
+    clock = [0.0]
+    monkeypatch.setattr(renderer.timing, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    rasterize = _Frame.rasterize
+
+    def rasterize_on_the_clock(self, **tuning):
+        rasterize(self, **tuning)
+        if self.counted or self.capacity > 0:
+            clock[0] += 1.0
+
+    monkeypatch.setattr(_Frame, "rasterize", rasterize_on_the_clock)
+    cams = orbit_path(scene, *SIZE, 4)
+    r = Renderer(scene, device="cpu")  # the CPU's timers read the clock above (a GPU's are CUDA events)
+    assert r.pair_capacity.size == 0
+    timers = [out.timer for out in r.render_stream(cams)]
+    totals = [t.elapsed_ms()["total"] for t in timers]
+    assert all(ms >= 1000.0 for ms in totals), totals
+    spans = handover_ms(timers)
+    assert sum(spans) == 1000.0 * len(cams) and all(s >= 0.0 for s in spans), spans
+    assert clock[0] == len(cams), "each frame rasterized its pairs once"
 
 
 def test_declined_reuse_streams_as_plain_frames(scene, device):

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -28,8 +29,13 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
     assert ("fruit_drops_minimal.ply", "orbit", "default") in paths
     assert ("composite_8k.ply", "flyover", "default") in paths
     assert ("composite_8k.ply", "overview", "rasterizer=batched") in paths
+    assert doc["higs"]["status"] == "needs CUDA" and "above 1, warpsplat is faster" in doc["ratio"]
+    assert doc["sizes"] == [[24, 16]] and doc["commit"] != "unknown"
     for p in doc["paths"]:
-        assert len(p["frame_ms"]) == 2 and p["median_ms"] > 0
+        assert len(p["frame_ms"]) == 2 and len(p["first_pass_ms"]) == 2 and p["median_ms"] > 0
+        assert p["first_max_ms"] == max(p["first_pass_ms"]) and p["p99_ms"] == max(p["frame_ms"])
+        assert p["vs_anchors"] == {"gsplat": None, "HiGS": None} and p["size"] == [24, 16]
+        assert p["timing"] == ("one by one" if p["variant"] == "frames=one-by-one" else p["timing"])
         lossy = p["variant"].startswith("adagscale") or "occl" in p["variant"]
         if lossy:  # reports its loss against exact
             assert len(p["ssim_vs_default"]) == 2 and all(0 < v <= 1 for v in p["ssim_vs_default"])
@@ -43,12 +49,13 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
     assert overview["n_gaussians"] == 8_000 and overview["visible"] > 0
     from PIL import Image
 
-    from tools.bench_plot import plot
+    from tools.bench_plot import LEFT, PANEL, RIGHT, plot
 
     plot(doc, str(tmp_path / "bench.png"))
-    assert Image.open(tmp_path / "bench.png").size[0] == 1000
+    assert Image.open(tmp_path / "bench.png").size[0] == LEFT + PANEL + RIGHT  # one panel: no anchor on a CPU
     table = capsys.readouterr().out
     assert "composite_8k.ply / flyover" in table and doc["command"].startswith("warpsplat bench")
+    assert "HiGS: needs CUDA" in table and "worst frames (ms) and peak GPU memory" in table
 
 
 def test_bench_selects_paths_and_variants(tmp_path, scene_path):
@@ -97,19 +104,22 @@ def test_lossless_switches_keep_the_image(tmp_path, scene_path):
 
 
 def test_quick_on_a_cpu_is_small_and_says_so(capsys):
-    """--quick without CUDA: the bundled scene, small and short, no composites; arguments given are kept."""
+    """--quick without CUDA: the bundled scene, small and short, no composites, no rows whose switch the torch
+    backend does not have; arguments given are kept."""
     from tools.bench import QUICK_CPU_FRAMES, QUICK_CPU_SIZE, quick_on_cpu
+    from tools.bench_variants import TRITON_ONLY, selected_variants, variants
     from tools.cli import build_parser
 
     args = build_parser().parse_args(["bench", "--quick", "--json", "r.json"])
-    quick_on_cpu(args, 13)
+    quick_on_cpu(args)
     assert [os.path.basename(s) for s in args.scenes] == ["plant.splat"] and os.path.exists(args.scenes[0])
     assert (args.size, args.frames, args.warmup, args.composites) == (QUICK_CPU_SIZE, QUICK_CPU_FRAMES, 0, "none")
+    assert set(selected_variants(args.variants)) == set(variants()) - set(TRITON_ONLY)
     err = capsys.readouterr().err
-    assert err.startswith("bench --quick on a CPU: plant.splat at 160x120, 3 frames") and "results to r.json" in err
-    args = build_parser().parse_args(["bench", "--quick", "--size", "32x24", "--frames", "5"])
-    quick_on_cpu(args, 1)
-    assert (args.size, args.frames) == ((32, 24), 5)
+    assert err.startswith("bench --quick on a CPU: plant.splat at 160x120, 2 frames") and "results to r.json" in err
+    args = build_parser().parse_args(["bench", "--quick", "--size", "32x24", "--frames", "5", "--variants", "tile*"])
+    quick_on_cpu(args)
+    assert (args.size, args.frames, args.variants) == ((32, 24), 5, "tile*")
 
 
 def test_quick_on_a_cpu_writes_nothing_into_the_checkout(tmp_path):
@@ -152,3 +162,108 @@ def test_commit_names_a_changed_tree_as_dirty(tmp_path, monkeypatch):
     assert git_commit(str(tmp_path)) == f"{head}-dirty"
     monkeypatch.setenv("WARPSPLAT_COMMIT", "abc1234")
     assert git_commit(str(tmp_path)) == "abc1234"
+
+
+def test_commit_is_the_running_codes_whatever_the_current_folder(tmp_path, monkeypatch):
+    """The JSON names the commit of the checkout whose code ran, also when the bench runs from another folder
+    (git in the current folder said "unknown" there)."""
+    from tools.bench_report import git_commit
+
+    monkeypatch.delenv("WARPSPLAT_COMMIT", raising=False)
+    if subprocess.run(["git", "status"], cwd=REPO, capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    monkeypatch.chdir(tmp_path)  # not a checkout
+    assert git_commit().removesuffix("-dirty") == head.strip()
+
+
+def test_every_row_times_whole_frames(tmp_path, scene_path, monkeypatch):
+    """Every row's passes cover every frame's work, whichever way the row is timed: the default (frames in flight,
+    on a fresh renderer whose first frames are binned again when they are checked), one by one, and AdaGScale
+    (a pair capacity of its own, fresh too). On a clock that moves only when pairs are rasterized, one second each,
+    every frame of every row takes one second. (With a stream's rebinning outside its frames' timers, the default's
+    first pass took 0, 0 and 2 s.)"""
+    import renderer.timing
+    from renderer.pipeline import _Frame
+
+    clock = [0.0]
+    monkeypatch.setattr(renderer.timing, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    rasterize = _Frame.rasterize
+
+    def rasterize_on_the_clock(self, **tuning):
+        rasterize(self, **tuning)
+        if self.counted or self.capacity > 0:  # an empty capacity rasterizes nothing
+            clock[0] += 1.0
+
+    monkeypatch.setattr(_Frame, "rasterize", rasterize_on_the_clock)
+    out = tmp_path / "bench.json"
+    rc = main([
+        "bench", "--scenes", "fruit_drops_minimal.ply", "--scenes-dir", str(scene_path("lastchance.splat").parent),
+        "--size", "24x16", "--frames", "3", "--warmup", "0", "--composites", "none", "--paths", "orbit",
+        "--variants", "frames=one-by-one,adagscale,frames=counted", "--backend", "torch", "--json", str(out),
+    ])  # fmt: skip
+    assert rc == 0
+    rows = {p["variant"]: p for p in json.loads(out.read_text())["paths"]}
+    assert rows["default"]["timing"] == "in flight" and rows["frames=one-by-one"]["timing"] == "one by one"
+    for name, p in rows.items():
+        assert sum(p["first_pass_ms"]) == sum(p["frame_ms"]) == 3000.0, (name, p["first_pass_ms"], p["frame_ms"])
+        assert p["frame_ms"] == [1000.0] * 3, name
+
+
+def test_gsplat_inputs_are_made_before_its_frames(scene_path, monkeypatch):
+    """The gsplat anchor's camera tensors are made once per path: its timed calls only index them (making a tensor
+    there fails here), and call i gets camera i's world-to-camera matrix and intrinsics. (gsplat needs CUDA: a
+    stand-in `gsplat` module records the calls.)"""
+    import numpy as np
+    import torch
+
+    from scenes import load_scene
+    from tools.bench_gsplat import GsplatRenderer
+    from tools.bench_paths import object_paths
+
+    calls = []
+
+    def rasterization(means, quats, scales, opacities, sh, viewmats, Ks, width, height, **kw):
+        calls.append((viewmats.clone(), Ks.clone(), width, height, kw))
+        return torch.zeros(1, height, width, 3), None, None
+
+    monkeypatch.setitem(sys.modules, "gsplat", SimpleNamespace(rasterization=rasterization))
+    scene = load_scene(scene_path("fruit_drops_minimal.ply"))
+    cams = object_paths(scene, 24, 16, 3)["orbit"]
+    draw = GsplatRenderer(scene, "cpu").frames(cams)
+
+    def no_tensors(*a, **k):
+        raise AssertionError("a tensor made inside a timed call")
+
+    monkeypatch.setattr(torch, "tensor", no_tensors)
+    monkeypatch.setattr(torch, "from_numpy", no_tensors)
+    for i in (2, 0, 1):
+        assert draw(i).shape == (16, 24, 3)
+    for (viewmats, Ks, width, height, kw), i in zip(calls, (2, 0, 1), strict=True):
+        assert viewmats.shape == (1, 4, 4) and np.allclose(viewmats[0].numpy(), cams[i].viewmat, atol=1e-6)
+        assert np.allclose(Ks[0].numpy(), cams[i].K) and (width, height) == (24, 16)
+        assert kw["near_plane"] == 0.01 and kw["eps2d"] == 0.3 and kw["rasterize_mode"] == "classic"
+
+
+def test_peak_memory_is_above_its_baseline(monkeypatch):
+    """PeakMemory (CUDA's allocator counters, faked here): the peak since entry less the baseline, which is what
+    was allocated at entry unless one is given (warpsplat's rows give the renderer's scene)."""
+    import torch
+
+    from tools.bench_timing import PeakMemory
+
+    state = {"now": 300 * 2**20, "peak": 10**12}
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: state.update(peak=state["now"]))
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: state["now"])
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: state["peak"])
+    cuda = SimpleNamespace(type="cuda")
+    with PeakMemory(cuda) as m:
+        state["peak"] += 50 * 2**20  # a transient 50 MB above the 300 held on entry
+    assert m.mb == 50.0
+    with PeakMemory(cuda, baseline=100 * 2**20) as m:  # 200 of the 300 are the renderer's own
+        state["peak"] += 10 * 2**20
+    assert m.mb == 210.0
+    with PeakMemory(SimpleNamespace(type="cpu")) as m:
+        pass
+    assert m.mb is None

@@ -176,7 +176,7 @@ class ViewerWindow(pyglet.window.Window):
                 training_cameras = load_training_cameras(scene, fb_w, fb_h)
             except (OSError, ValueError) as e:  # a broken cameras.json must not stop the viewer
                 training_cameras = []
-                self.state.message = f"training cameras not loaded: {e}"
+                self.state.message = f"training cameras not loaded: {error_reason(e)}"
         return CameraController(
             self.state, frame, home, keys=self.keys, training_cameras=training_cameras,
             wants_keyboard=lambda: imgui.get_io().want_capture_keyboard,

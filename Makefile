@@ -17,7 +17,9 @@ $(BIN)/.installed: pyproject.toml Makefile
 	touch $@
 
 # The main job: render the bundled scene to an image, a short orbit of PNG frames, and an H.264 orbit video.
+# out/ first: the commands refuse to create a missing output folder unasked (a typo would go unnoticed).
 demo: $(BIN)/.installed
+	mkdir -p out
 	$(BIN)/warpsplat render --size 640x480 --out out/plant.png --overwrite
 	$(BIN)/warpsplat render --size 256x192 --path orbit --frames 16 --out out/orbit --overwrite
 	$(BIN)/warpsplat render --size 256x192 --path orbit --frames 48 --out out/orbit.mp4 --overwrite

@@ -24,7 +24,7 @@ from renderer import Camera
 from renderer.paths import SECONDS_PER_TRANSITION, Keyframe, axis_angle, interpolate_keyframes
 
 from .keys import PhysicalKeys
-from .state import ViewerState
+from .state import ViewerState, error_reason, keep_whole
 
 MOVE_KEYS = {
     key.W: np.array([0.0, 0.0, 1.0]),
@@ -51,8 +51,7 @@ CAMERA_HELP = [
     ("K", "add a keyframe at the current view"),
     ("Backspace", "remove the last keyframe"),
     ("Space", "play / stop the keyframe path"),
-    ("F5", "save the keyframes as camera_path.json"),
-]
+]  # F5 (save the keyframes) is in the window's help: the window names and writes the file
 
 PLAYBACK_FPS = 30.0
 SHIFT_FACTOR = 4.0
@@ -88,7 +87,7 @@ class CameraController:
         keys: physical key translation (identity by default).
         training_cameras: dataset cameras to snap to (may be empty).
         wants_keyboard / wants_mouse: return True while the UI (imgui) takes that input.
-        save_path: writes keyframes as a camera_path.json; returns the file written.
+        save_path: writes the keyframes to a camera path file (F5); returns the file written.
     """
 
     def __init__(
@@ -381,6 +380,6 @@ class CameraController:
         try:
             written = self.save_path(self.keyframes)
         except (OSError, ValueError) as e:
-            self.state.message = f"could not save the camera path: {e}"
+            self.state.message = f"could not save the camera path: {error_reason(e)}"
             return
-        self.state.message = f"saved {len(self.keyframes)} keyframes to {written}"
+        self.state.message = f"saved {len(self.keyframes)} keyframes to {keep_whole(written)}"

@@ -8,6 +8,7 @@ flight, and the newest request replaces any that has not started (torch releases
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -213,9 +214,13 @@ class FrameProducer:
             self._pending = None
             self._cv.notify_all()
         if self._thread is not None:
-            # a CPU frame in flight may take seconds: do not hold up quitting for it (the thread is a daemon
-            # and touches no GL, so it can finish after the window is gone)
+            # a CPU frame in flight may take seconds: do not hold up closing the window for it (the thread
+            # touches no GL, so it can finish after the window is gone). The process must wait for it, though:
+            # at exit Python stops a daemon thread that is inside a torch op by unwinding through C++, which
+            # aborts ("terminate called without an active exception", exit code 134), so join it at exit.
             self._thread.join(timeout=0.5)
+            if self._thread.is_alive():
+                atexit.register(self._thread.join)
 
     def _run(self) -> None:
         while True:

@@ -1,12 +1,15 @@
-"""imgui's input backend: pyglet events fed to imgui's IO.
+"""imgui's input backend: pyglet events fed to imgui's IO, and the system clipboard.
 
 `ImguiInput` is a pyglet handler object that never consumes an event: the camera controller and the window
-ask imgui's `want_capture_mouse` / `want_capture_keyboard` before acting on one.
+ask imgui's `want_capture_mouse` / `want_capture_keyboard` before acting on one. It also connects imgui's
+clipboard to the window's (pyglet's X11 CLIPBOARD selection), so Ctrl+V and Shift+Insert paste into text fields
+what another program copied, and Ctrl+C copies out of them. Without it imgui keeps a private clipboard on Linux.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from imgui_bundle import imgui
 from pyglet.window import key, mouse
@@ -30,18 +33,33 @@ def _imgui_keys() -> dict[int, int]:
     return table
 
 
+class Clipboard(Protocol):
+    """What a pyglet window offers: the system clipboard's text."""
+
+    def get_clipboard_text(self) -> str: ...
+
+    def set_clipboard_text(self, text: str) -> None: ...
+
+
 class ImguiInput:
-    """pyglet handlers feeding imgui's IO. Returns None everywhere so events reach the other handlers."""
+    """pyglet handlers feeding imgui's IO. Returns None everywhere so events reach the other handlers.
+
+    `clipboard` (the window) backs imgui's copy and paste; None keeps imgui's private clipboard.
+    """
 
     MODS = {
         key.LCTRL: "mod_ctrl", key.RCTRL: "mod_ctrl", key.LSHIFT: "mod_shift", key.RSHIFT: "mod_shift",
         key.LALT: "mod_alt", key.RALT: "mod_alt",
     }  # fmt: skip
 
-    def __init__(self, window_height: Callable[[], int]):
+    def __init__(self, window_height: Callable[[], int], clipboard: Clipboard | None = None):
         self.io = imgui.get_io()
         self.window_height = window_height
         self.keys = _imgui_keys()
+        if clipboard is not None:
+            platform = imgui.get_platform_io()
+            platform.platform_get_clipboard_text_fn = lambda ctx: clipboard.get_clipboard_text()
+            platform.platform_set_clipboard_text_fn = lambda ctx, text: clipboard.set_clipboard_text(text)
 
     def on_key_press(self, symbol, modifiers):
         self._key(symbol, True)

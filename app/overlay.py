@@ -10,8 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from imgui_bundle import imgui
+
 from .panels import HelpPanel, LegendPanel, Panel, PerformancePanel, ScenePanel, SettingsPanel
 from .state import ViewerState
+
+
+def apply_style() -> None:
+    """The overlay's changes to imgui's default (dark) style, once per imgui context.
+
+    Popups (dropdown lists, tooltips) opaque: at imgui's 0.94 the panel text under an open dropdown showed
+    through its entries.
+    """
+    style = imgui.get_style()
+    bg = style.color_(imgui.Col_.popup_bg)
+    style.set_color_(imgui.Col_.popup_bg, imgui.ImVec4(bg.x, bg.y, bg.z, 1.0))
 
 
 class Overlay:

@@ -1,15 +1,23 @@
 """The overlay's panels, one class each: what it shows, where it sits, what it changes.
 
-A panel subclasses `Panel`: `title`, `shown()`, `place()` (its position, set before imgui.begin) and `body()`
-(its widgets). It reads and edits `ViewerState` through `self.state` and reaches the scene-dependent parts
-(the SH degree, the camera controller, opening a scene) through its `Overlay`. After each frame `rect` holds
-where it was drawn, so panels can keep clear of each other (the help panel of the settings).
+A panel subclasses `Panel`: `title`, `shown()`, `place()` (its position, set before imgui.begin, every frame),
+`room()` (the largest size it may take there) and `body()` (its widgets). It reads and edits `ViewerState`
+through `self.state` and reaches the scene-dependent parts (the SH degree, the camera controller, opening a
+scene) through its `Overlay`. After each frame `rect` holds where it was drawn, so panels can keep clear of
+each other (the help panel of the settings).
+
+Panels are anchored to the window's corners and placed every frame, and no panel grows past its room (its
+content scrolls instead): they stay inside the window through resizes, a longer label or another scene.
+Text that names files is wrapped at spaces only (`wrap_words`), so a file name is never split.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from imgui_bundle import imgui, implot
@@ -22,6 +30,10 @@ from .state import RENDER_MODE_LABELS, RENDER_MODES, ViewerState
 MARGIN = 8  # pixels between panels and from the window's edges
 ITEM_WIDTH = 170  # sliders and combos: imgui's default (a share of the window) makes auto-sized panels wide
 FPS_LINES = (60, 120, 240)
+GRAPH_SECONDS = 20.0  # the performance graph shows this much history
+GRAPH_SIZE = (380, 150)
+SCENE_MIN_HEIGHT = 120  # on a short window the settings scroll to leave the scene panel this much
+SCENE_NAME_WIDTH = 400  # the scene panel's name line wraps (at spaces) beyond this
 UP_AXES = list(AXES)  # "+x", "-x", "+y", "-y", "+z", "-z"
 
 
@@ -35,6 +47,12 @@ class Panel:
     def __init__(self, overlay):
         self.overlay = overlay
         self.rect: tuple[float, float, float, float] | None = None  # x, y, width, height when last drawn
+        self.items: dict[str, tuple[float, float, float, float]] = {}  # named widgets' rects when last drawn
+
+    def remember(self, name: str) -> None:
+        """Record the last widget's rect as `items[name]` (where to click it, for tests and scripts)."""
+        lo, hi = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+        self.items[name] = (lo.x, lo.y, hi.x - lo.x, hi.y - lo.y)
 
     @property
     def state(self) -> ViewerState:
@@ -46,6 +64,12 @@ class Panel:
     def place(self) -> None:
         """Set the next window's position (and size) before it begins."""
 
+    def room(self) -> tuple[float, float]:
+        """The largest (width, height) the panel may take where place() puts it: by default the window less
+        its margins (place() anchors panels at a margin from an edge)."""
+        width, height = display_size()
+        return width - 2 * MARGIN, height - 2 * MARGIN
+
     def body(self) -> None:
         raise NotImplementedError
 
@@ -54,6 +78,8 @@ class Panel:
             self.rect = None
             return
         self.place()
+        max_w, max_h = self.room()
+        imgui.set_next_window_size_constraints((0, 0), (max(max_w, 1), max(max_h, 1)))  # larger content scrolls
         imgui.set_next_window_bg_alpha(self.bg_alpha)
         imgui.begin(self.title, flags=self.flags)
         imgui.push_item_width(ITEM_WIDTH)
@@ -67,6 +93,35 @@ class Panel:
 def display_size() -> tuple[float, float]:
     size = imgui.get_io().display_size
     return size.x, size.y
+
+
+def wrap_words(text: str, width: float, measure: Callable[[str], float]) -> list[str]:
+    """`text` as lines no wider than `width` (by `measure`), broken at spaces only: a word wider than that,
+    such as a file name (whose own spaces state.keep_whole made no-break spaces), gets a line of its own,
+    whole. Line breaks in `text` are kept. (imgui's own wrapping also breaks after '.' and at the width,
+    which split file names.)"""
+    lines = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for word in paragraph.split(" "):  # " " only: str.split() would split at no-break spaces too
+            candidate = f"{line} {word}" if line else word
+            if line and measure(candidate) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = candidate
+        lines.append(line)
+    return lines
+
+
+def text_wrapped_at_spaces(text: str, width: float | None = None) -> list[str]:
+    """imgui.text_wrapped, but breaking at spaces only (wrap_words); `width` defaults to the room left.
+    Returns the lines drawn."""
+    width = imgui.get_content_region_avail().x if width is None else width
+    lines = wrap_words(text, max(width, 1.0), lambda t: imgui.calc_text_size(t).x)
+    for line in lines:
+        imgui.text(line)
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------- performance
@@ -89,13 +144,47 @@ def performance_lines(state: ViewerState) -> list[str]:
     return lines
 
 
+@dataclass
+class GraphScale:
+    """What the performance graph shows: the last `seconds` (x from -seconds to 0, now), frame times from `low`
+    to `high` ms on a log10 axis when `log`, and the FPS lines that fall inside that range."""
+
+    seconds: float
+    low: float
+    high: float
+    log: bool
+    fps_lines: tuple[int, ...]
+
+
+def graph_scale(series: Sequence[np.ndarray], seconds: float = GRAPH_SECONDS) -> GraphScale | None:
+    """The graph's scale for the frame times (ms) it plots; None when there are none.
+
+    The axis spans the data. When the data spans more than a decade (a CPU's 0.3-6 s renders beside the
+    window's 16 ms) the axis is logarithmic, or the fast series would lie flat on zero.
+    """
+    values = np.concatenate([np.asarray(v, np.float64).ravel() for v in series] + [np.zeros(0)])
+    values = values[np.isfinite(values) & (values > 0)]
+    if not values.size:
+        return None
+    lo, hi = float(values.min()), float(values.max())
+    log = hi > 10.0 * lo
+    low, high = (lo / 1.5, hi * 1.5) if log else (0.0, hi * 1.25)
+    return GraphScale(seconds, low, high, log, tuple(f for f in FPS_LINES if low <= 1000.0 / f <= high))
+
+
 class PerformancePanel(Panel):
     """Render and window rates, their history, per-stage times and counts (top left)."""
 
     title = "Performance"
 
+    def __init__(self, overlay):
+        super().__init__(overlay)
+        self.graph: GraphScale | None = None  # the graph's scale when last drawn
+        self.plotted: dict[str, int] = {}  # samples plotted per series when last drawn
+        self.message_lines: list[str] = []  # the status message as last drawn
+
     def place(self) -> None:
-        imgui.set_next_window_pos((MARGIN, MARGIN), imgui.Cond_.first_use_ever)
+        imgui.set_next_window_pos((MARGIN, MARGIN), imgui.Cond_.always)
 
     def body(self) -> None:
         s = self.state
@@ -120,27 +209,32 @@ class PerformancePanel(Panel):
                 imgui.text(f"occlusion  {t['occlusion_refreshes']} refreshes, {t['gaussians_skipped']:,} skipped")
         imgui.text(f"display    {s.display_path}")
         imgui.text(f"renderer   {s.render_device}")
-        if s.message:
-            imgui.text_wrapped(s.message)
+        self.message_lines = text_wrapped_at_spaces(s.message) if s.message else []
 
     def _graph(self) -> None:
-        s = self.state
-        render = np.asarray(s.render_ms, dtype=np.float64)
-        window = np.asarray(s.frame_ms, dtype=np.float64)
-        if not (render.size or window.size):
+        """Frame times of the last GRAPH_SECONDS against seconds before now: renders as points (on a CPU a
+        few a minute), the window loop as a line, and the FPS lines inside the range (graph_scale)."""
+        now = time.perf_counter()
+        series = {name: times.since(now - GRAPH_SECONDS) for name, times in
+                  (("render", self.state.render_ms), ("window", self.state.frame_ms))}  # fmt: skip
+        self.graph = scale = graph_scale([ms for _, ms in series.values()])
+        self.plotted = {name: len(ms) for name, (_, ms) in series.items()}
+        if scale is None or not implot.begin_plot("##frame times", GRAPH_SIZE, flags=implot.Flags_.no_menus):
             return
-        if not implot.begin_plot("##frame times", (380, 130), flags=implot.Flags_.no_menus):
-            return
-        implot.setup_axes("", "ms")
+        implot.setup_axes("seconds before now", "ms, log scale" if scale.log else "ms")
         implot.setup_legend(implot.Location_.east, implot.LegendFlags_.outside)
-        top = max(20.0, *(float(np.percentile(v, 95)) * 1.3 for v in (render, window) if v.size))
-        implot.setup_axis_limits(implot.ImAxis_.x1, 0, s.frame_ms.maxlen or window.size, implot.Cond_.always)
-        implot.setup_axis_limits(implot.ImAxis_.y1, 0, top, implot.Cond_.always)
-        if render.size:
-            implot.plot_line("render", np.ascontiguousarray(render))
-        if window.size:
-            implot.plot_line("window", np.ascontiguousarray(window))
-        for fps in FPS_LINES:
+        if scale.log:  # a tick at each power of ten (implot's own log ticks leave most unlabelled at this height)
+            implot.setup_axis_scale(implot.ImAxis_.y1, implot.Scale_.log10)
+            decades = [10.0**k for k in range(math.floor(math.log10(scale.low)), math.ceil(math.log10(scale.high)) + 1)]
+            ticks = [v for v in decades if scale.low <= v <= scale.high]
+            implot.setup_axis_ticks(implot.ImAxis_.y1, ticks, [f"{v:g}" for v in ticks])
+        implot.setup_axis_limits(implot.ImAxis_.x1, -GRAPH_SECONDS, 0, implot.Cond_.always)
+        implot.setup_axis_limits(implot.ImAxis_.y1, scale.low, scale.high, implot.Cond_.always)
+        for name, (at, ms) in series.items():
+            if ms.size:
+                spec = implot.Spec(marker=implot.Marker_.circle, marker_size=3) if name == "render" else None
+                implot.plot_line(name, at - now, ms, spec)
+        for fps in scale.fps_lines:
             implot.plot_inf_lines(f"{fps} FPS", np.array([1000.0 / fps]),
                                   implot.Spec(flags=implot.InfLinesFlags_.horizontal))  # fmt: skip
         implot.end_plot()
@@ -156,7 +250,11 @@ class SettingsPanel(Panel):
 
     def place(self) -> None:
         width, _ = display_size()
-        imgui.set_next_window_pos((width - MARGIN, MARGIN), imgui.Cond_.first_use_ever, (1.0, 0.0))
+        imgui.set_next_window_pos((width - MARGIN, MARGIN), imgui.Cond_.always, (1.0, 0.0))
+
+    def room(self) -> tuple[float, float]:
+        width, height = display_size()
+        return width - 2 * MARGIN, height - 3 * MARGIN - SCENE_MIN_HEIGHT  # the scene panel goes below
 
     def body(self) -> None:
         s = self.state
@@ -245,22 +343,31 @@ class ScenePanel(Panel):
         super().__init__(overlay)
         self.path = ""
 
-    def place(self) -> None:
+    def _top(self) -> float:
         settings = self.overlay.panel(SettingsPanel).rect
+        return settings[1] + settings[3] + MARGIN if settings else MARGIN
+
+    def place(self) -> None:
         width, _ = display_size()
-        top = settings[1] + settings[3] + MARGIN if settings else MARGIN
-        imgui.set_next_window_pos((width - MARGIN, top), imgui.Cond_.always, (1.0, 0.0))
+        imgui.set_next_window_pos((width - MARGIN, self._top()), imgui.Cond_.always, (1.0, 0.0))
+
+    def room(self) -> tuple[float, float]:
+        width, height = display_size()
+        return width - 2 * MARGIN, height - self._top() - MARGIN
 
     def body(self) -> None:
         ov = self.overlay
-        imgui.text(ov.scene_name)
+        room = self.room()[0] - 2 * imgui.get_style().window_padding.x
+        text_wrapped_at_spaces(ov.scene_name, max(imgui.get_content_region_avail().x, min(SCENE_NAME_WIDTH, room)))
         imgui.set_next_item_width(ITEM_WIDTH + 60)
         entered, self.path = imgui.input_text("##path", self.path, imgui.InputTextFlags_.enter_returns_true)
+        self.remember("path")
         imgui.same_line()
         if (imgui.button("open") or entered) and self.path.strip() and ov.open_scene is not None:
             ov.open_scene(os.path.expanduser(self.path.strip()))
         imgui.text_disabled("a scene file or folder, or drop one here")
         c, v = imgui.combo("up axis", up_axis_index(ov.up_axis), UP_AXES)
+        self.remember("up axis")
         if c and ov.set_up_axis is not None:
             ov.set_up_axis(UP_AXES[v])
         ctl = ov.controller
@@ -381,6 +488,10 @@ class HelpPanel(Panel):
             room = width - 2 * MARGIN
         imgui.set_next_window_size((max(min(room, self.WIDTH), 1), 0), imgui.Cond_.always)
 
+    def room(self) -> tuple[float, float]:
+        width, height = display_size()
+        return width - 2 * MARGIN, height - 2 * MARGIN  # its width is set in place()
+
     def body(self) -> None:
         if not imgui.begin_table("keys", 2, imgui.TableFlags_.sizing_fixed_fit):
             return
@@ -391,5 +502,5 @@ class HelpPanel(Panel):
             imgui.table_next_column()
             imgui.text(keys)
             imgui.table_next_column()
-            imgui.text_wrapped(action)
+            text_wrapped_at_spaces(action)
         imgui.end_table()

@@ -7,7 +7,11 @@ The frame loop renders when `dirty` is set and re-presents the last frame otherw
 from __future__ import annotations
 
 import collections
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from renderer import Camera, RenderSettings, RenderStats
 
@@ -22,6 +26,55 @@ def viewer_settings(cuda: bool) -> RenderSettings:
     measured 0.93-1.06x and occlusion culling fell under the floor, so both start off. On a CPU, where none of
     them was measured, exact. `warpsplat render` and `warpsplat bench` start exact everywhere."""
     return RenderSettings(adagscale=cuda)
+
+
+class FrameTimes:
+    """Frame times in ms, each with when it was recorded (time.perf_counter() seconds): the newest `maxlen`.
+
+    Iterating gives the times in ms, oldest first; `since(t0)` the samples the performance graph plots.
+    """
+
+    def __init__(self, maxlen: int = 4096):  # 4096: 34 s of a 120 Hz window loop
+        self.ms: collections.deque[float] = collections.deque(maxlen=maxlen)
+        self.at: collections.deque[float] = collections.deque(maxlen=maxlen)
+
+    def append(self, ms: float, at: float | None = None) -> None:
+        self.ms.append(float(ms))
+        self.at.append(time.perf_counter() if at is None else at)
+
+    def clear(self) -> None:
+        self.ms.clear()
+        self.at.clear()
+
+    def __len__(self) -> int:
+        return len(self.ms)
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self.ms)
+
+    def since(self, t0: float) -> tuple[np.ndarray, np.ndarray]:
+        """(when [K], ms [K]) of the samples recorded at t0 or later, oldest first."""
+        at = np.fromiter(self.at, np.float64, len(self.at))
+        first = int(np.searchsorted(at, t0))
+        return at[first:], np.fromiter(self.ms, np.float64, len(self.ms))[first:]
+
+
+def keep_whole(path: str) -> str:
+    """A file name for a message, its spaces made no-break spaces: the overlay wraps messages at spaces only,
+    so a name is never split across lines (the overlay's font draws U+00A0 as a space)."""
+    return path.replace(" ", "\u00a0")
+
+
+def error_reason(e: BaseException, path: str | None = None) -> str:
+    """One line saying what went wrong, for a message that names `path` itself (when given): without the path
+    the readers' messages start with ("PATH: unknown scene format" -> "unknown scene format"); an OSError as its
+    file (unless that is `path`) and strerror, without "[Errno N]"."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror if e.filename in (None, path) else f"{keep_whole(str(e.filename))}: {e.strerror}"
+    text = " ".join(str(e).split())
+    if path is not None and text.startswith(f"{path}:"):
+        return text[len(path) + 1 :].lstrip()
+    return text
 
 
 @dataclass
@@ -61,9 +114,9 @@ class ViewerState:
     render_size: tuple[int, int] = (0, 0)
     temporal: dict = field(default_factory=dict)  # the renderer's temporal reuse counters (hit rates)
     depth_range: tuple[float, float] | None = None  # (near, far) of the depth view on screen, for its legend
-    frame_ms: collections.deque = field(default_factory=lambda: collections.deque(maxlen=240))
-    render_ms: collections.deque = field(default_factory=lambda: collections.deque(maxlen=240))
-    message: str = ""  # one status line (saved files, snaps, errors)
+    frame_ms: FrameTimes = field(default_factory=FrameTimes)  # the window loop's frames
+    render_ms: FrameTimes = field(default_factory=FrameTimes)  # finished renders
+    message: str = ""  # one status line (saved files, snaps, errors); file names in it through keep_whole
 
     def mark_dirty(self) -> None:
         self.dirty = True

@@ -29,21 +29,35 @@ from .imgui_gl import ImguiRenderer
 from .imgui_input import ImguiInput
 from .interop import FrameTexture
 from .keys import PhysicalKeys
-from .overlay import Overlay
+from .overlay import Overlay, apply_style
 from .present import Presenter
-from .state import RENDER_MODES, ViewerState, viewer_settings
+from .state import RENDER_MODES, ViewerState, error_reason, keep_whole, viewer_settings
+
+# What the files the viewer writes are called: STEM-YYYYMMDD-HHMMSS.EXT in the output folder (--out-dir), with
+# -N added when that name exists. The help rows name them from these, so they say what is written.
+SCREENSHOT_NAME = ("warpsplat", ".png")
+CAMERA_PATH_NAME = ("camera_path", ".json")
+STAMP_FORMAT = "%Y%m%d-%H%M%S"
+
+
+def file_pattern(name: tuple[str, str]) -> str:
+    """How the help names a written file: "camera_path-<date>-<time>.json"."""
+    return f"{name[0]}-<date>-<time>{name[1]}"
+
 
 UI_HELP = [
     ("Tab", "show / hide the overlay"),
     ("H or F1", "show / hide this help"),
     ("1 / 2 / 3 / 4", "render mode: RGB / alpha / Gaussians per tile / depth"),
-    ("P or F12", "screenshot (PNG at render resolution)"),
+    ("P or F12", f"screenshot at render resolution, saved as {file_pattern(SCREENSHOT_NAME)}"),
+    ("F5", f"save the keyframes as {file_pattern(CAMERA_PATH_NAME)}, which warpsplat render --path plays"),
     ("F3", "vsync on / off"),
     ("drop a file", "open that scene (or type its path in the Scene panel)"),
     ("Esc", "quit"),
 ]
 
 SETTLE_S = 0.25  # the camera counts as moving this long after the last motion
+CLIPBOARD_TIMEOUT_S = 2.0  # a paste gives up on a clipboard owner that does not answer after this long
 CPU_RENDER_SCALE = 0.25  # CPU defaults: 320x180 in a 1280x720 window, ~1-4 s a frame on 2 cores
 CPU_MOVING_SCALE = 0.125
 
@@ -72,6 +86,7 @@ class ViewerWindow(pyglet.window.Window):
 
     _ready = False
     _closed = False
+    _clipboard_deadline: float | None = None
 
     def __init__(
         self,
@@ -124,6 +139,7 @@ class ViewerWindow(pyglet.window.Window):
         imgui.create_context()
         implot.create_context()
         imgui.get_io().set_ini_filename("")  # no imgui.ini next to the user's files
+        apply_style()
         self.imgui_renderer = ImguiRenderer(self.ctx)
         self._imgui_time = time.perf_counter()
         # input: imgui sees every event first and never consumes one; the controller acts unless imgui wants
@@ -137,7 +153,7 @@ class ViewerWindow(pyglet.window.Window):
             set_up_axis=self.set_up_axis,
         )  # fmt: skip
         self.push_handlers(self.controller)
-        self.imgui_input = ImguiInput(lambda: self.height)
+        self.imgui_input = ImguiInput(lambda: self.height, clipboard=self)
         self.push_handlers(self.imgui_input)
         # frames
         self.producer = FrameProducer(self.renderer, threaded=threaded if threaded is not None else on_cpu)
@@ -160,7 +176,7 @@ class ViewerWindow(pyglet.window.Window):
                 training_cameras = load_training_cameras(scene, fb_w, fb_h)
             except (OSError, ValueError) as e:  # a broken cameras.json must not stop the viewer
                 training_cameras = []
-                self.state.message = f"training cameras not loaded: {e}"
+                self.state.message = f"training cameras not loaded: {error_reason(e)}"
         return CameraController(
             self.state, frame, home, keys=self.keys, training_cameras=training_cameras,
             wants_keyboard=lambda: imgui.get_io().want_capture_keyboard,
@@ -210,23 +226,23 @@ class ViewerWindow(pyglet.window.Window):
         self.overlay.up_axis = self.up
 
     def _describe_scene(self, name: str) -> str:
-        return f"{name}: {len(self.scene):,} Gaussians, SH degree {self.scene.sh_degree}"
+        return f"{keep_whole(name)}: {len(self.scene):,} Gaussians, SH degree {self.scene.sh_degree}"
 
     def open_scene_file(self, path: str) -> bool:
         """Open the scene at `path` in this window (the Scene panel, a dropped file). A file that cannot be
         read leaves the current scene and says why in the status line; returns whether it opened."""
         from scenes import SceneFormatError, load_scene
 
-        self.state.message = f"opening {path} ..."
+        self.state.message = f"opening {keep_whole(path)} ..."
         try:
             scene = load_scene(path)
         except (SceneFormatError, OSError, ValueError) as e:
-            self.state.message = f"could not open {path}: {e}"
+            self.state.message = f"could not open {keep_whole(path)}: {error_reason(e, path)}"
             return False
         name = os.path.basename(os.path.normpath(path))
         self.load_scene(scene, name=name)
         self.set_caption(f"warpsplat - {name}")
-        self.state.message = f"opened {path}"
+        self.state.message = f"opened {keep_whole(path)}"
         return True
 
     def set_up_axis(self, axis: str) -> None:
@@ -245,6 +261,27 @@ class ViewerWindow(pyglet.window.Window):
         self._replace_controller(home, self.controller.training_cameras)
         self.state.message = f"up axis {axis}"
         self.state.mark_dirty()
+
+    def get_clipboard_text(self) -> str:
+        """The system clipboard's text (imgui's paste), or "" with a message when its owner does not answer
+        within CLIPBOARD_TIMEOUT_S. pyglet's X11 read waits for the owner's answer with no limit (a hung program
+        holding the clipboard would freeze the viewer); it calls dispatch_platform_event while it waits, which
+        ends the wait at the deadline."""
+        self._clipboard_deadline = time.monotonic() + CLIPBOARD_TIMEOUT_S
+        try:
+            return super().get_clipboard_text()
+        except ClipboardTimeout:
+            self.state.message = (
+                f"nothing pasted: the program holding the clipboard did not answer in {CLIPBOARD_TIMEOUT_S:g} s"
+            )
+            return ""
+        finally:
+            self._clipboard_deadline = None
+
+    def dispatch_platform_event(self, e) -> None:
+        if self._clipboard_deadline is not None and time.monotonic() > self._clipboard_deadline:
+            raise ClipboardTimeout
+        super().dispatch_platform_event(e)
 
     def on_file_drop(self, x, y, paths):
         if self._ready and paths:
@@ -348,7 +385,7 @@ class ViewerWindow(pyglet.window.Window):
         if not self._ready or self._closed:
             return
         now = time.perf_counter()
-        self.state.frame_ms.append((now - self._last_draw) * 1e3)
+        self.state.frame_ms.append((now - self._last_draw) * 1e3, at=now)
         self._last_draw = now
         if self.state.vsync != self._vsync_applied:
             self.set_vsync(self.state.vsync)
@@ -377,8 +414,9 @@ class ViewerWindow(pyglet.window.Window):
 
     # ------------------------------------------------------------------ files
 
-    def _unique_path(self, stem: str, ext: str) -> str:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    def _unique_path(self, name: tuple[str, str]) -> str:
+        stem, ext = name
+        stamp = datetime.datetime.now().strftime(STAMP_FORMAT)
         path = os.path.join(self.state.output_dir, f"{stem}-{stamp}{ext}")
         n = 1
         while os.path.exists(path):
@@ -393,20 +431,20 @@ class ViewerWindow(pyglet.window.Window):
         if self._last_frame is None:
             self.state.message = "no frame to save yet"
             return None
-        path = path or self._unique_path("warpsplat", ".png")
+        path = path or self._unique_path(SCREENSHOT_NAME)
         rgb = self._last_frame.rgba8[..., :3].cpu().numpy()
         try:
             Image.fromarray(rgb).save(path)
         except OSError as e:
-            self.state.message = f"could not save the screenshot: {e}"
+            self.state.message = f"could not save the screenshot {keep_whole(path)}: {error_reason(e, path)}"
             return None
-        self.state.message = f"saved {path}"
+        self.state.message = f"saved the screenshot {keep_whole(path)}"
         return path
 
     def _save_path(self, keyframes: list[Camera]) -> str:
         from renderer.paths import save_camera_path
 
-        path = self._unique_path("camera_path", ".json")
+        path = self._unique_path(CAMERA_PATH_NAME)
         cam = self.state.camera
         save_camera_path(path, keyframes, width=cam.width, height=cam.height, fps=30.0)
         return path
@@ -475,6 +513,10 @@ class ViewerWindow(pyglet.window.Window):
             self._capture_fbo.release()
         implot.destroy_context()
         imgui.destroy_context()
+
+
+class ClipboardTimeout(Exception):
+    """The clipboard's owner did not answer a paste in time."""
 
 
 def load_training_cameras(scene, width: int, height: int) -> list[Camera]:

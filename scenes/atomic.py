@@ -23,14 +23,31 @@ class OutputExistsError(FileExistsError):
     """The output path exists and overwriting was not asked for."""
 
 
-def check_writable(path: str | os.PathLike, *, overwrite: bool) -> None:
-    """Refuse an existing output unless `overwrite` (one-line message); create a missing parent folder."""
+class MissingFolderError(FileNotFoundError):
+    """The folder an output would go in does not exist, and creating it was not asked for."""
+
+
+def check_writable(path: str | os.PathLike, *, overwrite: bool, make_parent: bool = False) -> None:
+    """Refuse an existing output unless `overwrite`, and a missing parent folder unless `make_parent` (which
+    creates it); one-line messages."""
     path = os.fspath(path)
     if os.path.exists(path) and not overwrite:
         raise OutputExistsError(f"{path}: output exists; pass --overwrite to replace it")
+    check_parent(path, make=make_parent)
+
+
+def check_parent(path: str | os.PathLike, *, make: bool) -> None:
+    """Refuse an output (file or folder) whose parent folder is missing, naming that folder, unless `make`,
+    which creates it: a typo in a folder name must not go unnoticed as a new folder."""
+    path = os.fspath(path).rstrip(os.sep) or os.sep
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.exists(parent) and not os.path.isdir(parent):
         raise FileExistsError(f"{path}: {parent} is not a folder")
+    if os.path.isdir(parent):
+        return
+    if not make:
+        shown = os.path.dirname(path)  # as the user wrote it
+        raise MissingFolderError(f"{path}: the folder {shown} does not exist; pass --mkdir to create it")
     try:
         os.makedirs(parent, exist_ok=True)
     except OSError as e:

@@ -4,12 +4,17 @@ Each subcommand lives in its own module `tools/<name>.py` exposing `add_parser(s
 `func` on its parser) and is listed in SUBCOMMANDS. Expected user errors (missing or corrupt files, bad
 arguments, existing outputs, memory running out) end with a one-line message on stderr and exit code 2, never
 a traceback; warnings print as one line too.
+
+Building the parser imports every subcommand module, so those modules import torch, numpy-heavy libraries,
+`renderer` and `scenes` inside the functions that run a command, never at the top: `warpsplat --help` then
+takes a fraction of a second instead of torch's seconds (tests/tools/test_help.py checks it).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 import textwrap
 import warnings
@@ -42,6 +47,25 @@ def gaussian_count(text: str) -> int:
     return int(value)
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line usage errors: the message and where the usage is, not a dozen lines of usage
+    before it (`--help` prints that). The exit code stays argparse's 2."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())}; see {self.prog} --help\n")
+
+    def parse_args(self, args=None, namespace=None):
+        # argparse reports an unknown switch from the top-level parser; the command's parser names the command
+        # (and its --help, which lists the switches there are)
+        namespace, extra = self.parse_known_args(args, namespace)
+        if extra:
+            subcommands = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+            command = getattr(namespace, subcommands.dest, None) if subcommands else None
+            owner = subcommands.choices[command] if command else self
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
+        return namespace
+
+
 def add_command(sub, name: str, *, summary: str, description: str, examples: str) -> argparse.ArgumentParser:
     """A subcommand parser whose --help shows what the command does and how it is called.
 
@@ -58,12 +82,12 @@ def add_command(sub, name: str, *, summary: str, description: str, examples: str
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="warpsplat",
         description="Real-time 3D Gaussian Splatting: view, render, convert and benchmark trained scenes.",
         epilog="`warpsplat COMMAND --help` describes a command and shows examples.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")  # subcommand parsers: ArgumentParser too
     sub.required = True
     for name in SUBCOMMANDS:
         importlib.import_module(f"tools.{name}").add_parser(sub)
@@ -74,12 +98,11 @@ def missing_requirement() -> str | None:
     """The name of a package the commands need that this Python cannot import, or None.
 
     Checked before anything else: a newcomer running `python -m tools` with a Python outside the project's
-    virtual environment should read what to do, not an import traceback.
+    virtual environment should read what to do, not an import traceback. The packages are looked up, not
+    imported (importing torch takes seconds, which `--help` should not wait for).
     """
     for module in ("numpy", "torch"):
-        try:
-            importlib.import_module(module)
-        except ImportError:
+        if importlib.util.find_spec(module) is None:
             return module
     return None
 

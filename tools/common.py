@@ -1,15 +1,16 @@
-"""Argument parsing helpers shared by the subcommands."""
+"""Argument parsing helpers shared by the subcommands (no torch at import: see tools/cli.py)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import re
-
-from renderer import MAX_IMAGE_SIDE
-from scenes import GaussianScene, bundled_scene_path, load_scene
+from typing import TYPE_CHECKING
 
 from .cli import CliError
+
+if TYPE_CHECKING:
+    from scenes import GaussianScene
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -17,6 +18,8 @@ def parse_size(text: str) -> tuple[int, int]:
     m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
     if not m:
         raise argparse.ArgumentTypeError(f"{text!r} is not WIDTHxHEIGHT (e.g. 1920x1080)")
+    from renderer import MAX_IMAGE_SIDE
+
     w, h = int(m.group(1)), int(m.group(2))
     if not (1 <= w <= MAX_IMAGE_SIDE and 1 <= h <= MAX_IMAGE_SIDE):
         raise argparse.ArgumentTypeError(f"{text!r}: each side must be between 1 and {MAX_IMAGE_SIDE} pixels")
@@ -34,6 +37,8 @@ def add_scene_argument(parser: argparse.ArgumentParser, *, required: bool = Fals
 
 def open_scene(path: str | None, up: str | None = None) -> GaussianScene:
     """Load the scene a command names (or the bundled one), applying --up."""
+    from scenes import bundled_scene_path, load_scene
+
     if path is None:
         path = str(bundled_scene_path())
     if not os.path.exists(path):
@@ -48,3 +53,12 @@ def open_scene(path: str | None, up: str | None = None) -> GaussianScene:
             raise CliError(str(e)) from None
         scene.up_axis = up
     return scene
+
+
+def add_mkdir_argument(parser: argparse.ArgumentParser, what: str = "the outputs") -> None:
+    parser.add_argument(
+        "--mkdir",
+        action="store_true",
+        help=f"create missing folders above {what} (without it a missing folder is an error, so a typo in a "
+        "folder name is caught rather than silently created)",
+    )

@@ -23,16 +23,17 @@ import math
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-
-from scenes import GaussianScene, load_scene, make_scene, save_scene
-from scenes.atomic import check_writable
-from scenes.io import format_for_path
-from scenes.ply import write_ply_parts
 
 from .cli import CliError, add_command, gaussian_count
+from .common import add_mkdir_argument
+
+if TYPE_CHECKING:
+    import torch
+
+    from scenes import GaussianScene
 
 # NOTE measured on the shared 2-core CPU machine: 30M Gaussians (playbot_lod0 + flowers_lod2, SH degree 2,
 # a 4.56 GB .ply) composed in 26 s with a peak RSS of 0.6 GB, disk writes included.
@@ -74,6 +75,7 @@ def add_parser(sub) -> None:
     p.add_argument("--spacing", type=float, default=1.25, help="distance between cell centres (scenes are size 1)")
     p.add_argument("--seed", type=int, default=0, help="seed for the subset of the last, partial copy")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    add_mkdir_argument(p, "OUT")
     p.set_defaults(func=run)
 
 
@@ -94,6 +96,8 @@ def normalise(scene: GaussianScene) -> GaussianScene:
 
 def _with_degree(sh: torch.Tensor, k: int) -> torch.Tensor:
     """[N, K0, 3] -> [N, k, 3]: drop bands or pad zero coefficients (zero SH adds no view dependence)."""
+    import torch
+
     if sh.shape[1] >= k:
         return sh[:, :k]
     return torch.cat([sh, sh.new_zeros(sh.shape[0], k - sh.shape[1], 3)], 1)
@@ -131,6 +135,12 @@ def compose(
 
     `stream` (default: for `.ply` outputs) writes copy by copy instead of building the scene in memory.
     """
+    import torch
+
+    from scenes import make_scene, save_scene
+    from scenes.io import format_for_path
+    from scenes.ply import write_ply_parts
+
     k = (max(s.sh_degree for s in scenes) if sh_degree is None else sh_degree) + 1
     k *= k
     normed = [normalise(s.to("cpu")) for s in scenes]
@@ -186,6 +196,10 @@ def compose(
 
 
 def run(args: argparse.Namespace) -> int:
+    from scenes import load_scene
+    from scenes.atomic import check_writable
+    from scenes.io import format_for_path
+
     if args.sh_degree is not None and not 0 <= args.sh_degree <= 3:
         raise CliError(f"--sh-degree {args.sh_degree}: must be 0-3")
     if args.target_count is not None and args.target_count <= 0:
@@ -193,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.spacing > 0:
         raise CliError(f"--spacing {args.spacing}: must be positive")
     format_for_path(args.output, for_write=True)
-    check_writable(args.output, overwrite=args.overwrite)
+    check_writable(args.output, overwrite=args.overwrite, make_parent=args.mkdir)
     for path in args.scenes:
         if not os.path.exists(path):
             raise CliError(f"{path}: no such file or folder")

@@ -12,14 +12,13 @@ import argparse
 import os
 import sys
 import time
-
-import torch
-
-from scenes import GaussianScene
-from scenes.atomic import check_writable
-from scenes.io import format_for_path, load_scene, save_scene
+from typing import TYPE_CHECKING
 
 from .cli import CliError, add_command
+from .common import add_mkdir_argument
+
+if TYPE_CHECKING:
+    from scenes import GaussianScene
 
 PROGRESS_MIN_BYTES = 32 << 20  # smaller files convert in well under a second: no bar
 # Formats that hold no SH beyond the DC colour (the rest is dropped, with a note).
@@ -59,6 +58,7 @@ def add_parser(sub) -> None:
         "--spz-version", type=int, choices=(3, 4), default=None, help="SPZ output: 3 (gzip, read everywhere) or 4"
     )
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    add_mkdir_argument(p, "OUT")
     p.set_defaults(func=run)
 
 
@@ -70,6 +70,8 @@ def _input_bytes(path: str) -> int:
 
 def filter_scene(scene: GaussianScene, *, sh_degree: int | None, min_opacity: float | None) -> GaussianScene:
     """Apply --sh-degree and --min-opacity (vectorised; one mask)."""
+    import torch
+
     if sh_degree is not None and sh_degree < scene.sh_degree:
         scene = scene.with_sh_degree(sh_degree)
     if min_opacity is not None and min_opacity > 0:
@@ -83,6 +85,9 @@ def filter_scene(scene: GaussianScene, *, sh_degree: int | None, min_opacity: fl
 
 
 def run(args: argparse.Namespace) -> int:
+    from scenes.atomic import check_writable
+    from scenes.io import format_for_path, load_scene, save_scene
+
     src, dst = args.input, args.output
     if args.sh_degree is not None and not 0 <= args.sh_degree <= 3:
         raise CliError(f"--sh-degree {args.sh_degree}: must be 0-3")
@@ -101,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             up = up_vector(args.up)
         except ValueError as e:
             raise CliError(str(e)) from None
-    check_writable(dst, overwrite=args.overwrite)
+    check_writable(dst, overwrite=args.overwrite, make_parent=args.mkdir)
     if os.path.exists(dst) and os.path.samefile(src, dst):
         raise CliError(f"{dst}: output is the input file")
 

@@ -8,15 +8,17 @@ recorded (`scene.extras`).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-
-from renderer.memory import NOMINAL_FRAME, estimate_bytes
-from scenes import GaussianScene
 
 from .cli import add_command
 from .common import add_scene_argument, open_scene
+
+if TYPE_CHECKING:
+    import torch
+
+    from scenes import GaussianScene
 
 
 def add_parser(sub) -> None:
@@ -44,6 +46,10 @@ def _quantiles(values: torch.Tensor, qs: list[float]) -> list[float]:
 
 def describe(scene: GaussianScene) -> list[str]:
     """The report lines (separate from printing so tests can check them)."""
+    import torch
+
+    from renderer.memory import NOMINAL_FRAME, estimate_bytes
+
     fmt3 = lambda t: "(" + ", ".join(_number(v) for v in t.tolist()) + ")"  # noqa: E731
     lo, hi = scene.bounds()
     rlo, rhi = scene.robust_bounds()

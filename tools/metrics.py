@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 import statistics
 
-import torch
-
 
 def psnr(a, b, peak: float = 1.0) -> float:
     """PSNR in dB of two images of one shape (tensors or arrays; `peak` 1 for floats in [0, 1], 255 for
     uint8); inf where they are equal."""
+    import torch  # here, not at the top: the commands' --help imports this module (tools/cli.py)
+
     a, b = torch.as_tensor(a).double(), torch.as_tensor(b).double()
     mse = torch.mean((a - b) ** 2).item()
     return float("inf") if mse == 0 else 10.0 * math.log10(peak * peak / mse)
@@ -35,6 +35,8 @@ def path_psnr(frame_psnrs: list[float]) -> float:
 def ssim(a, b) -> float:
     """Mean SSIM (Wang et al. 2004) of two [H, W, 3] images in [0, 1]: 11x11 Gaussian window, sigma 1.5,
     K1 = 0.01, K2 = 0.03, per channel, valid region (the window shrinks to fit images under 11 pixels)."""
+    import torch
+
     x = a.double().clamp(0, 1).permute(2, 0, 1)[:, None]  # [3, 1, H, W]
     y = b.double().clamp(0, 1).permute(2, 0, 1)[:, None]
     size = min(11, x.shape[-2], x.shape[-1])

@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from .cli import CliError, add_command
-from .common import add_scene_argument, open_scene, parse_size
+from .common import add_mkdir_argument, add_scene_argument, open_scene, parse_size
 from .render_jobs import Job, finish_video, frame_name, path_depth_range, render_job, run_workers, summary, to_rgba8
 from .video import DEFAULT_PRESET, DEFAULT_THREADING, DEFAULT_THREADS, THREADINGS, X264_PRESETS
 
@@ -159,6 +159,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--resume", action="store_true", help="continue a frame-folder render, skipping frames present")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    add_mkdir_argument(p, "--out and the side videos (a frame folder itself is always created)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -334,7 +335,7 @@ def check_numbers(args: argparse.Namespace) -> None:
 def check_path_outputs(args: argparse.Namespace) -> bool:
     """Check a path render's outputs and --path before the scene is loaded; True for a video, False for a
     frame folder."""
-    from scenes.atomic import check_writable
+    from scenes.atomic import check_parent, check_writable
 
     out = args.out
     is_video = out.lower().endswith(".mp4")
@@ -351,12 +352,14 @@ def check_path_outputs(args: argparse.Namespace) -> bool:
             if args.resume:
                 raise CliError(f"{flag} cannot be combined with --resume")
     if is_video:
-        check_writable(out, overwrite=args.overwrite)
+        check_writable(out, overwrite=args.overwrite, make_parent=args.mkdir)
     elif os.path.exists(out) and not os.path.isdir(out):
         raise CliError(f"--out {out}: exists and is not a folder")
+    else:
+        check_parent(out, make=args.mkdir)  # the frame folder itself is made in prepare_folder
     for side in (args.alpha_video, args.depth_video):
         if side is not None:
-            check_writable(side, overwrite=args.overwrite)
+            check_writable(side, overwrite=args.overwrite, make_parent=args.mkdir)
     if args.path not in GENERATED_PATHS and not os.path.exists(args.path):
         raise CliError(
             f"--path {args.path}: no such file"
@@ -527,7 +530,7 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float) -> list[int]:
         return [i for i in range(len(cams)) if frame_name(i) not in present]
     if existing and not args.overwrite:
         raise CliError(f"--out {out}/: holds {len(existing)} frames; pass --resume to continue or --overwrite")
-    os.makedirs(out, exist_ok=True)
+    os.makedirs(out, exist_ok=True)  # its parent exists: check_path_outputs saw to it
     if args.overwrite:
         for f in existing:  # stale frames beyond the new count would otherwise stay
             os.unlink(os.path.join(out, f))
@@ -547,7 +550,7 @@ def render_image(args: argparse.Namespace) -> int:
         raise CliError(f"--out {args.out}: a single frame is written as .png (use --path for a video or frames)")
     if args.workers != 1 or args.resume or args.alpha_video or args.depth_video:
         raise CliError("--workers, --resume, --alpha-video and --depth-video apply to a --path render")
-    check_writable(args.out, overwrite=args.overwrite)
+    check_writable(args.out, overwrite=args.overwrite, make_parent=args.mkdir)
     width, height = args.size or DEFAULT_SIZE
     t0 = time.perf_counter()
     scene = open_scene(args.scene, args.up)

@@ -52,3 +52,30 @@ def test_depth_view_masks_faintly_covered_pixels():
     rgb = depth_image(depth, alpha, (1.0, 3.0))[0, :, :3].tolist()
     assert rgb[1] == rgb[3] == [0, 0, 0]
     assert rgb[0] == list(HEAT_COLORS[-1]) and rgb[2] == list(HEAT_COLORS[1])  # near; far, half covered
+
+
+def test_exiting_with_a_frame_in_flight_waits_for_it():
+    """The window closes without waiting for a CPU frame in flight, but the process exits cleanly: Python stops
+    a daemon thread that is inside a torch op at exit by unwinding through C++, which aborted the process
+    ("terminate called without an active exception", exit code 134) when the viewer quit mid-frame."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = (
+        "import time\n"
+        "from app.frames import FrameProducer, FrameRequest\n"
+        "from renderer import Renderer, RenderSettings, default_camera\n"
+        "from scenes import bundled_scene_path, load_scene\n"
+        "scene = load_scene(bundled_scene_path())\n"
+        "producer = FrameProducer(Renderer(scene, backend='torch'), threaded=True)\n"
+        "producer.request(FrameRequest(default_camera(scene, 640, 480), RenderSettings(), 'rgb', 1))\n"
+        "time.sleep(0.2)\n"
+        "assert producer.busy\n"
+        "producer.close()  # returns with the frame still rendering (seconds at 640x480 on a CPU)\n"
+        "print('closed', producer._thread.is_alive())\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "terminate called" not in r.stderr, (r.returncode, r.stderr[-2000:])
+    assert r.stdout == "closed True\n", "the frame was still rendering when the producer closed"

@@ -1,7 +1,11 @@
 """The overlay's panels: the render rate first, the help beside (not over) the settings, colour legends for the
-depth and heat-map views, opening another scene (path or dropped file) and changing the up axis."""
+depth and heat-map views, opening another scene (path or dropped file) and changing the up axis; every panel
+inside the window through resizes, long names and scene changes; the performance graph's scale; pasting from
+the system clipboard; opaque dropdowns; messages that name each file once and never split a file name."""
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -16,8 +20,10 @@ def test_performance_panel_shows_the_render_rate_first():
     from renderer import Camera
 
     state = ViewerState(camera=Camera.from_fov(64, 48, 60.0))
-    state.frame_ms.extend([16.7] * 30)  # the window loop re-presents at 60 Hz ...
-    state.render_ms.extend([1250.0] * 3)  # ... while a CPU frame takes 1.25 s
+    for _ in range(30):
+        state.frame_ms.append(16.7)  # the window loop re-presents at 60 Hz ...
+    for _ in range(3):
+        state.render_ms.append(1250.0)  # ... while a CPU frame takes 1.25 s
     state.render_size = (320, 180)
     lines = performance_lines(state)
     assert lines[0] == "render      0.8 frames/s  (1.25 s a frame at 320x180)"
@@ -162,3 +168,309 @@ def test_viewer_starts_with_the_switches_that_paid_on_the_gpu():
     assert gpu.adagscale and gpu.adagscale_tau == RenderSettings().adagscale_tau
     assert not (gpu.temporal_window > 1 or gpu.occlusion_cull), "measured even or under the floor: off"
     assert cpu == RenderSettings(), "unmeasured on a CPU: exact"
+
+
+# ---------------------------------------------------------------------------------------------- layout
+
+
+def resize(window, width: int, height: int) -> None:
+    """Resize and wait until the X server has done it (pyglet reports the new size through events)."""
+    import time
+
+    window.set_size(width, height)
+    for _ in range(100):
+        window.dispatch_events()
+        if window.get_framebuffer_size() == (width, height):
+            break
+        time.sleep(0.02)
+    assert window.get_framebuffer_size() == (width, height)
+    draw(window, 4)
+
+
+def assert_panels_inside(window) -> None:
+    w, h = window.get_framebuffer_size()
+    drawn = [(type(p).__name__, p.rect) for p in window.overlay.panels if p.rect is not None]
+    assert len(drawn) >= 3, drawn  # performance, settings, scene at least
+    for name, (x, y, pw, ph) in drawn:
+        assert x >= 0 and y >= 0 and x + pw <= w and y + ph <= h, (name, (x, y, pw, ph), (w, h))
+
+
+@pytest.mark.gl
+def test_panels_stay_inside_the_window_through_resizes(viewer):
+    """Shrinking, growing and squashing the window, with the help shown and hidden: every panel's rectangle
+    lies inside the window (the settings used to keep the place they were first given)."""
+    try:
+        for size in [(960, 600), (600, 400), (1280, 720), (700, 420), (960, 600)]:
+            for help_shown in (False, True):
+                viewer.state.show_help = help_shown
+                resize(viewer, *size)
+                assert_panels_inside(viewer)
+    finally:
+        viewer.state.show_help = False
+
+
+@pytest.mark.gl
+def test_panels_stay_inside_with_long_names_and_another_scene(viewer, tmp_path):
+    """A long scene name (wrapped at its spaces) and a long message keep the panels inside the window; so does
+    opening another scene, and the name of the file opened stays whole on one line."""
+    from app.panels import PerformancePanel
+    from scenes import save_scene
+
+    resize(viewer, 700, 420)
+    viewer.overlay.scene_name = "a_scene_with_a_rather_long_file_name.ply: 1,234,567 Gaussians, SH degree 3"
+    viewer.state.message = "a message with many words " * 8
+    draw(viewer, 4)
+    assert_panels_inside(viewer)
+    path = tmp_path / "another scene with spaces in its name.ply"
+    save_scene(viewer.scene.subset(torch.arange(0, len(viewer.scene), 500)), str(path))
+    assert viewer.open_scene_file(str(path))
+    pump(viewer)
+    draw(viewer, 4)
+    assert_panels_inside(viewer)
+    lines = viewer.overlay.panel(PerformancePanel).message_lines
+    assert any(str(path).replace(" ", "\u00a0") in line for line in lines), lines
+
+
+# ---------------------------------------------------------------------------------------------- graph
+
+
+def test_graph_scale_follows_the_data():
+    """A CPU's 0.3-6 s renders beside a 60 Hz window loop span more than a decade: a log axis around both,
+    with only the 60 FPS line in range. A GPU at 0.5 ms with vsync shows all three lines; frame times within
+    a decade get a linear axis from zero."""
+    from app.panels import graph_scale
+
+    cpu = graph_scale([np.array([300.0, 1200.0, 6000.0]), np.full(100, 16.7)])
+    assert cpu.log and cpu.low <= 16.7 and cpu.high >= 6000.0 and cpu.high < 20_000
+    assert cpu.fps_lines == (60,)
+    gpu = graph_scale([np.array([0.45, 0.55]), np.full(100, 16.7)])
+    assert gpu.log and gpu.low <= 0.45 and gpu.fps_lines == (60, 120, 240)
+    flat = graph_scale([np.array([10.0, 12.0]), np.array([7.0])])
+    assert not flat.log and flat.low == 0.0 and 12.0 <= flat.high < 20.0 and flat.fps_lines == (120, 240)
+    assert graph_scale([np.zeros(0), np.zeros(0)]) is None
+
+
+@pytest.mark.gl
+def test_graph_shows_the_last_seconds_at_the_datas_scale(viewer):
+    """Through the panel: samples of the last GRAPH_SECONDS are plotted, older ones are not, and the axis spans
+    what is plotted (an old 50 s frame does not stretch it)."""
+    import time
+
+    from app.panels import GRAPH_SECONDS, PerformancePanel
+
+    s = viewer.state
+    now = time.perf_counter()
+    s.render_ms.clear()
+    s.frame_ms.clear()
+    s.render_ms.append(50_000.0, at=now - GRAPH_SECONDS - 5)  # too old to show
+    for k, ms in enumerate([300.0, 1200.0, 6000.0]):
+        s.render_ms.append(ms, at=now - 15 + 5 * k)
+    s.frame_ms.append(40_000.0, at=now - GRAPH_SECONDS - 1)
+    for k in range(600):  # the last 10 s at 60 Hz
+        s.frame_ms.append(16.7, at=now - 10 + k / 60)
+    viewer.capture()  # draws the overlay without adding a window frame time of its own
+    panel = viewer.overlay.panel(PerformancePanel)
+    assert panel.plotted == {"render": 3, "window": 600}
+    assert panel.graph.log and panel.graph.low <= 16.7 and 6000 <= panel.graph.high < 40_000
+    assert panel.graph.fps_lines == (60,)
+
+
+# ---------------------------------------------------------------------------------------------- clipboard
+
+# A program holding the clipboard: it answers requests for the text from its event loop, as any program does
+# (argv[2] == "hung": it never runs its loop, so never answers).
+CLIPBOARD_OWNER = """
+import sys, time
+import pyglet
+pyglet.options["shadow_window"] = False
+window = pyglet.window.Window(visible=False)
+window.set_clipboard_text(sys.argv[1])
+print("copied", flush=True)
+if sys.argv[2] == "hung":
+    time.sleep(600)
+pyglet.app.run()
+"""
+
+
+@contextlib.contextmanager
+def clipboard_owner(text: str, how: str = "answers"):
+    """Another X client holding `text` on the clipboard, for the duration."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    owner = subprocess.Popen([sys.executable, "-c", CLIPBOARD_OWNER, text, how], cwd=REPO, stdout=subprocess.PIPE,
+                             text=True)  # fmt: skip
+    try:
+        assert owner.stdout.readline().strip() == "copied"
+        yield
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+def click(window, rect) -> None:
+    from pyglet.window import mouse
+
+    x, y = rect[0] + rect[2] / 2, window.height - (rect[1] + rect[3] / 2)
+    send(window, "on_mouse_motion", x, y, 0, 0)
+    draw(window, 2)
+    send(window, "on_mouse_press", x, y, mouse.LEFT, 0)
+    draw(window, 2)
+    send(window, "on_mouse_release", x, y, mouse.LEFT, 0)
+    draw(window, 2)
+
+
+def chord(window, modifier, symbol) -> None:
+    """Press and release modifier+symbol, with frames between (imgui takes one key change a frame)."""
+    from pyglet.window import key
+
+    mod = {key.LCTRL: key.MOD_CTRL, key.LSHIFT: key.MOD_SHIFT}[modifier]
+    send(window, "on_key_press", modifier, mod)
+    draw(window, 2)
+    send(window, "on_key_press", symbol, mod)
+    draw(window, 2)
+    send(window, "on_key_release", symbol, mod)
+    send(window, "on_key_release", modifier, 0)
+    draw(window, 2)
+
+
+@pytest.mark.gl
+def test_paste_into_the_path_field_from_the_system_clipboard(viewer, tmp_path):
+    """Another X client (here a second process) holds the clipboard: Ctrl+V and Shift+Insert in the Scene
+    panel's path field paste its text, and Ctrl+C copies the field back to the system clipboard."""
+    from pyglet.window import key
+
+    from app.panels import ScenePanel
+
+    text = str(tmp_path / "copied from a file manager.ply")
+    scene_panel = viewer.overlay.panel(ScenePanel)
+    with clipboard_owner(text):
+        draw(viewer)
+        click(viewer, scene_panel.items["path"])
+        chord(viewer, key.LCTRL, key.V)
+        assert scene_panel.path == text
+        chord(viewer, key.LSHIFT, key.INSERT)
+        assert scene_panel.path == text + text
+    chord(viewer, key.LCTRL, key.A)
+    chord(viewer, key.LCTRL, key.C)
+    assert viewer.get_clipboard_text() == text + text
+    assert viewer.controller.mode == "fly", "V and C went to the field, not to the camera"
+
+
+# ---------------------------------------------------------------------------------------------- dropdowns
+
+
+def drawn_rect(owner_prefix: str) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1) of what imgui's last frame drew for the window whose name starts with the prefix."""
+    import ctypes
+
+    from imgui_bundle import imgui
+
+    vertex = np.dtype([("pos", "<f4", 2), ("uv", "<f4", 2), ("col", "<u4")])
+    for commands in imgui.get_draw_data().cmd_lists:
+        if commands._owner_name.startswith(owner_prefix):
+            raw = ctypes.string_at(commands.vtx_buffer.data_address(), commands.vtx_buffer.size() * vertex.itemsize)
+            pos = np.frombuffer(raw, vertex)["pos"]
+            return (*pos.min(0), *pos.max(0))
+    raise AssertionError(f"no {owner_prefix} drawn")
+
+
+@pytest.mark.gl
+def test_the_up_axis_dropdown_is_opaque(viewer):
+    """The open dropdown covers the Scene panel's camera lines: nothing of them shows through its entries.
+    Right of the entries' labels there are two colours only: the list's background and the selected entry's."""
+    from app.panels import ScenePanel
+
+    draw(viewer)
+    click(viewer, viewer.overlay.panel(ScenePanel).items["up axis"])
+    image = viewer.capture()
+    x0, y0, x1, y1 = (round(v) for v in drawn_rect("##Combo"))
+    assert y1 - y0 > 60, "the list is open"
+    inside = image[y0 + 3 : y1 - 3, x0 + 30 : x1 - 3].reshape(-1, 3)  # past the labels "+x" ... "-z"
+    colours = np.unique(inside, axis=0)
+    assert len(colours) <= 2, f"{len(colours)} colours: the panel behind shows through"
+
+
+# ---------------------------------------------------------------------------------------------- messages
+
+
+def test_wrapping_breaks_at_spaces_only():
+    from app.panels import wrap_words
+    from app.state import keep_whole
+
+    name = keep_whole("/data/my scenes/camera_path-20260101-120000.json")
+    lines = wrap_words(f"saved 2 keyframes to {name}", 20, len)
+    assert lines == ["saved 2 keyframes to", name]  # the name whole, on a line of its own though wider
+    assert wrap_words("one two three\nfour", 9, len) == ["one two", "three", "four"]
+
+
+def test_errors_name_the_path_once():
+    from app.state import error_reason
+    from scenes import SceneFormatError
+
+    path = "/data/bad.ply"
+    assert error_reason(SceneFormatError(f"{path}: not a PLY file (no 'ply' magic)"), path) == (
+        "not a PLY file (no 'ply' magic)"
+    )
+    assert error_reason(PermissionError(13, "Permission denied", path), path) == "Permission denied"
+    assert error_reason(PermissionError(13, "Permission denied", "/x/y"), path) == "/x/y: Permission denied"
+
+
+@pytest.mark.gl
+def test_messages_name_the_file_once_and_whole(viewer, tmp_path):
+    """Opening a bad or missing typed path names it once; F5's message names the file it wrote, whole on one
+    line of the panel even in a narrow window, and that file is what the help (F1) says F5 writes."""
+    import os
+    import re
+
+    from pyglet.window import key
+
+    from app.panels import HelpPanel, PerformancePanel
+
+    for bad in (tmp_path / "bad.ply", tmp_path / "missing.ply"):
+        if bad.name == "bad.ply":
+            bad.write_bytes(b"not a scene")
+        assert not viewer.open_scene_file(str(bad))
+        message = viewer.state.message
+        assert message.startswith(f"could not open {bad}: ") and message.count(str(bad)) == 1, message
+        assert message.count("bad.ply") + message.count("missing.ply") == 1, message
+
+    resize(viewer, 600, 400)
+    send(viewer, "on_key_press", key.K, 0)
+    send(viewer, "on_key_press", key.K, 0)
+    send(viewer, "on_key_press", key.F5, 0)
+    (written,) = [f for f in os.listdir(tmp_path) if f.endswith(".json")]
+    assert viewer.state.message == f"saved 2 keyframes to {tmp_path / written}"
+    draw(viewer, 3)
+    lines = viewer.overlay.panel(PerformancePanel).message_lines
+    assert str(tmp_path / written) in lines or any(line.endswith(str(tmp_path / written)) for line in lines), lines
+
+    rows = dict(viewer.overlay.panel(HelpPanel).rows)
+    (named,) = re.findall(r"\S+-<date>-<time>\.json", rows["F5"])
+    pattern = re.escape(named).replace(re.escape("<date>"), r"\d{8}").replace(re.escape("<time>"), r"\d{6}")
+    assert re.fullmatch(pattern, written), (rows["F5"], written)
+
+
+@pytest.mark.gl
+def test_a_paste_from_a_hung_program_gives_up(viewer):
+    """The program holding the clipboard never answers: the paste gives up after CLIPBOARD_TIMEOUT_S with a
+    message, and the viewer goes on (pyglet alone would wait for ever)."""
+    import time
+
+    from pyglet.window import key
+
+    from app.panels import ScenePanel
+    from app.window import CLIPBOARD_TIMEOUT_S
+
+    scene_panel = viewer.overlay.panel(ScenePanel)
+    with clipboard_owner("never delivered", "hung"):
+        draw(viewer)
+        click(viewer, scene_panel.items["path"])
+        t0 = time.monotonic()
+        chord(viewer, key.LCTRL, key.V)
+        waited = time.monotonic() - t0
+    assert scene_panel.path == ""
+    assert CLIPBOARD_TIMEOUT_S <= waited < CLIPBOARD_TIMEOUT_S + 30
+    assert viewer.state.message.startswith("nothing pasted: the program holding the clipboard did not answer")

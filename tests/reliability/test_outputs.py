@@ -155,3 +155,30 @@ def test_frames_folder(tmp_path, scene_path, renames, capsys):
     assert "--overwrite" in capsys.readouterr().err
     assert {f: (out / f).read_bytes() for f in frames} == before
     assert main([*args, "--overwrite"]) == 0
+
+
+# every way a command names an output: COMMANDS, plus a frame folder and a side video of a path render
+OUTPUT_ARGS = [
+    *COMMANDS,
+    ("render-frames", lambda s, o: ["render", s, "--out", o, *PATH, *RENDER], "frames"),
+    ("render-frames-slash", lambda s, o: ["render", s, "--out", o + "/", *PATH, *RENDER], "frames"),
+    ("render-alpha-video",
+     lambda s, o: ["render", s, "--out", os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(o))), "v.mp4"),
+                   "--alpha-video", o, *PATH, *RENDER], "alpha.mp4"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("cmd", OUTPUT_ARGS, ids=[c[0] for c in OUTPUT_ARGS])
+def test_a_missing_folder_is_refused_unless_mkdir(cmd, tmp_path, scene_path, capsys):
+    """An output in a folder that does not exist (a typo in its name, say) is one line naming that folder, exit
+    2, and creates nothing; --mkdir creates the folders and writes the output. A frame folder's own folder is
+    created either way (test_frames_folder), its missing parents only with --mkdir."""
+    _, argv, name = cmd
+    out = tmp_path / "typo" / "deeper" / name
+    args = argv(str(scene_path(SCENE)), str(out))
+    assert main(args) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and f"the folder {out.parent} does not exist; pass --mkdir" in err[0], err
+    assert os.listdir(tmp_path) == [], "nothing is created"
+    assert main([*args, "--mkdir"]) == 0, capsys.readouterr().err
+    assert out.stat().st_size > 0 if out.suffix else len(os.listdir(out)) > 2  # frames and the manifest

@@ -101,12 +101,12 @@ def test_warnings_print_as_one_line(tmp_path, capsys):
 
 def test_running_out_of_memory_anyway_is_one_line(monkeypatch, tmp_path, capsys):
     """Memory can still run out past the readers' cap (other processes, ulimit -v): one line naming the scene."""
-    import tools.common
+    import scenes
 
     def exhausted(path):
         raise MemoryError
 
-    monkeypatch.setattr(tools.common, "load_scene", exhausted)
+    monkeypatch.setattr(scenes, "load_scene", exhausted)  # tools.common imports it when a command runs
     (tmp_path / "big.ply").write_bytes(b"ply\n")
     assert run_cli("info", tmp_path / "big.ply") == 2
     assert capsys.readouterr().err == f"warpsplat info: error: out of memory with {tmp_path / 'big.ply'}\n"

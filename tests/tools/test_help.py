@@ -1,5 +1,6 @@
 """Every subcommand's --help teaches: a description, every option explained, and examples that name the command.
-Also `python -m tools` with a Python that lacks torch: one line saying what to do."""
+--help comes without importing torch (seconds), and a usage error is one line. Also `python -m tools` with a
+Python that lacks torch: one line saying what to do."""
 
 from __future__ import annotations
 
@@ -53,3 +54,39 @@ def test_without_torch_python_dash_m_tools_says_what_to_do():
     assert r.stdout == ""
     assert r.stderr.startswith("warpsplat: error: torch is not installed for ") and r.stderr.count("\n") == 1
     assert "make demo" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("name", ["", *SUBCOMMANDS])
+def test_help_does_not_import_torch(name):
+    """`warpsplat --help` and `warpsplat NAME --help` print without importing torch (nor renderer/scenes, which
+    import it): the parser's modules import them only when a command runs. Checked in a fresh interpreter."""
+    argv = [name, "--help"] if name else ["--help"]
+    code = (
+        "import sys\nfrom tools.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
+        "    print(e.code, sorted(m for m in ('torch', 'renderer', 'scenes', 'triton') if m in sys.modules))"
+    )
+    r = subprocess.run([sys.executable, "-c", code, *argv], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0 and "usage: warpsplat" in r.stdout, r.stderr
+    assert r.stdout.splitlines()[-1] == "0 []", r.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["render", "--size", "12", "--out", "x.png"], "argument --size: '12' is not WIDTHxHEIGHT (e.g. 1920x1080)"),
+        (["convert", "in.ply"], "the following arguments are required: OUT"),
+        (["render", "--out", "x.png", "--no-such-switch"], "unrecognized arguments: --no-such-switch"),
+        ([], "the following arguments are required: COMMAND"),
+    ],
+    ids=["bad-size", "missing-argument", "unknown-switch", "no-command"],
+)
+def test_a_usage_error_is_one_line(argv, message, capsys):
+    """The message and where the usage is, exit 2; argparse's usage block (a dozen lines for render) is left to
+    --help."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    captured = capsys.readouterr()
+    prog = " ".join(["warpsplat", *argv[:1]])
+    assert captured.out == ""
+    assert captured.err == f"{prog}: error: {message}; see {prog} --help\n", captured.err

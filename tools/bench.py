@@ -62,7 +62,7 @@ from .bench_timing import (
 )
 from .bench_variants import TEMPORAL_K, TRITON_ONLY, is_lossy, is_temporal, knows_path, selected_variants
 from .cli import CliError, add_command
-from .common import parse_size
+from .common import add_mkdir_argument, parse_size
 from .metrics import psnr, ssim
 
 DEFAULT_COMPOSITES = "6M,24M"
@@ -152,6 +152,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--json", default=None,
                    help="where to write the full results (default: bench.json in --cache-dir)")  # fmt: skip
+    add_mkdir_argument(p, "--json")
     p.set_defaults(func=run)
 
 
@@ -208,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from scenes import load_scene
+    from scenes.atomic import check_parent
 
     from .bench_gsplat import GsplatRenderer
 
@@ -217,6 +219,9 @@ def run(args: argparse.Namespace) -> int:
     device = torch.device("cuda" if cuda else "cpu")
     if args.json is None:
         args.json = os.path.join(args.cache_dir, "bench.json")
+        os.makedirs(args.cache_dir, exist_ok=True)
+    else:  # a missing folder is an error before any work, unless --mkdir asks for it (as for every output)
+        check_parent(args.json, make=args.mkdir)
     if args.quick and not cuda:
         quick_on_cpu(args)
     selected_variants(args.variants)  # a pattern that matches nothing is an error before any work

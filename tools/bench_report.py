@@ -287,8 +287,7 @@ def write_json(args, results, anchors, cuda, sizes, n_frames, higs) -> None:
         "peak_mem_mb": "peak GPU memory above the scene's tensors while the row ran (torch's allocator)",
         "paths": [r.as_dict(a) for r in results + anchors],
     }  # fmt: skip
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    tmp = args.json + ".part"
+    tmp = args.json + ".part"  # its folder exists: `bench.run` checked it (or made the cache folder) first
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1, default=float)
     os.replace(tmp, args.json)

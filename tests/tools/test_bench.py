@@ -267,3 +267,13 @@ def test_peak_memory_is_above_its_baseline(monkeypatch):
     with PeakMemory(SimpleNamespace(type="cpu")) as m:
         pass
     assert m.mb is None
+
+
+def test_json_in_a_missing_folder_is_refused_before_any_work(tmp_path, capsys):
+    """A --json in a folder that does not exist is one line naming the folder, before the bench spends minutes
+    on its paths (it used to create the folder at the end, so a typo went unnoticed); nothing is created."""
+    out = tmp_path / "typo" / "bench.json"
+    assert main(["bench", "--quick", "--json", str(out), "--cache-dir", str(tmp_path / "cache")]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and f"the folder {out.parent} does not exist; pass --mkdir" in err[0], err
+    assert os.listdir(tmp_path) == [], "nothing is created"

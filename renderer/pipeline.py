@@ -11,9 +11,10 @@
 
 No stage waits for the host: the pair buffers have a capacity, every launch takes its length from the
 buffers, and the pair count stays on the device until the frame's one sync, at its end, reads it. A frame
-whose pairs did not fit grows the buffers and bins again from its stage-2 output (so it is still exact), and
-the capacity shrinks again after a run of frames that use a small part of it. With fixed shapes, a CUDA
-device replays the whole frame as one captured CUDA graph: one launch instead of about twenty.
+whose pairs did not fit grows the buffers ahead of need (`Capacity`) and bins again, once, from its stage-2
+output (so it is still exact), and the capacity shrinks again after a run of frames that use a small part of
+it. With fixed shapes, a CUDA device replays the whole frame as one captured CUDA graph: one launch instead of
+about twenty.
 
 Buffers live in one grow-only workspace and are reused across frames, so a frame allocates nothing large.
 
@@ -149,17 +150,26 @@ class Capacity:
     """The length of buffers that hold a per-frame count known only on the device (the pairs).
 
     The frame sizes its launches by the capacity instead of waiting for the count; at its end the count is
-    read (the frame's one sync). When the count did not fit, the capacity grows to GROW x the count and the
-    frame redoes the stages that depend on it; after SHRINK_AFTER frames in a row that used under
-    1/SHRINK_BELOW of it, it shrinks to GROW x their largest count (sorting idle capacity costs time)."""
+    read (the frame's one sync). When the count did not fit, the frame bins again once, into buffers grown
+    ahead of need: to HEADROOM x the count, and at least STEP x the old size, so that a view growing denser
+    frame after frame (a fly-in) grows a few times in geometric steps instead of on every few frames. Each
+    growth is a new kind of frame for CUDA graphs, which costs a capture (`Renderer._replay`); each frame that
+    did not fit costs one rebin. After SHRINK_AFTER frames in a row that used under 1/SHRINK_BELOW of it, it
+    shrinks to HEADROOM x their largest count (sorting idle capacity costs time).
 
-    GROW = 1.15
+    NOTE: the steps trade memory for fewer growths: the capacity ends within STEP x the largest count of a path
+    (x HEADROOM right after a growth), and every pair slot costs 20 bytes of buffers and 18 of the sort's scratch
+    (renderer/memory.py)."""
+
+    HEADROOM = 1.2
+    STEP = 1.5
     SHRINK_AFTER = 30
     SHRINK_BELOW = 3
     MINIMUM = 1024
 
     def __init__(self) -> None:
         self.size = 0  # 0 until the first frame measures its need
+        self.growths = 0  # times it grew (a rebin and a new kind of frame each)
         self._low_frames = 0
         self._recent = 0
 
@@ -167,7 +177,10 @@ class Capacity:
         return count <= self.size
 
     def grow(self, count: int) -> None:
-        self.size = max(int(count * self.GROW), self.MINIMUM)
+        """Make room for `count` and more (called when it did not fit)."""
+        step = int(self.size * self.STEP) if self.size else 0
+        self.size = max(int(count * self.HEADROOM), step, self.MINIMUM)
+        self.growths += 1
         self._low_frames = self._recent = 0
 
     def observe(self, count: int) -> None:
@@ -178,7 +191,8 @@ class Capacity:
         self._low_frames += 1
         self._recent = max(self._recent, count)
         if self._low_frames >= self.SHRINK_AFTER:
-            self.grow(self._recent)
+            self.size = max(int(self._recent * self.HEADROOM), self.MINIMUM)
+            self._low_frames = self._recent = 0
 
 
 @dataclass(frozen=True)
@@ -254,6 +268,7 @@ class Renderer:
         self._last_kind: tuple | None = None  # the kind of frame (`_Frame.kind`) replayed or run last
         self._kind_run = 0  # frames in a row of that kind, in either slot
         self.graph_replays = 0
+        self.rebins = 0  # frames binned again because their pairs did not fit the capacity
         # per slot: the camera and background reach the device through one pinned staging copy per frame, and
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
         self._host_params = [torch.empty(27, dtype=torch.float32, pin_memory=cuda) for _ in range(SLOTS)]
@@ -367,6 +382,7 @@ class Renderer:
                     self.pair_capacity.grow(n_pairs)
                 f = self._frame_for(src, camera, settings, f.slot)
                 f.run(timer, from_stage="bin")
+                self.rebins += 1
             else:
                 self.pair_capacity.observe(n_pairs)
         self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)

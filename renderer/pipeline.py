@@ -139,7 +139,7 @@ def reuse_pays(graphs: bool, n: int, frame_mode: str) -> bool:
     return not (graphs and not runs_counted(n, frame_mode))
 
 
-CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph
+CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph (>= 2: see Renderer._capture)
 MAX_FRAMES = 6  # frames' stage objects (and graphs) kept, one per image size, settings and slot; oldest dropped first
 # Workspace slots: `render` uses slot 0; `render_stream` alternates 0 and 1, so that the frame in flight and the
 # frame handed over never share a buffer.
@@ -269,6 +269,8 @@ class Renderer:
         self._kind_run = 0  # frames in a row of that kind, in either slot
         self.graph_replays = 0
         self.rebins = 0  # frames binned again because their pairs did not fit the capacity
+        self._graph_pool = None  # one memory pool for every captured graph's temporaries (`_capture`)
+        self._capture_stream: torch.cuda.Stream | None = None
         # per slot: the camera and background reach the device through one pinned staging copy per frame, and
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
         self._host_params = [torch.empty(27, dtype=torch.float32, pin_memory=cuda) for _ in range(SLOTS)]
@@ -503,8 +505,9 @@ class Renderer:
 
     def _replay(self, f: _Frame, timer: StageTimer) -> None:
         """The whole frame as one captured graph. A kind of frame is captured on its CAPTURE_AFTER-th frame in
-        a row: a capture costs about two frames, too much to pay for a configuration that a moving camera
-        passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower than no graphs)."""
+        a row: a capture costs about one eager frame of host time, too much to pay for a configuration that a
+        moving camera passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower
+        than no graphs)."""
         self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
         self._last_kind = f.kind
         if f.graph is None and self._kind_run < CAPTURE_AFTER:
@@ -523,17 +526,28 @@ class Renderer:
         self.graph_replays += 1
 
     def _capture(self, f: _Frame) -> torch.cuda.CUDAGraph:
+        """Record the frame's launches as a graph, without running them.
+
+        No warm-up run first, and not through `torch.cuda.graph`, whose entry synchronises the device and empties
+        the allocator's caches (device and pinned host) on every capture: a stall of the frame in flight, and
+        cudaMalloc calls again for the frames after. Neither is needed here. Every operation of the frame has
+        run before the capture: the kind's earlier frames of the run ran eagerly (CAPTURE_AFTER >= 2), and the
+        renderer's warm-up compiled its kernels (renderer/warmup.py). Every graph allocates its temporaries (the
+        sorts' scratch) from one shared pool: they die inside the frame, and the graphs replay one at a time on
+        one stream, so one pool's worth serves them all, where a pool per graph kept one per graph reserved."""
         untimed = StageTimer(None)
-        stream = torch.cuda.Stream(self.device)
-        stream.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(stream):  # warm-up off the capture: compiles kernels, sizes the sort's scratch
-            f.run(untimed)
-        torch.cuda.current_stream(self.device).wait_stream(stream)
+        if self._graph_pool is None:
+            self._graph_pool = torch.cuda.graph_pool_handle()
+            self._capture_stream = torch.cuda.Stream(self.device)
         graph = torch.cuda.CUDAGraph()
-        # thread_local: other threads may keep using CUDA while this one captures (render-to-video's encoder
-        # thread waits on its frames' copy events; the default, "global", made that an error mid-capture)
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            f.run(untimed)
+        with torch.cuda.stream(self._capture_stream):
+            # thread_local: other threads may keep using CUDA while this one captures (render-to-video's encoder
+            # thread waits on its frames' copy events; the default, "global", made that an error mid-capture)
+            graph.capture_begin(pool=self._graph_pool, capture_error_mode="thread_local")
+            try:
+                f.run(untimed)
+            finally:
+                graph.capture_end()
         return graph
 
     # ------------------------------------------------------------------ depth output

@@ -28,7 +28,7 @@ import contextlib
 import functools
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
@@ -115,6 +115,31 @@ def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float
     return torch.stack(
         [cov[:, 0, 0], cov[:, 0, 1], cov[:, 0, 2], cov[:, 1, 1], cov[:, 1, 2], cov[:, 2, 2]], dim=1
     ).contiguous()
+
+
+PREPARE_CHUNK = 1 << 20  # Gaussians prepared at a time: bounds the load's transients (about 200 bytes a Gaussian)
+
+
+def prepare_scene(scene: GaussianScene, device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The renderer's prepared copy on `device`: (means [N,3], opacities [N], sh [N,K,3], covariances [N,6]).
+
+    Activation and covariances are computed PREPARE_CHUNK Gaussians at a time, so the load's temporaries (the
+    raw quaternions and log-scales on the device, the rotation matrices) stay a few hundred MB whatever N; on a
+    24M-Gaussian scene, preparing it whole had needed about 5 GB beyond the prepared copy. Means and SH are used
+    as stored (no copy when the scene is already on `device`)."""
+    n = len(scene)
+    means, sh = scene.means.to(device).contiguous(), scene.sh.to(device).contiguous()
+    opacities = torch.empty(n, dtype=torch.float32, device=device)
+    covars = torch.empty(n, 6, dtype=torch.float32, device=device)
+    for a in range(0, n, PREPARE_CHUNK):
+        b = min(a + PREPARE_CHUNK, n)
+        # the raw rows this step needs, on the device (the means and SH rows are not read here)
+        part = replace(scene, means=scene.means[a:b], quats=scene.quats[a:b].to(device),
+                       log_scales=scene.log_scales[a:b].to(device),
+                       opacity_logits=scene.opacity_logits[a:b].to(device), sh=scene.sh[a:b])  # fmt: skip
+        opacities[a:b] = part.activated().opacities  # the one activation (GaussianScene.activated)
+        covars[a:b] = prepare_covariances(part.quats, part.log_scales)
+    return means, opacities, sh, covars
 
 
 # Frames of at least this many Gaussians run counted: two syncs, sorts of exactly the visible Gaussians and the
@@ -244,14 +269,10 @@ class Renderer:
         self.k = kernel_module(self.backend)
         self.scene = scene
         self.n = len(scene)
-        act = scene.to(self.device).activated()
-        self.means = act.means.contiguous()
-        self.opacities = act.opacities.contiguous()
-        self.sh = act.sh.contiguous()
-        self._quats = scene.quats.to(self.device)
-        self._log_scales = scene.log_scales.to(self.device)
+        self.means, self.opacities, self.sh, self._covars_base = prepare_scene(scene, self.device)
+        self.covars = self._covars_base  # the base scaled by the settings' scale modifier (`_update_scale_modifier`)
         self._scale_modifier = 1.0
-        self.covars = prepare_covariances(self._quats, self._log_scales)
+        self._covars_version = 0  # which covariances frames captured (a graph holds their address)
         cuda = self.device.type == "cuda"
         # the device the scene was copied to, as an int: torch.cuda.device(torch.device("cuda")) looked the current
         # device up in Python on every frame
@@ -291,9 +312,12 @@ class Renderer:
         return SceneArrays(self.means, self.covars, self.opacities, self.sh)
 
     def _update_scale_modifier(self, modifier: float) -> None:
+        """Covariances for a scale modifier m: R (m S)^2 R^T = m^2 x the base, a copy only while m != 1 (the
+        quaternions and log-scales are not kept on the device to recompute them: 28 bytes a Gaussian)."""
         if modifier != self._scale_modifier:
-            self.covars = prepare_covariances(self._quats, self._log_scales, modifier)
+            self.covars = self._covars_base if modifier == 1.0 else self._covars_base * (modifier * modifier)
             self._scale_modifier = modifier
+            self._covars_version += 1
 
     # ------------------------------------------------------------------ one frame
 
@@ -486,7 +510,7 @@ class Renderer:
         # sort exactly what they have (on the capacity route they ran 0.8x the default, BENCHMARKS.md section 12)
         counted = self.counted()
         key = (slot, counted, src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size,
-               s.rasterizer, s.tile_schedule, s.adagscale, s.adagscale_tau, s.adagscale_s_min, id(self.covars),
+               s.rasterizer, s.tile_schedule, s.adagscale, s.adagscale_tau, s.adagscale_s_min, self._covars_version,
                self.pair_capacity.size, self.launch)  # fmt: skip
         f = self._frames.get(key)
         if f is not None and f.generation == self.ws.generation:

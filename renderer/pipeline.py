@@ -167,8 +167,11 @@ def reuse_pays(graphs: bool, n: int, frame_mode: str) -> bool:
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph (>= 2: see Renderer._capture)
 MAX_FRAMES = 6  # frames' stage objects (and graphs) kept, one per image size, settings and slot; oldest dropped first
 # Workspace slots: `render` uses slot 0; `render_stream` alternates 0 and 1, so that the frame in flight and the
-# frame handed over never share a buffer.
+# frame handed over never share a buffer they hand over (scratch is shared: `_Frame`).
 SLOTS = 2
+# The pair buffers, as many slots as the capacity: keys and ids as binned, sorted keys, the sort's permutation,
+# sorted ids (`_Frame.pairs`)
+PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")
 
 
 class Capacity:
@@ -406,13 +409,25 @@ class Renderer:
             if n_pairs > f.capacity:  # the capacity it was binned with (a streamed frame's may have grown since)
                 if not self.pair_capacity.fits(n_pairs):
                     self.pair_capacity.grow(n_pairs)
+                    f.pairs = f.sorted_keys = f.sorted_ids = None  # binned again below, into new buffers
+                    self._release_pairs()
                 f = self._frame_for(src, camera, settings, f.slot)
                 f.run(timer, from_stage="bin")
                 self.rebins += 1
             else:
+                size = self.pair_capacity.size
                 self.pair_capacity.observe(n_pairs)
+                if self.pair_capacity.size < size:
+                    self._release_pairs()  # the next frame allocates them at the smaller size
         self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
         return f
+
+    def _release_pairs(self) -> None:
+        """Let go of the pair buffers before they are allocated again at another size: the frames (and graphs)
+        binned into them are retired now, so that the new buffers do not come on top of the old ones (a frame
+        still held elsewhere, such as a streamed one in flight, keeps its own until it is done)."""
+        self._frames.clear()
+        self.ws.drop(*PAIR_BUFFERS)
 
     def _upload(self, camera: Camera, settings: RenderSettings, slot: int = 0) -> None:
         """Camera [24] and background [3] into the slot's parameter buffer: one non-blocking copy from pinned
@@ -597,7 +612,14 @@ class _Frame:
 
     Every tensor is a view of a workspace buffer whose address does not change while the image size, the
     frame's Gaussian count and the capacities stay the same, which is what lets `run` be captured once as a
-    CUDA graph and replayed with new camera parameters."""
+    CUDA graph and replayed with new camera parameters.
+
+    Buffers are of two kinds. A slot's own (`_SlotBuffers`): what a frame hands over (the image, tile counts,
+    tiles touched) and what binning it again needs after the frame after it was launched (stage 1's outputs,
+    the order and offsets, the totals). Shared by both slots: the scratch that a frame uses only while its own
+    stages run (the depths, the pairs and their sort, the ranges and the schedule). The slots' frames run one
+    after the other on one stream (a frame binned again after the next one was launched is binned after it), so
+    one set of scratch serves both: a set per slot cost 20 bytes per pair slot and 8 per Gaussian more."""
 
     STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
 
@@ -615,11 +637,11 @@ class _Frame:
         tile = self.tile = settings.tile_size
         self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
         self.degree = r.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, r.scene.sh_degree)
-        ws, n, W, H = _SlotBuffers(r.ws, slot), self.n, self.width, self.height
+        ws, shared, n, W, H = _SlotBuffers(r.ws, slot), r.ws, self.n, self.width, self.height
         # stage 1, per Gaussian
         self.means2d = ws.rows("means2d", n, 2)
         self.conic_opacity = ws.rows("conic_opacity", n, 4)
-        self.depths = ws.buffer("depths", n, torch.float32)
+        self.depths = shared.buffer("depths", n, torch.float32)
         self.colors = ws.rows("colors", n, 3)
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         self.bin_t = ws.buffer("bin_t", n, torch.float32)
@@ -629,25 +651,25 @@ class _Frame:
         self.capacity = 0  # counted frames size their pair tensors per frame
         if not counted:
             self.order_out = (
-                ws.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), ws.buffer("ordered_counts", n, i32),
-                ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64), r._inf,
+                shared.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64),
+                shared.buffer("ordered_counts", n, i32), ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64),
+                r._inf,
             )  # fmt: skip
             # stages 3-4, per pair slot
             self.capacity = r.pair_capacity.size  # pair slots it bins into (the capacity when it was made)
             cp, kd = self.capacity, self.key_dtype
-            self.pairs = (ws.buffer("pair_keys", cp, kd), ws.buffer("pair_ids", cp, i32),
-                          ws.buffer("sorted_keys", cp, kd), ws.buffer("sort_perm", cp, i64),
-                          ws.buffer("sorted_ids", cp, i32))  # fmt: skip
+            self.pairs = tuple(shared.buffer(name, cp, dtype) for name, dtype in
+                               zip(PAIR_BUFFERS, (kd, i32, kd, i64, i32), strict=True))  # fmt: skip
             self.sorted_keys, self.sorted_ids = self.pairs[2], self.pairs[4]
         # stages 5-6, per tile and pixel
         n_tiles = self.n_tx * self.n_ty
-        self.ranges = ws.rows("ranges", n_tiles, 2, i32)
+        self.ranges = shared.rows("ranges", n_tiles, 2, i32)
         self.tile_counts = ws.buffer("tile_counts", n_tiles, i32).view(self.n_ty, self.n_tx)
         self.schedule = None  # the tile each rasterizer program takes (longest lists first), when scheduled
         if settings.tile_schedule == "longest-first":
-            self.schedule = ws.buffer("tile_schedule", n_tiles, i32)
+            self.schedule = shared.buffer("tile_schedule", n_tiles, i32)
             rows, cols = schedule_scratch_shape(n_tiles)
-            self.schedule_hist = ws.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
+            self.schedule_hist = shared.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
         self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)

@@ -100,9 +100,9 @@ class ViewerWindow(pyglet.window.Window):
         self.scene = scene
         self.up = up or scene.up_axis
         self.output_dir = output_dir
-        self.renderer = Renderer(scene, device=device, backend=backend)
-        on_cpu = self.renderer.device.type != "cuda"
         fb_w, fb_h = self.get_framebuffer_size()
+        self.renderer = Renderer(scene, device=device, backend=backend, frame_size=(fb_w, fb_h))
+        on_cpu = self.renderer.device.type != "cuda"
         home = default_camera(scene, fb_w, fb_h, up=up)
         self.state = ViewerState(
             camera=home,
@@ -178,8 +178,9 @@ class ViewerWindow(pyglet.window.Window):
         referenced: its device memory goes back with the old renderer. Keyframes and navigation start afresh.
         `name` is what the overlay calls the scene.
         """
-        renderer = Renderer(scene, device=self.renderer.device, backend=self.renderer.backend)
         fb_w, fb_h = self.get_framebuffer_size()
+        renderer = Renderer(scene, device=self.renderer.device, backend=self.renderer.backend,
+                            frame_size=(fb_w, fb_h))  # fmt: skip
         home = default_camera(scene, fb_w, fb_h, up=up)  # also checks `up` before anything changes
         self.producer.close()
         self.frame_texture.release()  # the next frame re-creates it; until then the background shows
@@ -215,16 +216,17 @@ class ViewerWindow(pyglet.window.Window):
     def open_scene_file(self, path: str) -> bool:
         """Open the scene at `path` in this window (the Scene panel, a dropped file). A file that cannot be
         read leaves the current scene and says why in the status line; returns whether it opened."""
+        from renderer.memory import OutOfDeviceMemoryError
         from scenes import SceneFormatError, load_scene
 
         self.state.message = f"opening {path} ..."
         try:
             scene = load_scene(path)
-        except (SceneFormatError, OSError, ValueError) as e:
+            name = os.path.basename(os.path.normpath(path))
+            self.load_scene(scene, name=name)  # the memory check first: a scene that does not fit leaves the old one
+        except (SceneFormatError, OSError, ValueError, OutOfDeviceMemoryError) as e:
             self.state.message = f"could not open {path}: {e}"
             return False
-        name = os.path.basename(os.path.normpath(path))
-        self.load_scene(scene, name=name)
         self.set_caption(f"warpsplat - {name}")
         self.state.message = f"opened {path}"
         return True

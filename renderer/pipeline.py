@@ -37,7 +37,7 @@ from kernels import LIST_LENGTHS, bin_config, project_block, schedule_scratch_sh
 from scenes import GaussianScene
 
 from .camera import Camera
-from .memory import check_fits
+from .memory import MemoryEstimate, check_fits
 from .settings import RenderSettings
 from .temporal import SceneArrays, TemporalCache
 from .timing import StageTimer
@@ -164,6 +164,16 @@ def reuse_pays(graphs: bool, n: int, frame_mode: str) -> bool:
     return not (graphs and not runs_counted(n, frame_mode))
 
 
+def check_scene_fits(scene: GaussianScene, device: torch.device | str | None = None,
+                     frame_size: tuple[int, int] | None = None) -> MemoryEstimate:  # fmt: skip
+    """Raise OutOfDeviceMemoryError (one line) if a Renderer of `scene` rendering `frame_size` frames would not
+    fit on `device` (None: the one a Renderer would choose); the estimate otherwise. Renderer calls it first;
+    commands call it before work of their own (a window, a video encoder)."""
+    device = choose_device(device)
+    w, h = frame_size or (None, None)
+    return check_fits(len(scene), scene.sh.shape[1], w, h, device, counted=runs_counted(len(scene), "auto"))
+
+
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph (>= 2: see Renderer._capture)
 MAX_FRAMES = 6  # frames' stage objects (and graphs) kept, one per image size, settings and slot; oldest dropped first
 # Workspace slots: `render` uses slot 0; `render_stream` alternates 0 and 1, so that the frame in flight and the
@@ -255,6 +265,7 @@ class Renderer:
         device: where to render; default CUDA when available, else CPU.
         backend: "triton" (the kernels), "torch" (kernels.reference), or "auto" (see resolve_backend).
         graphs: replay each frame as a captured CUDA graph where it can (default: on CUDA with Triton).
+        frame_size: (width, height) of the frames to come, for the memory check (default memory.NOMINAL_FRAME).
     """
 
     def __init__(
@@ -264,10 +275,11 @@ class Renderer:
         device: torch.device | str | None = None,
         backend: str = "auto",
         graphs: bool | None = None,
+        frame_size: tuple[int, int] | None = None,
     ):
         scene = scene.validate().drop_invalid(name="scene")  # readers already did; scenes built in memory did not
         self.device = choose_device(device)
-        check_fits(len(scene), scene.sh.shape[1], device=self.device)  # one-line MemoryError before any work
+        check_scene_fits(scene, self.device, frame_size)  # one-line MemoryError before any work
         self.backend = resolve_backend(backend, self.device)
         self.k = kernel_module(self.backend)
         self.scene = scene

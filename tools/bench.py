@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     for path, make_paths in jobs:
         scene = load_scene(path)
         label = os.path.basename(path)
-        renderer = Renderer(scene, device=device, backend=args.backend)
+        renderer = Renderer(scene, device=device, backend=args.backend, frame_size=(width, height))
         g_render = gsplat_renderer(scene, device) if use_gsplat else None
         for path_name, cams in make_paths(scene, width, height, n_frames).items():
             if not any(fnmatch.fnmatch(path_name, pat.strip()) for pat in args.paths.split(",")):

@@ -296,7 +296,8 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
         torch.set_num_threads(job.threads)
     if scene is None:
         scene = open_scene(job.scene, job.up)
-    renderer = Renderer(scene, device=job.device, backend=job.backend)
+    cam = job.cameras[0]
+    renderer = Renderer(scene, device=job.device, backend=job.backend, frame_size=(cam.width, cam.height))
     settings = replace(job.settings, depth=True) if job.depth_video else job.settings
     stage_ms = []
     sink = FrameSink(job)

@@ -64,6 +64,7 @@ class ViewerState:
     frame_ms: collections.deque = field(default_factory=lambda: collections.deque(maxlen=240))
     render_ms: collections.deque = field(default_factory=lambda: collections.deque(maxlen=240))
     message: str = ""  # one status line (saved files, snaps, errors)
+    kernel_status: str = ""  # the kernel warm-up's progress (app/warmup.py)
 
     def mark_dirty(self) -> None:
         self.dirty = True

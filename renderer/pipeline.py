@@ -128,7 +128,7 @@ def prepare_scene(scene: GaussianScene, device: torch.device) -> tuple[Tensor, T
     24M-Gaussian scene, preparing it whole had needed about 5 GB beyond the prepared copy. Means and SH are used
     as stored (no copy when the scene is already on `device`)."""
     n = len(scene)
-    means, sh = scene.means.to(device).contiguous(), scene.sh.to(device).contiguous()
+    means, sh = _aligned(scene.means.to(device).contiguous()), _aligned(scene.sh.to(device).contiguous())
     opacities = torch.empty(n, dtype=torch.float32, device=device)
     covars = torch.empty(n, 6, dtype=torch.float32, device=device)
     for a in range(0, n, PREPARE_CHUNK):
@@ -140,6 +140,12 @@ def prepare_scene(scene: GaussianScene, device: torch.device) -> tuple[Tensor, T
         opacities[a:b] = part.activated().opacities  # the one activation (GaussianScene.activated)
         covars[a:b] = prepare_covariances(part.quats, part.log_scales)
     return means, opacities, sh, covars
+
+
+def _aligned(t: Tensor) -> Tensor:
+    """t at a 16-byte aligned address: Triton compiles a kernel separately for pointers that are not (a scene that
+    is a view into a larger tensor), which the warm-up's buffers would not cover (renderer/warmup.py)."""
+    return t if t.data_ptr() % 16 == 0 else t.clone()
 
 
 # Frames of at least this many Gaussians run counted: two syncs, sorts of exactly the visible Gaussians and the
@@ -255,6 +261,38 @@ class LaunchConfig:
             lists -= 1
         block, cols = bin_config(n_visible, n_pairs / max(n_visible, 1))
         return LaunchConfig(project_block(n), block, cols, lists)
+
+    @staticmethod
+    @functools.cache
+    def reachable(n: int, n_tiles: int, tile: int, *, windows: bool = False) -> tuple[LaunchConfig, ...]:
+        """Every configuration frames of n Gaussians on n_tiles tiles may run with: the first frame's, and what
+        `after` chooses from there, its rule explored over grids of the counts (visible Gaussians 0..n, pairs per
+        visible Gaussian 1..n_tiles; neighbouring pair counts at most 1.1x apart, finer than any of its classes)
+        from each configuration found until no new one appears. The warm-up compiles every one
+        (renderer/warmup.py), so a knob that `after` derives from these counts is warmed with no change here.
+        `windows`: frames may project fewer than n Gaussians (a temporal window's set), which moves project_block
+        alone: each configuration is also taken with every block that fewer Gaussians choose."""
+
+        def grid(hi: int, ratio: float) -> list[int]:
+            values, v = {1, hi}, 1.0
+            while v < hi:
+                values.add(int(v))
+                v *= ratio
+            return sorted(values)
+
+        counts = [(0, 0)] + [(v, int(v * p)) for v in grid(n, 1.25) for p in grid(n_tiles, 1.1)]  # (visible, pairs)
+        found, frontier = {LaunchConfig()}, [LaunchConfig()]
+        while frontier:
+            prev = frontier.pop()
+            for v, p in counts:
+                nxt = LaunchConfig.after(prev, n, v, p, n_tiles, tile)
+                if nxt not in found:
+                    found.add(nxt)
+                    frontier.append(nxt)
+        if windows:
+            blocks = {LaunchConfig.after(LaunchConfig(), m, 0, 0, n_tiles, tile).project_block for m in grid(n, 2.0)}
+            found |= {replace(c, project_block=b) for c in found for b in blocks}
+        return tuple(sorted(found, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols)))
 
 
 class Renderer:

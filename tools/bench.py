@@ -172,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from renderer import Renderer
+    from renderer.warmup import warm_up
     from scenes import load_scene
 
     from .bench_gsplat import gsplat_renderer
@@ -223,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
                 graphs = renderer.graphs
                 renderer.graphs = graphs and vname != "graphs=off"
                 renderer.frame_mode = frame_mode(vname)
+                warm_up(renderer, [(width, height)], [settings])  # as the viewer and `render` do: no compile mid-path
                 time_variant(res, renderer, cams, settings, device, args.warmup)
                 compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default,
                                 every_frame=every_frame)  # fmt: skip

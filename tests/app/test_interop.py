@@ -149,3 +149,30 @@ def test_real_registration_without_a_driver_falls_back(egl_ctx):
     data = np.frombuffer(ft.texture.read(alignment=1), np.uint8).reshape(3, 5, 4)
     np.testing.assert_array_equal(data, img.numpy())
     ft.release()
+
+
+def test_pixel_buffer_route_without_a_driver_falls_back(egl_ctx):
+    """The pixel-buffer route's real registration on a machine with no CUDA driver: it fails, the texture and
+    the buffers it made are released, and the frame goes through the host path with the CUDA error named."""
+    pytest.importorskip("cuda.bindings")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA driver is present: gpu_interop_check.py covers this machine")
+    from app.interop import CudaGLBuffer
+
+    ft = FrameTexture(egl_ctx, torch.device("cuda"), interop_factory=CudaGLBuffer)
+    assert ft.use_interop
+    img = frame(3, 5, seed=12)
+    ft.upload(img)
+    assert ft.path == HOST and ft.describe().startswith("host upload (cudaGraphicsGLRegisterBuffer failed: cudaError")
+    data = np.frombuffer(ft.texture.read(alignment=1), np.uint8).reshape(3, 5, 4)
+    np.testing.assert_array_equal(data, img.numpy())
+    ft.release()
+
+
+def test_pixel_buffer_route_refuses_cpu_frames_before_touching_cuda():
+    from app.interop import CudaGLBuffer
+
+    tex = CudaGLBuffer.__new__(CudaGLBuffer)
+    tex.width, tex.height = 4, 4
+    with pytest.raises(InteropError, match="not CUDA"):
+        tex.upload(frame(4, 4))

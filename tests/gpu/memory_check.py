@@ -5,10 +5,11 @@ renders at 1080p within a 24 GB card's memory (run on the GPU machine; the READM
     python3 tests/gpu/memory_check.py --scenes-dir .gpu/scenes --fit 24 --counts 8M,12M,16M,20M,24M,28M,32M
 
 Paths (the bench's, `tools/bench_paths.py`; each scene in a fresh process, so the allocator starts empty): the
-peak of torch's allocated and reserved memory while the renderer is made, warmed and renders the path as the
-bench does (`render_stream`), each above what the process held before the Renderer, against the estimate
-without its margin (`peak`) and with it (`total`, what `check_fits` compares with the free memory). The scene's
-own tensors on the device (means and SH) are inside both: they are the renderer's copy.
+peak of torch's allocated memory (above what the process held before the Renderer) and reserved memory while
+the renderer renders each path as the bench does (`render_stream`), after it was made and warmed up (the
+warm-up's own peak, on renderers of its own freed after it, is printed apart), against the estimate without its
+margin (`peak`) and with it (`total`, what `check_fits` compares with the free memory). The scene's own tensors
+on the device (means and SH) are inside both: they are the renderer's copy.
 
 --fit G: composites of increasing size (`build_composite`, cached in --cache-dir), each in a fresh process
 limited to what a G GB card leaves free (`torch.cuda.set_per_process_memory_fraction`: G GiB less the CUDA
@@ -70,6 +71,9 @@ def measure(path: str, kind: str, size: tuple[int, int], frames: int, fit_gb: fl
         r = Renderer(scene, device="cuda", frame_size=size)
         out["after_renderer_bytes"] = torch.cuda.memory_allocated() - base
         warm_up(r, [size], [r_settings()])
+        torch.cuda.synchronize()
+        out["warm_up_peak_allocated"] = torch.cuda.max_memory_allocated() - base  # its own renderers, then freed
+        torch.cuda.reset_peak_memory_stats()  # the frames' peaks from here
         per_path = {}
         for name, cams in paths.items():
             torch.cuda.synchronize()
@@ -142,7 +146,8 @@ def main() -> int:
                 print(f"{r['scene']:<28}{name:<10}{mb(peak['allocated']):>12}{mb(peak['reserved']):>12}"
                       f"{mb(r['estimate_peak']):>12}{mb(r['estimate_total']):>12}")  # fmt: skip
             print(f"  {r['estimate_terms']}; workspace measured {mb(r['workspace_bytes'])}, pair capacity "
-                  f"{r['pair_capacity']:,}")  # fmt: skip
+                  f"{r['pair_capacity']:,}; renderer made {mb(r['after_renderer_bytes'])}, warm-up peak "
+                  f"{mb(r['warm_up_peak_allocated'])}")  # fmt: skip
         return 0
 
     print(f"composites at {args.size} within a {args.fit:g} GB card (per-process memory fraction):")

@@ -1,12 +1,18 @@
 """Getting the renderer's RGBA8 frame into the window's GL texture.
 
-Two paths behind one object, `FrameTexture`:
+Three paths behind one object, `FrameTexture`:
 
 - `CudaGLTexture`: CUDA-GL interop through cuda-python's runtime bindings (`cuda.bindings.runtime`). The
   texture is registered once (`cudaGraphicsGLRegisterImage`, write-discard); each frame maps it, copies the
   CUDA tensor into its array with `cudaMemcpy2DToArrayAsync` on the current torch stream and unmaps it. No
   host round trip. Measured on one H200 at 1920x1080 (BENCHMARKS.md, tests/app/gpu_interop_check.py): render,
   interop copy and present cost +0.62 ms a frame over rendering alone, the host path +5.6 ms.
+- `CudaGLBuffer`: the other interop route (DESIGN.md): two GL pixel buffers registered with CUDA
+  (`cudaGraphicsGLRegisterBuffer`), used in turn. Each frame maps one, copies the tensor into it with a plain
+  linear `cudaMemcpyAsync`, unmaps it, and has GL update the texture from it (`glTexSubImage2D` from a bound
+  pixel-unpack buffer: a copy on the GPU, ordered by GL, that the CPU does not wait for). The buffer mapped is
+  the one GL read two frames before, so the map need not wait for GL's last read of it. Which route is faster
+  is the interop check's to say (`DEFAULT_INTEROP`).
 - `HostTexture`: download + `texture.write`, used without CUDA (the CPU renderer) or when interop fails
   (for example, GL and CUDA on different GPUs). The overlay shows which path is live and why.
 
@@ -25,6 +31,7 @@ GL_TEXTURE_2D = 0x0DE1
 
 INTEROP = "CUDA-GL interop"
 HOST = "host upload"
+PIXEL_BUFFERS = 2  # CudaGLBuffer's buffers, used in turn
 
 
 class InteropError(RuntimeError):
@@ -99,14 +106,11 @@ class CudaGLTexture:
     @contextlib.contextmanager
     def mapped(self, stream: int) -> Iterator[object]:
         """Map the texture for CUDA on `stream`, yield its level-0 cudaArray, unmap (also on error)."""
-        _check(self.rt.cudaGraphicsMapResources(1, self._resource, stream), "cudaGraphicsMapResources")
-        try:
+        with _mapped(self.rt, self._resource, stream):
             yield _check(
                 self.rt.cudaGraphicsSubResourceGetMappedArray(self._resource, 0, 0),
                 "cudaGraphicsSubResourceGetMappedArray",
             )
-        finally:
-            _check(self.rt.cudaGraphicsUnmapResources(1, self._resource, stream), "cudaGraphicsUnmapResources")
 
     def upload(self, rgba8: torch.Tensor) -> None:
         """rgba8: [H, W, 4] uint8 CUDA tensor, rows contiguous. Ordered after the work already queued on the
@@ -135,6 +139,74 @@ class CudaGLTexture:
         self.texture.release()
 
 
+class CudaGLBuffer:
+    """An RGBA8 texture that GL updates from pixel buffers CUDA writes (the module docstring's second route)."""
+
+    path = INTEROP
+
+    def __init__(self, ctx: moderngl.Context, width: int, height: int):
+        self.rt = _cudart()
+        self.width, self.height = width, height
+        self.texture = ctx.texture((width, height), 4, dtype="f1")
+        self.buffers = [ctx.buffer(reserve=width * height * 4, dynamic=True) for _ in range(PIXEL_BUFFERS)]
+        self._resources: list = []
+        self._next = 0
+        try:
+            flags = self.rt.cudaGraphicsRegisterFlags.cudaGraphicsRegisterFlagsWriteDiscard
+            for buf in self.buffers:
+                self._resources.append(
+                    _check(self.rt.cudaGraphicsGLRegisterBuffer(buf.glo, flags), "cudaGraphicsGLRegisterBuffer")
+                )
+        except Exception:
+            self.release()
+            raise
+
+    def upload(self, rgba8: torch.Tensor) -> None:
+        """rgba8: [H, W, 4] uint8 CUDA tensor. The copy is ordered after the work queued on the current torch
+        stream; GL's update of the texture, after the unmap."""
+        _check_frame(rgba8, self.width, self.height)
+        if rgba8.device.type != "cuda":
+            raise InteropError(f"frame is on {rgba8.device}, not CUDA")
+        rgba8 = rgba8.contiguous()  # one linear copy of W x H x 4 bytes
+        k, self._next = self._next, (self._next + 1) % PIXEL_BUFFERS
+        stream = torch.cuda.current_stream(rgba8.device).cuda_stream
+        with _mapped(self.rt, self._resources[k], stream):
+            ptr, size = _check(
+                self.rt.cudaGraphicsResourceGetMappedPointer(self._resources[k]), "cudaGraphicsResourceGetMappedPointer"
+            )
+            if size < rgba8.numel():
+                raise InteropError(f"pixel buffer of {size} bytes for a {rgba8.numel()}-byte frame")
+            _check(
+                self.rt.cudaMemcpyAsync(ptr, rgba8.data_ptr(), rgba8.numel(),
+                                        self.rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice, stream),
+                "cudaMemcpyAsync",
+            )  # fmt: skip
+        self.texture.write(self.buffers[k])  # GL: texture <- pixel buffer, on the GPU
+
+    def release(self) -> None:
+        """Unregister first, then release the GL objects."""
+        for resource in self._resources:
+            _check(self.rt.cudaGraphicsUnregisterResource(resource), "cudaGraphicsUnregisterResource")
+        self._resources = []
+        for buf in self.buffers:
+            buf.release()
+        self.texture.release()
+
+
+@contextlib.contextmanager
+def _mapped(rt, resource, stream: int) -> Iterator[None]:
+    """Map a registered resource for CUDA on `stream` while the block runs; unmap it (also on error)."""
+    _check(rt.cudaGraphicsMapResources(1, resource, stream), "cudaGraphicsMapResources")
+    try:
+        yield
+    finally:
+        _check(rt.cudaGraphicsUnmapResources(1, resource, stream), "cudaGraphicsUnmapResources")
+
+
+# The interop route the viewer uses: tests/app/gpu_interop_check.py measures both on the GPU machine.
+DEFAULT_INTEROP = CudaGLTexture
+
+
 def interop_unavailable_reason(device: torch.device) -> str | None:
     """Why interop cannot be tried for frames rendered on `device`; None when it can."""
     if device.type != "cuda":
@@ -146,7 +218,7 @@ def interop_unavailable_reason(device: torch.device) -> str | None:
     return None
 
 
-TextureFactory = Callable[[moderngl.Context, int, int], "HostTexture | CudaGLTexture"]
+TextureFactory = Callable[[moderngl.Context, int, int], "HostTexture | CudaGLTexture | CudaGLBuffer"]
 
 
 class FrameTexture:
@@ -165,15 +237,16 @@ class FrameTexture:
         device: torch.device,
         *,
         allow_interop: bool = True,
-        interop_factory: TextureFactory = CudaGLTexture,
+        interop_factory: TextureFactory | None = None,
         host_factory: TextureFactory = HostTexture,
     ):
         self.ctx = ctx
+        interop_factory = interop_factory or DEFAULT_INTEROP
         self.interop_factory = interop_factory
         self.host_factory = host_factory
         self.impl: HostTexture | CudaGLTexture | None = None
         self.reason: str | None = None if allow_interop else "interop turned off"
-        if self.reason is None and interop_factory is CudaGLTexture:
+        if self.reason is None and interop_factory in (CudaGLTexture, CudaGLBuffer):
             self.reason = interop_unavailable_reason(device)
         self.use_interop = self.reason is None
 

@@ -136,6 +136,8 @@ def performance_lines(state: ViewerState) -> list[str]:
         w, h = state.render_size
         per = f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.2f} ms"
         lines.append(f"render  {1000.0 / max(ms, 1e-6):7.1f} frames/s  ({per} a frame at {w}x{h})")
+    elif state.kernel_status.startswith("preparing kernels"):  # no frame before its kernels (app/warmup.py)
+        lines.append(f"render  ({state.kernel_status})")
     else:
         lines.append("render  (first frame in progress)")
     if state.frame_ms:
@@ -209,6 +211,8 @@ class PerformancePanel(Panel):
                 imgui.text(f"occlusion  {t['occlusion_refreshes']} refreshes, {t['gaussians_skipped']:,} skipped")
         imgui.text(f"display    {s.display_path}")
         imgui.text(f"renderer   {s.render_device}")
+        if s.kernel_status:
+            imgui.text(f"kernels    {s.kernel_status}")
         self.message_lines = text_wrapped_at_spaces(s.message) if s.message else []
 
     def _graph(self) -> None:

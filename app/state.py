@@ -117,6 +117,7 @@ class ViewerState:
     frame_ms: FrameTimes = field(default_factory=FrameTimes)  # the window loop's frames
     render_ms: FrameTimes = field(default_factory=FrameTimes)  # finished renders
     message: str = ""  # one status line (saved files, snaps, errors); file names in it through keep_whole
+    kernel_status: str = ""  # the kernel warm-up's progress (app/warmup.py)
 
     def mark_dirty(self) -> None:
         self.dirty = True

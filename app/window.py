@@ -22,6 +22,7 @@ from pyglet.window import key
 
 from renderer import Camera, Renderer, default_camera, up_vector
 from renderer.camera import framing_sphere
+from renderer.warmup import compile_counter, needs_warm_up
 
 from .camera_controller import CAMERA_HELP, CameraController, SceneExtent
 from .frames import Frame, FrameProducer, FrameRequest
@@ -32,6 +33,7 @@ from .keys import PhysicalKeys
 from .overlay import Overlay, apply_style
 from .present import Presenter
 from .state import RENDER_MODES, ViewerState, error_reason, keep_whole, viewer_settings
+from .warmup import BackgroundWarmUp
 
 # What the files the viewer writes are called: STEM-YYYYMMDD-HHMMSS.EXT in the output folder (--out-dir), with
 # -N added when that name exists. The help rows name them from these, so they say what is written.
@@ -115,9 +117,9 @@ class ViewerWindow(pyglet.window.Window):
         self.scene = scene
         self.up = up or scene.up_axis
         self.output_dir = output_dir
-        self.renderer = Renderer(scene, device=device, backend=backend)
-        on_cpu = self.renderer.device.type != "cuda"
         fb_w, fb_h = self.get_framebuffer_size()
+        self.renderer = Renderer(scene, device=device, backend=backend, frame_size=(fb_w, fb_h))
+        on_cpu = self.renderer.device.type != "cuda"
         home = default_camera(scene, fb_w, fb_h, up=up)
         self.state = ViewerState(
             camera=home,
@@ -155,6 +157,9 @@ class ViewerWindow(pyglet.window.Window):
         self.push_handlers(self.controller)
         self.imgui_input = ImguiInput(lambda: self.height, clipboard=self)
         self.push_handlers(self.imgui_input)
+        # kernels: compiled before the first frame, the switches' in the background (app/warmup.py)
+        self._compiles = compile_counter() if needs_warm_up(self.renderer) else None  # installed before the thread
+        self.warm = self._start_warm_up(self.renderer, scene)
         # frames
         self.producer = FrameProducer(self.renderer, threaded=threaded if threaded is not None else on_cpu)
         self._serial = 0
@@ -165,6 +170,12 @@ class ViewerWindow(pyglet.window.Window):
         self._closed = False
         pyglet.clock.schedule_interval(self.tick, 1 / 120)
         self._ready = True
+
+    def _start_warm_up(self, renderer: Renderer, scene) -> BackgroundWarmUp:
+        fb_w, fb_h = self.get_framebuffer_size()
+        warm = BackgroundWarmUp(renderer, self.state.render_size_for(fb_w, fb_h), self.state.settings, scene.sh_degree)
+        self.state.kernel_status = warm.status
+        return warm
 
     def _make_controller(self, scene, home: Camera, up: str | None, training_cameras: list[Camera] | None):
         """A camera controller for `scene` (its extent, up axis and training cameras)."""
@@ -194,12 +205,15 @@ class ViewerWindow(pyglet.window.Window):
         referenced: its device memory goes back with the old renderer. Keyframes and navigation start afresh.
         `name` is what the overlay calls the scene.
         """
-        renderer = Renderer(scene, device=self.renderer.device, backend=self.renderer.backend)
         fb_w, fb_h = self.get_framebuffer_size()
+        renderer = Renderer(scene, device=self.renderer.device, backend=self.renderer.backend,
+                            frame_size=(fb_w, fb_h))  # fmt: skip
         home = default_camera(scene, fb_w, fb_h, up=up)  # also checks `up` before anything changes
         self.producer.close()
+        self.warm.close()
         self.frame_texture.release()  # the next frame re-creates it; until then the background shows
         self.scene, self.renderer = scene, renderer
+        self.warm = self._start_warm_up(renderer, scene)
         self.producer = FrameProducer(renderer, threaded=self.producer.threaded)
         self._last_frame = self._pending_timer = None
         self.state.camera = home
@@ -231,16 +245,17 @@ class ViewerWindow(pyglet.window.Window):
     def open_scene_file(self, path: str) -> bool:
         """Open the scene at `path` in this window (the Scene panel, a dropped file). A file that cannot be
         read leaves the current scene and says why in the status line; returns whether it opened."""
+        from renderer.memory import OutOfDeviceMemoryError
         from scenes import SceneFormatError, load_scene
 
         self.state.message = f"opening {keep_whole(path)} ..."
         try:
             scene = load_scene(path)
-        except (SceneFormatError, OSError, ValueError) as e:
+            name = os.path.basename(os.path.normpath(path))
+            self.load_scene(scene, name=name)  # the memory check first: a scene that does not fit leaves the old one
+        except (SceneFormatError, OSError, ValueError, OutOfDeviceMemoryError) as e:
             self.state.message = f"could not open {keep_whole(path)}: {error_reason(e, path)}"
             return False
-        name = os.path.basename(os.path.normpath(path))
-        self.load_scene(scene, name=name)
         self.set_caption(f"warpsplat - {name}")
         self.state.message = f"opened {keep_whole(path)}"
         return True
@@ -339,15 +354,23 @@ class ViewerWindow(pyglet.window.Window):
         self._pending_timer = None
 
     def _request_frame(self) -> None:
-        if not self.state.dirty or self.producer.busy:
+        self.state.kernel_status = self.warm.status
+        if not self.state.dirty or self.producer.busy or not self.warm.ready:  # no frame before its kernels
             return
         fb_w, fb_h = self.get_framebuffer_size()
         rw, rh = self.state.render_size_for(fb_w, fb_h)
+        self.warm.add_size((rw, rh))  # a new size (resize, render scale) is warmed in the background
         self._serial += 1
         request = FrameRequest(self.state.camera.resized(rw, rh), self.state.settings, self.state.render_mode,
                                self._serial, jump=self.state.camera_jumped)  # fmt: skip
         self.state.dirty = self.state.camera_jumped = False
+        before, t0 = self._compiles and self._compiles.count(), time.perf_counter()
         self.producer.request(request)
+        if self._compiles is not None and self._compiles.count() > before:  # rendered in this thread (CUDA)
+            self.state.message = (
+                f"this frame compiled {self._compiles.count() - before} kernel(s) for settings or a "
+                f"size not prepared yet: a one-time pause ({time.perf_counter() - t0:.2f} s)"
+            )
 
     def update_frame(self) -> None:
         """Collect a finished frame, start the next if the view changed (the non-drawing half of on_draw)."""
@@ -506,6 +529,7 @@ class ViewerWindow(pyglet.window.Window):
         self._closed = True
         pyglet.clock.unschedule(self.tick)
         self.producer.close()
+        self.warm.close()
         self.frame_texture.release()
         self.imgui_renderer.release()
         self.presenter.release()

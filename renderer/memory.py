@@ -1,32 +1,45 @@
 """How much memory a Renderer needs for a scene, checked before any work starts.
 
-`estimate_bytes()` adds up what `Renderer` allocates on its device (renderer/pipeline.py), per Gaussian,
-per Gaussian-tile pair and per pixel; `check_fits()` compares that with what the device has free
-(`torch.cuda.mem_get_info`, or MemAvailable of /proc/meminfo on the CPU) and raises `OutOfDeviceMemoryError`,
-a one-line `MemoryError`, when it does not fit. It is an estimate with a margin, not an accounting: the
-caching allocator, the CUDA context and other processes are outside it.
+`estimate_bytes()` adds up, buffer by buffer, what `Renderer` allocates on its device (renderer/pipeline.py) for a
+scene and a frame size; `check_fits()` compares that with what the device has free (`torch.cuda.mem_get_info`
+within the process's memory fraction, or MemAvailable of /proc/meminfo on the CPU) and raises
+`OutOfDeviceMemoryError`, a one-line `MemoryError`, when it does not fit. The caching allocator's rounding and
+other processes are outside it (MARGIN, FIXED_BYTES); the CUDA context is outside torch's memory altogether, and
+`mem_get_info` already leaves it out of the free memory.
 
-Terms (bytes; K = SH coefficients per channel, N Gaussians, P pairs, W x H pixels):
+Terms (bytes; N Gaussians, K SH coefficients per channel, X pixels, T tiles, P pairs, C the pair capacity, V the
+visible Gaussians, kb bytes a tile key: 2 up to 32,767 tiles, else 4; the names are pipeline.py's):
 
-| term            | what                                                                       | bytes          |
-|-----------------|----------------------------------------------------------------------------|----------------|
-| scene copy      | means, SH (CUDA only: on the CPU the renderer shares the scene's tensors)  | N (12 + 12 K)  |
-| prepared        | opacities 4, covariances 24; quaternions 16, log-scales 12 (CUDA only)     | N 28 (+ N 28)  |
-| load transients | device scene copy, activation and covariance temporaries, freed after init | N 180          |
-| per frame       | projection outputs 60, pair offsets 8 (+ the torch reference's temporaries | N 68 (+ N 250) |
-|                 | on the CPU, measured at 1M Gaussians: 250)                                 |                |
-| pairs           | keys 8, ids 4, sorted keys 8, permutation 8, sorted ids 4, x 1.25 capacity | P 40 + P 20    |
-|                 | (grow-only), plus the sort's own output 20                                 |                |
-| image           | RGB 12, alpha 4, RGBA8 4 (+ the reference's 16 of tile-padded buffers)     | W H 20 (+ 16)  |
+| term      | what                                                                             | bytes               |
+|-----------|----------------------------------------------------------------------------------|---------------------|
+| scene     | means 12, SH 12 K (on the CPU the renderer shares the scene's own tensors)       | N (12 + 12 K)       |
+| prepared  | opacities 4, covariances 24                                                      | 28 N                |
+| workspace | per slot: means2d 8, conic_opacity 16, colors 12, tiles_touched 4, bin_t 4;     | S (44 N + 20 X      |
+|           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
+|           | also order 8, offsets 8, totals 16 bytes                                         |                     |
+|           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
+|           | on the capacity route also sorted_depths 4, ordered_counts 4, and the pair       |  (+ 8 N             |
+|           | buffers: keys kb, ids 4, sorted keys kb, permutation 8, sorted ids 4 a slot       |   + (12 + 2 kb) C)  |
+| transient | a frame's largest temporaries: see `transient_bytes`                             |                     |
+| graphs    | captured graphs share one pool, which keeps one frame's sort scratch reserved    | = the sorts' scratch|
+| reference | the torch reference pipeline's temporaries (CPU only; measured at 1M Gaussians)  | 250 N               |
 
-P is not known before a frame: it is estimated as PAIRS_PER_GAUSSIAN x N. Measured: 1.3-1.9 pairs per
-Gaussian for a 1M-Gaussian cloud at 64x48-640x480; small real scenes at 1080p reach 10-20 per *visible*
-Gaussian (BENCHMARKS.md), but most of a large scene is then off-screen or sub-tile. The load transients are
-taken as the larger of themselves and a frame's needs (they do not coexist). MARGIN covers the rest.
+S, the slots: 2 on the capacity route (`render_stream` keeps a frame in flight), 1 for counted frames (scenes of
+COUNTED_FROM Gaussians and up render one by one). torch.sort of L keys of kb' bytes, stable, with its int64
+indices (ATen's SortStable.cu): its initial indices 8 L, then CUB's alternate keys and indices (kb' + 8) L.
 
-Checked on the CPU (torch backend, 1M-Gaussian random cloud, SH degree 2): a frame's peak above the scene was
-565 B/G at 64x48 and 647 B/G at 640x480 (1.3 and 1.9 pairs per Gaussian); this estimate gives 586 B/G before
-the margin. The CUDA terms are counted from the code, not measured here.
+P and V are not known before a frame: V is taken as N (an overview sees everything), P as
+max(2 N, min(16 N, 400 T)). Measured at 1920x1080, 8 px tiles (BENCHMARKS.md, sections 8 and 13): objects of
+94k-500k Gaussians reach 3-15 pairs a Gaussian close up (plant close 1.72M pairs for 114k), composites' overviews
+1.7-1.8 (6M: 10.9M, 24M: 40.5M), fly-overs fewer. Very large splats reach more (fruit_drops, 4.7k Gaussians:
+1.3M pairs, 37 MB of pair memory this misses; FIXED_BYTES covers it). The capacity route sizes its buffers up to
+Capacity.STEP x P (it grows in geometric steps, pipeline.py).
+
+Not counted: the depth view's buffers (12 N + 20 X while it is shown), a temporal window's compacted copy of the
+arrays (up to 0.9 N (40 + 12 K), counted scenes only: smaller ones decline windows) and a scale modifier other
+than 1 (a scaled copy of the covariances, 24 N).
+
+`tests/gpu/memory_check.py` measures the peaks on the GPU against these terms.
 """
 
 from __future__ import annotations
@@ -35,12 +48,17 @@ from dataclasses import dataclass
 
 import torch
 
+from kernels import schedule_scratch_shape
+from kernels.constants import INT16_TILES
 from scenes.limits import mem_available  # the one reader of MemAvailable: scene readers cap their memory by it too
 
-PAIRS_PER_GAUSSIAN = 4.0
-MARGIN = 1.1  # x the estimate
-FIXED_BYTES = 64 << 20  # allocator rounding, kernel workspaces, small tensors
-NOMINAL_FRAME = (1920, 1080)  # the frame assumed when no size is known yet (Renderer.__init__)
+MARGIN = 1.1  # x the estimate: the caching allocator's rounding and fragmentation
+FIXED_BYTES = 64 << 20  # small tensors, kernel arguments, the pinned staging buffers
+NOMINAL_FRAME = (1920, 1080)  # the frame assumed when no size is known
+CAPACITY_STEP = 1.5  # pipeline.Capacity.STEP: the pair capacity is at most this many times the pairs
+PAIRS_PER_GAUSSIAN = (2.0, 16.0)  # the pairs' estimate: between these many a Gaussian ...
+PAIRS_PER_TILE = 400.0  # ... and otherwise this many a tile
+REFERENCE_PER_GAUSSIAN = 250  # the torch reference pipeline's temporaries on the CPU, measured at 1M Gaussians
 
 
 class OutOfDeviceMemoryError(MemoryError):
@@ -49,25 +67,86 @@ class OutOfDeviceMemoryError(MemoryError):
 
 @dataclass
 class MemoryEstimate:
-    """Bytes a Renderer needs on one device, by term."""
+    """Bytes a Renderer needs on one device, by term (the module docstring's table)."""
 
     scene: int
     prepared: int
-    per_frame: int
-    pairs: int
-    image: int
+    workspace: int
+    transient: int
+    graphs: int = 0
+    reference: int = 0
 
     @property
     def total(self) -> int:
-        return int((self.scene + self.prepared + self.per_frame + self.pairs + self.image) * MARGIN) + FIXED_BYTES
+        return int(self.peak * MARGIN) + FIXED_BYTES
+
+    @property
+    def peak(self) -> int:
+        """The terms' sum, without the margin: what the renderer's own tensors come to at a frame's peak."""
+        return self.scene + self.prepared + self.workspace + self.transient + self.graphs + self.reference
 
     def summary(self) -> str:
-        parts = ("scene", "prepared", "per_frame", "pairs", "image")
-        return ", ".join(f"{p.replace('_', '-')} {gb(getattr(self, p))}" for p in parts)
+        parts = ("scene", "prepared", "workspace", "transient", "graphs", "reference")
+        return ", ".join(f"{p} {gb(getattr(self, p))}" for p in parts if getattr(self, p))
 
 
 def gb(n: float) -> str:
     return f"{n / 1e9:.2f} GB"
+
+
+def n_tiles(width: int, height: int, tile: int) -> int:
+    return ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
+
+
+def key_bytes(tiles: int) -> int:
+    """Bytes of a tile key (kernels/bin.py `key_dtype`)."""
+    return 2 if tiles <= INT16_TILES else 4
+
+
+def pair_slot_bytes(key: int) -> int:
+    """The pair buffers' bytes per slot of capacity: keys, ids, sorted keys, the sort's permutation, sorted ids."""
+    return key + 4 + key + 8 + 4
+
+
+def sort_scratch_bytes(length: int, key: int) -> int:
+    """torch.sort's temporaries for `length` keys of `key` bytes, stable, with int64 indices."""
+    return length * (8 + key + 8)
+
+
+def estimated_pairs(n: int, tiles: int) -> int:
+    low, high = PAIRS_PER_GAUSSIAN
+    return int(max(low * n, min(high * n, PAIRS_PER_TILE * tiles)))
+
+
+def workspace_bytes(n: int, capacity: int, width: int, height: int, tile: int, *, slots: int, counted: bool) -> int:
+    """The renderer's workspace (`Renderer.ws`) after frames of n Gaussians at W x H: exactly what its buffers
+    hold when the largest frame had these sizes (the capacity route's pair buffers at `capacity`)."""
+    x, t = width * height, n_tiles(width, height, tile)
+    rows, cols = schedule_scratch_shape(t)
+    per_slot = 44 * n + 20 * x + 4 * t
+    shared = 4 * n + 12 * t + 4 * rows * cols
+    if not counted:
+        per_slot += 16 * n + 16
+        shared += 8 * n + pair_slot_bytes(key_bytes(t)) * capacity
+    return slots * per_slot + shared
+
+
+def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: bool) -> int:
+    """A frame's largest temporaries beyond the workspace.
+
+    Capacity route: the larger of its two sorts' scratch, the depth sort of N float keys and the pair sort of C
+    tile keys. Counted frames (kernels/order.py `depth_order_counted`, pipeline.py `_Frame.bin`, kernels/sort.py):
+    at the depth sort, the visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs
+    12 V and scratch 20 V; at the pair sort, the order and offsets kept 16 V, the pairs binned (kb + 4) P, the
+    sort's outputs (kb + 8) P and scratch (kb + 16) P (the ids gathered after it, 4 P, come when the scratch is
+    gone)."""
+    kb = key_bytes(tiles)
+    if not counted:
+        return max(sort_scratch_bytes(n, 4), sort_scratch_bytes(capacity, kb))
+    v = n
+    depth_sort = n + 8 * v + 4 * v + 12 * v + sort_scratch_bytes(v, 4)
+    pair_sort = 16 * v + (kb + 4) * pairs + (kb + 8) * pairs + sort_scratch_bytes(pairs, kb)
+    return max(depth_sort, pair_sort)
 
 
 def estimate_bytes(
@@ -77,29 +156,43 @@ def estimate_bytes(
     height: int | None = None,
     device: torch.device | str = "cpu",
     *,
-    pairs_per_gaussian: float = PAIRS_PER_GAUSSIAN,
+    counted: bool = False,
+    tile_size: int = 8,
 ) -> MemoryEstimate:
     """The memory a Renderer needs on `device` for N Gaussians with K SH coefficients per channel, rendering
-    W x H frames (NOMINAL_FRAME when not given). See the module docstring for each term."""
+    W x H frames (NOMINAL_FRAME when not given); `counted`: its frames run counted (pipeline.py
+    `runs_counted`). See the module docstring for each term."""
     n, k = int(n_gaussians), int(sh_coeffs)
     w, h = (width, height) if width and height else NOMINAL_FRAME
-    on_cpu = torch.device(device).type == "cpu"
-    scene = 0 if on_cpu else n * (12 + 12 * k)
-    prepared = n * (28 if on_cpu else 56)
-    per_frame = n * (68 + (250 if on_cpu else 0))
-    per_frame = max(per_frame, n * 180)  # load transients, or a frame: never both
-    n_pairs = int(n * pairs_per_gaussian)
-    pairs = n_pairs * 60
-    image = w * h * (20 + (16 if on_cpu else 0)) + 8 * ((w + 15) // 16) * ((h + 15) // 16)
-    return MemoryEstimate(scene, prepared, per_frame, pairs, image)
+    cuda = torch.device(device).type == "cuda"
+    tiles = n_tiles(w, h, tile_size)
+    pairs = estimated_pairs(n, tiles)
+    capacity = 0 if counted else int(pairs * CAPACITY_STEP)
+    slots = 1 if counted else 2
+    transient = transient_bytes(n, pairs, capacity, tiles, counted=counted)
+    return MemoryEstimate(
+        scene=n * (12 + 12 * k) if cuda else 0,
+        prepared=28 * n,
+        workspace=workspace_bytes(n, capacity, w, h, tile_size, slots=slots, counted=counted),
+        transient=transient,
+        graphs=transient if cuda and not counted else 0,
+        reference=0 if cuda else REFERENCE_PER_GAUSSIAN * n,
+    )
 
 
 def free_bytes(device: torch.device | str) -> int | None:
-    """Free memory on `device`: CUDA's free bytes, or MemAvailable on the CPU (None where unknown)."""
+    """Free memory on `device`: CUDA's free bytes (within the process's memory fraction, when one is set), or
+    MemAvailable on the CPU (None where unknown)."""
     device = torch.device(device)
     if device.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(device)
-        return int(free)
+        free, total = torch.cuda.mem_get_info(device)
+        try:
+            fraction = torch.cuda.get_per_process_memory_fraction(device)
+        except (AttributeError, AssertionError, RuntimeError):  # an older torch; no CUDA build (tests)
+            fraction = 1.0
+        if fraction < 1.0:  # torch refuses allocations beyond fraction x total, counted from what it reserved
+            free = min(free, int(fraction * total) - torch.cuda.memory_reserved(device))
+        return int(max(free, 0))
     if device.type == "cpu":
         return mem_available()
     return None
@@ -111,10 +204,12 @@ def check_fits(
     width: int | None = None,
     height: int | None = None,
     device: torch.device | str = "cpu",
+    *,
+    counted: bool = False,
 ) -> MemoryEstimate:
     """Raise OutOfDeviceMemoryError, before any allocation, if a Renderer of this scene would not fit on
     `device`; return the estimate otherwise (and where the free memory is unknown)."""
-    est = estimate_bytes(n_gaussians, sh_coeffs, width, height, device)
+    est = estimate_bytes(n_gaussians, sh_coeffs, width, height, device, counted=counted)
     free = free_bytes(device)
     if free is not None and est.total > free:
         w, h = (width, height) if width and height else NOMINAL_FRAME

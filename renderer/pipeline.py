@@ -13,11 +13,11 @@ Two routes through the stages (docs/architecture.md, "Two routes through the sta
 
 - Capacity frames (scenes under COUNTED_FROM Gaussians). No stage waits for the host: the pair buffers have a
   capacity, every launch takes its length from the buffers, and the pair count stays on the device until the
-  frame's one sync, at its end, reads it. A frame whose pairs did not fit grows the buffers and bins again
-  from its stage-2 output (so it is still exact), and the capacity shrinks again after a run of frames that
-  use a small part of it. Buffers live in one grow-only workspace, reused across frames, so such a frame
-  allocates nothing large; with fixed shapes, a CUDA device replays the whole frame as one captured CUDA
-  graph: one launch instead of about twenty.
+  frame's one sync, at its end, reads it. A frame whose pairs did not fit grows the buffers ahead of need
+  (`Capacity`) and bins again, once, from its stage-2 output (so it is still exact), and the capacity shrinks
+  again after a run of frames that use a small part of it. Buffers live in one grow-only workspace, reused
+  across frames, so such a frame allocates nothing large; with fixed shapes, a CUDA device replays the whole
+  frame as one captured CUDA graph: one launch instead of about twenty.
 - Counted frames (from COUNTED_FROM Gaussians on). Order syncs twice, for the visible and the pair counts,
   sorts only the visible Gaussians, and bin and sort run on pair tensors of exactly the pair count, allocated
   each frame (from torch's caching allocator), stage by stage.
@@ -35,7 +35,7 @@ import contextlib
 import functools
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
@@ -44,7 +44,7 @@ from kernels import LIST_LENGTHS, bin_config, project_block, schedule_scratch_sh
 from scenes import GaussianScene
 
 from .camera import Camera
-from .memory import check_fits
+from .memory import MemoryEstimate, check_fits
 from .settings import RenderSettings
 from .temporal import SceneArrays, TemporalCache
 from .timing import StageTimer
@@ -124,6 +124,37 @@ def prepare_covariances(quats: Tensor, log_scales: Tensor, scale_modifier: float
     ).contiguous()
 
 
+PREPARE_CHUNK = 1 << 20  # Gaussians prepared at a time: bounds the load's transients (about 200 bytes a Gaussian)
+
+
+def prepare_scene(scene: GaussianScene, device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The renderer's prepared copy on `device`: (means [N,3], opacities [N], sh [N,K,3], covariances [N,6]).
+
+    Activation and covariances are computed PREPARE_CHUNK Gaussians at a time, so the load's temporaries (the
+    raw quaternions and log-scales on the device, the rotation matrices) stay a few hundred MB whatever N; on a
+    24M-Gaussian scene, preparing it whole had needed about 5 GB beyond the prepared copy. Means and SH are used
+    as stored (no copy when the scene is already on `device`)."""
+    n = len(scene)
+    means, sh = _aligned(scene.means.to(device).contiguous()), _aligned(scene.sh.to(device).contiguous())
+    opacities = torch.empty(n, dtype=torch.float32, device=device)
+    covars = torch.empty(n, 6, dtype=torch.float32, device=device)
+    for a in range(0, n, PREPARE_CHUNK):
+        b = min(a + PREPARE_CHUNK, n)
+        # the raw rows this step needs, on the device (the means and SH rows are not read here)
+        part = replace(scene, means=scene.means[a:b], quats=scene.quats[a:b].to(device),
+                       log_scales=scene.log_scales[a:b].to(device),
+                       opacity_logits=scene.opacity_logits[a:b].to(device), sh=scene.sh[a:b])  # fmt: skip
+        opacities[a:b] = part.activated().opacities  # the one activation (GaussianScene.activated)
+        covars[a:b] = prepare_covariances(part.quats, part.log_scales)
+    return means, opacities, sh, covars
+
+
+def _aligned(t: Tensor) -> Tensor:
+    """t at a 16-byte aligned address: Triton compiles a kernel separately for pointers that are not (a scene that
+    is a view into a larger tensor), which the warm-up's buffers would not cover (renderer/warmup.py)."""
+    return t if t.data_ptr() % 16 == 0 else t.clone()
+
+
 # Frames of at least this many Gaussians run counted: two syncs, sorts of exactly the visible Gaussians and the
 # pairs binned, launched stage by stage. Smaller ones run on capacities, one sync, replayed as CUDA graphs.
 # Measured on composites (BENCHMARKS.md, section 10): graphs won by 1.1-1.6x at 1M and 2M, the two were even
@@ -146,28 +177,50 @@ def reuse_pays(graphs: bool, n: int, frame_mode: str) -> bool:
     return not (graphs and not runs_counted(n, frame_mode))
 
 
-CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph
+def check_scene_fits(scene: GaussianScene, device: torch.device | str | None = None,
+                     frame_size: tuple[int, int] | None = None) -> MemoryEstimate:  # fmt: skip
+    """Raise OutOfDeviceMemoryError (one line) if a Renderer of `scene` rendering `frame_size` frames would not
+    fit on `device` (None: the one a Renderer would choose); the estimate otherwise. Renderer calls it first;
+    commands call it before work of their own (a window, a video encoder)."""
+    device = choose_device(device)
+    w, h = frame_size or (None, None)
+    return check_fits(len(scene), scene.sh.shape[1], w, h, device, counted=runs_counted(len(scene), "auto"))
+
+
+CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph (>= 2: see Renderer._capture)
 MAX_FRAMES = 6  # frames' stage objects (and graphs) kept, one per image size, settings and slot; oldest dropped first
 # Workspace slots: `render` uses slot 0; `render_stream` alternates 0 and 1, so that the frame in flight and the
-# frame handed over never share a buffer.
+# frame handed over never share a buffer they hand over (scratch is shared: `_Frame`).
 SLOTS = 2
+# The pair buffers, as many slots as the capacity: keys and ids as binned, sorted keys, the sort's permutation,
+# sorted ids (`_Frame.pairs`)
+PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")
 
 
 class Capacity:
     """The length of buffers that hold a per-frame count known only on the device (the pairs).
 
     The frame sizes its launches by the capacity instead of waiting for the count; at its end the count is
-    read (the frame's one sync). When the count did not fit, the capacity grows to GROW x the count and the
-    frame redoes the stages that depend on it; after SHRINK_AFTER frames in a row that used under
-    1/SHRINK_BELOW of it, it shrinks to GROW x their largest count (sorting idle capacity costs time)."""
+    read (the frame's one sync). When the count did not fit, the frame bins again once, into buffers grown
+    ahead of need: to HEADROOM x the count, and at least STEP x the old size, so that a view growing denser
+    frame after frame (a fly-in) grows a few times in geometric steps instead of on every few frames. Each
+    growth is a new kind of frame for CUDA graphs, which costs a capture (`Renderer._replay`); each frame that
+    did not fit costs one rebin. After SHRINK_AFTER frames in a row that used under 1/SHRINK_BELOW of it, it
+    shrinks to HEADROOM x their largest count (sorting idle capacity costs time).
 
-    GROW = 1.15
+    NOTE: the steps trade memory for fewer growths: the capacity ends within STEP x the largest count of a path
+    (x HEADROOM right after a growth), and every pair slot costs 20 bytes of buffers and 18 of the sort's scratch
+    (renderer/memory.py)."""
+
+    HEADROOM = 1.2
+    STEP = 1.5
     SHRINK_AFTER = 30
     SHRINK_BELOW = 3
     MINIMUM = 1024
 
     def __init__(self) -> None:
         self.size = 0  # 0 until the first frame measures its need
+        self.growths = 0  # times it grew (a rebin and a new kind of frame each)
         self._low_frames = 0
         self._recent = 0
 
@@ -175,7 +228,10 @@ class Capacity:
         return count <= self.size
 
     def grow(self, count: int) -> None:
-        self.size = max(int(count * self.GROW), self.MINIMUM)
+        """Make room for `count` and more (called when it did not fit)."""
+        step = int(self.size * self.STEP) if self.size else 0
+        self.size = max(int(count * self.HEADROOM), step, self.MINIMUM)
+        self.growths += 1
         self._low_frames = self._recent = 0
 
     def observe(self, count: int) -> None:
@@ -186,7 +242,8 @@ class Capacity:
         self._low_frames += 1
         self._recent = max(self._recent, count)
         if self._low_frames >= self.SHRINK_AFTER:
-            self.grow(self._recent)
+            self.size = max(int(self._recent * self.HEADROOM), self.MINIMUM)
+            self._low_frames = self._recent = 0
 
 
 @dataclass(frozen=True)
@@ -212,6 +269,38 @@ class LaunchConfig:
         block, cols = bin_config(n_visible, n_pairs / max(n_visible, 1))
         return LaunchConfig(project_block(n), block, cols, lists)
 
+    @staticmethod
+    @functools.cache
+    def reachable(n: int, n_tiles: int, tile: int, *, windows: bool = False) -> tuple[LaunchConfig, ...]:
+        """Every configuration frames of n Gaussians on n_tiles tiles may run with: the first frame's, and what
+        `after` chooses from there, its rule explored over grids of the counts (visible Gaussians 0..n, pairs per
+        visible Gaussian 1..n_tiles; neighbouring pair counts at most 1.1x apart, finer than any of its classes)
+        from each configuration found until no new one appears. The warm-up compiles every one
+        (renderer/warmup.py), so a knob that `after` derives from these counts is warmed with no change here.
+        `windows`: frames may project fewer than n Gaussians (a temporal window's set), which moves project_block
+        alone: each configuration is also taken with every block that fewer Gaussians choose."""
+
+        def grid(hi: int, ratio: float) -> list[int]:
+            values, v = {1, hi}, 1.0
+            while v < hi:
+                values.add(int(v))
+                v *= ratio
+            return sorted(values)
+
+        counts = [(0, 0)] + [(v, int(v * p)) for v in grid(n, 1.25) for p in grid(n_tiles, 1.1)]  # (visible, pairs)
+        found, frontier = {LaunchConfig()}, [LaunchConfig()]
+        while frontier:
+            prev = frontier.pop()
+            for v, p in counts:
+                nxt = LaunchConfig.after(prev, n, v, p, n_tiles, tile)
+                if nxt not in found:
+                    found.add(nxt)
+                    frontier.append(nxt)
+        if windows:
+            blocks = {LaunchConfig.after(LaunchConfig(), m, 0, 0, n_tiles, tile).project_block for m in grid(n, 2.0)}
+            found |= {replace(c, project_block=b) for c in found for b in blocks}
+        return tuple(sorted(found, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols)))
+
 
 class Renderer:
     """Renders one scene from any camera. Keeps a device-side prepared copy and a reusable workspace.
@@ -221,6 +310,7 @@ class Renderer:
         device: where to render; default CUDA when available, else CPU.
         backend: "triton" (the kernels), "torch" (kernels.reference), or "auto" (see resolve_backend).
         graphs: replay each frame as a captured CUDA graph where it can (default: on CUDA with Triton).
+        frame_size: (width, height) of the frames to come, for the memory check (default memory.NOMINAL_FRAME).
     """
 
     def __init__(
@@ -230,22 +320,19 @@ class Renderer:
         device: torch.device | str | None = None,
         backend: str = "auto",
         graphs: bool | None = None,
+        frame_size: tuple[int, int] | None = None,
     ):
         scene = scene.validate().drop_invalid(name="scene")  # readers already did; scenes built in memory did not
         self.device = choose_device(device)
-        check_fits(len(scene), scene.sh.shape[1], device=self.device)  # one-line MemoryError before any work
+        check_scene_fits(scene, self.device, frame_size)  # one-line MemoryError before any work
         self.backend = resolve_backend(backend, self.device)
         self.k = kernel_module(self.backend)
         self.scene = scene
         self.n = len(scene)
-        act = scene.to(self.device).activated()
-        self.means = act.means.contiguous()
-        self.opacities = act.opacities.contiguous()
-        self.sh = act.sh.contiguous()
-        self._quats = scene.quats.to(self.device)
-        self._log_scales = scene.log_scales.to(self.device)
+        self.means, self.opacities, self.sh, self._covars_base = prepare_scene(scene, self.device)
+        self.covars = self._covars_base  # the base scaled by the settings' scale modifier (`_update_scale_modifier`)
         self._scale_modifier = 1.0
-        self.covars = prepare_covariances(self._quats, self._log_scales)
+        self._covars_version = 0  # which covariances frames captured (a graph holds their address)
         cuda = self.device.type == "cuda"
         # the device the scene was copied to, as an int: torch.cuda.device(torch.device("cuda")) looked the current
         # device up in Python on every frame
@@ -262,6 +349,9 @@ class Renderer:
         self._last_kind: tuple | None = None  # the kind of frame (`_Frame.kind`) replayed or run last
         self._kind_run = 0  # frames in a row of that kind, in either slot
         self.graph_replays = 0
+        self.rebins = 0  # frames binned again because their pairs did not fit the capacity
+        self._graph_pool = None  # one memory pool for every captured graph's temporaries (`_capture`)
+        self._capture_stream: torch.cuda.Stream | None = None
         # per slot: the camera and background reach the device through one pinned staging copy per frame, and
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
         self._host_params = [torch.empty(27, dtype=torch.float32, pin_memory=cuda) for _ in range(SLOTS)]
@@ -282,9 +372,12 @@ class Renderer:
         return SceneArrays(self.means, self.covars, self.opacities, self.sh)
 
     def _update_scale_modifier(self, modifier: float) -> None:
+        """Covariances for a scale modifier m: R (m S)^2 R^T = m^2 x the base, a copy only while m != 1 (the
+        quaternions and log-scales are not kept on the device to recompute them: 28 bytes a Gaussian)."""
         if modifier != self._scale_modifier:
-            self.covars = prepare_covariances(self._quats, self._log_scales, modifier)
+            self.covars = self._covars_base if modifier == 1.0 else self._covars_base * (modifier * modifier)
             self._scale_modifier = modifier
+            self._covars_version += 1
 
     # ------------------------------------------------------------------ one frame
 
@@ -374,12 +467,25 @@ class Renderer:
             if n_pairs > f.capacity:  # the capacity it was binned with (a streamed frame's may have grown since)
                 if not self.pair_capacity.fits(n_pairs):
                     self.pair_capacity.grow(n_pairs)
+                    f.pairs = f.sorted_keys = f.sorted_ids = None  # binned again below, into new buffers
+                    self._release_pairs()
                 f = self._frame_for(src, camera, settings, f.slot)
                 f.run(timer, from_stage="bin")
+                self.rebins += 1
             else:
+                size = self.pair_capacity.size
                 self.pair_capacity.observe(n_pairs)
+                if self.pair_capacity.size < size:
+                    self._release_pairs()  # the next frame allocates them at the smaller size
         self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
         return f
+
+    def _release_pairs(self) -> None:
+        """Let go of the pair buffers before they are allocated again at another size: the frames (and graphs)
+        binned into them are retired now, so that the new buffers do not come on top of the old ones (a frame
+        still held elsewhere, such as a streamed one in flight, keeps its own until it is done)."""
+        self._frames.clear()
+        self.ws.drop(*PAIR_BUFFERS)
 
     def _upload(self, camera: Camera, settings: RenderSettings, slot: int = 0) -> None:
         """Camera [24] and background [3] into the slot's parameter buffer: one non-blocking copy from pinned
@@ -482,7 +588,7 @@ class Renderer:
         # sort exactly what they have (on the capacity route they ran 0.8x the default, BENCHMARKS.md section 12)
         counted = self.counted()
         key = (slot, counted, src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size,
-               s.rasterizer, s.tile_schedule, s.adagscale, s.adagscale_tau, s.adagscale_s_min, id(self.covars),
+               s.rasterizer, s.tile_schedule, s.adagscale, s.adagscale_tau, s.adagscale_s_min, self._covars_version,
                self.pair_capacity.size, self.launch)  # fmt: skip
         f = self._frames.get(key)
         if f is not None and f.generation == self.ws.generation:
@@ -501,8 +607,9 @@ class Renderer:
 
     def _replay(self, f: _Frame, timer: StageTimer) -> None:
         """The whole frame as one captured graph. A kind of frame is captured on its CAPTURE_AFTER-th frame in
-        a row: a capture costs about two frames, too much to pay for a configuration that a moving camera
-        passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower than no graphs)."""
+        a row: a capture costs about one eager frame of host time, too much to pay for a configuration that a
+        moving camera passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower
+        than no graphs)."""
         self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
         self._last_kind = f.kind
         if f.graph is None and self._kind_run < CAPTURE_AFTER:
@@ -521,17 +628,28 @@ class Renderer:
         self.graph_replays += 1
 
     def _capture(self, f: _Frame) -> torch.cuda.CUDAGraph:
+        """Record the frame's launches as a graph, without running them.
+
+        No warm-up run first, and not through `torch.cuda.graph`, whose entry synchronises the device and empties
+        the allocator's caches (device and pinned host) on every capture: a stall of the frame in flight, and
+        cudaMalloc calls again for the frames after. Neither is needed here. Every operation of the frame has
+        run before the capture: the kind's earlier frames of the run ran eagerly (CAPTURE_AFTER >= 2), and the
+        renderer's warm-up compiled its kernels (renderer/warmup.py). Every graph allocates its temporaries (the
+        sorts' scratch) from one shared pool: they die inside the frame, and the graphs replay one at a time on
+        one stream, so one pool's worth serves them all, where a pool per graph kept one per graph reserved."""
         untimed = StageTimer(None)
-        stream = torch.cuda.Stream(self.device)
-        stream.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(stream):  # warm-up off the capture: compiles kernels, sizes the sort's scratch
-            f.run(untimed)
-        torch.cuda.current_stream(self.device).wait_stream(stream)
+        if self._graph_pool is None:
+            self._graph_pool = torch.cuda.graph_pool_handle()
+            self._capture_stream = torch.cuda.Stream(self.device)
         graph = torch.cuda.CUDAGraph()
-        # thread_local: other threads may keep using CUDA while this one captures (render-to-video's encoder
-        # thread waits on its frames' copy events; the default, "global", made that an error mid-capture)
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            f.run(untimed)
+        with torch.cuda.stream(self._capture_stream):
+            # thread_local: other threads may keep using CUDA while this one captures (render-to-video's encoder
+            # thread waits on its frames' copy events; the default, "global", made that an error mid-capture)
+            graph.capture_begin(pool=self._graph_pool, capture_error_mode="thread_local")
+            try:
+                f.run(untimed)
+            finally:
+                graph.capture_end()
         return graph
 
     # ------------------------------------------------------------------ depth output
@@ -564,7 +682,14 @@ class _Frame:
 
     Every tensor is a view of a workspace buffer whose address does not change while the image size, the
     frame's Gaussian count and the capacities stay the same, which is what lets `run` be captured once as a
-    CUDA graph and replayed with new camera parameters."""
+    CUDA graph and replayed with new camera parameters.
+
+    Buffers are of two kinds. A slot's own (`_SlotBuffers`): what a frame hands over (the image, tile counts,
+    tiles touched) and what binning it again needs after the frame after it was launched (stage 1's outputs,
+    the order and offsets, the totals). Shared by both slots: the scratch that a frame uses only while its own
+    stages run (the depths, the pairs and their sort, the ranges and the schedule). The slots' frames run one
+    after the other on one stream (a frame binned again after the next one was launched is binned after it), so
+    one set of scratch serves both: a set per slot cost 20 bytes per pair slot and 8 per Gaussian more."""
 
     STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
 
@@ -582,10 +707,10 @@ class _Frame:
         tile = self.tile = settings.tile_size
         self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
         self.degree = r.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, r.scene.sh_degree)
-        ws, n, W, H = _SlotBuffers(r.ws, slot), self.n, self.width, self.height
+        ws, shared, n, W, H = _SlotBuffers(r.ws, slot), r.ws, self.n, self.width, self.height
         # stage 1, per Gaussian
         self.records = ws.rows("records", n, 8)  # the blend records (kernels/buffers.py)
-        self.depths = ws.buffer("depths", n, torch.float32)
+        self.depths = shared.buffer("depths", n, torch.float32)
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         self.bin_t = ws.buffer("bin_t", n, torch.float32)
         # stage 2, per Gaussian in depth order
@@ -594,25 +719,25 @@ class _Frame:
         self.capacity = 0  # counted frames size their pair tensors per frame
         if not counted:
             self.order_out = (
-                ws.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), ws.buffer("ordered_counts", n, i32),
-                ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64), r._inf,
+                shared.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64),
+                shared.buffer("ordered_counts", n, i32), ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64),
+                r._inf,
             )  # fmt: skip
             # stages 3-4, per pair slot
             self.capacity = r.pair_capacity.size  # pair slots it bins into (the capacity when it was made)
             cp, kd = self.capacity, self.key_dtype
-            self.pairs = (ws.buffer("pair_keys", cp, kd), ws.buffer("pair_ids", cp, i32),
-                          ws.buffer("sorted_keys", cp, kd), ws.buffer("sort_perm", cp, i64),
-                          ws.buffer("sorted_ids", cp, i32))  # fmt: skip
+            self.pairs = tuple(shared.buffer(name, cp, dtype) for name, dtype in
+                               zip(PAIR_BUFFERS, (kd, i32, kd, i64, i32), strict=True))  # fmt: skip
             self.sorted_keys, self.sorted_ids = self.pairs[2], self.pairs[4]
         # stages 5-6, per tile and pixel
         n_tiles = self.n_tx * self.n_ty
-        self.ranges = ws.rows("ranges", n_tiles, 2, i32)
+        self.ranges = shared.rows("ranges", n_tiles, 2, i32)
         self.tile_counts = ws.buffer("tile_counts", n_tiles, i32).view(self.n_ty, self.n_tx)
         self.schedule = None  # the tile each rasterizer program takes (longest lists first), when scheduled
         if settings.tile_schedule == "longest-first":
-            self.schedule = ws.buffer("tile_schedule", n_tiles, i32)
+            self.schedule = shared.buffer("tile_schedule", n_tiles, i32)
             rows, cols = schedule_scratch_shape(n_tiles)
-            self.schedule_hist = ws.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
+            self.schedule_hist = shared.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
         self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)

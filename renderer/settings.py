@@ -71,6 +71,9 @@ class RenderSettings:
     occlusion_max_shift: float = 0.5
 
     def validate(self) -> RenderSettings:
+        # the kernels take these as float arguments: an int (near=1) would compile a kernel of its own, the value
+        # 1 even one per value (Triton specializes integer arguments), in the middle of a frame
+        self.near, self.far, self.eps2d = float(self.near), float(self.far), float(self.eps2d)
         if self.sh_degree is not None and not 0 <= self.sh_degree <= 3:
             raise ValueError(f"sh_degree {self.sh_degree} not in 0..3")
         if len(self.background) != 3:

@@ -288,6 +288,7 @@ def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_p
     """One path at one size: the anchors, then every chosen variant on a renderer of its own (so that its memory
     and its first pass are those of a renderer that has seen no other path). Returns (variant rows, anchor rows)."""
     from renderer import Renderer
+    from renderer.warmup import warm_up
 
     size = (cams[0].width, cams[0].height)
     n = len(scene)
@@ -301,7 +302,7 @@ def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_p
         print(f"  {label} {path_name} {size[0]}x{size[1]} gsplat: median {row.median():.3f} ms, back to back "
               f"{row.median(IN_FLIGHT):.3f} ms", file=sys.stderr, flush=True)  # fmt: skip
     free_memory(device)
-    renderer = Renderer(scene, device=device, backend=args.backend)
+    renderer = Renderer(scene, device=device, backend=args.backend, frame_size=size)
     baseline = allocated(device)  # the scene's tensors (and the gsplat anchor's): not the renderer's working memory
     results = []
     default: dict = {"images": {}, "pairs": {}}  # filled by the default variant, which runs first
@@ -310,6 +311,7 @@ def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_p
         graphs = renderer.graphs
         renderer.graphs = graphs and vname != "graphs=off"
         renderer.frame_mode = frame_mode(vname)
+        warm_up(renderer, [size], [settings])  # as the viewer and `render` do: no compile mid-path
         time_variant(res, renderer, cams, settings, device, args.warmup, baseline)
         compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default,
                         every_frame=every_frame)  # fmt: skip

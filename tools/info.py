@@ -48,7 +48,8 @@ def describe(scene: GaussianScene) -> list[str]:
     """The report lines (separate from printing so tests can check them)."""
     import torch
 
-    from renderer.memory import NOMINAL_FRAME, estimate_bytes
+    from renderer.memory import NOMINAL_FRAME, estimate_bytes, free_bytes, gb
+    from renderer.pipeline import runs_counted
 
     fmt3 = lambda t: "(" + ", ".join(_number(v) for v in t.tolist()) + ")"  # noqa: E731
     lo, hi = scene.bounds()
@@ -80,11 +81,14 @@ def describe(scene: GaussianScene) -> list[str]:
     del largest, smallest
     a = np.exp(_quantiles(aniso, [0.5, 0.99, 1.0]))
     lines.append(f"anisotropy:    median {a[0]:.3g}  99% {a[1]:.3g}  max {a[2]:.3g}  (largest / smallest axis)")
-    gpu = estimate_bytes(n, scene.sh.shape[1], device="cuda")  # what the renderer checks before it starts
+    # what the renderer checks before it starts (renderer/memory.py), and whether this machine's GPU has it free
+    gpu = estimate_bytes(n, scene.sh.shape[1], device="cuda", counted=runs_counted(n, "auto"))
     w, h = NOMINAL_FRAME
+    free = free_bytes("cuda") if torch.cuda.is_available() else None
+    verdict = "" if free is None else f" ({'fits in' if gpu.total <= free else 'more than'} the {gb(free)} free)"
     lines.append(
         f"memory:        {scene.nbytes() / 2**20:,.1f} MiB as loaded (float32); about {gpu.total / 2**20:,.1f} MiB "
-        f"on the GPU to render it at {w}x{h}, pair and image buffers included"
+        f"on the GPU to render it at {w}x{h}, pair and image buffers included{verdict}"
     )
     for key, value in scene.extras.items():
         if isinstance(value, (list, tuple)):

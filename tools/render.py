@@ -269,6 +269,8 @@ def cameras_digest(cams) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from renderer.pipeline import check_scene_fits
+
     check_numbers(args)
     settings = settings_from_args(args)
     if args.path is None:
@@ -281,6 +283,7 @@ def run(args: argparse.Namespace) -> int:
     width, height = cams[0].width, cams[0].height
     note = odd_size_note(args, width, height, is_video)
     cuda, backend = where_to_render(args)
+    check_scene_fits(scene, None if cuda else "cpu", (width, height))  # before the folder, the encoder, the workers
     todo = list(range(len(cams))) if is_video else prepare_folder(args, cams, fps)
     if not todo:
         print(f"{args.out}/: all {len(cams)} frames present; nothing to do")
@@ -554,7 +557,7 @@ def render_image(args: argparse.Namespace) -> int:
     width, height = args.size or DEFAULT_SIZE
     t0 = time.perf_counter()
     scene = open_scene(args.scene, args.up)
-    renderer = Renderer(scene, backend=args.backend)
+    renderer = Renderer(scene, backend=args.backend, frame_size=(width, height))
     load_s = time.perf_counter() - t0
     kind = "Triton kernels" if renderer.backend == "triton" else "torch reference pipeline"
     where = f"{renderer.device.type}, {kind}"

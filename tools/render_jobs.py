@@ -291,13 +291,16 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
     import torch
 
     from renderer import Renderer
+    from renderer.warmup import warm_up
 
     if job.threads:
         torch.set_num_threads(job.threads)
     if scene is None:
         scene = open_scene(job.scene, job.up)
-    renderer = Renderer(scene, device=job.device, backend=job.backend)
+    cam = job.cameras[0]
+    renderer = Renderer(scene, device=job.device, backend=job.backend, frame_size=(cam.width, cam.height))
     settings = replace(job.settings, depth=True) if job.depth_video else job.settings
+    warm_up(renderer, [(cam.width, cam.height)], [settings])  # every kernel the path may need, before its frames
     stage_ms = []
     sink = FrameSink(job)
     try:

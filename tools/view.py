@@ -103,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
     check_viewer_packages()
     check_display()
     scene = open_scene(args.scene, args.up)
+    from renderer.pipeline import check_scene_fits
+
+    check_scene_fits(scene, None, args.size)  # before a window opens (the viewer renders where a Renderer would)
     name = os.path.basename(args.scene) if args.scene else "bundled scene"
     window = open_window(scene, args, name)
     import pyglet

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import app  # noqa: F401  (pyglet options first)
-from app.interop import HOST, INTEROP, CudaGLTexture, FrameTexture, HostTexture, InteropError, _check
+from app.interop import HOST, INTEROP, CudaGLBuffer, CudaGLTexture, FrameTexture, HostTexture, InteropError, _check
 from app.present import Presenter
 
 pytestmark = pytest.mark.gl
@@ -111,8 +111,9 @@ def test_check_raises_with_the_call_and_error_name():
         _check((Err(1),), "cudaMemcpy2DToArrayAsync")
 
 
-def test_interop_texture_refuses_cpu_frames_before_touching_cuda():
-    tex = CudaGLTexture.__new__(CudaGLTexture)
+@pytest.mark.parametrize("route", [CudaGLTexture, CudaGLBuffer], ids=["texture", "pixel-buffer"])
+def test_interop_refuses_cpu_frames_before_touching_cuda(route):
+    tex = route.__new__(route)
     tex.width, tex.height = 4, 4
     with pytest.raises(InteropError, match="not CUDA"):
         tex.upload(frame(4, 4))
@@ -135,17 +136,21 @@ def test_present_is_pixel_exact_at_scale_one(egl_ctx, size):
     ft.release()
 
 
-def test_real_registration_without_a_driver_falls_back(egl_ctx):
-    """cuda-python's real calls on a machine with no CUDA driver: registration fails, the texture it made is
+ROUTES = [(CudaGLTexture, "cudaGraphicsGLRegisterImage"), (CudaGLBuffer, "cudaGraphicsGLRegisterBuffer")]
+
+
+@pytest.mark.parametrize(("route", "call"), ROUTES, ids=["texture", "pixel-buffer"])
+def test_real_registration_without_a_driver_falls_back(egl_ctx, route, call):
+    """cuda-python's real calls on a machine with no CUDA driver: registration fails, the GL objects it made are
     released, and the frame goes through the host path with the CUDA error named."""
     pytest.importorskip("cuda.bindings")
     if torch.cuda.is_available():
         pytest.skip("a CUDA driver is present: gpu_interop_check.py covers this machine")
-    ft = FrameTexture(egl_ctx, torch.device("cuda"))
+    ft = FrameTexture(egl_ctx, torch.device("cuda"), interop_factory=route)
     assert ft.use_interop
     img = frame(3, 5, seed=11)
     ft.upload(img)
-    assert ft.path == HOST and ft.describe().startswith("host upload (cudaGraphicsGLRegisterImage failed: cudaError")
+    assert ft.path == HOST and ft.describe().startswith(f"host upload ({call} failed: cudaError")
     data = np.frombuffer(ft.texture.read(alignment=1), np.uint8).reshape(3, 5, 4)
     np.testing.assert_array_equal(data, img.numpy())
     ft.release()

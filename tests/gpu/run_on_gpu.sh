@@ -4,7 +4,9 @@
 # bench JSON and the stage table go to $1 (default ./gpu-out).
 # Usage on the GPU machine: source .gpu/setup.sh && bash tests/gpu/run_on_gpu.sh "$OUT" [bench args...]
 # (.gpu/ is filled by tests/gpu/stage.sh; tests/gpu/README.md says what it holds and what setup.sh does)
-# STEPS narrows what runs (default "tests interop stages bench"); PYTEST_K narrows the test selection.
+# STEPS narrows what runs (default "tests interop stages bench"; also "start": the viewer's start time with a
+# cold and a warm Triton cache, and "memory": peaks against the estimate, and the largest composite within 24 GB);
+# PYTEST_K narrows the test selection.
 set -uo pipefail
 out=${1:-gpu-out}; shift || true
 steps=${STEPS:-tests interop stages bench}
@@ -23,6 +25,13 @@ if [[ $steps == *tests* ]]; then
 fi
 if [[ $steps == *interop* ]]; then
   python3 tests/app/gpu_interop_check.py 2>&1 | tee "$out/interop.txt"
+fi
+if [[ $steps == *start* ]]; then
+  python3 tests/gpu/start_time.py 2>&1 | tee "$out/start_time.txt"
+fi
+if [[ $steps == *memory* ]]; then
+  python3 tests/gpu/memory_check.py --scenes-dir "${WARPSPLAT_SCENES:-.gpu/scenes}" 2>&1 | tee "$out/memory.txt"
+  python3 tests/gpu/memory_check.py --scenes-dir "${WARPSPLAT_SCENES:-.gpu/scenes}" --fit 24 2>&1 | tee -a "$out/memory.txt"
 fi
 if [[ $steps == *stages* ]]; then
   python3 tests/gpu/stage_bench.py --scenes-dir "${WARPSPLAT_SCENES:-.gpu/scenes}" --json "$out/stages.json" 2>&1 | tee "$out/stages.txt"

@@ -19,16 +19,51 @@ def small_scene(n=32):
 
 
 def test_estimate_terms():
-    cuda = estimate_bytes(1_000_000, 9, 1920, 1080, "cuda")
-    cpu = estimate_bytes(1_000_000, 9, 1920, 1080, "cpu")
-    assert cuda.scene == 1_000_000 * (12 + 12 * 9) and cpu.scene == 0  # the CPU renderer shares the scene
-    assert cuda.pairs == cpu.pairs == int(1_000_000 * memory.PAIRS_PER_GAUSSIAN) * 60
-    assert cuda.image == 1920 * 1080 * 20 + 8 * 120 * 68
-    double = estimate_bytes(2_000_000, 9, 1920, 1080, "cuda")
-    assert double.prepared == 2 * cuda.prepared and double.image == cuda.image
-    assert estimate_bytes(10, 1, None, None, "cpu").image == estimate_bytes(10, 1, 1920, 1080, "cpu").image
-    # a 30M SH2 scene (what `warpsplat compose` builds for benchmarks) at 1080p: about 20 GB with the margin
-    assert 15e9 < estimate_bytes(30_000_000, 9, 1920, 1080, "cuda").total < 25e9
+    """The terms as the module docstring's table gives them, by hand for one case each."""
+    n, k, w, h = 1_000_000, 9, 1920, 1080
+    cuda = estimate_bytes(n, k, w, h, "cuda")
+    cpu = estimate_bytes(n, k, w, h, "cpu")
+    assert cuda.scene == n * (12 + 12 * 9) and cpu.scene == 0  # the CPU renderer shares the scene
+    assert cuda.prepared == cpu.prepared == 28 * n
+    tiles = 240 * 135  # 32,400: int16 keys
+    pairs = max(2 * n, min(16 * n, 400 * tiles))  # 12.96M
+    assert pairs == 12_960_000
+    capacity = int(1.5 * pairs)
+    hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
+    per_slot = 60 * n + 20 * w * h + 4 * tiles + 16
+    assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + 20 * capacity
+    assert cuda.transient == max(20 * n, 18 * capacity) == cuda.graphs and cpu.graphs == 0
+    assert cpu.reference == 250 * n and cuda.reference == 0
+    counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
+    v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each
+    assert counted.transient == max(v + 44 * v, 16 * v + 34 * p) and counted.graphs == 0
+    assert counted.workspace == 44 * v + 20 * w * h + 4 * tiles + 4 * v + 12 * tiles + hist  # one slot, no pairs
+    assert estimate_bytes(10, 1, None, None, "cpu").workspace == estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
+    assert estimate_bytes(10, 1, 3840, 2160, "cpu").workspace > estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
+
+
+@pytest.mark.parametrize("route", ["capacity", "counted"])
+def test_workspace_term_is_what_the_renderer_allocates(scene_path, route):
+    """The workspace term, from the sizes the frames had, equals the bytes the renderer's workspace holds: after
+    one frame (one slot) and after a stream of frames (two slots on the capacity route)."""
+    from renderer.paths import orbit_path
+    from scenes import load_scene
+
+    scene = load_scene(scene_path("lastchance.splat"))
+    r = Renderer(scene, device="cpu", backend="torch")
+    r.frame_mode = "counted" if route == "counted" else "graph"
+    cams = orbit_path(scene, 40, 24, 4)
+    r.render(cams[0])
+    counted = route == "counted"
+
+    def expected(slots):
+        cap = r.pair_capacity.size
+        return memory.workspace_bytes(len(scene), cap, 40, 24, 8, slots=slots, counted=counted)
+
+    assert r.ws.nbytes() == expected(1) > 0
+    for _ in r.render_stream(cams):
+        pass
+    assert r.ws.nbytes() == expected(1 if counted else 2)
 
 
 def test_check_fits_on_cpu_against_mem_available(monkeypatch):
@@ -41,7 +76,7 @@ def test_check_fits_on_cpu_against_mem_available(monkeypatch):
 
 def test_error_is_one_line_with_estimate_and_free(monkeypatch):
     monkeypatch.setattr(memory, "mem_available", lambda: 500 << 20)
-    check_fits(100_000, 16, 640, 480, "cpu")  # ~0.2 GB: fits in 0.5 GB
+    check_fits(100_000, 16, 640, 480, "cpu")  # ~0.3 GB: fits in 0.5 GB
     with pytest.raises(OutOfDeviceMemoryError) as e:
         check_fits(3_000_000, 16, 1920, 1080, "cpu")
     msg = str(e.value)
@@ -58,7 +93,7 @@ def test_cuda_free_memory_from_mem_get_info(monkeypatch):
         return 2 << 30, 80 << 30
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", fake_mem_get_info)
-    check_fits(1_000_000, 16, 1920, 1080, "cuda")  # ~0.7 GB
+    check_fits(300_000, 16, 1920, 1080, "cuda")  # ~0.9 GB
     with pytest.raises(OutOfDeviceMemoryError, match=r"on cuda .* but only 2\.15 GB is free"):
         check_fits(10_000_000, 16, 1920, 1080, "cuda")
     assert asked and all(torch.device(d).type == "cuda" for d in asked)
@@ -81,11 +116,14 @@ def test_renderer_refuses_before_work(monkeypatch):
     monkeypatch.setattr(memory, "mem_available", lambda: 1 << 20)  # 1 MB: less than the fixed part
     calls = []
     monkeypatch.setattr(
-        memory, "estimate_bytes", lambda *a, **k: calls.append(a) or memory.MemoryEstimate(0, 0, 0, 0, 0)
+        memory, "estimate_bytes", lambda *a, **k: calls.append((a, k)) or memory.MemoryEstimate(0, 0, 0, 0)
     )
     with pytest.raises(OutOfDeviceMemoryError, match="32 Gaussians"):
         Renderer(small_scene(), device="cpu", backend="torch")
-    assert calls == [(32, 4, None, None, torch.device("cpu"))]
+    assert calls == [((32, 4, None, None, torch.device("cpu")), {"counted": False})]
+    with pytest.raises(OutOfDeviceMemoryError, match="32 Gaussians .* at 640x480"):
+        Renderer(small_scene(), device="cpu", backend="torch", frame_size=(640, 480))
+    assert calls[-1] == ((32, 4, 640, 480, torch.device("cpu")), {"counted": False})
 
 
 def test_cli_maps_the_error_to_one_line_exit_2(monkeypatch, tmp_path, capsys, scene_path):

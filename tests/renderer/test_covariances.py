@@ -87,3 +87,46 @@ def test_scale_modifier_scales_every_standard_deviation():
     want = covariance(rodrigues((1, 2, 3), 0.7), [0.4 * s for s in SCALES])
     assert_cov(covars_of(q, SCALES, scale_modifier=0.4)[0], want)
     assert_cov(covars_of((1, 0, 0, 0), SCALES, scale_modifier=2.0)[0], np.diag([1.0, 16.0, 36.0]))
+
+
+def random_scene(n: int, seed: int = 0):
+    from scenes import GaussianScene
+
+    g = torch.Generator().manual_seed(seed)
+    return GaussianScene(
+        means=torch.randn(n, 3, generator=g), quats=torch.randn(n, 4, generator=g),
+        log_scales=torch.randn(n, 3, generator=g) - 2.0, opacity_logits=torch.randn(n, generator=g),
+        sh=torch.randn(n, 4, 3, generator=g),
+    )  # fmt: skip
+
+
+def test_renderer_prepares_its_copy_in_chunks_as_it_would_whole(monkeypatch):
+    """Chunks of 7 of a 100-Gaussian scene (the load's temporaries bounded by the chunk): the same opacities and
+    covariances as activating and preparing the whole scene at once."""
+    import renderer.pipeline as pipeline
+
+    scene = random_scene(100)
+    monkeypatch.setattr(pipeline, "PREPARE_CHUNK", 7)
+    means, opacities, sh, covars = pipeline.prepare_scene(scene, torch.device("cpu"))
+    act = scene.activated()
+    assert torch.equal(means, scene.means) and torch.equal(sh, scene.sh)
+    # within an ulp: torch's CPU kernels take a scalar path for a vector's worth of leftover elements, at the end
+    # of every 7-row chunk here (on the GPU, elementwise results do not depend on the split)
+    torch.testing.assert_close(opacities, act.opacities, rtol=2e-7, atol=0)
+    torch.testing.assert_close(covars, prepare_covariances(scene.quats, scene.log_scales), rtol=2e-7, atol=1e-9)
+
+
+def test_renderer_scales_its_covariances_by_the_modifier_and_back():
+    """The renderer keeps no quaternions or log-scales to recompute covariances for a scale modifier: it scales
+    the base ones by m^2, which equals recomputing them to float rounding, and returns to the very base ones."""
+    from renderer import Renderer, RenderSettings
+
+    scene = random_scene(50, seed=3)
+    r = Renderer(scene, device="cpu", backend="torch")
+    base = r.covars
+    r._update_scale_modifier(1.6)
+    want = prepare_covariances(scene.quats, scene.log_scales, 1.6)
+    torch.testing.assert_close(r.covars, want, rtol=1e-6, atol=1e-7)
+    r._update_scale_modifier(RenderSettings().scale_modifier)
+    assert r.covars is base
+    assert not hasattr(r, "_quats") and not hasattr(r, "_log_scales")

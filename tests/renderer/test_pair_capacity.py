@@ -8,7 +8,7 @@ import torch
 
 import renderer.pipeline as pipeline
 from renderer import Camera, Renderer, RenderSettings
-from renderer.paths import orbit_path
+from renderer.paths import orbit_path, scene_frame
 from scenes import load_scene
 from tools.metrics import psnr
 
@@ -76,8 +76,66 @@ def test_adagscale_frames_keep_their_own_capacity(scene_path, device):
     lossy = RenderSettings(adagscale=True, adagscale_tau=1.0)
     n_lossy = r.render(cam, lossy).stats.n_pairs
     assert n_lossy < 0.9 * n_exact, (n_lossy, n_exact)
-    assert r.pair_capacity.size == max(int(n_lossy * pipeline.Capacity.GROW), pipeline.Capacity.MINIMUM)
+    assert r.pair_capacity.size == max(int(n_lossy * pipeline.Capacity.HEADROOM), pipeline.Capacity.MINIMUM)
     assert r.pair_capacity.size < cap_exact
     again = r.render(cam)
     assert r.pair_capacity.size == cap_exact and torch.equal(again.image, want)
     assert r.render(cam, lossy).stats.n_pairs == n_lossy  # its capacity kept too: no regrowth
+
+
+def test_capacity_grows_ahead_of_need_in_geometric_steps():
+    """Headroom over the count that did not fit, and at least STEP x the old size: a count creeping up by 5%
+    a frame grows the capacity a few times, not every other frame."""
+    c = pipeline.Capacity()
+    c.grow(10_000)
+    assert c.size == 12_000 and c.fits(12_000) and not c.fits(12_001)
+    c.grow(12_500)  # just over: the geometric step, not the headroom, decides
+    assert c.size == 18_000
+    c.grow(40_000)  # far over: the headroom does
+    assert c.size == 48_000 and c.growths == 3
+    creeping = pipeline.Capacity()
+    count = 10_000.0
+    for _ in range(60):  # x 18.7 in all
+        if not creeping.fits(int(count)):
+            creeping.grow(int(count))
+        creeping.observe(int(count))
+        count *= 1.05
+    assert creeping.growths <= 9, creeping.growths  # log(18.7) / log(1.5) = 7.2, plus the first
+    assert creeping.size <= pipeline.Capacity.STEP * pipeline.Capacity.HEADROOM * count
+
+
+def test_capacity_shrinks_to_headroom_over_the_recent_need():
+    c = pipeline.Capacity()
+    c.grow(100_000)
+    for k in range(pipeline.Capacity.SHRINK_AFTER):
+        assert c.size == 120_000, k
+        c.observe(5_000 + k)
+    assert c.size == max(int((5_000 + pipeline.Capacity.SHRINK_AFTER - 1) * pipeline.Capacity.HEADROOM), 1024)
+
+
+def test_frames_stay_exact_through_growth_with_one_rebin_each(scene_path, device):
+    """Flying out from close up, every frame binned into a capacity sized by the frames before it: each frame
+    equals a renderer's that never grew (its capacity held the whole path from the start), a frame that did not
+    fit is binned again once, and the capacity grows in geometric steps, not on every frame that needs more."""
+    scene = load_scene(scene_path("lastchance.splat"))
+    f = scene_frame(scene, 48, 32)
+    elev = np.radians(f.elevation_deg)
+    eye = f.target + f.distance * (np.cos(elev) * f.start_dir + np.sin(elev) * f.up)
+    cams = [Camera.look_at(f.target + (eye - f.target) * t, f.target, up=f.up, width=48, height=32)
+            for t in (0.12, 0.18, 0.25, 0.35, 0.5, 0.7, 1.0)]  # fmt: skip
+    roomy = Renderer(scene, device=device, backend="torch")
+    roomy.pair_capacity.grow(10_000_000)
+    growing = Renderer(scene, device=device, backend="torch")
+    pairs = []
+    for k, cam in enumerate(cams):
+        rebins = growing.rebins
+        out = growing.render(cam)
+        pairs.append(out.stats.n_pairs)
+        assert growing.rebins - rebins <= 1, k
+        assert out.stats.n_pairs <= growing.pair_capacity.size
+        assert torch.equal(out.image, roomy.render(cam).image), k
+    assert pairs[-1] > 5 * pairs[0], pairs  # the path does need room
+    assert growing.rebins == growing.pair_capacity.growths  # the first frame's sizing included
+    # a growth for every frame that needed more, had each grown only to what it needed
+    needed_more = sum(b > a for a, b in zip(pairs, pairs[1:])) + 1
+    assert growing.pair_capacity.growths < needed_more, (growing.pair_capacity.growths, pairs)

@@ -1,0 +1,212 @@
+"""Warm-up: every kernel a renderer's frames may launch, compiled (or loaded from Triton's cache) before the first
+frame is shown, so that no frame stops for a compile.
+
+Triton compiles a kernel the first time it is launched with a new specialization: new values of its constexprs
+(the launch configuration of kernels/*.py, chosen per frame from the last frame's counts: `LaunchConfig`; and
+the settings: SH degree, tile size, rasterizer loop, AdaGScale, depth output), new argument types (the tile key
+type follows the image's tile count), and, for integer arguments not marked `do_not_specialize`, the value 1 or
+divisibility by 16. A compile takes 0.3-1 s; inside a frame it is a 400 ms stutter.
+
+The warm-up does not list kernel signatures. It runs the real pipeline (`Renderer.render`, every stage the
+frame would run) on a small synthetic scene with the renderer's SH size, at the real image size, with each
+setting to be warmed and each launch configuration `LaunchConfig.reachable` finds for the real scene, forced in
+turn: whatever kernels a frame launches, those get compiled, including ones added later. The inputs hit the
+real frames' specializations: every integer count the kernels take is `do_not_specialize`, and the pointers are
+workspace buffers (16-byte aligned) in both. It runs on a renderer of its own, so the real renderer's state
+(capacities, graphs, temporal caches) is untouched, and on a stream of its own, so that a viewer can run it in a
+background thread while it shows progress. Two sizes of the synthetic scene cover torch.sort's two
+implementations (up to 4,096 keys and above), which load their CUDA modules on first use.
+
+On a CPU (the torch reference, or Triton's interpreter) nothing compiles and `warm_up` returns at once.
+`compile_counter()` counts Triton's compilations per thread (a load from Triton's on-disk cache included), for
+tests and for the viewer's overlay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import torch
+
+from scenes import GaussianScene
+
+from .camera import Camera
+from .settings import RenderSettings
+
+# Gaussians of the two synthetic scenes: torch.sort runs a small in-place sort up to 4,096 keys and CUB's radix
+# sort above (ATen's SortStable.cu, should_use_small_sort), each a separate CUDA module
+SMALL_SCENE, LARGE_SCENE = 16, 8192  # the small one's pairs stay under 4,096 too
+TILE_SIZES = (8, 16)
+RASTERIZERS = ("auto", "scalar", "batched")
+
+
+@dataclass
+class WarmUpReport:
+    frames: int = 0  # synthetic frames rendered
+    compiles: int = 0  # Triton compilations (or loads from its cache) they caused
+    seconds: float = 0.0
+
+
+def needs_warm_up(renderer) -> bool:
+    """Whether the renderer's frames compile anything: Triton kernels on a GPU (not in the interpreter)."""
+    return renderer.backend == "triton" and renderer.device.type == "cuda" and os.environ.get("TRITON_INTERPRET") != "1"
+
+
+def synthetic_scene(n: int, sh_coeffs: int, seed: int = 0) -> GaussianScene:
+    """n Gaussians in a cube, each reaching a few to some tens of 8 px tiles of a 1080p `default_camera` view
+    (every stage has work; the pairs, and the warm-up's memory with them, stay small: under 40 MB)."""
+    g = torch.Generator().manual_seed(seed)
+    return GaussianScene(
+        means=torch.rand(n, 3, generator=g) * 2.0 - 1.0,
+        quats=torch.randn(n, 4, generator=g),
+        log_scales=torch.full((n, 3), -4.5) + torch.rand(n, 3, generator=g),
+        opacity_logits=torch.randn(n, generator=g),
+        sh=torch.randn(n, sh_coeffs, 3, generator=g) * 0.2,
+    )
+
+
+def switch_settings(settings: RenderSettings, scene_degree: int, *, depth: bool = True) -> list[RenderSettings]:
+    """`settings` with every combination of the viewer's switches: SH degree, tile size, rasterizer loop,
+    AdaGScale and (with `depth`) the depth view; `settings` itself first, then the others by how many switches
+    differ (one flip first). Switches that change no kernel argument (the background, AdaGScale's tau) stay."""
+    options = {
+        "sh_degree": [None, *range(scene_degree + 1)],
+        "tile_size": list(TILE_SIZES),
+        "rasterizer": list(RASTERIZERS),
+        "adagscale": [False, True],
+        "depth": [False, True] if depth else [settings.depth],
+    }
+    combos = [{}]
+    for name, values in options.items():
+        combos = [{**c, name: v} for c in combos for v in values]
+    variants = [dataclasses.replace(settings, **c) for c in combos]
+    flips = lambda s: sum(getattr(s, k) != getattr(settings, k) for k in options)  # noqa: E731
+    unique = {repr(v): v for v in sorted(variants, key=flips)}
+    return list(unique.values())
+
+
+def warm_up(
+    renderer,
+    sizes: Iterable[tuple[int, int]],
+    settings: Iterable[RenderSettings],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    previous: Iterable[RenderSettings] = (),
+    force: bool = False,
+) -> WarmUpReport:
+    """Render synthetic frames through a renderer like `renderer` (its device, backend, frame route and SH size),
+    at each of `sizes` (width, height), with each of `settings`, under each launch configuration its frames may
+    take: those frames of any of `settings` or `previous` may choose, since a frame's configuration comes from
+    the frame before it, whatever that one's settings (another tile size). `progress(done, total)` after each
+    (size, settings) pair. `force`: run where nothing compiles too (tests check what it runs). Safe to call from
+    another thread while `renderer` renders."""
+    from .pipeline import LaunchConfig, Renderer, reuse_pays
+
+    report = WarmUpReport()
+    if not (force or needs_warm_up(renderer)):
+        return report
+    t0 = time.perf_counter()
+    sizes, settings = list(sizes), list(settings)
+    configured = settings + [s for s in previous if s not in settings]
+    k = renderer.sh.shape[1]
+    route = "counted" if renderer.counted() else "graph"
+    windows = not reuse_pays(renderer.graphs, renderer.n, renderer.frame_mode)
+    warmers = []
+    for n in (SMALL_SCENE, LARGE_SCENE):
+        w = Renderer(synthetic_scene(n, k), device=renderer.device, backend=renderer.backend, graphs=False)
+        w.frame_mode = route
+        warmers.append(w)
+    counter = compile_counter()
+    before = counter.count()
+    cuda = renderer.device.type == "cuda"
+    stream = torch.cuda.Stream(renderer.device) if cuda else None
+    with torch.cuda.stream(stream) if cuda else _nothing():
+        total, done = len(sizes) * len(settings), 0
+        for width, height in sizes:
+            cams = [_camera(w.scene, width, height) for w in warmers]
+            configs = set()
+            for s in configured:
+                tile = s.tile_size
+                tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
+                configs |= set(
+                    LaunchConfig.reachable(renderer.n, tiles, tile, windows=windows and s.temporal_window > 1)
+                )
+            configs = sorted(configs, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols))
+            for s in settings:
+                for config in configs:
+                    report.frames += _frame(warmers[1], cams[1], s, config)
+                report.frames += _frame(warmers[0], cams[0], s, LaunchConfig())
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+        if cuda:
+            stream.synchronize()
+    report.compiles = counter.count() - before
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _frame(r, camera: Camera, settings: RenderSettings, config) -> int:
+    """One frame under a forced launch configuration (the renderer picks the next one after it: reset each time),
+    rendered in full (not the last frame re-presented, not from a window built for another)."""
+    r.launch = config
+    r.temporal.invalidate()
+    r.render(camera, dataclasses.replace(settings, reuse_unchanged_frame=False), sync_stats=False)
+    return 1
+
+
+def _camera(scene: GaussianScene, width: int, height: int) -> Camera:
+    from .camera import default_camera
+
+    return default_camera(scene, width, height)
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+class CompileCounter:
+    """Triton's compilations in this process, per thread, through its `jit_post_compile_hook` (called after
+    every compile, a load from the on-disk cache included). Installed once; a hook already set is still called."""
+
+    def __init__(self) -> None:
+        import triton
+
+        self._counts: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._previous = triton.knobs.runtime.jit_post_compile_hook
+        triton.knobs.runtime.jit_post_compile_hook = self._hook
+
+    def _hook(self, *args, **kwargs):
+        with self._lock:
+            ident = threading.get_ident()
+            self._counts[ident] = self._counts.get(ident, 0) + 1
+        if self._previous is not None:
+            return self._previous(*args, **kwargs)
+        return None
+
+    def count(self, thread: int | None = None) -> int:
+        """Compilations so far in `thread` (default: this one); all threads' with thread=-1."""
+        with self._lock:
+            if thread == -1:
+                return sum(self._counts.values())
+            return self._counts.get(threading.get_ident() if thread is None else thread, 0)
+
+
+def compile_counter() -> CompileCounter:
+    """The process's one CompileCounter, installed as Triton's hook on first use (Triton's knob is where it is
+    kept: the hook is process-wide state already). Install it from the main thread before others compile."""
+    import triton
+
+    hook = triton.knobs.runtime.jit_post_compile_hook
+    owner = getattr(hook, "__self__", None)
+    return owner if isinstance(owner, CompileCounter) else CompileCounter()

@@ -1,0 +1,96 @@
+"""The viewer's start time with a cold and a warm Triton cache (run on the GPU machine; the README quotes it).
+
+    python3 tests/gpu/start_time.py [--scene PATH] [--size 1920x1080]
+
+Runs the viewer's start sequence headless (the GPU machine has no display), twice, each in a fresh process, with
+Triton's cache in an empty folder: the first run compiles every kernel (cold), the second loads them from that
+cache (warm). The sequence is `warpsplat view`'s: import, read the scene, make the Renderer, warm its kernels for
+the window's size and the viewer's starting settings (app/warmup.py's first phase: no frame is shown before it
+ends), render the first frame; then the second phase, every switch's kernels, which the viewer runs in the
+background while it shows frames. Prints a table; the line "time to the first frame" is the start time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def one_start(scene: str | None, size: tuple[int, int]) -> dict:
+    """The start sequence in this process (the child's side)."""
+    t0 = time.perf_counter()
+    sys.path.insert(0, ROOT)
+    import torch
+
+    from app.state import viewer_settings
+    from renderer import Renderer, default_camera
+    from renderer.warmup import compile_counter, switch_settings, warm_up
+    from scenes import bundled_scene_path, load_scene
+
+    counter = compile_counter()
+    t_import = time.perf_counter()
+    loaded = load_scene(scene or bundled_scene_path())
+    t_load = time.perf_counter()
+    renderer = Renderer(loaded, frame_size=size)
+    t_renderer = time.perf_counter()
+    settings = viewer_settings(cuda=True)
+    first = warm_up(renderer, [size], [settings])
+    t_warm = time.perf_counter()
+    renderer.render(default_camera(loaded, *size), settings)
+    torch.cuda.synchronize()
+    t_first = time.perf_counter()
+    switches = warm_up(renderer, [size], switch_settings(settings, loaded.sh_degree)[1:])
+    t_switches = time.perf_counter()
+    return {
+        "import_s": t_import - t0, "load_s": t_load - t_import, "renderer_s": t_renderer - t_load,
+        "warm_up_s": t_warm - t_renderer, "warm_up_compiles": first.compiles, "first_frame_s": t_first - t_warm,
+        "time_to_first_frame_s": t_first - t0, "switches_s": t_switches - t_first, "switch_settings": switches.frames,
+        "switches_compiles": switches.compiles, "compiles_in_all": counter.count(-1),
+    }  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scene", default=None, help="scene file (default: the bundled scene)")
+    parser.add_argument("--size", default="1920x1080")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    size = tuple(int(v) for v in args.size.lower().split("x"))
+    if args.child:
+        print(json.dumps(one_start(args.scene, size)))
+        return 0
+    rows = {}
+    with tempfile.TemporaryDirectory(prefix="triton-cache-") as cache:
+        env = {**os.environ, "TRITON_CACHE_DIR": cache}
+        for label in ("cold", "warm"):
+            cmd = [sys.executable, os.path.abspath(__file__), "--child", "--size", args.size]
+            if args.scene:
+                cmd += ["--scene", args.scene]
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+            if done.returncode != 0:
+                print(done.stderr[-3000:], file=sys.stderr)
+                return 1
+            rows[label] = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"scene: {args.scene or 'bundled'}, {args.size}")
+    print(f"{'':<34}{'cold cache':>12}{'warm cache':>12}")
+    for key, what in [
+        ("import_s", "import (torch, triton, app)"), ("load_s", "read the scene"), ("renderer_s", "make the Renderer"),
+        ("warm_up_s", "warm-up, the starting settings"), ("warm_up_compiles", "  kernels compiled or loaded"),
+        ("first_frame_s", "first frame"), ("time_to_first_frame_s", "time to the first frame"),
+        ("switches_s", "then every switch (background)"), ("switches_compiles", "  kernels compiled or loaded"),
+    ]:  # fmt: skip
+        cold, warm = rows["cold"][key], rows["warm"][key]
+        fmt = (lambda v: f"{v:>12d}") if isinstance(cold, int) else (lambda v: f"{v:>11.2f}s")
+        print(f"{what:<34}{fmt(cold)}{fmt(warm)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""No kernel compiles after the first frame (issue 25): after the renderer's warm-up, a path from far outside a
+dense cube of Gaussians to inside it (every list class, both bin block sizes and step widths) compiles and loads
+no Triton kernel, replayed as CUDA graphs or counted, one by one or streamed. Each case runs in a fresh process
+(tests/gpu/compile_check.py): one that compiled the kernels before would count nothing. And the check can fail:
+without the warm-up, the same path compiles. Needs CUDA: run on the GPU machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compile_check.py")
+
+
+def check(*args: str) -> dict:
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA (run on the GPU machine)")
+    done = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    print(result)
+    return result
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--case", "graph"), ("--case", "graph", "--stream"), ("--case", "graph", "--settings", "viewer"),
+     ("--case", "counted")],
+    ids=["graph", "graph-stream", "graph-viewer-settings", "counted"],
+)  # fmt: skip
+def test_no_compile_after_the_first_frame(args):
+    r = check(*args)
+    assert r["warm_up_compiles"] > 0, "the counter saw no compile in a fresh process: it is not counting"
+    assert r["compiles_after_first_frame"] == 0 and r["loads_after_first_frame"] == 0, r
+    assert r["first_frame_compiles"] == 0, r  # the warm-up covered the first frame as well
+    if r["case"] == "graph":
+        assert r["lists"] == [0, 1, 2] and r["bin_blocks"] == [32, 128] and r["bin_cols"] == [4, 16], (
+            f"the path did not cross every launch class, so it proves less than it should: {r}"
+        )
+
+
+def test_without_the_warm_up_the_same_path_compiles():
+    """The check's own check: the path compiles kernels after its first frame when nothing was warmed."""
+    r = check("--case", "graph", "--no-warm-up")
+    assert r["compiles_after_first_frame"] > 0, r

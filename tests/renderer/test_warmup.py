@@ -1,0 +1,134 @@
+"""The kernel warm-up (renderer/warmup.py): which launch configurations and settings it runs, on what, and that it
+leaves the renderer it warms untouched. That it leaves no compile for later is a GPU question (the interpreter
+compiles nothing): tests/gpu/test_no_compile_after_first_frame.py."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+import torch
+
+import renderer.pipeline as pipeline
+import renderer.warmup as warmup
+from renderer import Renderer, RenderSettings
+from renderer.pipeline import LaunchConfig
+
+
+@pytest.mark.parametrize(("n", "tiles", "tile"), [(4_680, 32_400, 8), (114_000, 32_400, 8), (6_000_000, 8_160, 16)])
+def test_reachable_holds_every_configuration_a_sequence_of_frames_reaches(n, tiles, tile):
+    """Random sequences of frames (counts drawn at random, not from the grid reachable explores), each frame's
+    configuration chosen from the last as the renderer does: every one of them is in the reachable set."""
+    reachable = set(LaunchConfig.reachable(n, tiles, tile))
+    rng = random.Random(n)
+    seen = {LaunchConfig()}
+    for _ in range(200):
+        config = LaunchConfig()
+        for _ in range(30):
+            visible = rng.randint(0, n) if rng.random() < 0.5 else int(n * rng.random() ** 4)
+            pairs = int(visible * (1 + rng.random() ** 3 * min(tiles, 2_000)))
+            config = LaunchConfig.after(config, n, visible, pairs, tiles, tile)
+            seen.add(config)
+    assert seen <= reachable, seen - reachable
+    assert len(seen) >= 3  # the draws do move the configuration
+
+
+def test_reachable_crosses_every_class_a_large_scene_can_take():
+    configs = LaunchConfig.reachable(6_000_000, 32_400, 8)
+    assert {c.lists for c in configs} == {0, 1, 2}
+    assert {c.bin_block for c in configs} == {32, 128} and {c.bin_cols for c in configs} == {4, 16}
+    assert LaunchConfig() in configs
+    windowed = LaunchConfig.reachable(6_000_000, 32_400, 8, windows=True)
+    assert {c.project_block for c in windowed} == {32, 128} > {c.project_block for c in configs}
+
+
+def test_switch_settings_cover_every_combination_once_the_start_first():
+    start = RenderSettings(adagscale=True, background=(0.2, 0.3, 0.4))
+    variants = warmup.switch_settings(start, scene_degree=2)
+    assert variants[0] == start
+    assert len(variants) == len({repr(v) for v in variants}) == 4 * 2 * 3 * 2 * 2  # degrees None, 0-2
+    assert {v.sh_degree for v in variants} == {None, 0, 1, 2} and {v.tile_size for v in variants} == {8, 16}
+    assert all(v.background == start.background for v in variants)
+    flips = [sum(getattr(v, k) != getattr(start, k) for k in ("sh_degree", "tile_size", "rasterizer", "adagscale",
+                                                                "depth")) for v in variants]  # fmt: skip
+    assert flips == sorted(flips) and flips[1] == 1
+
+
+def tiny_scene(n=300, seed=1):
+    return warmup.synthetic_scene(n, 4, seed=seed)
+
+
+def test_warm_up_renders_every_setting_under_every_configuration(monkeypatch):
+    """Forced on the torch backend (where nothing compiles): every (settings, launch configuration) pair is built
+    as a frame of its own on the synthetic scene, the frames see Gaussians and pairs (every stage runs), and the
+    renderer being warmed is left as it was."""
+    built = []
+    init = pipeline._Frame.__init__
+
+    def spy(self, r, src, camera, settings, counted=False, slot=0):
+        init(self, r, src, camera, settings, counted, slot)
+        built.append((r, repr(settings), r.launch, camera.width, camera.height))
+
+    monkeypatch.setattr(pipeline._Frame, "__init__", spy)
+    stats = []
+    render = pipeline.Renderer.render
+    monkeypatch.setattr(pipeline.Renderer, "render", lambda self, *a, **k: stats.append(render(self, *a, **k).stats))
+    real = Renderer(tiny_scene(), device="cpu", backend="torch")
+    settings = [RenderSettings(), RenderSettings(tile_size=16, adagscale=True, depth=True)]
+    report = warmup.warm_up(real, [(40, 24)], settings, force=True)
+    assert not built or all(r is not real for r, *_ in built)
+    assert real.ws.nbytes() == 0 and real.pair_capacity.size == 0 and real.launch == LaunchConfig()
+    # a frame's configuration comes from the frame before, whatever its tile size: each settings' frames run under
+    # the configurations of both
+    configs = set(LaunchConfig.reachable(real.n, 5 * 3, 8)) | set(LaunchConfig.reachable(real.n, 3 * 2, 16))
+    got = {(key, launch) for _, key, launch, w, h in built if (w, h) == (40, 24)}
+    for s in settings:
+        want = {(repr(s), c) for c in configs}
+        assert want <= got, want - got
+    assert report.frames == len(settings) * (len(configs) + 1)
+    assert stats and all(st.n_visible > 0 and st.n_pairs > 0 for st in stats)
+    assert warmup.warm_up(real, [(40, 24)], settings).frames == 0  # unforced: nothing compiles on the CPU
+
+
+def test_compile_counter_counts_per_thread_and_keeps_a_hook_already_set(monkeypatch):
+    import triton
+
+    calls = []
+    monkeypatch.setattr(triton.knobs.runtime, "jit_post_compile_hook", lambda **kw: calls.append(kw))
+    counter = warmup.compile_counter()
+    assert warmup.compile_counter() is counter  # one per process
+    hook = triton.knobs.runtime.jit_post_compile_hook
+    hook(key="a")
+    t = threading.Thread(target=lambda: [hook(key="b"), hook(key="c")])
+    t.start()
+    t.join()
+    assert counter.count() == 1 and counter.count(t.ident) == 2 and counter.count(-1) == 3
+    assert [c["key"] for c in calls] == ["a", "b", "c"]
+
+
+def test_synthetic_scene_has_the_renderers_sh_size_and_is_seen():
+    scene = warmup.synthetic_scene(warmup.SMALL_SCENE, 16)
+    assert scene.sh.shape == (warmup.SMALL_SCENE, 16, 3)
+    r = Renderer(scene, device="cpu", backend="torch")
+    out = r.render(warmup._camera(scene, 64, 48))
+    assert out.stats.n_visible == warmup.SMALL_SCENE and 0 < out.stats.n_pairs <= 4096
+    assert torch.isfinite(out.image).all()
+
+
+def test_float_settings_reach_the_kernels_as_floats():
+    """An int would be a specialization of its own (the value 1 even a constant): compiled mid-path."""
+    s = RenderSettings(near=1, far=100, eps2d=0).validate()
+    assert (type(s.near), type(s.far), type(s.eps2d)) == (float, float, float) and s.near == 1.0
+
+
+def test_a_scene_viewing_into_a_larger_tensor_is_prepared_at_an_aligned_address():
+    """Triton specializes pointers on 16-byte alignment: the warm-up's buffers are aligned, so the scene's are."""
+    scene = tiny_scene(40)
+    big_means, big_sh = torch.randn(41, 3), torch.randn(41, 4, 3)
+    big_means[1:], big_sh[1:] = scene.means, scene.sh
+    scene.means, scene.sh = big_means[1:], big_sh[1:]  # the means 12 bytes in: contiguous, not aligned
+    assert scene.means.data_ptr() % 16 != 0
+    r = Renderer(scene, device="cpu", backend="torch")
+    assert r.means.data_ptr() % 16 == 0 and r.sh.data_ptr() % 16 == 0
+    assert torch.equal(r.means, scene.means) and torch.equal(r.sh, scene.sh)

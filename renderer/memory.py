@@ -14,7 +14,7 @@ visible Gaussians, kb bytes a tile key: 2 up to 32,767 tiles, else 4; the names 
 |-----------|----------------------------------------------------------------------------------|---------------------|
 | scene     | means 12, SH 12 K (on the CPU the renderer shares the scene's own tensors)       | N (12 + 12 K)       |
 | prepared  | opacities 4, covariances 24                                                      | 28 N                |
-| workspace | per slot: means2d 8, conic_opacity 16, colors 12, tiles_touched 4, bin_t 4;     | S (44 N + 20 X      |
+| workspace | per slot: records 32, tiles_touched 4, bin_t 4;                                  | S (40 N + 20 X      |
 |           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
 |           | also order 8, offsets 8, totals 16 bytes                                         |                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
@@ -35,7 +35,7 @@ max(2 N, min(16 N, 400 T)). Measured at 1920x1080, 8 px tiles (BENCHMARKS.md, se
 1.3M pairs, 37 MB of pair memory this misses; FIXED_BYTES covers it). The capacity route sizes its buffers up to
 Capacity.STEP x P (it grows in geometric steps, pipeline.py).
 
-Not counted: the depth view's buffers (12 N + 20 X while it is shown), a temporal window's compacted copy of the
+Not counted: the depth view's buffers (32 N + 20 X while it is shown), a temporal window's compacted copy of the
 arrays (up to 0.9 N (40 + 12 K), counted scenes only: smaller ones decline windows) and a scale modifier other
 than 1 (a scaled copy of the covariances, 24 N).
 
@@ -123,7 +123,7 @@ def workspace_bytes(n: int, capacity: int, width: int, height: int, tile: int, *
     hold when the largest frame had these sizes (the capacity route's pair buffers at `capacity`)."""
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
-    per_slot = 44 * n + 20 * x + 4 * t
+    per_slot = 40 * n + 20 * x + 4 * t  # records 32, tiles_touched 4, bin_t 4 a Gaussian
     shared = 4 * n + 12 * t + 4 * rows * cols
     if not counted:
         per_slot += 16 * n + 16

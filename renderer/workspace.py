@@ -9,7 +9,7 @@ class Workspace:
     """Grow-only named device buffers, reused across frames, so that a capacity frame allocates nothing large
     (a counted frame allocates its pair tensors itself: renderer/pipeline.py).
 
-    One object serves the renderer's stages, temporal reuse and the rasterizer's load-balancing scratch.
+    One object serves the renderer's stages and temporal reuse.
     A buffer keeps its storage while later requests fit (with `headroom` extra when it must grow), so the
     tensors handed out stay at the same addresses frame after frame, as a replayed CUDA graph needs.
     """
@@ -30,6 +30,13 @@ class Workspace:
     def rows(self, name: str, n: int, width: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """An [n, width] view of buffer `name`."""
         return self.buffer(name, n * width, dtype).view(n, width)
+
+    def drop(self, *names: str) -> None:
+        """Release buffers, so that their next size is not allocated on top of them (the pair buffers, when the
+        capacity changes: renderer/pipeline.py `_release_pairs`)."""
+        for name in names:
+            if self._buffers.pop(name, None) is not None:
+                self.generation += 1
 
     def nbytes(self) -> int:
         return sum(b.numel() * b.element_size() for b in self._buffers.values())

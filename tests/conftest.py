@@ -16,6 +16,11 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    # One torch thread per test process. `make test` runs a process per core (pytest -n 2 on 2 cores), and torch's
+    # default of a thread per core then puts two threads on each core: they spin at every op's barrier while the
+    # descheduled one waits its turn (tools/threads.py). The AdaGScale sweep's test took 250 s that way on a busy
+    # 2-core machine, and 12 s with one thread.
+    torch.set_num_threads(1)
 
 import pytest  # noqa: E402
 

@@ -80,9 +80,9 @@ def test_lossless_switches_keep_the_image(tmp_path, scene_path):
     """The lossless variants' images against the default's, on the Triton kernels (the torch backend ignores
     the loop form and has no graphs). One frame of a real scene at 16x16: one tile at 16 px, four at 8 px."""
     out = tmp_path / "bench.json"
-    scenes_dir = scene_path("fruit_drops_minimal.ply").parent
+    scenes_dir = scene_path("playbot_crop.ply").parent
     rc = main([
-        "bench", "--scenes", "fruit_drops_minimal.ply", "--scenes-dir", str(scenes_dir), "--size", "16x16",
+        "bench", "--scenes", "playbot_crop.ply", "--scenes-dir", str(scenes_dir), "--size", "16x16",
         "--frames", "1", "--warmup", "0", "--composites", "none", "--paths", "orbit",
         "--variants", "graphs*,tile_size*,rasterizer*", "--backend", "triton", "--json", str(out),
     ])  # fmt: skip

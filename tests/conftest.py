@@ -49,7 +49,8 @@ def unbundled_scenes() -> Path | None:
     SOURCES.md): $WARPSPLAT_SCENES, else ../shared/scenes beside the checkout, as on the project's machines and
     CI. None on a user's clone."""
     env = os.environ.get("WARPSPLAT_SCENES")
-    return next((d for d in ([Path(env)] if env else []) + [REPO.parent / "shared" / "scenes"] if d.is_dir()), None)
+    candidates = ([Path(env)] if env else []) + [REPO.parent / "shared" / "scenes"]
+    return next((d for d in candidates if d.is_dir()), None)
 
 
 def scenes_dir(what: str = "the unbundled real scenes") -> Path:

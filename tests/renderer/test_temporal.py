@@ -29,8 +29,8 @@ def small_plant(plant):
 
 @pytest.fixture(scope="module")
 def sparse_plant(plant):
-    """Every 32nd Gaussian: for 14 frames under the interpreter (the occlusion test needs small_plant's density)."""
-    return plant.subset(torch.arange(0, len(plant), 32))
+    """Every 64th Gaussian: for 14 frames under the interpreter (the occlusion test needs small_plant's density)."""
+    return plant.subset(torch.arange(0, len(plant), 64))
 
 
 def scene_for(backend, plant, small_plant):

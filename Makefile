@@ -30,8 +30,11 @@ gl-deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb xauth >/dev/null; } || \
 	  echo "note: Xvfb is missing and this user cannot install it; window tests will fail"
 
+# Not -q: pytest-randomly's header line gives the seed of the test order (--randomly-seed=N repeats it). Then the
+# tests that read real files run again from a clean clone with nothing beside it, as a user's (tests/clean_clone.sh).
 test: $(BIN)/.installed gl-deps
-	$(BIN)/python -m pytest -q -n 2 --durations=15
+	$(BIN)/python -m pytest -n 2 --durations=15
+	tests/clean_clone.sh $(BIN)/python -n 2
 
 check: $(BIN)/.installed
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

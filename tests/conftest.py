@@ -2,6 +2,9 @@
 
 TRITON_INTERPRET=1 is set here, before any kernel module is imported, and only when no CUDA device is
 present: the same tests compile the kernels for real on the GPU machine.
+
+Real scene files: the bundled ones (tests/data, and the package's plant.splat) are always there; the others
+come from $WARPSPLAT_SCENES or ../shared/scenes, and the tests that need them are skipped where neither exists.
 """
 
 from __future__ import annotations
@@ -13,6 +16,11 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+    # One torch thread per test process. `make test` runs a process per core (pytest -n 2 on 2 cores), and torch's
+    # default of a thread per core then puts two threads on each core: they spin at every op's barrier while the
+    # descheduled one waits its turn (tools/threads.py). The AdaGScale sweep's test took 250 s that way on a busy
+    # 2-core machine, and 12 s with one thread.
+    torch.set_num_threads(1)
 
 import pytest  # noqa: E402
 
@@ -20,30 +28,63 @@ from tools.metrics import psnr  # noqa: E402, F401  (tests/kernels import it fro
 
 REPO = Path(__file__).resolve().parents[1]
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DATA = REPO / "tests" / "data"  # the test files whose licences let them be bundled (tests/data/CREDITS.md)
+PACKAGE_DATA = REPO / "scenes" / "data"  # the package's own scene, plant.splat
 
 
-def scenes_dir() -> Path:
-    """The real scenes: $WARPSPLAT_SCENES, else ../shared/scenes beside the checkout. Tests that need them
-    fail (never skip) when neither exists: the real files are the proof that the readers work."""
+def _in_bundle(name: str) -> Path | None:
+    return next((folder / name for folder in (DATA, PACKAGE_DATA) if (folder / name).is_file()), None)
+
+
+def bundled(name: str) -> Path:
+    """A bundled test file by name: in tests/data, or the package's scene (fails if missing: it is committed)."""
+    path = _in_bundle(name)
+    if path is None:
+        raise FileNotFoundError(f"bundled test file {name} not found in {DATA} or {PACKAGE_DATA}")
+    return path
+
+
+def unbundled_scenes() -> Path | None:
+    """The folder of the real scenes that may not be bundled (biker.* and the files of unstated licence, per its
+    SOURCES.md): $WARPSPLAT_SCENES, else ../shared/scenes beside the checkout, as on the project's machines and
+    CI. None on a user's clone."""
     env = os.environ.get("WARPSPLAT_SCENES")
-    for cand in ([Path(env)] if env else []) + [REPO.parent / "shared" / "scenes"]:
-        if cand.is_dir():
-            return cand
-    raise FileNotFoundError("real scenes not found: set WARPSPLAT_SCENES or place shared/scenes beside the checkout")
+    candidates = ([Path(env)] if env else []) + [REPO.parent / "shared" / "scenes"]
+    return next((d for d in candidates if d.is_dir()), None)
+
+
+def scenes_dir(what: str = "the unbundled real scenes") -> Path:
+    """unbundled_scenes(), or the calling test is skipped, saying that it needs `what`."""
+    found = unbundled_scenes()
+    if found is None:
+        pytest.skip(f"needs {what}: set WARPSPLAT_SCENES or place shared/scenes beside the checkout")
+    return found
 
 
 def real_scene(name: str) -> Path:
-    """The path of a real scene file by name (fails if missing)."""
-    path = scenes_dir() / name
+    """The path of a real scene file by name: the bundled copy where there is one, else the file in scenes_dir()
+    (the test is skipped where that folder is missing, and fails where the folder lacks the file)."""
+    path = _in_bundle(name) or scenes_dir(f"{name}, which may not be bundled") / name
     if not path.is_file():
-        raise FileNotFoundError(f"real scene {name} not found in {scenes_dir()}")
+        raise FileNotFoundError(f"real scene {name} not found in {path.parent}")
     return path
 
 
 @pytest.fixture
 def scene_path():
-    """scene_path("plant.splat") -> Path of a real scene file (fails if missing)."""
+    """scene_path("plant.splat") -> Path of a real scene file (see real_scene)."""
     return real_scene
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that read real scene files `data`: the clean-clone check (tests/clean_clone.sh) runs
+    them from a clone with nothing beside it, where the bundled files must do and the others skip."""
+    readers = (bundled, real_scene, scenes_dir)
+    for item in items:
+        module = getattr(item, "module", None)
+        helpers = vars(module).values() if module is not None else ()
+        if "scene_path" in getattr(item, "fixturenames", ()) or any(v in readers for v in helpers):
+            item.add_marker("data")
 
 
 @pytest.fixture

@@ -129,7 +129,7 @@ def test_renderer_refuses_before_work(monkeypatch):
 def test_cli_maps_the_error_to_one_line_exit_2(monkeypatch, tmp_path, capsys, scene_path):
     monkeypatch.setattr(memory, "mem_available", lambda: 1 << 20)
     out = tmp_path / "image.png"
-    code = main(["render", str(scene_path("lastchance.splat")), "--size", "32x24", "--out", str(out), "--quiet"])
+    code = main(["render", str(scene_path("plant.splat")), "--size", "32x24", "--out", str(out), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and not out.exists()
     lines = [ln for ln in err.splitlines() if ln.strip()]

@@ -159,10 +159,11 @@ def test_every_reader_calls_drop_invalid(scene_path, tmp_path, monkeypatch):
                          + "end_header\n" + rows + "\n")  # fmt: skip
     files = [
         scene_path("donut_fused.ply"),
-        scene_path("angel.compressed.ply"),
-        scene_path("biker.spz"),
-        scene_path("lastchance.splat"),
-        scene_path("massa.sog"),
+        scene_path("playbot_crop.compressed.ply"),
+        scene_path("playbot_crop.spz"),
+        scene_path("test-splat.3-points-from-train.spz"),  # gzip version 3: the other SPZ reader path
+        scene_path("test-splat.3-points-from-train.splat"),
+        scene_path("playbot_lod2.sog"),
         folder.parent.parent,
         ascii_ply,
     ]

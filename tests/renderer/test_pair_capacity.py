@@ -15,7 +15,7 @@ from tools.metrics import psnr
 
 def test_buffers_are_reused_across_frames(scene_path, device):
     """After the first frame sized them, every frame renders into the same storage (no allocation)."""
-    scene = load_scene(scene_path("lastchance.splat"))
+    scene = load_scene(scene_path("playbot_crop.ply"))
     r = Renderer(scene, device=device, backend="torch")
     cams = orbit_path(scene, 32, 32, 4)
     first = r.render(cams[0])
@@ -32,7 +32,8 @@ def test_buffers_are_reused_across_frames(scene_path, device):
 
 def test_overflow_grows_and_bins_again(scene_path, device):
     """A capacity far too small for the frame: the frame still comes out exact, and the capacity grows."""
-    scene = load_scene(scene_path("fruit_drops_minimal.ply"))
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))  # 1,024 real Gaussians: the interpreter is slow
     cam = orbit_path(scene, 40, 30, 3)[1]
     fresh = Renderer(scene, device=device, backend="triton")
     want = fresh.render(cam).image.clone()
@@ -49,7 +50,7 @@ def test_overflow_grows_and_bins_again(scene_path, device):
 def test_capacity_shrinks_after_a_run_of_small_frames(scene_path, device, monkeypatch):
     """A frame that needed many pairs, then frames that need few: the idle capacity is given back."""
     monkeypatch.setattr(pipeline.Capacity, "SHRINK_AFTER", 3)
-    scene = load_scene(scene_path("lastchance.splat"))
+    scene = load_scene(scene_path("playbot_crop.ply"))
     r = Renderer(scene, device=device, backend="torch")
     big = r.render(orbit_path(scene, 48, 32, 2, radius=40.0)[0]).stats.n_pairs  # the whole scene in view
     grown = r.pair_capacity.size
@@ -68,7 +69,7 @@ def test_adagscale_frames_keep_their_own_capacity(scene_path, device):
     """AdaGScale bins fewer pairs than exact, and the sort runs over the whole capacity: its frames size a
     capacity of their own instead of inheriting the exact frames' larger one, and switching back leaves the
     exact frames' capacity and image as they were."""
-    scene = load_scene(scene_path("lastchance.splat"))
+    scene = load_scene(scene_path("playbot_crop.ply"))
     r = Renderer(scene, device=device, backend="torch")
     cam = orbit_path(scene, 96, 64, 3)[1]
     exact = r.render(cam)

@@ -11,11 +11,16 @@ from tools.metrics import psnr
 
 
 @pytest.mark.parametrize(
-    "name,size",
-    [("fruit_drops_minimal.ply", (37, 53)), ("lod1_tile_0_0.5x.ply", (64, 48)), ("lastchance.splat", (48, 32))],
+    "name,every,size",
+    [
+        ("playbot_crop.ply", 2, (37, 53)),  # SH degree 2, an odd size
+        ("donut_fused.ply", 8, (48, 32)),  # quaternions not normalised
+        ("lod1_tile_0_0.5x.ply", 4, (40, 30)),  # needle-flat splats (anisotropy up to 4e9); not bundled
+    ],
 )
-def test_triton_matches_torch_reference_on_real_scenes(name, size, scene_path, device):
+def test_triton_matches_torch_reference_on_real_scenes(name, every, size, scene_path, device):
     scene = load_scene(scene_path(name))
+    scene = scene.subset(torch.arange(0, len(scene), every))  # every k-th Gaussian: the interpreter is slow
     width, height = size
     tri = Renderer(scene, device=device, backend="triton")
     ref = Renderer(scene, device=device, backend="torch")
@@ -29,7 +34,7 @@ def test_triton_matches_torch_reference_on_real_scenes(name, size, scene_path, d
 
 
 def test_settings_background_and_sh_degree(scene_path, device):
-    scene = load_scene(scene_path("fruit_drops_minimal.ply"))
+    scene = load_scene(scene_path("playbot_crop.ply"))
     r = Renderer(scene, device=device, backend="torch")  # settings handling, not kernels, is under test
     cam = default_camera(scene, 32, 24)
     white = r.render(cam, RenderSettings(background=(1.0, 1.0, 1.0))).image.clone()
@@ -38,11 +43,12 @@ def test_settings_background_and_sh_degree(scene_path, device):
     # background enters as T * colour: white - black = (1 - alpha) per channel
     assert torch.allclose(white - black, (1 - alpha)[..., None].expand_as(white), atol=1e-5)
     dc_only = r.render(cam, RenderSettings(sh_degree=0)).image.clone()
-    assert psnr(dc_only, black) < 60.0, "dropping SH bands must change a degree-3 scene"
+    assert psnr(dc_only, black) < 60.0, "dropping SH bands must change a degree-2 scene"
 
 
 def test_camera_inside_scene_and_nothing_visible(scene_path, device):
-    scene = load_scene(scene_path("lastchance.splat"))
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))  # 1,024 real Gaussians: the interpreter is slow
     r = Renderer(scene, device=device, backend="triton")
     inside = Camera.look_at(scene.center().numpy(), scene.center().numpy() + np.array([0, 0, 1.0]), width=24, height=16)
     out = r.render(inside)
@@ -55,7 +61,7 @@ def test_camera_inside_scene_and_nothing_visible(scene_path, device):
 
 
 def test_absurd_sizes_are_refused(scene_path):
-    scene = load_scene(scene_path("lastchance.splat"))
+    scene = load_scene(scene_path("playbot_crop.ply"))
     r = Renderer(scene, backend="torch")
     for w, h in ((0, 10), (10, -1), (9000, 10)):
         with pytest.raises(ValueError, match="image size"):
@@ -64,7 +70,7 @@ def test_absurd_sizes_are_refused(scene_path):
 
 def test_first_frame_with_no_pairs(scene_path, device):
     """A fresh renderer whose first camera sees nothing renders the background (no empty workspace crash)."""
-    scene = load_scene(scene_path("lastchance.splat"))
+    scene = load_scene(scene_path("playbot_crop.ply"))
     r = Renderer(scene, device=device, backend="triton")
     c = scene.center().numpy()
     away = Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=16, height=16)
@@ -96,7 +102,8 @@ def test_depth_output_on_hand_built_gaussians(device):
 
 
 def test_depth_triton_matches_torch_on_a_real_scene(scene_path, device):
-    scene = load_scene(scene_path("lastchance.splat"))
+    scene = load_scene(scene_path("playbot_lod2.sog"))  # depths of 2-4 here: a colour path clamped to 1 shows
+    scene = scene.subset(torch.arange(0, len(scene), 64))  # 1,954 real Gaussians: the interpreter is slow
     cam = orbit_path(scene, 48, 32, 3)[1]
     s = RenderSettings(depth=True)
     a = Renderer(scene, device=device, backend="triton").render(cam, s)
@@ -110,8 +117,9 @@ def test_depth_triton_matches_torch_on_a_real_scene(scene_path, device):
 def test_tile_schedule_changes_no_pixel_and_keeps_tile_counts(scene_path, device):
     """The rasterizer's programs taking the longest lists first, or the tiles in id order: the same image bit for
     bit, and the same per-tile list lengths (which the schedule's kernels write)."""
-    scene = load_scene(scene_path("lastchance.splat"))
-    cam = orbit_path(scene, 48, 32, 3)[1]
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))  # 1,024 real Gaussians: the interpreter is slow
+    cam = orbit_path(scene, 24, 16, 3)[1]
     r = Renderer(scene, device=device, backend="triton")
     r.render(cam)  # sizes the pair capacity and picks the launch configuration that both frames below then use
     first = r.render(cam, RenderSettings(tile_schedule="longest-first"))

@@ -20,7 +20,7 @@ SIZE = (48, 32)
 
 @pytest.fixture
 def scene(scene_path):
-    return load_scene(scene_path("lastchance.splat"))
+    return load_scene(scene_path("playbot_crop.ply"))
 
 
 def one_by_one(scene, cams, device, settings=None):

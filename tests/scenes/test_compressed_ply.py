@@ -12,6 +12,7 @@ import torch
 from scenes import SH_C0, SceneFormatError, load_scene, make_scene
 from scenes.compressed_ply import morton_order, read_compressed_ply, write_compressed_ply
 from scenes.ply import read_elements
+from tests.conftest import bundled
 from tests.conftest import real_scene as scene
 
 
@@ -100,7 +101,8 @@ def _bad(tmp_path, data: bytes, match: str):
 
 
 def _real() -> bytes:
-    return scene("guitar.compressed.ply").read_bytes()
+    """4,096 real Gaussians in 16 chunks, SH degree 2 (written by warpsplat: tests/data/CREDITS.md)."""
+    return bundled("playbot_crop.compressed.ply").read_bytes()
 
 
 def test_truncated_and_wrong_magic(tmp_path):
@@ -112,14 +114,14 @@ def test_truncated_and_wrong_magic(tmp_path):
 
 def test_lying_counts(tmp_path):
     data = _real()
-    _bad(tmp_path, data.replace(b"element vertex 90854", b"element vertex 90999", 1), "chunk|truncated")
+    _bad(tmp_path, data.replace(b"element vertex 4096", b"element vertex 4300", 1), "chunk|truncated")
     # one chunk record fewer, declared and in the body: the body's length is consistent, the chunk count is not
     body = data.index(b"end_header\n") + len(b"end_header\n")
-    fewer = data[:body] + data[body : body + 354 * 72] + data[body + 355 * 72 :]
-    _bad(tmp_path, fewer.replace(b"element chunk 355", b"element chunk 354", 1), "element chunk has 354 rows")
-    _bad(tmp_path, data.replace(b"element chunk 355", b"element chunk 354", 1), "72 bytes after its declared elements")
-    big = data.replace(b"element vertex 90854", b"element vertex 900000000", 1)
-    big = big.replace(b"element chunk 355", b"element chunk 3515625", 1)
+    fewer = data[:body] + data[body : body + 15 * 72] + data[body + 16 * 72 :]
+    _bad(tmp_path, fewer.replace(b"element chunk 16", b"element chunk 15", 1), "element chunk has 15 rows")
+    _bad(tmp_path, data.replace(b"element chunk 16", b"element chunk 15", 1), "72 bytes after its declared elements")
+    big = data.replace(b"element vertex 4096", b"element vertex 900000000", 1)
+    big = big.replace(b"element chunk 16", b"element chunk 3515625", 1)
     _bad(tmp_path, big, "truncated|limit")
 
 

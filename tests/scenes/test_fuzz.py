@@ -24,11 +24,15 @@ from tests.conftest import real_scene as scene
 
 CASES_PER_FILE = 40
 FILES = [
+    # bundled (tests/data): every format; the playbot_crop files are warpsplat's, the others other tools'
     "test-splat.3-points-from-train.ply",
     "test-splat.3-points-from-train.splat",
     "test-splat.3-points-from-train.spz",
-    "fruit_drops_minimal.ply",
-    "lastchance.splat",
+    "playbot_crop.ply",
+    "playbot_crop.compressed.ply",
+    "playbot_crop.spz",
+    "playbot_lod2.sog",
+    # written by other tools in those two formats, and an SOG of splat-transform's: not bundled (licences)
     "guitar.compressed.ply",
     "biker.spz",
     "angel.sog",

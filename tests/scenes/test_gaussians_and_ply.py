@@ -68,10 +68,13 @@ def test_ply_written_in_parts_is_the_ply_of_the_whole(tmp_path):
     assert not list(tmp_path.glob("*short*"))
 
 
-def test_real_ply_variants(scene_path):
+def test_real_ply_without_normals_or_f_rest(scene_path):
     donut = load_scene(scene_path("donut_fused.ply"))  # no normals, no f_rest, unnormalised quaternions
     assert len(donut) == 45624 and donut.sh_degree == 0
     assert not torch.allclose(donut.quats.norm(dim=1), torch.ones(len(donut)))
+
+
+def test_real_ply_variants_of_other_trainers(scene_path):
     fruit = load_scene(scene_path("fruit_drops_minimal.ply"))  # SH 3 plus an extra 'transform' property
     assert len(fruit) == 4721 and fruit.sh_degree == 3 and "transform" in fruit.extras["ignored properties"]
     tile = load_scene(scene_path("lod1_tile_0_0.5x.ply"))

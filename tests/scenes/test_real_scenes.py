@@ -1,8 +1,10 @@
-"""Every real scene in ../shared/scenes loads with the count and SH degree SOURCES.md gives, and the
-cross-format twins agree Gaussian by Gaussian (3-point set, biker) or in shape (angel pair)."""
+"""Every real scene loads with the count and SH degree its list gives (tests/data/CREDITS.md for the bundled
+files, SOURCES.md beside the unbundled ones), the bundled files are the credited ones, and the cross-format
+twins agree Gaussian by Gaussian (3-point set, biker) or in shape (angel pair)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shutil
 import warnings
@@ -14,12 +16,13 @@ import torch
 
 from scenes import SH_C0, load_scene
 from scenes.ply import read_elements
+from tests.conftest import DATA, bundled, scenes_dir
 from tests.conftest import real_scene as scene
-from tests.conftest import scenes_dir
 
-from ._paths import sources_table
+from ._paths import ALLOWED_LICENCES, credits_table, sources_table
 
 NOT_SCENES = {"test_garden.npz"}  # SfM points and cameras, not a trained scene (SOURCES.md note 8)
+NOT_DATA = {"CREDITS.md", "make_derived.py", "__pycache__"}  # the files in tests/data that are not test data
 
 
 def test_sources_table_lists_every_file():
@@ -29,15 +32,40 @@ def test_sources_table_lists_every_file():
     assert set(table) == on_disk
 
 
-@pytest.mark.parametrize("name", sorted(set(sources_table()) - NOT_SCENES))
+def test_bundled_files_are_the_credited_ones():
+    """Every file in tests/data is in CREDITS.md's table, with its size and sha256, under a licence that allows
+    bundling; where SOURCES.md is at hand, it gives the copied files (and the derived files' source) such a
+    licence too: a file it marks CC BY-NC-ND or 'unstated' must never be bundled."""
+    table = credits_table()
+    assert {p.name for p in DATA.iterdir()} - NOT_DATA == set(table)
+    for name, listed in table.items():
+        data = (DATA / name).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (listed.bytes, listed.sha256), name
+        assert listed.licence in ALLOWED_LICENCES, (name, listed.licence)
+    sources = sources_table()
+    for name in table if sources else ():
+        original = name if name in sources else "playbot_lod2.sog"  # the derived files are cut from it
+        assert sources[original].licence.split()[0] in ALLOWED_LICENCES, (name, sources[original].licence)
+
+
+def test_derived_ply_is_the_documented_crop():
+    """playbot_crop.ply holds exactly what tests/data/make_derived.py cuts from playbot_lod2.sog."""
+    from tests.data.make_derived import crop
+
+    want, got = crop(), load_scene(bundled("playbot_crop.ply"))
+    for name in ("means", "quats", "log_scales", "opacity_logits", "sh"):
+        assert torch.equal(getattr(got, name), getattr(want, name)), name
+
+
+@pytest.mark.parametrize("name", sorted((set(credits_table()) | set(sources_table())) - NOT_SCENES))
 def test_real_scene_loads_with_documented_count(name):
-    _, count, degree = sources_table()[name]
+    listed = {**sources_table(), **credits_table()}[name]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a real file must not need any Gaussian dropped
         s = load_scene(scene(name))
     s.validate()
-    assert len(s) == count
-    assert s.sh_degree == degree
+    assert len(s) == listed.count
+    assert s.sh_degree == listed.degree
     assert not s.invalid_mask().any()
     assert s.up_axis == "-y"  # every reader delivers the PLY (RDF) frame
 
@@ -131,8 +159,8 @@ def test_angel_pair_agrees_after_180_degree_z_rotation():
 
 
 def test_sog_folder_and_meta_json_load_like_the_archive(tmp_path):
-    zipped = load_scene(scene("flowers_lod2.sog"))
-    with zipfile.ZipFile(scene("flowers_lod2.sog")) as z:
+    zipped = load_scene(bundled("playbot_lod2.sog"))
+    with zipfile.ZipFile(bundled("playbot_lod2.sog")) as z:
         z.extractall(tmp_path / "unbundled")
     folder = load_scene(tmp_path / "unbundled")
     meta = load_scene(tmp_path / "unbundled" / "meta.json")
@@ -143,9 +171,9 @@ def test_sog_folder_and_meta_json_load_like_the_archive(tmp_path):
 
 
 def test_compressed_ply_named_ply_still_loads(tmp_path):
-    shutil.copy(scene("guitar.compressed.ply"), tmp_path / "guitar.ply")
-    s = load_scene(tmp_path / "guitar.ply")
-    assert s.source_format == "compressed-ply" and len(s) == 90_854
-    shutil.copy(scene("fruit_drops_minimal.ply"), tmp_path / "fruit.compressed.ply")
-    s = load_scene(tmp_path / "fruit.compressed.ply")
-    assert s.source_format == "ply" and s.sh_degree == 3 and math.isfinite(float(s.means.sum()))
+    shutil.copy(bundled("playbot_crop.compressed.ply"), tmp_path / "crop.ply")
+    s = load_scene(tmp_path / "crop.ply")
+    assert s.source_format == "compressed-ply" and len(s) == 4096
+    shutil.copy(bundled("playbot_crop.ply"), tmp_path / "crop.compressed.ply")
+    s = load_scene(tmp_path / "crop.compressed.ply")
+    assert s.source_format == "ply" and s.sh_degree == 2 and math.isfinite(float(s.means.sum()))

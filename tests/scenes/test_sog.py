@@ -17,7 +17,7 @@ from PIL import Image
 from scenes import SceneFormatError, load_scene
 from scenes.gaussians import INVALID_WHAT
 from tests.analytic import axis_angle_quat, quat_matrix, rodrigues
-from tests.conftest import real_scene as scene
+from tests.conftest import bundled
 
 N = 5  # Gaussians in the hand-built scenes; textures are 4x2 (8 texels, 3 padding)
 
@@ -206,7 +206,7 @@ def _bad(path, match: str):
 def test_not_a_zip_and_truncated_zip(tmp_path):
     (tmp_path / "a.sog").write_bytes(b"PK\x03\x04 this is not really a zip")
     _bad(tmp_path / "a.sog", "zip")
-    data = scene("angel.sog").read_bytes()
+    data = bundled("playbot_lod2.sog").read_bytes()
     (tmp_path / "t.sog").write_bytes(data[: len(data) // 2])
     _bad(tmp_path / "t.sog", "zip|truncated|corrupt")
 

@@ -9,7 +9,9 @@ SPZ frame: splat-transform reads and writes SPZ bytes raw (no RUB <-> RDF change
 its decoding of an SPZ is warpsplat's decoding with y and z negated (and the SH/quaternion signs with them).
 
 The npm package is installed on first use into the git-ignored `.cache/splat-transform` (about 10 s with
-network access; the CI machine has it). Without Node/npm or the network this test fails, by design.
+network access; the CI machine has it). Without Node/npm or the network this test fails, by design. Every
+test here converts real scenes that may not be bundled (tests/conftest.py scenes_dir): on a clone with nothing
+beside it they are skipped before npm is asked for anything.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import torch
 
 from scenes import GaussianScene, load_scene, save_scene
 from scenes.spz import flip_rub_rdf, write_spz
-from tests.conftest import REPO
+from tests.conftest import REPO, scenes_dir
 from tests.conftest import real_scene as scene
 
 VERSION = "3.7.0"
@@ -48,6 +50,7 @@ def npm_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def splat_transform() -> str:
+    scenes_dir("the unbundled real scenes that the splat-transform oracle converts")
     exe = CACHE / "node_modules" / ".bin" / "splat-transform"
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / ".install.lock", "w") as lock:

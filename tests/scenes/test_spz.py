@@ -16,7 +16,7 @@ from kernels.reference import eval_sh
 from scenes import SceneFormatError, load_scene, make_scene
 from scenes.spz import MAGIC, flip_rub_rdf, read_spz, write_spz
 from tests.analytic import quat_matrix
-from tests.conftest import real_scene as scene
+from tests.conftest import bundled
 
 F = torch.tensor([1.0, -1.0, -1.0])  # RUB <-> RDF: diag(1, -1, -1), a 180-degree rotation about x
 
@@ -127,7 +127,12 @@ def test_large_coordinates_use_fewer_fraction_bits(tmp_path):
 
 
 def _v3_bytes() -> bytes:
-    return scene("test-splat.3-points-from-train.spz").read_bytes()
+    return bundled("test-splat.3-points-from-train.spz").read_bytes()
+
+
+def _v4_bytes() -> bytes:
+    """A version-4 file of 4,096 Gaussians with SH degree 2 (written by warpsplat: tests/data/CREDITS.md)."""
+    return bundled("playbot_crop.spz").read_bytes()
 
 
 def _v3_payload() -> bytes:
@@ -147,7 +152,7 @@ def test_truncated(tmp_path):
     _bad(tmp_path, raw[: len(raw) // 2], "truncated|corrupt")
     _bad(tmp_path, gzip.compress(_v3_payload()[:-5]), "truncated")
     _bad(tmp_path, gzip.compress(_v3_payload()[:10]), "header")
-    v4 = scene("biker.spz").read_bytes()
+    v4 = _v4_bytes()
     _bad(tmp_path, v4[: len(v4) - 1000], "truncated")
     _bad(tmp_path, v4[:20], "truncated inside the 32-byte header")
 
@@ -167,8 +172,8 @@ def test_lying_counts(tmp_path):
     _bad(tmp_path, gzip.compress(bytes(p)), "continues past")
     p[8:12] = struct.pack("<I", 50_000_000)  # far more than 120 compressed bytes can inflate to
     _bad(tmp_path, gzip.compress(bytes(p)), "lying count")
-    v4 = bytearray(scene("biker.spz").read_bytes())
-    v4[8:12] = struct.pack("<I", 152_747)
+    v4 = bytearray(_v4_bytes())
+    v4[8:12] = struct.pack("<I", 4097)  # one more than the streams hold
     _bad(tmp_path, bytes(v4), "declares")
     v4[8:12] = struct.pack("<I", 0)
     _bad(tmp_path, bytes(v4), "no scene")
@@ -179,7 +184,7 @@ def test_unsupported_versions(tmp_path):
         p = bytearray(_v3_payload())
         p[4:8] = struct.pack("<I", version)
         _bad(tmp_path, gzip.compress(bytes(p)), "version")
-    v4 = bytearray(scene("biker.spz").read_bytes())
+    v4 = bytearray(_v4_bytes())
     v4[4:8] = struct.pack("<I", 7)
     _bad(tmp_path, bytes(v4), "version")
     p = bytearray(_v3_payload())
@@ -205,15 +210,15 @@ def test_zip_bombs_stop_at_the_declared_size(tmp_path):
 
 
 def test_v4_structure_errors(tmp_path):
-    v4 = bytearray(scene("biker.spz").read_bytes())
+    v4 = bytearray(_v4_bytes())
     bad = bytearray(v4)
-    bad[15] = 6  # six streams for SH degree 0
+    bad[15] = 5  # five streams for SH degree 2 (the SH stream missing)
     _bad(tmp_path, bytes(bad), "numStreams")
     bad = bytearray(v4)
     bad[16:20] = struct.pack("<I", len(v4) + 10)
     _bad(tmp_path, bytes(bad), "tocByteOffset")
     bad = bytearray(v4)
-    bad[112:116] = b"\0\0\0\0"  # the first stream's zstd frame magic (the TOC ends at byte 112)
+    bad[128:132] = b"\0\0\0\0"  # the first stream's zstd frame magic (6 streams: the TOC ends at byte 128)
     _bad(tmp_path, bytes(bad), "corrupt")
 
 

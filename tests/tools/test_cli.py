@@ -30,7 +30,7 @@ def test_render_bundled_scene_matches_renderer(tmp_path):
 
 def test_render_orbit_frames(tmp_path, scene_path):
     out = tmp_path / "frames"
-    rc = run_cli("render", scene_path("fruit_drops_minimal.ply"), "--size", "24x16", "--path", "orbit", "--frames", 3,
+    rc = run_cli("render", scene_path("playbot_crop.ply"), "--size", "24x16", "--path", "orbit", "--frames", 3,
                  "--out", out, "--backend", "torch")  # fmt: skip
     assert rc == 0
     files = sorted(p.name for p in out.iterdir() if p.suffix == ".png")
@@ -40,9 +40,9 @@ def test_render_orbit_frames(tmp_path, scene_path):
 
 
 def test_info(capsys, scene_path):
-    assert run_cli("info", scene_path("fruit_drops_minimal.ply")) == 0
+    assert run_cli("info", scene_path("playbot_crop.ply")) == 0
     text = capsys.readouterr().out
-    assert "4,721" in text and "sh degree:     3" in text and "bounds" in text
+    assert "4,096" in text and "sh degree:     2" in text and "bounds" in text
 
 
 @pytest.mark.parametrize(

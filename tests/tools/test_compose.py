@@ -14,18 +14,18 @@ from tests.conftest import real_scene as scene
 from tools.cli import main
 from tools.compose import compose, normalise
 
-SOG = "angel.sog"  # 71,359 Gaussians, SH 0
-PLY = "fruit_drops_minimal.ply"  # 4,721 Gaussians, SH 3
+SH0 = "donut_fused.ply"  # 45,624 Gaussians, SH 0
+PLY = "playbot_crop.ply"  # 4,096 Gaussians, SH 2
 
 
 def test_grid_of_normalised_copies(tmp_path, capsys):
     out = tmp_path / "grid.ply"
-    assert main(["compose", str(out), str(scene(SOG)), str(scene(PLY)), "--grid", "2x2", "--spacing", "2"]) == 0
+    assert main(["compose", str(out), str(scene(SH0)), str(scene(PLY)), "--grid", "2x2", "--spacing", "2"]) == 0
     assert "wrote" in capsys.readouterr().out
     s = load_scene(out)
-    assert len(s) == 2 * (71_359 + 4_721) and s.sh_degree == 3
-    # Cells in order: (x, z) = (-1, -1) angel, (1, -1) fruit, (-1, 1) angel, (1, 1) fruit.
-    starts = np.cumsum([0, 71_359, 4_721, 71_359, 4_721])
+    assert len(s) == 2 * (45_624 + 4_096) and s.sh_degree == 2
+    # Cells in order: (x, z) = (-1, -1) donut, (1, -1) playbot, (-1, 1) donut, (1, 1) playbot.
+    starts = np.cumsum([0, 45_624, 4_096, 45_624, 4_096])
     for c, (x, z) in enumerate([(-1, -1), (1, -1), (-1, 1), (1, 1)]):
         part = s.subset(slice(int(starts[c]), int(starts[c + 1])))
         lo, hi = part.robust_bounds()
@@ -76,9 +76,9 @@ def test_normalise_keeps_shape():
 
 
 def test_compose_3m_is_quick(tmp_path):
-    """3M Gaussians from the largest real scene, streamed (the 30M figure is in tools/compose.py's NOTE)."""
+    """3M Gaussians from a real scene, streamed (the 30M figure is in tools/compose.py's NOTE)."""
     t = time.perf_counter()
-    assert main(["compose", str(tmp_path / "big.ply"), str(scene("playbot_lod0.sog")), "--grid", "3x2",
+    assert main(["compose", str(tmp_path / "big.ply"), str(scene("playbot_lod2.sog")), "--grid", "3x2",
                  "--target-count", "3000000", "--sh-degree", "0"]) == 0  # fmt: skip
     dt = time.perf_counter() - t
     print(f"\ncompose 3M (SH 0): {dt:.1f} s")

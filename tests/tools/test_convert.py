@@ -9,16 +9,17 @@ from scenes import load_scene
 from tests.conftest import real_scene as scene
 from tools.cli import main
 
-THREE = "test-splat.3-points-from-train.ply"
+THREE = "test-splat.3-points-from-train.ply"  # 3 real Gaussians, SH degree 3
+CROP = "playbot_crop.ply"  # 4,096 real Gaussians, SH degree 2
 
 
 def test_convert_to_every_writable_format(tmp_path, capsys):
-    src = load_scene(scene("fruit_drops_minimal.ply"))
+    src = load_scene(scene(CROP))
     for name in ("out.ply", "out.compressed.ply", "out.spz", "out.splat"):
-        assert main(["convert", str(scene("fruit_drops_minimal.ply")), str(tmp_path / name)]) == 0
+        assert main(["convert", str(scene(CROP)), str(tmp_path / name)]) == 0
         out = load_scene(tmp_path / name)
         assert len(out) == len(src)
-        assert out.sh_degree == (0 if name.endswith(".splat") else 3)
+        assert out.sh_degree == (0 if name.endswith(".splat") else 2)
     assert "wrote" in capsys.readouterr().out
     assert not list(tmp_path.glob(".*.part"))  # atomic writes leave no temporaries
     lossless = load_scene(tmp_path / "out.ply")
@@ -26,12 +27,9 @@ def test_convert_to_every_writable_format(tmp_path, capsys):
 
 
 def test_sh_degree_and_min_opacity(tmp_path):
-    src = load_scene(scene("fruit_drops_minimal.ply"))
+    src = load_scene(scene(CROP))
     out = tmp_path / "pruned.ply"
-    assert (
-        main(["convert", str(scene("fruit_drops_minimal.ply")), str(out), "--sh-degree", "1", "--min-opacity", "0.5"])
-        == 0
-    )
+    assert main(["convert", str(scene(CROP)), str(out), "--sh-degree", "1", "--min-opacity", "0.5"]) == 0
     s = load_scene(out)
     keep = torch.sigmoid(src.opacity_logits) >= 0.5
     assert s.sh_degree == 1 and len(s) == int(keep.sum()) < len(src)
@@ -92,7 +90,7 @@ def test_read_only_and_unknown_formats_are_told_apart(tmp_path, capsys):
 
 def test_spz_version(tmp_path, capsys):
     """SPZ is written as v3 (gzip) by default and as v4 (zstd streams) on request; both read back alike."""
-    src = str(scene("fruit_drops_minimal.ply"))
+    src = str(scene(CROP))
     assert main(["convert", src, str(tmp_path / "a.spz")]) == 0
     assert main(["convert", src, str(tmp_path / "b.spz"), "--spz-version", "4"]) == 0
     assert (tmp_path / "a.spz").read_bytes()[:2] == b"\x1f\x8b" and (tmp_path / "b.spz").read_bytes()[:4] == b"NGSP"
@@ -110,8 +108,8 @@ def test_up_turns_the_scene(tmp_path, capsys):
     from scenes.spz import flip_rub_rdf
     from tests.scenes.test_rotate import covariances
 
-    src = load_scene(scene("fruit_drops_minimal.ply"))
-    assert main(["convert", str(scene("fruit_drops_minimal.ply")), str(tmp_path / "up.ply"), "--up", "+y"]) == 0
+    src = load_scene(scene(THREE))  # SH degree 3: every band's sign change
+    assert main(["convert", str(scene(THREE)), str(tmp_path / "up.ply"), "--up", "+y"]) == 0
     out = load_scene(tmp_path / "up.ply")
     m, q, sh = src.means.numpy().copy(), src.quats.numpy().copy(), src.sh.numpy().copy()
     flip_rub_rdf(m, q, sh)

@@ -21,7 +21,7 @@ from renderer.paths import (
     save_camera_path,
 )
 from renderer.paths.formats import MAX_PATH_FRAMES
-from tests.conftest import scenes_dir
+from tests.conftest import bundled
 
 # A nerfstudio (OpenGL axes) camera at (1, 2, 3) turned +90 degrees about world +Y: its rotation is Ry(90),
 # so it looks along -column 2 = (-1, 0, 0), its up is (0, 1, 0) and its right (0, 0, -1).
@@ -114,7 +114,7 @@ def test_nerfstudio_keyframes_only(tmp_path):
 def garden_cameras_json(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray, int, int]:
     """An INRIA cameras.json built from the gsplat garden test data's real cameras (viewmats are
     world-to-camera, OpenCV). Listed test-first and out of name order, as the INRIA trainer writes it."""
-    d = np.load(scenes_dir() / "test_garden.npz")
+    d = np.load(bundled("test_garden.npz"))
     viewmats, Ks = d["viewmats"].astype(np.float64), d["Ks"].astype(np.float64)
     W, H = int(d["width"]), int(d["height"])
     entries = []

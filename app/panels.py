@@ -114,10 +114,8 @@ class PerformancePanel(Panel):
             if st.n_projected >= 0 and st.n_projected != st.n_gaussians:
                 imgui.text(f"projected  {st.n_projected:,} (temporal window)")
         t = s.temporal
-        if t and (s.settings.temporal_window > 1 or s.settings.occlusion_cull):
+        if t and s.settings.temporal_window > 1:
             imgui.text(f"temporal   window hits {100 * t['window_hit_rate']:.0f}%, {t['window_builds']} builds")
-            if s.settings.occlusion_cull:
-                imgui.text(f"occlusion  {t['occlusion_refreshes']} refreshes, {t['gaussians_skipped']:,} skipped")
         imgui.text(f"display    {s.display_path}")
         imgui.text(f"renderer   {s.render_device}")
         if s.message:
@@ -216,13 +214,6 @@ class SettingsPanel(Panel):
             c, v = imgui.slider_int("window frames", st.temporal_window, 2, 32)
             if c:
                 st.temporal_window, changed = v, True
-        c, v = imgui.checkbox("occlusion culling (lossy)", st.occlusion_cull)
-        if c:
-            st.occlusion_cull, changed = v, True
-        if st.occlusion_cull:
-            c, v = imgui.slider_int("refresh every", st.occlusion_refresh, 1, 64)
-            if c:
-                st.occlusion_refresh, changed = v, True
         return changed
 
 

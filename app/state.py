@@ -19,8 +19,8 @@ def viewer_settings(cuda: bool) -> RenderSettings:
     """The viewer's starting settings: exact, plus each switch whose measured speed-up holds at the quality
     floor on the GPU (BENCHMARKS.md, sections 12 and 14). That is AdaGScale at its default tau: 1.00-1.20x the
     exact frame on every bench path, every sampled frame at 39.9 dB or more against exact. Temporal windows
-    measured 0.93-1.06x and occlusion culling fell under the floor, so both start off. On a CPU, where none of
-    them was measured, exact. `warpsplat render` and `warpsplat bench` start exact everywhere."""
+    measured 0.93-1.06x, so they start off. On a CPU, where none of them was measured, exact. `warpsplat render`
+    and `warpsplat bench` start exact everywhere."""
     return RenderSettings(adagscale=cuda)
 
 

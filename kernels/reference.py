@@ -212,15 +212,12 @@ def project_gaussians(
     tile_size: int = 8,
     adagscale_tau: float | None = None,
     adagscale_s_min: float = 0.5,
-    live: torch.Tensor | None = None,
     out: tuple[torch.Tensor, ...] | None = None,
     block: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
     campos = camera[20:23]
     zc, mx, my, a, b, c, visible = ewa_footprint(means, covars, camera, width, height, near, far, eps2d)
-    if live is not None:
-        visible &= live != 0
 
     o = opacities
     visible &= o >= ALPHA_MIN

@@ -18,7 +18,7 @@ device replays the whole frame as one captured CUDA graph: one launch instead of
 Buffers live in one grow-only workspace and are reused across frames, so a frame allocates nothing large.
 
 Temporal reuse (renderer/temporal.py) decides, before stage 1, which Gaussians a frame projects: the whole
-scene, or a window's compacted set, optionally masked by occlusion; and may return the last frame unchanged.
+scene, or a window's compacted set; and may return the last frame unchanged.
 """
 
 from __future__ import annotations
@@ -131,10 +131,10 @@ def runs_counted(n: int, frame_mode: str) -> bool:
 
 
 def reuse_pays(graphs: bool, n: int, frame_mode: str) -> bool:
-    """Whether temporal reuse (a window, occlusion culling) can be faster than the whole scene. Not when the
-    whole scene's frames would be replayed as CUDA graphs (below COUNTED_FROM): a window's or occlusion's frames
-    run stage by stage and one at a time, and on the bench's object scenes that cost more than the Gaussians
-    they skip saved (windows 0.45-0.60x in BENCHMARKS.md section 8, occlusion culling 0.32-0.56x in section 12)."""
+    """Whether a temporal window can be faster than the whole scene. Not when the whole scene's frames would be
+    replayed as CUDA graphs (below COUNTED_FROM): a window's frames run stage by stage and one at a time, and
+    on the bench's object scenes that cost more than the Gaussians they skip saved (0.45-0.60x in BENCHMARKS.md
+    section 8)."""
     return not (graphs and not runs_counted(n, frame_mode))
 
 
@@ -313,7 +313,6 @@ class Renderer:
         f, src, timer = self._start(camera, settings, future, slot=0)
         n_visible, n_pairs = f.totals()  # the frame's one host sync (counted frames know them already)
         f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, timer)
-        temporal.end_frame(src, f.tiles_touched)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
             with timer.stage("depth"):
@@ -324,8 +323,6 @@ class Renderer:
                             backend=self.backend, n_projected=f.n, source=src.kind)  # fmt: skip
         if sync_stats:
             fill_stats(stats, f.tile_counts, timer)
-            if src.live is not None:
-                temporal.stats.gaussians_skipped = f.n - int(src.live.sum())
         if settings.reuse_unchanged_frame:
             temporal.remember(camera, settings)
         self._last_output = RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, depth, f.tiles_touched,
@@ -341,15 +338,15 @@ class Renderer:
         timer = StageTimer(self.device)
         self.last_timer = timer
         # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
-        reuse = settings.temporal_window > 1 or settings.occlusion_cull
+        reuse = settings.temporal_window > 1
         with timer.stage("cull") if reuse else contextlib.nullcontext():
             src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
                                        reuse_pays=reuse_pays(self.graphs, self.n, self.frame_mode))  # fmt: skip
         self._upload(camera, settings, slot)
         self.pair_capacity = self._capacity_for(settings)
         f = self._frame_for(src, camera, settings, slot)
-        # a graph holds the whole scene's arrays and no masks: a window's frames and occlusion's run stage by stage
-        plain = src.kind == "full" and src.live is None and src.marks is None
+        # a graph holds the whole scene's arrays: a window's frames run stage by stage
+        plain = src.kind == "full"
         if not f.counted and self.graphs and plain and not settings.depth and self.pair_capacity.size:
             self._replay(f, timer)
         else:
@@ -393,7 +390,7 @@ class Renderer:
         temporal reuse, depth output and unchanged-frame reuse depend on the frame before: those go one by one,
         except temporal reuse that `reuse_pays` declines (its frames are the plain ones)."""
         s = settings
-        reuse = s.temporal_window > 1 or s.occlusion_cull
+        reuse = s.temporal_window > 1
         declined = not reuse_pays(self.graphs, self.n, self.frame_mode)
         return not self.counted() and (not reuse or declined) and not s.depth and not s.reuse_unchanged_frame
 
@@ -628,7 +625,7 @@ class _Frame:
             src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
             adagscale_tau=s.adagscale_tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
-            live=src.live, out=(self.means2d, self.conic_opacity, self.depths, self.colors, self.tiles_touched,
+            out=(self.means2d, self.conic_opacity, self.depths, self.colors, self.tiles_touched,
                                 self.bin_t), **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 
@@ -673,7 +670,7 @@ class _Frame:
         """`tuning`: launch knobs that override the settings' (variant, num_warps, step), for measuring them."""
         self.r.k.rasterize_tiles(
             self.sorted_ids, self.ranges, self.means2d, self.conic_opacity, self.colors, self.background,
-            self.width, self.height, out=(self.rgb, self.alpha, self.rgba8), marks=self.src.marks,
+            self.width, self.height, out=(self.rgb, self.alpha, self.rgba8),
             **{**self.raster_options(), **tuning},
         )  # fmt: skip
 

@@ -35,9 +35,6 @@ class RenderSettings:
             whether a frame may use the window (16 of them are float slack, the rest allow deviation).
         temporal_guard: a predicted window keeps every Gaussian within this fraction of the scene radius of a
             predicted camera, whatever its footprint (the translation bound is margin x guard / focal).
-        occlusion_cull: (lossy) after a refresh frame, bin only the Gaussians blended into some pixel of it.
-        occlusion_refresh: frames between full refreshes; occlusion_max_angle_deg / occlusion_max_shift (a
-            fraction of the scene radius): camera motion since the refresh that forces one at once.
     """
 
     sh_degree: int | None = None
@@ -61,14 +58,6 @@ class RenderSettings:
     temporal_window: int = 0
     temporal_margin: float = 48.0
     temporal_guard: float = 0.05
-    occlusion_cull: bool = False  # lossy: reports its PSNR against exact in `warpsplat bench`
-    # NOTE: `warpsplat bench` with the torch backend, 128x72, 64-frame paths (BENCHMARKS.md, section 7): on a
-    # fly-over of a 36-cell composite, refresh 2 keeps the worst frame at 45.6 dB and the path at 54.8 dB
-    # against exact, removing 22% of the pairs; refresh 4 removes 31% but falls to 33.2 / 46.9 dB. The motion
-    # limits catch jumps (a 10 deg turn, half the scene radius); the viewer also flags snaps and resets.
-    occlusion_refresh: int = 2
-    occlusion_max_angle_deg: float = 10.0
-    occlusion_max_shift: float = 0.5
 
     def validate(self) -> RenderSettings:
         if self.sh_degree is not None and not 0 <= self.sh_degree <= 3:
@@ -95,8 +84,4 @@ class RenderSettings:
             raise ValueError(f"temporal_margin {self.temporal_margin} not in [16, 4096] pixels")
         if not 0.0 <= self.temporal_guard <= 10.0:
             raise ValueError(f"temporal_guard {self.temporal_guard} not in [0, 10] scene radii")
-        if not 1 <= self.occlusion_refresh <= 1024:
-            raise ValueError(f"occlusion_refresh {self.occlusion_refresh} not in [1, 1024]")
-        if not (self.occlusion_max_angle_deg >= 0 and self.occlusion_max_shift >= 0):
-            raise ValueError("occlusion_max_angle_deg and occlusion_max_shift must be >= 0")
         return self

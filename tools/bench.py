@@ -103,7 +103,7 @@ def add_parser(sub) -> None:
         help="where composites are kept between runs",
     )
     p.add_argument("--variants", default="*",
-                   help="comma-separated name patterns of the variants to run, e.g. 'temporal*,occlusion*' "
+                   help="comma-separated name patterns of the variants to run, e.g. 'temporal*,adagscale*' "
                         "(default: all; the default variant always runs, as the reference)")  # fmt: skip
     p.add_argument(
         "--paths",
@@ -179,7 +179,6 @@ def run(args: argparse.Namespace) -> int:
     if args.frames < 1:
         raise CliError(f"--frames {args.frames}: must be at least 1")
     chosen = selected_variants(args.variants)  # a pattern matching nothing is an error before any work
-    every_frame = any(is_lossy(s) and is_temporal(s) for s in chosen.values())  # see compare_variant
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
     use_gsplat = cuda and not args.no_gsplat
@@ -224,8 +223,7 @@ def run(args: argparse.Namespace) -> int:
                 renderer.graphs = graphs and vname != "graphs=off"
                 renderer.frame_mode = frame_mode(vname)
                 time_variant(res, renderer, cams, settings, device, args.warmup)
-                compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default,
-                                every_frame=every_frame)  # fmt: skip
+                compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default)
                 renderer.graphs, renderer.frame_mode = graphs, "auto"
                 results.append(res)
                 print(f"  {label} {path_name} {vname}: median {res.median():.3f} ms", file=sys.stderr, flush=True)
@@ -303,28 +301,22 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int)
     res.temporal = renderer.temporal.stats.as_dict() if is_temporal(settings) else {}
 
 
-def compare_variant(
-    res: PathResult, renderer, cams, settings, psnr_every: int, reference_images, default, every_frame: bool = False
-) -> None:
+def compare_variant(res: PathResult, renderer, cams, settings, psnr_every: int, reference_images, default) -> None:
     """The untimed pass: counts, and images against gsplat's and the default variant's on every
     `psnr_every`-th frame. Temporal variants carry state from frame to frame, so they render the whole path
-    in order and are sampled. every_frame (when a lossy temporal variant runs): the default keeps every frame,
-    and lossy temporal variants are compared on every frame, because occlusion culling's refresh frames are
-    exact, and a sampling step that is a multiple of the refresh period would see only those."""
+    in order and are sampled."""
     futures = future_cameras(res, cams)
     vis, pairs, longest, removed, projected = [], [], [], [], []
     renderer.temporal.reset()
-    compare_all = every_frame and (res.variant == "default" or (is_lossy(settings) and is_temporal(settings)))
-    step = 1 if is_temporal(settings) or compare_all else psnr_every
+    step = 1 if is_temporal(settings) else psnr_every
     for i in range(0, len(cams), step):
         out = renderer.render(cams[i], settings, future=futures[id(cams[i])])
-        if i % psnr_every == 0:  # counts from the same frames for every variant, however many are compared
-            vis.append(out.stats.n_visible)
-            projected.append(out.stats.n_projected)
-            pairs.append(out.stats.n_pairs)
-            longest.append(out.stats.max_tile_pairs)
-        elif not compare_all:
+        if i % psnr_every:
             continue
+        vis.append(out.stats.n_visible)
+        projected.append(out.stats.n_projected)
+        pairs.append(out.stats.n_pairs)
+        longest.append(out.stats.max_tile_pairs)
         img = out.image.clone()
         if i in reference_images:
             res.psnr_vs_gsplat.append(psnr(img, reference_images[i]))

@@ -38,9 +38,6 @@ def variants():
     # (as the viewer); both render the path in order, so their quality is measured in order too
     out[f"temporal K={TEMPORAL_K} known"] = RenderSettings(temporal_window=TEMPORAL_K)
     out[f"temporal K={TEMPORAL_K} predicted"] = RenderSettings(temporal_window=TEMPORAL_K)
-    out["occlusion_cull"] = RenderSettings(occlusion_cull=True)
-    out["occlusion_cull refresh=4"] = RenderSettings(occlusion_cull=True, occlusion_refresh=4)
-    out[f"temporal K={TEMPORAL_K} known+occl"] = RenderSettings(temporal_window=TEMPORAL_K, occlusion_cull=True)
     return out
 
 
@@ -54,11 +51,11 @@ def selected_variants(patterns: str) -> dict:
 
 
 def is_lossy(settings) -> bool:
-    return settings.adagscale or settings.occlusion_cull
+    return settings.adagscale
 
 
 def is_temporal(settings) -> bool:
-    return settings.temporal_window > 1 or settings.occlusion_cull
+    return settings.temporal_window > 1
 
 
 def knows_path(name: str) -> bool:

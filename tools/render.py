@@ -93,9 +93,6 @@ def add_parser(sub) -> None:
                    help="AdaGScale on, with this quality knob (lossy; 0.1 is the default tau; 0 is exact)")  # fmt: skip
     p.add_argument("--temporal", type=int, default=0, metavar="K",
                    help="temporal reuse: one cull pass per K frames from the path's known cameras (exact)")  # fmt: skip
-    p.add_argument("--occlusion-cull", type=int, default=None, metavar="REFRESH",
-                   help="bin only the Gaussians seen in the last full frame, refreshed every REFRESH frames "
-                        "(lossy; measure it with warpsplat bench)")  # fmt: skip
     p.add_argument(
         "--backend",
         choices=("auto", "triton", "torch"),
@@ -172,12 +169,9 @@ def settings_from_args(args: argparse.Namespace):
         background=parse_background(args.background),
         adagscale=args.adagscale_tau is not None,
         temporal_window=args.temporal,
-        occlusion_cull=args.occlusion_cull is not None,
     )
     if args.adagscale_tau is not None:
         settings.adagscale_tau = args.adagscale_tau
-    if settings.occlusion_cull:
-        settings.occlusion_refresh = args.occlusion_cull
     try:
         return settings.validate()
     except ValueError as e:

@@ -120,40 +120,6 @@ def test_unchanged_view_is_reused_and_any_change_renders(plant):
     assert off.render(cam).stats.source == "full"  # off by default: a benchmark times every frame
 
 
-@pytest.mark.parametrize("backend", ["torch", "triton"])
-def test_occlusion_cull_is_exact_for_an_unmoved_camera(plant, small_plant, backend):
-    """The marks are every Gaussian that blends or stops a pixel, so dropping the rest changes nothing."""
-    plant = scene_for(backend, plant, small_plant)
-    cam = inside_path(plant, 1)[0]
-    r = Renderer(plant, backend=backend, graphs=False)  # with graphs (a GPU) a small scene declines occlusion
-    s = RenderSettings(occlusion_cull=True, occlusion_refresh=4)
-    first = r.render(cam, s)
-    full_pairs, img = first.stats.n_pairs, first.image.clone()
-    second = r.render(cam, s)
-    assert r.temporal.stats.occlusion_refreshes == 1
-    assert r.temporal.stats.gaussians_skipped > 0 and second.stats.n_pairs < full_pairs
-    # the same Gaussians blend in the same order; only the grouping of float sums (the batched forms sum a
-    # batch at once, and dropping members regroups them) may differ
-    assert torch.allclose(second.image, img, atol=1e-5, rtol=0)
-
-
-def test_occlusion_refreshes_on_schedule_and_after_jumps(plant):
-    cams = inside_path(plant, 5, step_deg=0.05)
-    far = inside_path(plant, 1, start_deg=200.0)[0]
-    r = Renderer(plant, backend="torch")
-    s = RenderSettings(occlusion_cull=True, occlusion_refresh=3)
-    for cam in cams:
-        r.render(cam, s)
-    assert r.temporal.stats.occlusion_refreshes == 2  # frames 0 and 3
-    out = r.render(far, s)  # far beyond occlusion_max_angle_deg: refreshed at once, so exact
-    assert r.temporal.stats.occlusion_refreshes == 3
-    assert torch.equal(out.image, exact_images(plant, [far], "torch")[0])
-    s2 = RenderSettings(occlusion_cull=True, occlusion_refresh=3, scale_modifier=0.7)
-    out = r.render(far, s2)  # a setting changed: a refresh, never the previous settings' live set
-    assert r.temporal.stats.occlusion_refreshes == 4
-    assert torch.equal(out.image, exact_images(plant, [far], "torch", RenderSettings(scale_modifier=0.7))[0])
-
-
 def test_predict_poses_repeats_the_last_motion():
     p0 = look_at_pose((0, 0, -4), (0, 0, 0), (0, -1, 0))
     p1 = look_at_pose((0.1, 0, -4), (0.1, 0, 0), (0, -1, 0))
@@ -164,30 +130,16 @@ def test_predict_poses_repeats_the_last_motion():
 
 @pytest.mark.parametrize(
     "field,value",
-    [("temporal_window", -1), ("temporal_margin", 4.0), ("temporal_guard", -1.0), ("occlusion_refresh", 0)],
+    [("temporal_window", -1), ("temporal_margin", 4.0), ("temporal_guard", -1.0)],
 )
 def test_bad_temporal_settings_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         RenderSettings(**{field: value}).validate()
 
 
-def test_occlusion_skips_only_binned_gaussians_that_marked_nothing(plant):
-    """After a refresh frame the live set is: marked, or not binned at all (outside the view now, they may enter
-    it next frame). What is skipped was binned and hidden: so panning never loses content entering the view."""
-    cam = inside_path(plant, 1)[0]
-    r = Renderer(plant, backend="torch")
-    out = r.render(cam, RenderSettings(occlusion_cull=True))
-    tiles_touched = out.tiles_touched
-    live = r.temporal.live.bool()
-    assert live[tiles_touched == 0].all()
-    skipped = ~live
-    assert int(skipped.sum()) > 0 and (tiles_touched[skipped] > 0).all()
-
-
 def test_reuse_is_declined_where_whole_scene_graphs_are_faster():
-    """Below COUNTED_FROM the whole scene's frames replay as CUDA graphs, which a window's or occlusion's frames
-    cannot: there temporal reuse is not worth it. Counted frames (large scenes) and renderers without graphs
-    keep it."""
+    """Below COUNTED_FROM the whole scene's frames replay as CUDA graphs, which a window's frames cannot: there
+    temporal reuse is not worth it. Counted frames (large scenes) and renderers without graphs keep it."""
     from renderer.pipeline import COUNTED_FROM, reuse_pays
 
     assert not reuse_pays(True, COUNTED_FROM - 1, "auto")
@@ -196,31 +148,23 @@ def test_reuse_is_declined_where_whole_scene_graphs_are_faster():
     assert reuse_pays(False, 1000, "auto"), "without graphs (a CPU) a window can still pay"
 
 
-@pytest.mark.parametrize("settings", [RenderSettings(temporal_window=4), RenderSettings(occlusion_cull=True),
-                                      RenderSettings(temporal_window=4, occlusion_cull=True)], ids=str)  # fmt: skip
-def test_declined_reuse_renders_the_whole_scene_exactly(plant, settings):
-    """Declined reuse: the whole scene is projected with no occlusion mask, the image is exact, and the
-    counters say which part was declined."""
+def test_declined_reuse_renders_the_whole_scene_exactly(plant):
+    """Declined reuse: the whole scene is projected, the image is exact, and the counters say so."""
     from renderer.temporal import TemporalCache
     from renderer.workspace import Workspace
 
     cams = inside_path(plant, 3)
     r = Renderer(plant, backend="torch")
-    s = settings
+    s = RenderSettings(temporal_window=4)
     cache = TemporalCache(Workspace("cpu"))
     for cam in cams[:2]:
         src = cache.source(r.scene_arrays(), r.k, r.scene_radius, cam, s, cams[1:], reuse_pays=False)
         assert src.kind == "full" and src.n == len(plant) and cache.window is None
-        assert src.live is None and src.marks is None
-    assert cache.stats.frames_window_declined == (2 if s.temporal_window > 1 else 0)
-    assert cache.stats.frames_occlusion_declined == (2 if s.occlusion_cull else 0)
-    assert cache.stats.window_builds == 0 and cache.stats.occlusion_refreshes == 0
+    assert cache.stats.frames_window_declined == 2 and cache.stats.window_builds == 0
     want = exact_images(plant, cams, "torch")
     r.render(cams[0], s, future=cams[1:])  # on a CPU (no graphs) the renderer keeps its reuse
-    assert r.temporal.stats.frames_window_declined == 0 and r.temporal.stats.frames_occlusion_declined == 0
-    assert r.temporal.stats.window_builds + r.temporal.stats.occlusion_refreshes >= 1
-    if not s.occlusion_cull:  # a window is exact with the path's cameras known
-        assert torch.equal(r.render(cams[1], s, future=cams[2:]).image, want[1])
+    assert r.temporal.stats.frames_window_declined == 0 and r.temporal.stats.window_builds == 1
+    assert torch.equal(r.render(cams[1], s, future=cams[2:]).image, want[1])  # exact with the cameras known
 
 
 def test_window_keeping_nearly_everything_projects_the_scene_uncopied(plant):

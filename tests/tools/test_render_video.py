@@ -287,10 +287,9 @@ def rendered(monkeypatch):
     [
         (["--adagscale-tau", "0.5"], {"adagscale": True, "adagscale_tau": 0.5}),
         (["--temporal", "3"], {"temporal_window": 3}),
-        (["--occlusion-cull", "4"], {"occlusion_cull": True, "occlusion_refresh": 4}),
         (["--background", "0,0.5,1"], {"background": (0.0, 0.5, 1.0)}),
     ],
-    ids=["adagscale", "temporal", "occlusion", "background"],
+    ids=["adagscale", "temporal", "background"],
 )
 def test_render_switches_reach_the_renderer(tmp_path, small_scene, rendered, flags, want):
     out = tmp_path / "x.png"
@@ -308,7 +307,7 @@ def test_bad_switch_values_are_one_line_errors(small_scene, tmp_path, capsys):
 
 def test_temporal_reuse_renders_the_same_frames(small_scene, tmp_path, rendered):
     """--temporal K gives the renderer the path's next K - 1 cameras with each frame, and the frames are those
-    of the exact render, bit for bit (PNG frames, lossless); --occlusion-cull renders too."""
+    of the exact render, bit for bit (PNG frames, lossless)."""
     common = [small_scene, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}"]
     assert render(*common, "--out", tmp_path / "exact") == 0
     rendered.clear()
@@ -323,8 +322,6 @@ def test_temporal_reuse_renders_the_same_frames(small_scene, tmp_path, rendered)
         a = np.asarray(Image.open(tmp_path / "exact" / name))
         b = np.asarray(Image.open(tmp_path / "window" / name))
         np.testing.assert_array_equal(a, b)
-    assert render(*common, "--out", tmp_path / "occl", "--occlusion-cull", 4) == 0
-    assert len([n for n in os.listdir(tmp_path / "occl") if n.endswith(".png")]) == 6
 
 
 def test_depth_video_decodes_to_the_renderers_depth(small_scene, renderer, tmp_path):

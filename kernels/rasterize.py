@@ -67,7 +67,7 @@ def _gaussian_data(means2d_ptr, conic_opacity_ptr, colors_ptr, gid, in_list):
 
 
 @triton.jit
-def _blend_one(g, in_list, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK: tl.constexpr):
+def _blend_one(g, in_list, fx, fy, T, alive, stopped, cr, cg, cb):
     """Blend one Gaussian g = (gid, mx, my, a, b, c, opacity, r, g, b) into the pixels, by gsplat's rule."""
     dx = g[1] - fx
     dy = g[2] - fy
@@ -81,21 +81,17 @@ def _blend_one(g, in_list, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK
     cr += w * g[7]
     cg += w * g[8]
     cb += w * g[9]
-    if MARK:  # blended somewhere, or stopped a pixel (removing it would let that pixel go on)
-        tl.store(mark_ptr + g[0], tl.full([], 1, tl.int8), mask=tl.max(ok.to(tl.int32), axis=0) > 0)
     T = tl.where(blend, next_T, T)
     return T, alive & ~stop, stopped | stop, cr, cg, cb
 
 
 @triton.jit
 def _blend_scalar(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
-    cr, cg, cb, UNROLL: tl.constexpr, MARK: tl.constexpr, PREFETCH: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive,
+    cr, cg, cb, UNROLL: tl.constexpr, PREFETCH: tl.constexpr,
 ):  # fmt: skip
     """Blend list entries [s, end) into the pixels' (C, T); `alive` pixels stop by gsplat's rule.
 
-    With MARK, mark_ptr[gid] = 1 for every Gaussian that blends into or stops at least one pixel: the others
-    can be removed from the list without changing the image (temporal reuse's occlusion culling).
     Returns (T, alive, stopped, cr, cg, cb): `stopped` marks pixels that hit the stopping rule here.
 
     PREFETCH: the ids are loaded a step ahead. Without it, a step's loads wait on its ids, then on the
@@ -113,26 +109,22 @@ def _blend_scalar(
                 nxt = nxt + (_list_id(ids_ptr, s + UNROLL + u, end),)
             for u in tl.static_range(UNROLL):
                 g = _gaussian_data(means2d_ptr, conic_opacity_ptr, colors_ptr, ids[u], s + u < end)
-                T, alive, stopped, cr, cg, cb = _blend_one(
-                    g, s + u < end, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK
-                )
+                T, alive, stopped, cr, cg, cb = _blend_one(g, s + u < end, fx, fy, T, alive, stopped, cr, cg, cb)
             ids = nxt
             s += UNROLL
     else:
         while (s < end) & (tl.max(alive.to(tl.int32), axis=0) > 0):
             for u in tl.static_range(UNROLL):
                 g = _gaussian(ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s + u, end)
-                T, alive, stopped, cr, cg, cb = _blend_one(
-                    g, s + u < end, mark_ptr, fx, fy, T, alive, stopped, cr, cg, cb, MARK
-                )
+                T, alive, stopped, cr, cg, cb = _blend_one(g, s + u < end, fx, fy, T, alive, stopped, cr, cg, cb)
             s += UNROLL
     return T, alive, stopped, cr, cg, cb
 
 
 @triton.jit
 def _blend_batched(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
-    cr, cg, cb, BATCH: tl.constexpr, MARK: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive,
+    cr, cg, cb, BATCH: tl.constexpr,
 ):  # fmt: skip
     """Same contract as `_blend_scalar`, BATCH Gaussians per step (transmittance by cumprod)."""
     stopped = alive & False
@@ -158,9 +150,6 @@ def _blend_batched(
         cr += tl.sum(w * tl.load(colors_ptr + gid * 3 + 0, mask=in_batch, other=0.0)[:, None], axis=0)
         cg += tl.sum(w * tl.load(colors_ptr + gid * 3 + 1, mask=in_batch, other=0.0)[:, None], axis=0)
         cb += tl.sum(w * tl.load(colors_ptr + gid * 3 + 2, mask=in_batch, other=0.0)[:, None], axis=0)
-        if MARK:  # blended somewhere, or stopped a pixel: T before it was still above the stopping threshold
-            blended = tl.max((ok & (incl / (1.0 - alpha) > T_STOP)).to(tl.int32), axis=1) > 0
-            tl.store(mark_ptr + gid, tl.full([BATCH], 1, tl.int8), mask=in_batch & blended)
         stop = alive & (tl.min(incl, axis=0) <= T_STOP)
         T = tl.min(tl.where(keep, incl, T[None, :]), axis=0)
         alive = alive & ~stop
@@ -171,18 +160,17 @@ def _blend_batched(
 
 @triton.jit
 def _blend(
-    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive,
-    cr, cg, cb, BATCHED: tl.constexpr, STEP: tl.constexpr, MARK: tl.constexpr, PREFETCH: tl.constexpr,
+    ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive,
+    cr, cg, cb, BATCHED: tl.constexpr, STEP: tl.constexpr, PREFETCH: tl.constexpr,
 ):  # fmt: skip
     if BATCHED:
         return _blend_batched(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
-            STEP, MARK,
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb, STEP,
         )  # fmt: skip
     else:
         return _blend_scalar(
-            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
-            STEP, MARK, PREFETCH,
+            ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, s, end, fx, fy, T, alive, cr, cg, cb,
+            STEP, PREFETCH,
         )  # fmt: skip
 
 
@@ -232,7 +220,6 @@ def _rasterize_kernel(
     means2d_ptr,  # [N, 2] f32
     conic_opacity_ptr,  # [N, 4] f32
     colors_ptr,  # [N, 3] f32
-    mark_ptr,  # [N] i8 out: 1 for Gaussians blended into some pixel (written only when MARK)
     bg_ptr,  # [3] f32
     schedule_ptr,  # [n_tiles] i32, the tile each program takes (read when SCHEDULED)
     rgb_ptr,  # [H, W, 3] f32 out
@@ -244,7 +231,6 @@ def _rasterize_kernel(
     BATCHED: tl.constexpr,
     STEP: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
-    MARK: tl.constexpr,
     PREFETCH: tl.constexpr,
     SCHEDULED: tl.constexpr,
 ):
@@ -258,8 +244,8 @@ def _rasterize_kernel(
     fx, fy, inside, pix = _tile_pixels(tile_id, width, height, TILE)
     zero = tl.zeros([TILE * TILE], tl.float32)
     T, alive, stopped, cr, cg, cb = _blend(
-        ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, mark_ptr, start, end, fx, fy, zero + 1.0, inside,
-        zero, zero, zero, BATCHED, STEP, MARK, PREFETCH,
+        ids_ptr, means2d_ptr, conic_opacity_ptr, colors_ptr, start, end, fx, fy, zero + 1.0, inside,
+        zero, zero, zero, BATCHED, STEP, PREFETCH,
     )  # fmt: skip
     _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
 
@@ -298,7 +284,6 @@ def rasterize_tiles(
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
-    marks: torch.Tensor | None = None,
     lists: int = 0,
     prefetch: bool | None = None,
     schedule: torch.Tensor | None = None,
@@ -310,8 +295,6 @@ def rasterize_tiles(
     scalar loop loads its ids a step ahead (`_blend_scalar`); lists: 0, 1, 2 for short, medium, long tile
     lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of them changes the image.
     `out` = (rgb, alpha, rgba8 or None) buffers to write into.
-    marks: optional [N] int8, zeroed by the caller; set to 1 for each Gaussian that blends into or stops at
-    least one pixel, so that the unmarked ones can be dropped without changing the image.
     schedule: optional [n_tiles] i32 permutation of the tiles, the order in which programs take them
     (`schedule_tiles`: longest lists first); None takes them in id order. The image is the same either way.
     """
@@ -343,11 +326,10 @@ def rasterize_tiles(
     if num_warps is None:
         num_warps = max(1, tile_size * tile_size // 32) if batched else warps
     assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
-    mark_arg = marks if marks is not None else ranges
     _rasterize_kernel[(n_tiles,)](
-        gaussian_ids, ranges, means2d, conic_opacity, colors, mark_arg, background,
+        gaussian_ids, ranges, means2d, conic_opacity, colors, background,
         ranges if schedule is None else schedule, rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
-        TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8, MARK=marks is not None,
+        TILE=tile_size, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8,
         PREFETCH=bool(prefetch) and not batched, SCHEDULED=schedule is not None, num_warps=num_warps,
     )  # fmt: skip
     return rgb, alpha, rgba8

@@ -482,7 +482,6 @@ def rasterize_tiles(
     step: int | None = None,
     num_warps: int | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
-    marks: torch.Tensor | None = None,
     lists: int = 0,
     prefetch: bool | None = None,
     schedule: torch.Tensor | None = None,
@@ -490,8 +489,7 @@ def rasterize_tiles(
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
     (`variant`, `step`, `num_warps`, `lists`, `prefetch`, `schedule`) are accepted and ignored: none of them
-    changes the image. `marks` ([N] int8, zeroed by the caller) gets 1 for every Gaussian that blends into or stops at
-    least one pixel."""
+    changes the image."""
     device = means2d.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -533,8 +531,6 @@ def rasterize_tiles(
             keep = incl > T_STOP  # a pixel stops before the Gaussian that would take T to <= 1e-4
             w = torch.where(keep, alpha * excl, torch.zeros_like(alpha))
             acc += w.T @ colors[g]
-            if marks is not None:  # blended, or stopped a pixel (T before it still above the threshold)
-                marks[g[(ok & (excl > T_STOP)).any(1)]] = 1
             done |= incl.min(0).values <= T_STOP
             T = torch.where(keep, incl, T[None]).min(0).values
             if bool(done.all()):

@@ -1,5 +1,5 @@
-"""Temporal reuse's kernel parts: the window cull and the rasterizer's contributor marks, each against its torch
-twin, plus the properties the renderer relies on."""
+"""Temporal reuse's kernel part: the window cull against its torch twin, plus the properties the renderer
+relies on."""
 
 import pytest
 import torch
@@ -8,7 +8,6 @@ import kernels
 import kernels.reference as ref
 from renderer import Camera, look_at_pose
 from tests.kernels.synthetic import camera, gaussians
-from tests.kernels.test_rasterize import binned
 
 
 def window_cameras(width, height, device):
@@ -56,16 +55,3 @@ def test_guard_keeps_gaussians_near_the_camera(device):
     near &= opac >= 1 / 255
     keep = kernels.cull_window(means, covars, opac, packed, 64, 48, guard=1.5).bool()
     assert int(near.sum()) > 0 and not (near & ~keep).any()
-
-
-@pytest.mark.parametrize("variant", ["batched", "scalar"])
-def test_marks_match_twin(variant, device):
-    args = binned(1200, 48, 32, device, seed=7, opaque=True)
-    n = args[2].shape[0]
-    bg = torch.zeros(3, device=device)
-    want = torch.zeros(n, dtype=torch.int8, device=device)
-    ref.rasterize_tiles(*args, bg, 48, 32, marks=want)
-    got = torch.zeros(n, dtype=torch.int8, device=device)
-    kernels.rasterize_tiles(*args, bg, 48, 32, variant=variant, marks=got)
-    assert 50 < int(want.sum()) < n  # some, not all
-    assert torch.equal(got, want), int((got != want).sum())

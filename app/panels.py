@@ -89,6 +89,19 @@ def performance_lines(state: ViewerState) -> list[str]:
     return lines
 
 
+def window_line(temporal: dict) -> str:
+    """The performance panel's line on the temporal window: whether it is in use, as measured
+    (renderer/window_choice.py), with the times behind that."""
+    choice = temporal.get("window_choice", "")
+    if choice not in ("on", "off"):
+        return "window     measuring: timing window frames against plain ones"
+    times = f"{temporal['window_ms']:.2f} ms a frame against {temporal['plain_ms']:.2f} plain"
+    if choice == "on":
+        hits = f"{100 * temporal['window_hit_rate']:.0f}% hits, {temporal['window_builds']} builds"
+        return f"window     in use ({times}); {hits}"
+    return f"window     not in use: plain frames are faster ({times})"
+
+
 class PerformancePanel(Panel):
     """Render and window rates, their history, per-stage times and counts (top left)."""
 
@@ -115,7 +128,7 @@ class PerformancePanel(Panel):
                 imgui.text(f"projected  {st.n_projected:,} (temporal window)")
         t = s.temporal
         if t and s.settings.temporal_window > 1:
-            imgui.text(f"temporal   window hits {100 * t['window_hit_rate']:.0f}%, {t['window_builds']} builds")
+            imgui.text(window_line(t))
         imgui.text(f"display    {s.display_path}")
         imgui.text(f"renderer   {s.render_device}")
         if s.message:

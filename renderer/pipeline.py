@@ -18,7 +18,8 @@ device replays the whole frame as one captured CUDA graph: one launch instead of
 Buffers live in one grow-only workspace and are reused across frames, so a frame allocates nothing large.
 
 Temporal reuse (renderer/temporal.py) decides, before stage 1, which Gaussians a frame projects: the whole
-scene, or a window's compacted set; and may return the last frame unchanged.
+scene, or a window's compacted set, whichever measured faster (renderer/window_choice.py); and may return the
+last frame unchanged.
 """
 
 from __future__ import annotations
@@ -128,14 +129,6 @@ def runs_counted(n: int, frame_mode: str) -> bool:
     """Whether the frames of a scene of n Gaussians run counted: by its size, or as `frame_mode` forces."""
     assert frame_mode in FRAME_MODES, frame_mode
     return frame_mode == "counted" or (frame_mode == "auto" and n >= COUNTED_FROM)
-
-
-def reuse_pays(graphs: bool, n: int, frame_mode: str) -> bool:
-    """Whether a temporal window can be faster than the whole scene. Not when the whole scene's frames would be
-    replayed as CUDA graphs (below COUNTED_FROM): a window's frames run stage by stage and one at a time, and
-    on the bench's object scenes that cost more than the Gaussians they skip saved (0.45-0.60x in BENCHMARKS.md
-    section 8)."""
-    return not (graphs and not runs_counted(n, frame_mode))
 
 
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph
@@ -298,8 +291,10 @@ class Renderer:
         return self._render(camera, settings, sync_stats, future)
 
     def _render(
-        self, camera: Camera, settings: RenderSettings | None, sync_stats: bool, future: list[Camera] | None
-    ) -> RenderOutput:
+        self, camera: Camera, settings: RenderSettings | None, sync_stats: bool, future: list[Camera] | None,
+        use_window: bool | None = None,
+    ) -> RenderOutput:  # fmt: skip
+        """One frame, waiting for its end. use_window: whether a window serves it (None: as measured)."""
         settings = (settings or RenderSettings()).validate()
         check_image_size(camera.width, camera.height)
         temporal = self.temporal
@@ -310,7 +305,9 @@ class Renderer:
             stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused"})
             return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth,
                                 last.tiles_touched)  # fmt: skip
-        f, src, timer = self._start(camera, settings, future, slot=0)
+        if use_window is None:
+            use_window = temporal.wants_window(camera, settings, future is not None, self.scene_radius)
+        f, src, timer = self._start(camera, settings, future, slot=0, use_window=use_window)
         n_visible, n_pairs = f.totals()  # the frame's one host sync (counted frames know them already)
         f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, timer)
         depth = None
@@ -330,9 +327,10 @@ class Renderer:
         return self._last_output
 
     def _start(
-        self, camera: Camera, settings: RenderSettings, future: list[Camera] | None, slot: int
+        self, camera: Camera, settings: RenderSettings, future: list[Camera] | None, slot: int, use_window: bool
     ) -> tuple[_Frame, object, StageTimer]:
-        """A frame's work up to its host sync, enqueued in `slot`: (its stage object, its source, its timer)."""
+        """A frame's work up to its host sync, enqueued in `slot`: (its stage object, its source, its timer).
+        use_window: whether an asked-for temporal window serves it (`TemporalCache.wants_window`)."""
         self._last_output = None  # the workspace is about to change
         self._update_scale_modifier(settings.scale_modifier)
         timer = StageTimer(self.device)
@@ -341,16 +339,19 @@ class Renderer:
         reuse = settings.temporal_window > 1
         with timer.stage("cull") if reuse else contextlib.nullcontext():
             src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
-                                       reuse_pays=reuse_pays(self.graphs, self.n, self.frame_mode))  # fmt: skip
+                                       use_window=use_window)  # fmt: skip
         self._upload(camera, settings, slot)
         self.pair_capacity = self._capacity_for(settings)
         f = self._frame_for(src, camera, settings, slot)
         # a graph holds the whole scene's arrays: a window's frames run stage by stage
-        plain = src.kind == "full"
-        if not f.counted and self.graphs and plain and not settings.depth and self.pair_capacity.size:
-            self._replay(f, timer)
+        graphs = not f.counted and self.graphs and src.kind == "full" and not settings.depth
+        if graphs and self.pair_capacity.size:
+            replayed = self._replay(f, timer)
         else:
             f.run(timer)
+            replayed = False
+        if reuse:  # its cost, for the window choice; a plain frame counts once it replays, where graphs do
+            self.temporal.record(timer, steady=bool(replayed) or not graphs)
         return f, src, timer
 
     def _fit_pairs(self, f: _Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
@@ -387,12 +388,10 @@ class Renderer:
     def streams(self, settings: RenderSettings) -> bool:
         """Whether `render_stream` keeps frames of these settings in flight: plain frames on capacities (scenes
         under COUNTED_FROM, replayed as CUDA graphs on a GPU). Counted frames sync inside the frame anyway, and
-        temporal reuse, depth output and unchanged-frame reuse depend on the frame before: those go one by one,
-        except temporal reuse that `reuse_pays` declines (its frames are the plain ones)."""
+        depth output and unchanged-frame reuse depend on the frame before: those go one by one. With a temporal
+        window asked for, its plain frames stream and the frames a window serves go one by one."""
         s = settings
-        reuse = s.temporal_window > 1
-        declined = not reuse_pays(self.graphs, self.n, self.frame_mode)
-        return not self.counted() and (not reuse or declined) and not s.depth and not s.reuse_unchanged_frame
+        return not self.counted() and not s.depth and not s.reuse_unchanged_frame
 
     @torch.inference_mode()
     def render_stream(
@@ -406,7 +405,8 @@ class Renderer:
         Every frame is exact, as with `render`: one whose pairs did not fit is binned again before it is yielded.
         An output is valid until the generator is resumed (as `render`'s until the next call). Settings that
         `streams` declines render one by one through `render`, with `futures` (the cameras ahead of each, for
-        temporal reuse). Stats are not synced: `stats.stage_ms` is empty; read `output.timer`."""
+        temporal reuse); so do the frames a temporal window serves, once the frame in flight is handed over.
+        Stats are not synced: `stats.stage_ms` is empty; read `output.timer`."""
         settings = (settings or RenderSettings()).validate()
         futures = iter(futures) if futures is not None else None
         if not self.streams(settings):
@@ -417,6 +417,13 @@ class Renderer:
         cuda = self.device.type == "cuda"
         with torch.cuda.device(self._device_index) if cuda else contextlib.nullcontext():
             for cam in cameras:
+                future = next(futures) if futures else None
+                if self.temporal.wants_window(cam, settings, future is not None, self.scene_radius):
+                    if pending is not None:
+                        yield self._finish(pending)
+                        pending = None
+                    yield self._render(cam, settings, False, future, use_window=True)
+                    continue
                 launched = self._launch(cam, settings, 0 if pending is None else 1 - pending.slot)
                 if pending is not None:
                     yield self._finish(pending)
@@ -428,7 +435,7 @@ class Renderer:
         """A streamed frame's GPU work, enqueued in `slot` (no host sync)."""
         check_image_size(camera.width, camera.height)
         self.temporal.stats.frames += 1
-        f, src, timer = self._start(camera, settings, None, slot)
+        f, src, timer = self._start(camera, settings, None, slot, use_window=False)
         self._host_totals[slot].copy_(f.order_out[4], non_blocking=True)
         timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
         return _Launched(f, src, camera, settings, timer, slot)
@@ -482,16 +489,18 @@ class Renderer:
 
     # ------------------------------------------------------------------ CUDA graphs
 
-    def _replay(self, f: _Frame, timer: StageTimer) -> None:
+    def _replay(self, f: _Frame, timer: StageTimer) -> bool:
         """The whole frame as one captured graph. A kind of frame is captured on its CAPTURE_AFTER-th frame in
         a row: a capture costs about two frames, too much to pay for a configuration that a moving camera
-        passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower than no graphs)."""
+        passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower than no graphs).
+        True when the frame was a replay of a graph captured before (its steady form)."""
         self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
         self._last_kind = f.kind
         if f.graph is None and self._kind_run < CAPTURE_AFTER:
             f.run(timer)
-            return
-        if f.graph is None:
+            return False
+        captured = f.graph is None
+        if captured:
             try:
                 f.graph = self._capture(f)
             except Exception as e:  # a driver, torch or Triton that cannot capture: render eagerly from now on
@@ -499,9 +508,10 @@ class Renderer:
                               stacklevel=4)  # fmt: skip
                 self.graphs = False
                 f.run(timer)
-                return
+                return False
         f.graph.replay()
         self.graph_replays += 1
+        return not captured  # a frame that captured its graph also ran it once more: not what a replay costs
 
     def _capture(self, f: _Frame) -> torch.cuda.CUDAGraph:
         untimed = StageTimer(None)

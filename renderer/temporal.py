@@ -14,6 +14,8 @@
    beyond D by more than m/2 pixels (f d / D <= m / 2). That bound is first order (it ignores how a footprint
    grows as the camera approaches), so the predicted window is near-exact, not proven exact; its PSNR against
    exact rendering is measured by `warpsplat bench`. Anything else (a jump, a snap, a new size) rebuilds.
+   Whether a frame uses the window at all is measured, not assumed: renderer/window_choice.py times window
+   frames against plain ones and keeps the faster (a declined window's frames are the plain ones).
 2. Unchanged view (exact): the same camera and settings as the last frame re-present the last frame's output
    without any GPU work.
 Sort order is never reused across frames: every frame sorts its own pairs.
@@ -30,6 +32,7 @@ from torch import Tensor
 
 from .camera import Camera
 from .settings import RenderSettings
+from .window_choice import WindowChoice
 from .workspace import Workspace
 
 EXACT_MARGIN_PX = 16.0  # known cameras: one tile of slack absorbs float differences between cull and project
@@ -47,8 +50,12 @@ class TemporalStats:
     frames_from_window: int = 0  # projected from an existing window's set
     window_builds: int = 0  # cull passes (the first frame of each window, and every refresh)
     gaussians_in_window: int = 0  # size of the current window's set
-    frames_window_declined: int = 0  # a window was asked for, but the whole scene replayed as a graph is faster
+    frames_window_declined: int = 0  # a window was asked for, and the frame was a plain one (measured faster,
+    # or being timed: renderer/window_choice.py)
     last_build_reason: str = ""
+    window_choice: str = ""  # "measuring", "on" (windows measured faster) or "off"; "" without a window asked for
+    window_ms: float = 0.0  # the measured cost of a window's frame (build amortised), and of a plain frame; 0 =
+    plain_ms: float = 0.0  # not measured yet
 
     def hit_rate(self) -> float:
         """Frames served from a window (not counting re-presented ones) over frames rendered."""
@@ -102,6 +109,8 @@ class TemporalCache:
     window: _Window | None = None
     last_pose: np.ndarray | None = None  # the previous rendered camera's pose (for prediction)
     last_key: tuple | None = None  # the previous frame's full identity (for unchanged-view reuse)
+    choice: WindowChoice = field(default_factory=WindowChoice)  # whether windows measured faster
+    last_use: str = "plain"  # what the last frame's source was, for `record`: "build", "hit" or "plain"
 
     def invalidate(self) -> None:
         """Forget the window (the counters stay): the next frame rebuilds it. For callers that know the camera
@@ -111,6 +120,7 @@ class TemporalCache:
     def reset(self) -> None:
         self.window, self.last_pose, self.last_key = None, None, None
         self.stats = TemporalStats()
+        self.choice = WindowChoice()
 
     # ------------------------------------------------------------------ unchanged view
 
@@ -124,18 +134,35 @@ class TemporalCache:
 
     # ------------------------------------------------------------------ window
 
+    def wants_window(self, camera: Camera, settings: RenderSettings, known: bool, scene_radius: float) -> bool:
+        """Whether this frame should use a window (once per rendered frame): never without one asked for, else
+        as `self.choice` measured. `known`: the path's next cameras are given (`future=`)."""
+        if settings.temporal_window <= 1:
+            return False
+        key = (window_key(camera, settings), repr(settings), known)
+        use = self.choice.wants_window(key, camera.T_world_camera, scene_radius, settings.temporal_window)
+        st, c = self.stats, self.choice
+        st.window_choice, st.window_ms, st.plain_ms = c.state(), c.window_ms() or 0.0, c.plain_ms() or 0.0
+        return use
+
+    def record(self, timer, steady: bool) -> None:
+        """The frame just launched, with its timer (read once it completes): what it cost, for the choice.
+        `steady`: a plain frame in the form plain frames run in from then on (replayed, where graphs replay)."""
+        self.choice.record(self.last_use, timer, steady)
+
     def source(
         self, scene: SceneArrays, kernels, scene_radius: float, camera: Camera, settings: RenderSettings,
-        future: list[Camera] | None, *, reuse_pays: bool = True,
+        future: list[Camera] | None, *, use_window: bool,
     ) -> FrameSource:  # fmt: skip
         """The arrays to project for this frame, building a new window when the current one does not cover it.
         `kernels`: the renderer's kernel module (its `cull_window`); `scene_radius` scales the distances.
-        reuse_pays=False (the renderer's call: see `pipeline.reuse_pays`) declines the window: the whole scene is
-        rendered, exactly, and the counters say so."""
+        use_window=False (`wants_window` said so) declines an asked-for window: the whole scene is rendered,
+        exactly, and the counters say so."""
         full = FrameSource(scene.means, scene.covars, scene.opacities, scene.sh)
-        if not reuse_pays:
-            self.stats.frames_window_declined += settings.temporal_window > 1
-        if settings.temporal_window <= 1 or not reuse_pays:
+        self.last_use = "plain"
+        if settings.temporal_window > 1 and not use_window:
+            self.stats.frames_window_declined += 1
+        if settings.temporal_window <= 1 or not use_window:
             self.window = None
             src = full
         else:
@@ -146,8 +173,10 @@ class TemporalCache:
                     reason = "window used up"
                 w = self.window = self._build(scene, kernels, scene_radius, camera, settings, future)
                 self.stats.last_build_reason = reason
+                self.last_use = "build"
             else:
                 self.stats.frames_from_window += 1
+                self.last_use = "hit"
             w.frames_left -= 1
             src = w.source
         self.last_pose = camera.T_world_camera.copy()

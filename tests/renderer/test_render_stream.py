@@ -95,9 +95,10 @@ def test_frame_times_cover_the_stream(scene, device):
     assert abs(sum(spans) - timers[-1].since(timers[0])) < 1e-3 * max(1.0, sum(spans))
 
 
-def test_declined_reuse_streams_as_plain_frames(scene, device):
-    """Where frames replay as CUDA graphs, temporal reuse is declined (`reuse_pays`): its frames are the plain
-    ones, so they stream like the default's instead of going one by one (which cost objects 0.12-0.15 ms)."""
+def test_temporal_reuse_streams_its_plain_frames(scene, device):
+    """With a window asked for, the plain frames (those the window choice declines a window) stream like the
+    default's instead of going one by one (which cost objects 0.12-0.15 ms); a window's own frames go one by one
+    inside the stream (tests/renderer/test_temporal.py)."""
     r = Renderer(scene, device=device)
     r.graphs = True  # as on a GPU (nothing is rendered here)
     assert r.streams(RenderSettings(temporal_window=8))

@@ -54,13 +54,13 @@ def _project_kernel(
     colors_ptr,  # [N, 3] f32 out
     tiles_touched_ptr,  # [N] i32 out
     bin_t_ptr,  # [N] f32 out
+    tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
     N,
     width,
     height,
     near,
     far,
     eps2d,
-    tau,
     s_min,
     K: tl.constexpr,
     DEGREE: tl.constexpr,
@@ -103,6 +103,7 @@ def _project_kernel(
         sr = tl.maximum(sr + 0.5, 0.0)
         sg = tl.maximum(sg + 0.5, 0.0)
         sb = tl.maximum(sb + 0.5, 0.0)
+        tau = tl.load(tau_ptr)
         s2 = adagscale_s2(a, b, c, tl.where(visible, o, 1.0), t, sr, sg, sb, tau, s_min)
         t_bin = tl.where(scored, s2 * t, t)
     else:
@@ -158,7 +159,7 @@ def project_gaussians(
     far: float = 1e10,
     eps2d: float = 0.3,
     tile_size: int = 8,
-    adagscale_tau: float | None = None,
+    adagscale_tau: float | torch.Tensor | None = None,
     adagscale_s_min: float = 0.5,
     out: tuple[torch.Tensor, ...] | None = None,
     block: int | None = None,
@@ -167,7 +168,9 @@ def project_gaussians(
 
     Args:
         adagscale_tau: None = exact binning; else AdaGScale's score threshold tau >= 0 (pixels of colour-weighted
-            alpha mass; 0 keeps s = 1, the exact tiles). adagscale_s_min: the smallest binning scale, in (0, 1].
+            alpha mass; 0 keeps s = 1, the exact tiles): a float, or a [1] float32 tensor on the device that the
+            kernel reads when it runs (a captured graph then replays with each frame's value).
+            adagscale_s_min: the smallest binning scale, in (0, 1].
         block: Gaussians per program (a launch knob; default `project_block(N)`).
 
     Returns:
@@ -179,7 +182,10 @@ def project_gaussians(
     assert means.shape == (N, 3) and covars.shape == (N, 6) and opacities.shape == (N,), (means.shape, covars.shape)
     assert sh.shape == (N, K, 3) and camera.shape == (24,), (sh.shape, camera.shape)
     assert sh_degree >= 0 and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
-    assert adagscale_tau is None or adagscale_tau >= 0, adagscale_tau
+    if adagscale_tau is not None and not isinstance(adagscale_tau, torch.Tensor):
+        assert adagscale_tau >= 0, adagscale_tau
+        adagscale_tau = torch.full((1,), float(adagscale_tau), dtype=torch.float32, device=means.device)
+    assert adagscale_tau is None or (adagscale_tau.shape == (1,) and adagscale_tau.dtype == torch.float32)
     assert 0 < adagscale_s_min <= 1, adagscale_s_min
     if out is None:
         out = project_outputs(N, means.device)
@@ -188,7 +194,8 @@ def project_gaussians(
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
         means2d, conic_opacity, depths, colors, tiles_touched, bin_t,
-        N, width, height, near, far, eps2d, float(adagscale_tau or 0.0), float(adagscale_s_min),
+        bin_t if adagscale_tau is None else adagscale_tau,
+        N, width, height, near, far, eps2d, float(adagscale_s_min),
         K=K, DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, BLOCK_N=block,
     )  # fmt: skip
     return means2d, conic_opacity, depths, colors, tiles_touched, bin_t

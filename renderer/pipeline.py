@@ -1,7 +1,8 @@
 """The per-frame pipeline: a readable sequence of stage calls over a reusable workspace.
 
     1. project     per Gaussian: cull, EWA conic, depth, SH colour, exact tile count       (kernels/project.py)
-                   (AdaGScale, when on: the count at a shrunken binning threshold, lossy)
+                   (AdaGScale, when on: the count at a shrunken binning threshold, lossy, with a tau
+                   scaled to the frame: `adagscale_frame_tau`)
     2. order       visible Gaussians nearest first (one stable 32-bit sort), pair offsets   (kernels/order.py)
     3. bin         one (tile, Gaussian) pair per tile reached, in depth order               (kernels/bin.py)
     4. sort        stable by tile id alone, int16 keys up to 32,767 tiles                   (kernels/sort.py)
@@ -78,6 +79,7 @@ class RenderStats:
     backend: str = ""
     n_projected: int = -1  # Gaussians stage 1 ran on (fewer than n_gaussians inside a temporal window)
     source: str = "full"  # "full" | "window" (a temporal window's set) | "reused" (the last frame, unchanged)
+    adagscale_tau: float | None = None  # the tau AdaGScale binned this frame with (`adagscale_frame_tau`)
 
 
 @dataclass
@@ -174,6 +176,30 @@ class Capacity:
             self.grow(self._recent)
 
 
+def adagscale_frame_tau(settings: RenderSettings, width: int, height: int, visible: int) -> float:
+    """AdaGScale's tau for a frame of width x height pixels in which `visible` Gaussians reach a tile:
+    min(adagscale_tau, adagscale_budget x pixels / visible).
+
+    Why it scales. A pair AdaGScale drops removes Gaussian i from every pixel p of one tile; that changes p's
+    colour by T_i(p) alpha_i(p) (c_i - B_i(p)), with T_i the transmittance in front of i and B_i the colour
+    composited behind it. So p's error is at most the colour-weighted alpha that p's dropped pairs carried (the
+    weight w_i bounds |c_i - B_i| for colours in [0, 1]), and, summed over the frame's P pixels,
+        sum_p |dC(p)| <= sum_i S_i <= V tau,
+    where S_i <= tau is Gaussian i's score, the colour-weighted alpha mass of its dropped annulus in pixels
+    (kernels/_device.py), and V the visible Gaussians. With a fixed tau that bound grows with V / P, the
+    Gaussians per pixel: a scene drawn small, a composite seen whole. Measured, the error grew with them too
+    (BENCHMARKS.md, sections 12-14: the 24M overview, 11.6 Gaussians per pixel, fell under the 40 dB floor at
+    tau 0.1 where the 6M overview, 2.9 per pixel, kept 45.5 dB). A tau of budget x P / V caps the bound at
+    `budget` of alpha per pixel on average, whatever the density; where the Gaussians are sparse (objects at
+    1080p: 0.05 per pixel) adagscale_tau, the per-Gaussian cap, decides alone, as before.
+
+    The bound itself is loose (occlusion and colours alike in front and behind keep the real error near 1/100
+    of it), so the budget's value comes from measurements against exact frames (renderer/settings.py). V is
+    the frame before's count (the kernel reads tau from the device, so a replayed graph takes the new value
+    without a capture); a renderer's first frame counts every Gaussian of the scene, the safe side."""
+    return min(settings.adagscale_tau, settings.adagscale_budget * width * height / max(visible, 1))
+
+
 @dataclass(frozen=True)
 class LaunchConfig:
     """The kernels' launch knobs for the next frame, chosen from the last frame's counts (measured rules in
@@ -249,8 +275,11 @@ class Renderer:
         self.graph_replays = 0
         # per slot: the camera and background reach the device through one pinned staging copy per frame, and
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
-        self._host_params = [torch.empty(27, dtype=torch.float32, pin_memory=cuda) for _ in range(SLOTS)]
-        self._params = [torch.empty(27, dtype=torch.float32, device=self.device) for _ in range(SLOTS)]
+        # (camera [24], background [3], AdaGScale's tau for the frame [1])
+        self._host_params = [torch.empty(28, dtype=torch.float32, pin_memory=cuda) for _ in range(SLOTS)]
+        self._params = [torch.empty(28, dtype=torch.float32, device=self.device) for _ in range(SLOTS)]
+        self._frame_tau: list[float | None] = [None] * SLOTS  # the tau each slot's frame was given
+        self._last_visible = self.n  # the last frame's visible Gaussians (AdaGScale's density; all at first)
         self._host_totals = [torch.zeros(2, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
         self.last_timer: StageTimer | None = None
         self.temporal = TemporalCache(self.ws)
@@ -317,7 +346,8 @@ class Renderer:
         timer.stop()
 
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
-                            backend=self.backend, n_projected=f.n, source=src.kind)  # fmt: skip
+                            backend=self.backend, n_projected=f.n, source=src.kind,
+                            adagscale_tau=self._frame_tau[0])  # fmt: skip
         if sync_stats:
             fill_stats(stats, f.tile_counts, timer)
         if settings.reuse_unchanged_frame:
@@ -368,15 +398,19 @@ class Renderer:
             else:
                 self.pair_capacity.observe(n_pairs)
         self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
+        self._last_visible = n_visible
         return f
 
     def _upload(self, camera: Camera, settings: RenderSettings, slot: int = 0) -> None:
-        """Camera [24] and background [3] into the slot's parameter buffer: one non-blocking copy from pinned
-        memory (safe to refill when the slot is next used: by then the frame that read it was checked, which
-        waits for it)."""
+        """Camera [24], background [3] and AdaGScale's tau [1] into the slot's parameter buffer: one non-blocking
+        copy from pinned memory (safe to refill when the slot is next used: by then the frame that read it was
+        checked, which waits for it)."""
         host = self._host_params[slot].numpy()
         host[:24] = camera.packed_array()
-        host[24:] = settings.background
+        host[24:27] = settings.background
+        tau = adagscale_frame_tau(settings, camera.width, camera.height, self._last_visible)
+        host[27] = tau
+        self._frame_tau[slot] = tau if settings.adagscale else None
         self._params[slot].copy_(self._host_params[slot], non_blocking=True)
 
     # ------------------------------------------------------------------ frames in flight
@@ -449,7 +483,8 @@ class Renderer:
             torch.cuda.synchronize(self.device)
         f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, StageTimer(None))
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
-                            backend=self.backend, n_projected=f.n, source=p.src.kind)  # fmt: skip
+                            backend=self.backend, n_projected=f.n, source=p.src.kind,
+                            adagscale_tau=self._frame_tau[p.slot])  # fmt: skip
         return RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, None, f.tiles_touched, p.timer)
 
     def _capacity_for(self, settings: RenderSettings) -> Capacity:
@@ -605,7 +640,8 @@ class _Frame:
         self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
         self.camera = r._params[slot][:24]
-        self.background = r._params[slot][24:]
+        self.background = r._params[slot][24:27]
+        self.tau = r._params[slot][27:]  # AdaGScale's, for this frame
         self.generation = r.ws.generation  # the views above stay valid while it does not change
 
     def raster_options(self) -> dict:
@@ -634,7 +670,7 @@ class _Frame:
         self.r.k.project_gaussians(
             src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
-            adagscale_tau=s.adagscale_tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
+            adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
             out=(self.means2d, self.conic_opacity, self.depths, self.colors, self.tiles_touched,
                                 self.bin_t), **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip

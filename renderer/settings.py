@@ -22,7 +22,12 @@ class RenderSettings:
         adagscale: AdaGScale (lossy): bin each Gaussian with a shrunken ellipse s^2 t (s in [s_min, 1]) chosen
             so that the colour-weighted alpha mass of the dropped annulus, in pixels, stays <= adagscale_tau;
             blending still uses the full Gaussian (kernels/_device.py, adagscale_s2). Off: exact binning.
-        adagscale_tau: the quality knob, in pixels of colour-weighted alpha mass per Gaussian (0 = exact tiles).
+        adagscale_tau: the quality knob, in pixels of colour-weighted alpha mass per Gaussian (0 = exact tiles);
+            at most: a frame with many Gaussians per pixel gets less (adagscale_budget).
+        adagscale_budget: the colour-weighted alpha mass per pixel of the image that a frame may drop in all,
+            shared by its visible Gaussians: each frame's tau is min(adagscale_tau, budget x pixels / visible
+            Gaussians), so the error does not grow with the density of the view (renderer/pipeline.py,
+            `adagscale_frame_tau`).
         adagscale_s_min: the smallest scale of the binning ellipse, in (0, 1]; it bounds what the many
             Gaussians whose whole periphery scores under tau can lose (at most exp(-s_min^2 t / 2) of their mass).
         depth: also output each pixel's expected depth, sum(w_i z_i) / sum(w_i) with the blending weights w_i
@@ -52,6 +57,10 @@ class RenderSettings:
     # to 40.3 dB mean / 36.8 min on plant. s_min 0.5 against 0.25 at tau 0.1: +0.2..0.9 dB for 0.3-0.6 points
     # fewer pairs removed. Small images are the hard case (error ~ visible Gaussians x tau / pixels).
     adagscale_tau: float = 0.1
+    # NOTE: measured against exact with the torch twins (BENCHMARKS.md, section 15): at 0.5 the frames that broke
+    # the floor at a fixed tau 0.1 (34.5-40.3 dB: the plant at 64-128 px wide, a 1.5M composite's overview at
+    # 480x270 with the 24M overview's 11.6 Gaussians per pixel, a synthetic overview) measured 40.5-50 dB.
+    adagscale_budget: float = 0.5
     adagscale_s_min: float = 0.5
     depth: bool = False  # also output the expected depth (a second rasterization pass with depth as colour)
     reuse_unchanged_frame: bool = False  # the viewer turns it on; benchmarks time every frame
@@ -76,6 +85,8 @@ class RenderSettings:
             raise ValueError(f"tile_schedule {self.tile_schedule!r}: expected longest-first or in-order")
         if not self.adagscale_tau >= 0:
             raise ValueError(f"adagscale_tau {self.adagscale_tau} must be >= 0")
+        if not self.adagscale_budget >= 0:
+            raise ValueError(f"adagscale_budget {self.adagscale_budget} must be >= 0")
         if not 0 < self.adagscale_s_min <= 1:
             raise ValueError(f"adagscale_s_min {self.adagscale_s_min} not in (0, 1]")
         if not 0 <= self.temporal_window <= 1024:

@@ -4,6 +4,7 @@ the lossy variants whose loss it reports."""
 from __future__ import annotations
 
 import fnmatch
+import math
 
 from .cli import CliError
 
@@ -15,7 +16,8 @@ TEMPORAL_K = 8
 
 def variants():
     """The default settings, then each renderer switch flipped alone (ablation), then the lossy AdaGScale at
-    its default tau and the sweep (`is_lossy` marks them)."""
+    its default tau and budget, with its per-Gaussian tau alone (the rule before the frame's budget), and the
+    tau sweep (`is_lossy` marks them)."""
     from renderer import RenderSettings
 
     out = {
@@ -31,6 +33,8 @@ def variants():
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
         "tile_schedule=in-order": RenderSettings(tile_schedule="in-order"),
         "adagscale": RenderSettings(adagscale=True),
+        # the fixed per-Gaussian tau, no frame budget: what the 24M overview measured under the floor with
+        "adagscale budget=off": RenderSettings(adagscale=True, adagscale_budget=math.inf),
     }
     for tau in ADAGSCALE_SWEEP:
         out[f"adagscale tau={tau:g}"] = RenderSettings(adagscale=True, adagscale_tau=tau)

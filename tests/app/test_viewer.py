@@ -183,10 +183,11 @@ def test_overlay_offers_every_renderer_switch(viewer):
     viewer.on_draw()
     frame = viewer._last_frame
     # the first frame with these settings builds the window from its own camera: so it bins what a fresh
-    # renderer with AdaGScale alone bins
+    # renderer with AdaGScale alone bins after the exact frame the viewer rendered before it (AdaGScale's tau
+    # comes from the frame before's visible count)
     fresh = Renderer(viewer.scene, device=viewer.renderer.device, backend=viewer.renderer.backend)
-    adagscale = fresh.render(frame.request.camera, RenderSettings(adagscale=True, adagscale_tau=0.3)).stats.n_pairs
     exact = fresh.render(frame.request.camera, RenderSettings()).stats.n_pairs
+    adagscale = fresh.render(frame.request.camera, RenderSettings(adagscale=True, adagscale_tau=0.3)).stats.n_pairs
     assert frame.stats.n_pairs == adagscale < exact
     assert viewer.renderer.temporal.stats.window_builds >= 1  # the frame went through temporal reuse
     viewer.on_draw()  # the overlay now shows the temporal counters

@@ -100,6 +100,22 @@ def test_decisions_wait_for_timings_still_in_flight():
     assert d.frame()[0] == "build" and d.choice.state() == "on"
 
 
+def test_a_recheck_waits_for_the_window_frames_it_timed():
+    """A re-check from "off" has its plain times at hand; it still waits for the trial window's own frames
+    (which alone show whether the window's hits pay for its build) before deciding."""
+    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0})
+    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1 + RECHECK_FRAMES)
+    assert d.choice.state() == "off"
+    d.costs.update(build=3.0, hit=1.0)
+    assert d.frame()[0] == "build"  # the window timed again: its build's time is read at once ...
+    hits = [d.frame(done=False) for _ in range(TRIAL_HITS)]  # ... its hits' only later
+    assert [k for k, _ in hits] == ["hit"] * TRIAL_HITS
+    assert d.frame()[0] == "plain" and d.choice.state() == "measuring"
+    for _, t in hits:
+        t.done = True
+    assert d.frame()[0] == "build" and d.choice.state() == "on"  # (3 + 7) / 8 against 2 ms
+
+
 def test_unsteady_plain_frames_are_not_what_plain_frames_cost():
     """Frames that capture a graph or run before their capture (where graphs replay) are not plain samples."""
     d = Driver({"build": 5.0, "hit": 1.0, "plain": 0.5})

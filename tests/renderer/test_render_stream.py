@@ -69,19 +69,19 @@ def test_overflowing_frame_is_binned_again_before_it_is_yielded(scene, device):
     assert r.pair_capacity.size > 64
 
 
-def test_declined_settings_render_one_by_one(scene, device):
-    """Settings whose frames depend on the one before (temporal reuse) are rendered through `render`, with the
-    cameras ahead passed on; the images are still exact."""
+def test_temporal_reuse_in_a_stream_gets_the_cameras_ahead(scene, device):
+    """A stream with a temporal window asked for: its window frames are rendered through `render`, with the
+    cameras ahead passed on (the trial's window is built from them), its plain frames stream; the images are
+    still exact. Depth output depends on the frame it rasterizes again: it goes one by one."""
     cams = orbit_path(scene, *SIZE, 5)
     settings = RenderSettings(temporal_window=4)
     r = Renderer(scene, device=device)
-    r.graphs = False  # on a GPU, graphs would decline the window, and its frames would stream (test below)
-    assert not r.streams(settings) and not r.streams(RenderSettings(depth=True))
+    assert r.streams(settings) and not r.streams(RenderSettings(depth=True))
     futures = [cams[i + 1 : i + 4] for i in range(len(cams))]
     got = [out.image.clone() for out in r.render_stream(cams, settings, futures)]
     want = one_by_one(scene, cams, device)
     assert all(psnr(g, w) >= 100.0 for g, w in zip(got, want, strict=True))
-    assert r.temporal.stats.frames == len(cams)
+    assert r.temporal.stats.frames == len(cams) and r.temporal.stats.window_builds >= 1
 
 
 def test_frame_times_cover_the_stream(scene, device):

@@ -458,18 +458,21 @@ class Renderer:
                         pending = None
                     yield self._render(cam, settings, False, future, use_window=True)
                     continue
-                launched = self._launch(cam, settings, 0 if pending is None else 1 - pending.slot)
+                launched = self._launch(cam, settings, 0 if pending is None else 1 - pending.slot, future)
                 if pending is not None:
                     yield self._finish(pending)
                 pending = launched
             if pending is not None:
                 yield self._finish(pending)
 
-    def _launch(self, camera: Camera, settings: RenderSettings, slot: int) -> _Launched:
-        """A streamed frame's GPU work, enqueued in `slot` (no host sync)."""
+    def _launch(
+        self, camera: Camera, settings: RenderSettings, slot: int, future: list[Camera] | None = None
+    ) -> _Launched:
+        """A streamed frame's GPU work, enqueued in `slot` (no host sync). A streamed frame is a plain one:
+        `future` (the cameras ahead) only tells the temporal cache what the frame was given."""
         check_image_size(camera.width, camera.height)
         self.temporal.stats.frames += 1
-        f, src, timer = self._start(camera, settings, None, slot, use_window=False)
+        f, src, timer = self._start(camera, settings, future, slot, use_window=False)
         self._host_totals[slot].copy_(f.order_out[4], non_blocking=True)
         timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
         return _Launched(f, src, camera, settings, timer, slot)

@@ -35,6 +35,25 @@ GRAPH_SIZE = (380, 150)
 SCENE_MIN_HEIGHT = 120  # on a short window the settings scroll to leave the scene panel this much
 SCENE_NAME_WIDTH = 400  # the scene panel's name line wraps (at spaces) beyond this
 UP_AXES = list(AXES)  # "+x", "-x", "+y", "-y", "+z", "-z"
+# What each renderer switch does, costs and where it is declined, shown when the pointer rests on its row (the
+# measurements are in BENCHMARKS.md; docs/architecture.md has the same table).
+SWITCH_TIPS = {
+    "rasterizer": "How the rasterizer walks a tile's list: one Gaussian at a time (scalar, the form that compiles\n"
+    "well for GPUs) or a batch at once (batched, the Triton interpreter's form: 0.57-1.08x on the GPU).\n"
+    "The same image either way; auto picks scalar on a GPU and batched without one.",
+    "adagscale": "AdaGScale (lossy): bins each Gaussian with a shrunken ellipse where its outer tiles carry little\n"
+    "colour; blending keeps the whole Gaussian. Fewer pairs to sort and walk: 1.00-1.20x the exact frame\n"
+    "on the H200's bench paths, 40 dB or more against exact (its tau shrinks where many Gaussians share a\n"
+    "pixel, so dense views keep the floor). On here by default with CUDA; render and bench start exact.",
+    "adagscale_tau": "The most colour-weighted alpha a Gaussian may drop, in pixels (0 = exact tiles). Larger removes\n"
+    "more pairs and costs more quality. A frame never drops more than half a pixel of alpha per pixel of\n"
+    "the image in all (the budget), so dense views get a smaller tau than this.",
+    "temporal": "Temporal window (near-exact): one cull pass per K frames finds what the predicted cameras can\n"
+    "see, and the frames between project only that. Used only while it measures faster than plain frames\n"
+    "(the Performance panel says which): objects, whose plain frames replay as CUDA graphs, decline it.\n"
+    "Cameras here are predicted from the motion; `warpsplat render --temporal K` knows them (exact).",
+    "window_frames": "K: the frames one cull pass serves. Longer windows cull less often but keep more Gaussians.",
+}
 
 
 class Panel:
@@ -174,6 +193,19 @@ def graph_scale(series: Sequence[np.ndarray], seconds: float = GRAPH_SECONDS) ->
     return GraphScale(seconds, low, high, log, tuple(f for f in FPS_LINES if low <= 1000.0 / f <= high))
 
 
+def window_line(temporal: dict) -> str:
+    """The performance panel's line on the temporal window: whether it is in use, as measured
+    (renderer/window_choice.py), with the times behind that."""
+    choice = temporal.get("window_choice", "")
+    if choice not in ("on", "off"):
+        return "window     measuring: timing window frames against plain ones"
+    times = f"{temporal['window_ms']:.2f} ms a frame against {temporal['plain_ms']:.2f} plain"
+    if choice == "on":
+        hits = f"{100 * temporal['window_hit_rate']:.0f}% hits, {temporal['window_builds']} builds"
+        return f"window     in use ({times}); {hits}"
+    return f"window     not in use: plain frames are faster ({times})"
+
+
 class PerformancePanel(Panel):
     """Render and window rates, their history, per-stage times and counts (top left)."""
 
@@ -205,10 +237,8 @@ class PerformancePanel(Panel):
             if st.n_projected >= 0 and st.n_projected != st.n_gaussians:
                 imgui.text(f"projected  {st.n_projected:,} (temporal window)")
         t = s.temporal
-        if t and (s.settings.temporal_window > 1 or s.settings.occlusion_cull):
-            imgui.text(f"temporal   window hits {100 * t['window_hit_rate']:.0f}%, {t['window_builds']} builds")
-            if s.settings.occlusion_cull:
-                imgui.text(f"occlusion  {t['occlusion_refreshes']} refreshes, {t['gaussians_skipped']:,} skipped")
+        if t and s.settings.temporal_window > 1:
+            imgui.text(window_line(t))
         imgui.text(f"display    {s.display_path}")
         imgui.text(f"renderer   {s.render_device}")
         if s.kernel_status:
@@ -290,6 +320,7 @@ class SettingsPanel(Panel):
             s.render_mode, changed = RENDER_MODES[v], True
         rasterizers = ["auto", "scalar", "batched"]
         c, v = imgui.combo("rasterizer loop", rasterizers.index(s.settings.rasterizer), rasterizers)
+        imgui.set_item_tooltip(SWITCH_TIPS["rasterizer"])
         if c:
             s.settings.rasterizer, changed = rasterizers[v], True
         changed |= self._switches()
@@ -304,27 +335,24 @@ class SettingsPanel(Panel):
         st = self.state.settings
         changed = False
         c, v = imgui.checkbox("AdaGScale (lossy)", st.adagscale)
+        imgui.set_item_tooltip(SWITCH_TIPS["adagscale"])
         if c:
             st.adagscale, changed = v, True
         if st.adagscale:
             c, v = imgui.slider_float("AdaGScale tau", st.adagscale_tau, 0.0, 10.0, "%.3f",
                                       imgui.SliderFlags_.logarithmic)  # fmt: skip
+            imgui.set_item_tooltip(SWITCH_TIPS["adagscale_tau"])
             if c:
                 st.adagscale_tau, changed = max(v, 0.0), True
         c, v = imgui.checkbox("temporal window (near-exact)", st.temporal_window > 1)
+        imgui.set_item_tooltip(SWITCH_TIPS["temporal"])
         if c:
             st.temporal_window, changed = (8 if v else 0), True
         if st.temporal_window > 1:
             c, v = imgui.slider_int("window frames", st.temporal_window, 2, 32)
+            imgui.set_item_tooltip(SWITCH_TIPS["window_frames"])
             if c:
                 st.temporal_window, changed = v, True
-        c, v = imgui.checkbox("occlusion culling (lossy)", st.occlusion_cull)
-        if c:
-            st.occlusion_cull, changed = v, True
-        if st.occlusion_cull:
-            c, v = imgui.slider_int("refresh every", st.occlusion_refresh, 1, 64)
-            if c:
-                st.occlusion_refresh, changed = v, True
         return changed
 
 

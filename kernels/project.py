@@ -58,34 +58,29 @@ def _project_kernel(
     depths_ptr,  # [N] f32 out
     tiles_touched_ptr,  # [N] i32 out
     bin_t_ptr,  # [N] f32 out
-    live_ptr,  # [N] i8: 0 = skip this Gaussian (read only when HAS_LIVE)
+    tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
     N,
     width,
     height,
     near,
     far,
     eps2d,
-    tau,
     s_min,
     K: tl.constexpr,
     DEGREE: tl.constexpr,
     TILE: tl.constexpr,
     ADAGSCALE: tl.constexpr,
-    HAS_LIVE: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     in_range = offs < N
-    valid = in_range
-    if HAS_LIVE:  # temporal reuse: Gaussians outside the live set are culled before any other load
-        valid = valid & (tl.load(live_ptr + offs, mask=in_range, other=0) != 0)
-
     x = tl.load(means_ptr + offs * 3 + 0, mask=in_range, other=0.0)
     y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
     z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
-    zc, mx, my, a, b, c, visible = ewa_footprint(camera_ptr, x, y, z, covars_ptr, offs, valid,
-                                                 width, height, near, far, eps2d)  # fmt: skip
+    zc, mx, my, a, b, c, visible = ewa_footprint(
+        camera_ptr, x, y, z, covars_ptr, offs, in_range, width, height, near, far, eps2d
+    )
     cam_x = tl.load(camera_ptr + 20)
     cam_y = tl.load(camera_ptr + 21)
     cam_z = tl.load(camera_ptr + 22)
@@ -112,6 +107,7 @@ def _project_kernel(
         sr = tl.maximum(sr + 0.5, 0.0)
         sg = tl.maximum(sg + 0.5, 0.0)
         sb = tl.maximum(sb + 0.5, 0.0)
+        tau = tl.load(tau_ptr)
         s2 = adagscale_s2(a, b, c, tl.where(visible, o, 1.0), t, sr, sg, sb, tau, s_min)
         t_bin = tl.where(scored, s2 * t, t)
     else:
@@ -161,9 +157,8 @@ def project_gaussians(
     far: float = 1e10,
     eps2d: float = 0.3,
     tile_size: int = 8,
-    adagscale_tau: float | None = None,
+    adagscale_tau: float | torch.Tensor | None = None,
     adagscale_s_min: float = 0.5,
-    live: torch.Tensor | None = None,
     out: tuple[torch.Tensor, ...] | None = None,
     block: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
@@ -171,8 +166,9 @@ def project_gaussians(
 
     Args:
         adagscale_tau: None = exact binning; else AdaGScale's score threshold tau >= 0 (pixels of colour-weighted
-            alpha mass; 0 keeps s = 1, the exact tiles). adagscale_s_min: the smallest binning scale, in (0, 1].
-        live: optional [N] int8 mask; Gaussians where it is 0 are culled (tiles_touched 0) without being read.
+            alpha mass; 0 keeps s = 1, the exact tiles): a float, or a [1] float32 tensor on the device that the
+            kernel reads when it runs (a captured graph then replays with each frame's value).
+            adagscale_s_min: the smallest binning scale, in (0, 1].
         block: Gaussians per program (a launch knob; default `project_block(N)`).
 
     Returns:
@@ -184,19 +180,21 @@ def project_gaussians(
     assert means.shape == (N, 3) and covars.shape == (N, 6) and opacities.shape == (N,), (means.shape, covars.shape)
     assert sh.shape == (N, K, 3) and camera.shape == (24,), (sh.shape, camera.shape)
     assert sh_degree >= 0 and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
-    assert adagscale_tau is None or adagscale_tau >= 0, adagscale_tau
+    if adagscale_tau is not None and not isinstance(adagscale_tau, torch.Tensor):
+        assert adagscale_tau >= 0, adagscale_tau
+        adagscale_tau = torch.full((1,), float(adagscale_tau), dtype=torch.float32, device=means.device)
+    assert adagscale_tau is None or (adagscale_tau.shape == (1,) and adagscale_tau.dtype == torch.float32)
     assert 0 < adagscale_s_min <= 1, adagscale_s_min
-    assert live is None or (live.shape == (N,) and live.dtype == torch.int8), None if live is None else live.shape
     if out is None:
         out = project_outputs(N, means.device)
     records, depths, tiles_touched, bin_t = out
     block = 256 if interpreting() else (block or project_block(N))
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
-        records, depths, tiles_touched, bin_t, tiles_touched if live is None else live,
-        N, width, height, near, far, eps2d, float(adagscale_tau or 0.0), float(adagscale_s_min),
-        K=K, DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None,
-        HAS_LIVE=live is not None, BLOCK_N=block,
+        records, depths, tiles_touched, bin_t,
+        bin_t if adagscale_tau is None else adagscale_tau,
+        N, width, height, near, far, eps2d, float(adagscale_s_min),
+        K=K, DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, BLOCK_N=block,
     )  # fmt: skip
     return records, depths, tiles_touched, bin_t
 

@@ -193,17 +193,16 @@ def project_gaussians(
     far: float = 1e10,
     eps2d: float = 0.3,
     tile_size: int = 8,
-    adagscale_tau: float | None = None,
+    adagscale_tau: float | torch.Tensor | None = None,
     adagscale_s_min: float = 0.5,
-    live: torch.Tensor | None = None,
     out: tuple[torch.Tensor, ...] | None = None,
     block: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
+    if isinstance(adagscale_tau, torch.Tensor):  # [1] on the device, as the kernel reads it
+        adagscale_tau = float(adagscale_tau)
     campos = camera[20:23]
     zc, mx, my, a, b, c, visible = ewa_footprint(means, covars, camera, width, height, near, far, eps2d)
-    if live is not None:
-        visible &= live != 0
 
     o = opacities
     visible &= o >= ALPHA_MIN

@@ -1,7 +1,8 @@
 """The per-frame pipeline: a readable sequence of stage calls over a reusable workspace.
 
     1. project     per Gaussian: cull, EWA conic, depth, SH colour, exact tile count  Triton (kernels/project.py)
-                   (AdaGScale, when on: the count at a shrunken binning threshold, lossy)
+                   (AdaGScale, when on: the count at a shrunken binning threshold, lossy, with a tau
+                   scaled to the frame: `adagscale_frame_tau`)
     2. order       visible Gaussians nearest first (one stable 32-bit sort), offsets   torch (kernels/order.py)
     3. bin         one (tile, Gaussian) pair per tile reached, in depth order          Triton (kernels/bin.py)
     4. sort        stable by tile id alone, int16 keys up to 32,767 tiles              torch (kernels/sort.py)
@@ -26,7 +27,8 @@ Two routes through the stages (docs/architecture.md, "Two routes through the sta
 launching the next frame before it checks and hands over the last.
 
 Temporal reuse (renderer/temporal.py) decides, before stage 1, which Gaussians a frame projects: the whole
-scene, or a window's compacted set, optionally masked by occlusion; and may return the last frame unchanged.
+scene, or a window's compacted set, whichever measured faster (renderer/window_choice.py); and may return the
+last frame unchanged.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class RenderStats:
     backend: str = ""
     n_projected: int = -1  # Gaussians stage 1 ran on (fewer than n_gaussians inside a temporal window)
     source: str = "full"  # "full" | "window" (a temporal window's set) | "reused" (the last frame, unchanged)
+    adagscale_tau: float | None = None  # the tau AdaGScale binned this frame with (`adagscale_frame_tau`)
 
 
 @dataclass
@@ -169,14 +172,6 @@ def runs_counted(n: int, frame_mode: str) -> bool:
     return frame_mode == "counted" or (frame_mode == "auto" and n >= COUNTED_FROM)
 
 
-def reuse_pays(graphs: bool, n: int, frame_mode: str) -> bool:
-    """Whether temporal reuse (a window, occlusion culling) can be faster than the whole scene. Not when the
-    whole scene's frames would be replayed as CUDA graphs (below COUNTED_FROM): a window's or occlusion's frames
-    run stage by stage and one at a time, and on the bench's object scenes that cost more than the Gaussians
-    they skip saved (windows 0.45-0.60x in BENCHMARKS.md section 8, occlusion culling 0.32-0.56x in section 12)."""
-    return not (graphs and not runs_counted(n, frame_mode))
-
-
 def check_scene_fits(scene: GaussianScene, device: torch.device | str | None = None,
                      frame_size: tuple[int, int] | None = None) -> MemoryEstimate:  # fmt: skip
     """Raise OutOfDeviceMemoryError (one line) if a Renderer of `scene` rendering `frame_size` frames would not
@@ -244,6 +239,30 @@ class Capacity:
         if self._low_frames >= self.SHRINK_AFTER:
             self.size = max(int(self._recent * self.HEADROOM), self.MINIMUM)
             self._low_frames = self._recent = 0
+
+
+def adagscale_frame_tau(settings: RenderSettings, width: int, height: int, visible: int) -> float:
+    """AdaGScale's tau for a frame of width x height pixels in which `visible` Gaussians reach a tile:
+    min(adagscale_tau, adagscale_budget x pixels / visible).
+
+    Why it scales. A pair AdaGScale drops removes Gaussian i from every pixel p of one tile; that changes p's
+    colour by T_i(p) alpha_i(p) (c_i - B_i(p)), with T_i the transmittance in front of i and B_i the colour
+    composited behind it. So p's error is at most the colour-weighted alpha that p's dropped pairs carried (the
+    weight w_i bounds |c_i - B_i| for colours in [0, 1]), and, summed over the frame's P pixels,
+        sum_p |dC(p)| <= sum_i S_i <= V tau,
+    where S_i <= tau is Gaussian i's score, the colour-weighted alpha mass of its dropped annulus in pixels
+    (kernels/_device.py), and V the visible Gaussians. With a fixed tau that bound grows with V / P, the
+    Gaussians per pixel: a scene drawn small, a composite seen whole. Measured, the error grew with them too
+    (BENCHMARKS.md, sections 12-14: the 24M overview, 11.6 Gaussians per pixel, fell under the 40 dB floor at
+    tau 0.1 where the 6M overview, 2.9 per pixel, kept 45.5 dB). A tau of budget x P / V caps the bound at
+    `budget` of alpha per pixel on average, whatever the density; where the Gaussians are sparse (objects at
+    1080p: 0.05 per pixel) adagscale_tau, the per-Gaussian cap, decides alone, as before.
+
+    The bound itself is loose (occlusion and colours alike in front and behind keep the real error near 1/100
+    of it), so the budget's value comes from measurements against exact frames (renderer/settings.py). V is
+    the frame before's count (the kernel reads tau from the device, so a replayed graph takes the new value
+    without a capture); a renderer's first frame counts every Gaussian of the scene, the safe side."""
+    return min(settings.adagscale_tau, settings.adagscale_budget * width * height / max(visible, 1))
 
 
 @dataclass(frozen=True)
@@ -354,8 +373,11 @@ class Renderer:
         self._capture_stream: torch.cuda.Stream | None = None
         # per slot: the camera and background reach the device through one pinned staging copy per frame, and
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
-        self._host_params = [torch.empty(27, dtype=torch.float32, pin_memory=cuda) for _ in range(SLOTS)]
-        self._params = [torch.empty(27, dtype=torch.float32, device=self.device) for _ in range(SLOTS)]
+        # (camera [24], background [3], AdaGScale's tau for the frame [1])
+        self._host_params = [torch.empty(28, dtype=torch.float32, pin_memory=cuda) for _ in range(SLOTS)]
+        self._params = [torch.empty(28, dtype=torch.float32, device=self.device) for _ in range(SLOTS)]
+        self._frame_tau: list[float | None] = [None] * SLOTS  # the tau each slot's frame was given
+        self._last_visible = self.n  # the last frame's visible Gaussians (AdaGScale's density; all at first)
         self._host_totals = [torch.zeros(2, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
         self.last_timer: StageTimer | None = None
         self.temporal = TemporalCache(self.ws)
@@ -400,8 +422,10 @@ class Renderer:
         return self._render(camera, settings, sync_stats, future)
 
     def _render(
-        self, camera: Camera, settings: RenderSettings | None, sync_stats: bool, future: list[Camera] | None
-    ) -> RenderOutput:
+        self, camera: Camera, settings: RenderSettings | None, sync_stats: bool, future: list[Camera] | None,
+        use_window: bool | None = None,
+    ) -> RenderOutput:  # fmt: skip
+        """One frame, waiting for its end. use_window: whether a window serves it (None: as measured)."""
         settings = (settings or RenderSettings()).validate()
         check_image_size(camera.width, camera.height)
         temporal = self.temporal
@@ -412,10 +436,11 @@ class Renderer:
             stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused"})
             return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth,
                                 last.tiles_touched)  # fmt: skip
-        f, src, timer = self._start(camera, settings, future, slot=0)
+        if use_window is None:
+            use_window = temporal.wants_window(camera, settings, future is not None, self.scene_radius)
+        f, src, timer = self._start(camera, settings, future, slot=0, use_window=use_window)
         n_visible, n_pairs = f.totals()  # a capacity frame's one host sync (counted frames synced in order)
         f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, timer)
-        temporal.end_frame(src, f.tiles_touched)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
             with timer.stage("depth"):
@@ -423,11 +448,10 @@ class Renderer:
         timer.stop()
 
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
-                            backend=self.backend, n_projected=f.n, source=src.kind)  # fmt: skip
+                            backend=self.backend, n_projected=f.n, source=src.kind,
+                            adagscale_tau=self._frame_tau[0])  # fmt: skip
         if sync_stats:
             fill_stats(stats, f.tile_counts, timer)
-            if src.live is not None:
-                temporal.stats.gaussians_skipped = f.n - int(src.live.sum())
         if settings.reuse_unchanged_frame:
             temporal.remember(camera, settings)
         self._last_output = RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, depth, f.tiles_touched,
@@ -435,27 +459,31 @@ class Renderer:
         return self._last_output
 
     def _start(
-        self, camera: Camera, settings: RenderSettings, future: list[Camera] | None, slot: int
+        self, camera: Camera, settings: RenderSettings, future: list[Camera] | None, slot: int, use_window: bool
     ) -> tuple[_Frame, object, StageTimer]:
-        """A frame's work up to its host sync, enqueued in `slot`: (its stage object, its source, its timer)."""
+        """A frame's work up to its host sync, enqueued in `slot`: (its stage object, its source, its timer).
+        use_window: whether an asked-for temporal window serves it (`TemporalCache.wants_window`)."""
         self._last_output = None  # the workspace is about to change
         self._update_scale_modifier(settings.scale_modifier)
         timer = StageTimer(self.device)
         self.last_timer = timer
         # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
-        reuse = settings.temporal_window > 1 or settings.occlusion_cull
+        reuse = settings.temporal_window > 1
         with timer.stage("cull") if reuse else contextlib.nullcontext():
             src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
-                                       reuse_pays=reuse_pays(self.graphs, self.n, self.frame_mode))  # fmt: skip
+                                       use_window=use_window)  # fmt: skip
         self._upload(camera, settings, slot)
         self.pair_capacity = self._capacity_for(settings)
         f = self._frame_for(src, camera, settings, slot)
-        # a graph holds the whole scene's arrays and no masks: a window's frames and occlusion's run stage by stage
-        plain = src.kind == "full" and src.live is None and src.marks is None
-        if not f.counted and self.graphs and plain and not settings.depth and self.pair_capacity.size:
-            self._replay(f, timer)
+        # a graph holds the whole scene's arrays: a window's frames run stage by stage
+        graphs = not f.counted and self.graphs and src.kind == "full" and not settings.depth
+        if graphs and self.pair_capacity.size:
+            replayed = self._replay(f, timer)
         else:
             f.run(timer)
+            replayed = False
+        if reuse:  # its cost, for the window choice; a plain frame counts once it replays, where graphs do
+            self.temporal.record(timer, steady=bool(replayed) or not graphs)
         return f, src, timer
 
     def _fit_pairs(self, f: _Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
@@ -478,6 +506,7 @@ class Renderer:
                 if self.pair_capacity.size < size:
                     self._release_pairs()  # the next frame allocates them at the smaller size
         self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
+        self._last_visible = n_visible
         return f
 
     def _release_pairs(self) -> None:
@@ -488,12 +517,15 @@ class Renderer:
         self.ws.drop(*PAIR_BUFFERS)
 
     def _upload(self, camera: Camera, settings: RenderSettings, slot: int = 0) -> None:
-        """Camera [24] and background [3] into the slot's parameter buffer: one non-blocking copy from pinned
-        memory (safe to refill when the slot is next used: by then the frame that read it was checked, which
-        waits for it)."""
+        """Camera [24], background [3] and AdaGScale's tau [1] into the slot's parameter buffer: one non-blocking
+        copy from pinned memory (safe to refill when the slot is next used: by then the frame that read it was
+        checked, which waits for it)."""
         host = self._host_params[slot].numpy()
         host[:24] = camera.packed_array()
-        host[24:] = settings.background
+        host[24:27] = settings.background
+        tau = adagscale_frame_tau(settings, camera.width, camera.height, self._last_visible)
+        host[27] = tau
+        self._frame_tau[slot] = tau if settings.adagscale else None
         self._params[slot].copy_(self._host_params[slot], non_blocking=True)
 
     # ------------------------------------------------------------------ frames in flight
@@ -505,12 +537,10 @@ class Renderer:
     def streams(self, settings: RenderSettings) -> bool:
         """Whether `render_stream` keeps frames of these settings in flight: plain frames on capacities (scenes
         under COUNTED_FROM, replayed as CUDA graphs on a GPU). Counted frames sync inside the frame anyway, and
-        temporal reuse, depth output and unchanged-frame reuse depend on the frame before: those go one by one,
-        except temporal reuse that `reuse_pays` declines (its frames are the plain ones)."""
+        depth output and unchanged-frame reuse depend on the frame before: those go one by one. With a temporal
+        window asked for, its plain frames stream and the frames a window serves go one by one."""
         s = settings
-        reuse = s.temporal_window > 1 or s.occlusion_cull
-        declined = not reuse_pays(self.graphs, self.n, self.frame_mode)
-        return not self.counted() and (not reuse or declined) and not s.depth and not s.reuse_unchanged_frame
+        return not self.counted() and not s.depth and not s.reuse_unchanged_frame
 
     @torch.inference_mode()
     def render_stream(
@@ -524,7 +554,8 @@ class Renderer:
         Every frame is exact, as with `render`: one whose pairs did not fit is binned again before it is yielded.
         An output is valid until the generator is resumed (as `render`'s until the next call). Settings that
         `streams` declines render one by one through `render`, with `futures` (the cameras ahead of each, for
-        temporal reuse). Stats are not synced: `stats.stage_ms` is empty; read `output.timer`."""
+        temporal reuse); so do the frames a temporal window serves, once the frame in flight is handed over.
+        Stats are not synced: `stats.stage_ms` is empty; read `output.timer`."""
         settings = (settings or RenderSettings()).validate()
         futures = iter(futures) if futures is not None else None
         if not self.streams(settings):
@@ -535,18 +566,28 @@ class Renderer:
         cuda = self.device.type == "cuda"
         with torch.cuda.device(self._device_index) if cuda else contextlib.nullcontext():
             for cam in cameras:
-                launched = self._launch(cam, settings, 0 if pending is None else 1 - pending.slot)
+                future = next(futures) if futures else None
+                if self.temporal.wants_window(cam, settings, future is not None, self.scene_radius):
+                    if pending is not None:
+                        yield self._finish(pending)
+                        pending = None
+                    yield self._render(cam, settings, False, future, use_window=True)
+                    continue
+                launched = self._launch(cam, settings, 0 if pending is None else 1 - pending.slot, future)
                 if pending is not None:
                     yield self._finish(pending)
                 pending = launched
             if pending is not None:
                 yield self._finish(pending)
 
-    def _launch(self, camera: Camera, settings: RenderSettings, slot: int) -> _Launched:
-        """A streamed frame's GPU work, enqueued in `slot` (no host sync)."""
+    def _launch(
+        self, camera: Camera, settings: RenderSettings, slot: int, future: list[Camera] | None = None
+    ) -> _Launched:
+        """A streamed frame's GPU work, enqueued in `slot` (no host sync). A streamed frame is a plain one:
+        `future` (the cameras ahead) only tells the temporal cache what the frame was given."""
         check_image_size(camera.width, camera.height)
         self.temporal.stats.frames += 1
-        f, src, timer = self._start(camera, settings, None, slot)
+        f, src, timer = self._start(camera, settings, future, slot, use_window=False)
         self._host_totals[slot].copy_(f.order_out[4], non_blocking=True)
         timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
         return _Launched(f, src, camera, settings, timer, slot)
@@ -565,7 +606,8 @@ class Renderer:
         if rebin:
             p.timer.stop()
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
-                            backend=self.backend, n_projected=f.n, source=p.src.kind)  # fmt: skip
+                            backend=self.backend, n_projected=f.n, source=p.src.kind,
+                            adagscale_tau=self._frame_tau[p.slot])  # fmt: skip
         return RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, None, f.tiles_touched, p.timer)
 
     def _capacity_for(self, settings: RenderSettings) -> Capacity:
@@ -605,17 +647,18 @@ class Renderer:
 
     # ------------------------------------------------------------------ CUDA graphs
 
-    def _replay(self, f: _Frame, timer: StageTimer) -> None:
+    def _replay(self, f: _Frame, timer: StageTimer) -> bool:
         """The whole frame as one captured graph. A kind of frame is captured on its CAPTURE_AFTER-th frame in
         a row: a capture costs about one eager frame of host time, too much to pay for a configuration that a
         moving camera passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower
-        than no graphs)."""
+        than no graphs). True when the frame was a replay of a graph captured before (its steady form)."""
         self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
         self._last_kind = f.kind
         if f.graph is None and self._kind_run < CAPTURE_AFTER:
             f.run(timer)
-            return
-        if f.graph is None:
+            return False
+        captured = f.graph is None
+        if captured:
             try:
                 f.graph = self._capture(f)
             except Exception as e:  # a driver, torch or Triton that cannot capture: render eagerly from now on
@@ -623,9 +666,10 @@ class Renderer:
                               stacklevel=4)  # fmt: skip
                 self.graphs = False
                 f.run(timer)
-                return
+                return False
         f.graph.replay()
         self.graph_replays += 1
+        return not captured  # a frame that captured its graph also ran it once more: not what a replay costs
 
     def _capture(self, f: _Frame) -> torch.cuda.CUDAGraph:
         """Record the frame's launches as a graph, without running them.
@@ -742,7 +786,8 @@ class _Frame:
         self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
         self.camera = r._params[slot][:24]
-        self.background = r._params[slot][24:]
+        self.background = r._params[slot][24:27]
+        self.tau = r._params[slot][27:]  # AdaGScale's, for this frame
         self.generation = r.ws.generation  # the views above stay valid while it does not change
 
     def raster_options(self) -> dict:
@@ -771,8 +816,8 @@ class _Frame:
         self.r.k.project_gaussians(
             src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
-            adagscale_tau=s.adagscale_tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
-            live=src.live, out=(self.records, self.depths, self.tiles_touched, self.bin_t),
+            adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
+            out=(self.records, self.depths, self.tiles_touched, self.bin_t),
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 

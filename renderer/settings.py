@@ -22,7 +22,12 @@ class RenderSettings:
         adagscale: AdaGScale (lossy): bin each Gaussian with a shrunken ellipse s^2 t (s in [s_min, 1]) chosen
             so that the colour-weighted alpha mass of the dropped annulus, in pixels, stays <= adagscale_tau;
             blending still uses the full Gaussian (kernels/_device.py, adagscale_s2). Off: exact binning.
-        adagscale_tau: the quality knob, in pixels of colour-weighted alpha mass per Gaussian (0 = exact tiles).
+        adagscale_tau: the quality knob, in pixels of colour-weighted alpha mass per Gaussian (0 = exact tiles);
+            at most: a frame with many Gaussians per pixel gets less (adagscale_budget).
+        adagscale_budget: the colour-weighted alpha mass per pixel of the image that a frame may drop in all,
+            shared by its visible Gaussians: each frame's tau is min(adagscale_tau, budget x pixels / visible
+            Gaussians), so the error does not grow with the density of the view (renderer/pipeline.py,
+            `adagscale_frame_tau`).
         adagscale_s_min: the smallest scale of the binning ellipse, in (0, 1]; it bounds what the many
             Gaussians whose whole periphery scores under tau can lose (at most exp(-s_min^2 t / 2) of their mass).
         depth: also output each pixel's expected depth, sum(w_i z_i) / sum(w_i) with the blending weights w_i
@@ -35,9 +40,6 @@ class RenderSettings:
             whether a frame may use the window (16 of them are float slack, the rest allow deviation).
         temporal_guard: a predicted window keeps every Gaussian within this fraction of the scene radius of a
             predicted camera, whatever its footprint (the translation bound is margin x guard / focal).
-        occlusion_cull: (lossy) after a refresh frame, bin only the Gaussians blended into some pixel of it.
-        occlusion_refresh: frames between full refreshes; occlusion_max_angle_deg / occlusion_max_shift (a
-            fraction of the scene radius): camera motion since the refresh that forces one at once.
     """
 
     sh_degree: int | None = None
@@ -55,20 +57,16 @@ class RenderSettings:
     # to 40.3 dB mean / 36.8 min on plant. s_min 0.5 against 0.25 at tau 0.1: +0.2..0.9 dB for 0.3-0.6 points
     # fewer pairs removed. Small images are the hard case (error ~ visible Gaussians x tau / pixels).
     adagscale_tau: float = 0.1
+    # NOTE: measured against exact with the torch twins (BENCHMARKS.md, section 16): at 0.5 the frames that broke
+    # the floor at a fixed tau 0.1 (34.5-40.3 dB: the plant at 64-128 px wide, a 1.5M composite's overview at
+    # 480x270 with the 24M overview's 11.6 Gaussians per pixel, a synthetic overview) measured 40.5-50 dB.
+    adagscale_budget: float = 0.5
     adagscale_s_min: float = 0.5
     depth: bool = False  # also output the expected depth (a second rasterization pass with depth as colour)
     reuse_unchanged_frame: bool = False  # the viewer turns it on; benchmarks time every frame
     temporal_window: int = 0
     temporal_margin: float = 48.0
     temporal_guard: float = 0.05
-    occlusion_cull: bool = False  # lossy: reports its PSNR against exact in `warpsplat bench`
-    # NOTE: `warpsplat bench` with the torch backend, 128x72, 64-frame paths (BENCHMARKS.md, section 7): on a
-    # fly-over of a 36-cell composite, refresh 2 keeps the worst frame at 45.6 dB and the path at 54.8 dB
-    # against exact, removing 22% of the pairs; refresh 4 removes 31% but falls to 33.2 / 46.9 dB. The motion
-    # limits catch jumps (a 10 deg turn, half the scene radius); the viewer also flags snaps and resets.
-    occlusion_refresh: int = 2
-    occlusion_max_angle_deg: float = 10.0
-    occlusion_max_shift: float = 0.5
 
     def validate(self) -> RenderSettings:
         # the kernels take these as float arguments: an int (near=1) would compile a kernel of its own, the value
@@ -90,6 +88,8 @@ class RenderSettings:
             raise ValueError(f"tile_schedule {self.tile_schedule!r}: expected longest-first or in-order")
         if not self.adagscale_tau >= 0:
             raise ValueError(f"adagscale_tau {self.adagscale_tau} must be >= 0")
+        if not self.adagscale_budget >= 0:
+            raise ValueError(f"adagscale_budget {self.adagscale_budget} must be >= 0")
         if not 0 < self.adagscale_s_min <= 1:
             raise ValueError(f"adagscale_s_min {self.adagscale_s_min} not in (0, 1]")
         if not 0 <= self.temporal_window <= 1024:
@@ -98,8 +98,4 @@ class RenderSettings:
             raise ValueError(f"temporal_margin {self.temporal_margin} not in [16, 4096] pixels")
         if not 0.0 <= self.temporal_guard <= 10.0:
             raise ValueError(f"temporal_guard {self.temporal_guard} not in [0, 10] scene radii")
-        if not 1 <= self.occlusion_refresh <= 1024:
-            raise ValueError(f"occlusion_refresh {self.occlusion_refresh} not in [1, 1024]")
-        if not (self.occlusion_max_angle_deg >= 0 and self.occlusion_max_shift >= 0):
-            raise ValueError("occlusion_max_angle_deg and occlusion_max_shift must be >= 0")
         return self

@@ -14,15 +14,10 @@
    beyond D by more than m/2 pixels (f d / D <= m / 2). That bound is first order (it ignores how a footprint
    grows as the camera approaches), so the predicted window is near-exact, not proven exact; its PSNR against
    exact rendering is measured by `warpsplat bench`. Anything else (a jump, a snap, a new size) rebuilds.
+   Whether a frame uses the window at all is measured, not assumed: renderer/window_choice.py times window
+   frames against plain ones and keeps the faster (a declined window's frames are the plain ones).
 2. Unchanged view (exact): the same camera and settings as the last frame re-present the last frame's output
    without any GPU work.
-3. Occlusion culling (lossy): a refresh frame records which Gaussians blended into or stopped at least one
-   pixel (`rasterize_tiles(marks=...)`); the following frames skip the Gaussians it binned but that marked
-   nothing (hidden behind others, or too faint), until the next refresh, which comes every
-   `occlusion_refresh` frames, when the camera has moved more than the settings allow, and whenever the window
-   is rebuilt (so after every jump). Gaussians outside the refresh frame's view stay live, so content entering
-   from the image edges is never missing; Gaussians uncovered by motion between refreshes are, until then: the
-   loss is measured, never assumed.
 Sort order is never reused across frames: every frame sorts its own pairs.
 """
 
@@ -37,6 +32,7 @@ from torch import Tensor
 
 from .camera import Camera
 from .settings import RenderSettings
+from .window_choice import WindowChoice
 from .workspace import Workspace
 
 EXACT_MARGIN_PX = 16.0  # known cameras: one tile of slack absorbs float differences between cull and project
@@ -54,11 +50,12 @@ class TemporalStats:
     frames_from_window: int = 0  # projected from an existing window's set
     window_builds: int = 0  # cull passes (the first frame of each window, and every refresh)
     gaussians_in_window: int = 0  # size of the current window's set
-    occlusion_refreshes: int = 0
-    gaussians_skipped: int = 0  # by occlusion culling in the last frame (resolved only with sync_stats)
-    frames_window_declined: int = 0  # a window was asked for, but the whole scene replayed as a graph is faster
-    frames_occlusion_declined: int = 0  # occlusion culling was asked for, likewise
+    frames_window_declined: int = 0  # a window was asked for, and the frame was a plain one (measured faster,
+    # or being timed: renderer/window_choice.py)
     last_build_reason: str = ""
+    window_choice: str = ""  # "measuring", "on" (windows measured faster) or "off"; "" without a window asked for
+    window_ms: float = 0.0  # the measured cost of a window's frame (build amortised), and of a plain frame; 0 =
+    plain_ms: float = 0.0  # not measured yet
 
     def hit_rate(self) -> float:
         """Frames served from a window (not counting re-presented ones) over frames rendered."""
@@ -83,11 +80,8 @@ class SceneArrays:
 
 @dataclass
 class FrameSource(SceneArrays):
-    """The per-Gaussian arrays one frame projects (M of them: the whole scene or a window's compacted set),
-    with its masks."""
+    """The per-Gaussian arrays one frame projects (M of them: the whole scene or a window's compacted set)."""
 
-    live: Tensor | None = None  # [M] int8 occlusion mask (None = all)
-    marks: Tensor | None = None  # [M] int8, zeroed: this frame records its contributors here
     kind: str = "full"  # "full" | "window"
 
     @property
@@ -115,21 +109,18 @@ class TemporalCache:
     window: _Window | None = None
     last_pose: np.ndarray | None = None  # the previous rendered camera's pose (for prediction)
     last_key: tuple | None = None  # the previous frame's full identity (for unchanged-view reuse)
-    since_refresh: int = 0
-    refresh_pose: np.ndarray | None = None  # the camera of the last occlusion refresh
-    refresh_key: tuple | None = None  # and its image size and settings
-    live: Tensor | None = None  # occlusion live set, in the current source's index space
+    choice: WindowChoice = field(default_factory=WindowChoice)  # whether windows measured faster
+    last_use: str = "plain"  # what the last frame's source was, for `record`: "build", "hit" or "plain"
 
     def invalidate(self) -> None:
-        """Forget the window and the occlusion live set (the counters stay): the next frame rebuilds both. For
-        callers that know the camera jumped (a snap, a reset, a new path) whatever the motion limits say."""
-        self.window, self.last_pose, self.live = None, None, None
-        self.since_refresh, self.refresh_pose, self.refresh_key = 0, None, None
+        """Forget the window (the counters stay): the next frame rebuilds it. For callers that know the camera
+        jumped (a snap, a reset, a new path) whatever the motion limits say."""
+        self.window, self.last_pose = None, None
 
     def reset(self) -> None:
-        self.window, self.last_pose, self.last_key, self.live = None, None, None, None
-        self.since_refresh, self.refresh_pose, self.refresh_key = 0, None, None
+        self.window, self.last_pose, self.last_key = None, None, None
         self.stats = TemporalStats()
+        self.choice = WindowChoice()
 
     # ------------------------------------------------------------------ unchanged view
 
@@ -143,19 +134,35 @@ class TemporalCache:
 
     # ------------------------------------------------------------------ window
 
+    def wants_window(self, camera: Camera, settings: RenderSettings, known: bool, scene_radius: float) -> bool:
+        """Whether this frame should use a window (once per rendered frame): never without one asked for, else
+        as `self.choice` measured. `known`: the path's next cameras are given (`future=`)."""
+        if settings.temporal_window <= 1:
+            return False
+        key = (window_key(camera, settings), repr(settings), known)
+        use = self.choice.wants_window(key, camera.T_world_camera, scene_radius, settings.temporal_window)
+        st, c = self.stats, self.choice
+        st.window_choice, st.window_ms, st.plain_ms = c.state(), c.window_ms() or 0.0, c.plain_ms() or 0.0
+        return use
+
+    def record(self, timer, steady: bool) -> None:
+        """The frame just launched, with its timer (read once it completes): what it cost, for the choice.
+        `steady`: a plain frame in the form plain frames run in from then on (replayed, where graphs replay)."""
+        self.choice.record(self.last_use, timer, steady)
+
     def source(
         self, scene: SceneArrays, kernels, scene_radius: float, camera: Camera, settings: RenderSettings,
-        future: list[Camera] | None, *, reuse_pays: bool = True,
+        future: list[Camera] | None, *, use_window: bool,
     ) -> FrameSource:  # fmt: skip
         """The arrays to project for this frame, building a new window when the current one does not cover it.
         `kernels`: the renderer's kernel module (its `cull_window`); `scene_radius` scales the distances.
-        reuse_pays=False (the renderer's call: see `pipeline.reuse_pays`) declines both the window and occlusion
-        culling: the whole scene is rendered, exactly, and the counters say so."""
+        use_window=False (`wants_window` said so) declines an asked-for window: the whole scene is rendered,
+        exactly, and the counters say so."""
         full = FrameSource(scene.means, scene.covars, scene.opacities, scene.sh)
-        if not reuse_pays:
-            self.stats.frames_window_declined += settings.temporal_window > 1
-            self.stats.frames_occlusion_declined += settings.occlusion_cull
-        if settings.temporal_window <= 1 or not reuse_pays:
+        self.last_use = "plain"
+        if settings.temporal_window > 1 and not use_window:
+            self.stats.frames_window_declined += 1
+        if settings.temporal_window <= 1 or not use_window:
             self.window = None
             src = full
         else:
@@ -166,12 +173,14 @@ class TemporalCache:
                     reason = "window used up"
                 w = self.window = self._build(scene, kernels, scene_radius, camera, settings, future)
                 self.stats.last_build_reason = reason
+                self.last_use = "build"
             else:
                 self.stats.frames_from_window += 1
+                self.last_use = "hit"
             w.frames_left -= 1
             src = w.source
         self.last_pose = camera.T_world_camera.copy()
-        return self._occlusion(src, camera, settings, scene_radius, settings.occlusion_cull and reuse_pays)
+        return src
 
     def _covers(self, w: _Window, camera: Camera, settings: RenderSettings) -> bool:
         if w.frames_left <= 0 or w.key != window_key(camera, settings):
@@ -215,49 +224,9 @@ class TemporalCache:
                                 for name in ("means", "covars", "opacities", "sh")), kind="window")  # fmt: skip
         self.stats.window_builds += 1
         self.stats.gaussians_in_window = m
-        self.since_refresh = 0  # a new set: occlusion starts over with a full frame
         poses = [c.T_world_camera.copy() for c in cams]
         frames = k if predicted else len(cams)  # a camera at rest predicts itself for all K frames
         return _Window(key, poses, predicted, max_angle, max_shift, frames, src)
-
-    # ------------------------------------------------------------------ occlusion
-
-    def _occlusion(
-        self, src: FrameSource, camera: Camera, settings: RenderSettings, scene_radius: float, on: bool
-    ) -> FrameSource:
-        if not on:
-            self.live = None
-            return src
-        pose = camera.T_world_camera
-        key = (window_key(camera, settings), repr(settings))  # any change of size or settings refreshes
-        moved = self.refresh_pose is None or key != self.refresh_key or not within(
-            pose, self.refresh_pose, math.radians(settings.occlusion_max_angle_deg),
-            settings.occlusion_max_shift * scene_radius,
-        )  # fmt: skip
-        refresh = (
-            moved
-            or self.live is None
-            or self.live.numel() != src.n
-            or self.since_refresh == 0  # a new window
-            or self.since_refresh >= settings.occlusion_refresh
-        )
-        if refresh:
-            marks = self.ws.buffer("occlusion_marks", src.n, torch.int8, headroom=1.25)
-            marks.zero_()
-            self.live = self.ws.buffer("occlusion_live", src.n, torch.int8, headroom=1.25)  # filled after the frame
-            self.stats.occlusion_refreshes += 1
-            self.since_refresh = 1
-            self.refresh_pose, self.refresh_key = pose.copy(), key
-            return FrameSource(src.means, src.covars, src.opacities, src.sh, None, marks, src.kind)
-        self.since_refresh += 1
-        return FrameSource(src.means, src.covars, src.opacities, src.sh, self.live, None, src.kind)
-
-    def end_frame(self, src: FrameSource, tiles_touched: Tensor) -> None:
-        """After the rasterizer ran. A refresh frame's live set for the frames that follow: the Gaussians it
-        marked, and every one it did not bin at all (outside the frustum now, they may enter it next frame).
-        Only a Gaussian that was binned and still blended into no pixel, hidden or too faint, is skipped."""
-        if src.marks is not None:
-            self.live.copy_((src.marks != 0) | (tiles_touched == 0))
 
 
 def compact(ws: Workspace, name: str, array: Tensor, index: Tensor) -> Tensor:

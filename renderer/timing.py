@@ -54,6 +54,14 @@ class StageTimer:
         if self.cuda and self._end is not None:
             self._end.synchronize()  # type: ignore[union-attr]
 
+    def total_ms(self) -> float | None:
+        """ms from the timer's creation to `stop()` once the device has finished it; None before (never waits)."""
+        if self.off or not self.ready():
+            return None
+        if self.cuda:
+            return float(self._start.elapsed_time(self._end))  # type: ignore[union-attr]
+        return (self._end - self._start) * 1e3  # type: ignore[operator]
+
     def since_start(self, earlier: StageTimer) -> float:
         """ms from the start of `earlier` to the end of this one (the GPU's clock; the wall clock on a CPU): where
         this frame ended in a stream of frames that `earlier` began."""

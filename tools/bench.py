@@ -228,7 +228,6 @@ def run(args: argparse.Namespace) -> int:
     higs = find_higs(args.higs, cuda)  # and so is a --higs folder without HiGS
     use_gsplat = cuda and not args.no_gsplat
     chosen = selected_variants(args.variants, anchors=use_gsplat or higs.found)
-    every_frame = any(is_lossy(s) and is_temporal(s) for s in chosen.values())  # see compare_variant
     n_frames = 20 if args.quick and args.frames == DEFAULT_FRAMES else args.frames
     large = args.large_size or (LARGE_SIZE if cuda and not args.quick else "none")
     sizes = [args.size] + ([large] if large != "none" and large != args.size else [])
@@ -264,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
             gsplat = GsplatRenderer(scene, device) if use_gsplat else None
             for key, cams in plan:
                 rows, anchor_rows = run_path(args, scene, label, key.split("/", 1)[1], cams, device, chosen,
-                                             gsplat, higs_paths.get(key), every_frame)  # fmt: skip
+                                             gsplat, higs_paths.get(key))  # fmt: skip
                 results += rows
                 anchors += anchor_rows
             gsplat = None
@@ -284,11 +283,11 @@ def free_memory(device) -> None:
         torch.cuda.empty_cache()
 
 
-def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_path, every_frame):
+def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_path):
     """One path at one size: the anchors, then every chosen variant on a renderer of its own (so that its memory
     and its first pass are those of a renderer that has seen no other path). Returns (variant rows, anchor rows)."""
     from renderer import Renderer
-    from renderer.warmup import warm_up
+    from renderer.warmup import warm_up as compile_kernels
 
     size = (cams[0].width, cams[0].height)
     n = len(scene)
@@ -311,10 +310,9 @@ def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_p
         graphs = renderer.graphs
         renderer.graphs = graphs and vname != "graphs=off"
         renderer.frame_mode = frame_mode(vname)
-        warm_up(renderer, [size], [settings])  # as the viewer and `render` do: no compile mid-path
+        compile_kernels(renderer, [size], [settings])  # as the viewer and `render` do: no compile mid-path
         time_variant(res, renderer, cams, settings, device, args.warmup, baseline)
-        compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default,
-                        every_frame=every_frame)  # fmt: skip
+        compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default)
         renderer.graphs, renderer.frame_mode = graphs, "auto"
         results.append(res)
         print(f"  {label} {path_name} {size[0]}x{size[1]} {vname}: median {res.median():.3f} ms ({res.timing})",
@@ -349,14 +347,15 @@ def frame_mode(variant: str) -> str:
     return variant.split("=", 1)[1] if variant in ("frames=graph", "frames=counted") else "auto"
 
 
-def stream_pass(renderer, cams, settings) -> tuple[list[float], float, list]:
-    """One pass through `Renderer.render_stream` (one frame in flight, as `warpsplat render` does): (handover ms
-    per frame, wall frames/s, the frames' timers)."""
+def stream_pass(renderer, cams, settings, futures: list | None = None) -> tuple[list[float], float, list]:
+    """One pass through `Renderer.render_stream` (one frame in flight, as `warpsplat render` does, with each
+    frame's cameras ahead where the variant knows the path): (handover ms per frame, wall frames/s, the frames'
+    timers)."""
     from renderer.timing import handover_ms
 
     synchronize(renderer.device)
     t0 = time.perf_counter()
-    timers = [out.timer for out in renderer.render_stream(cams, settings)]
+    timers = [out.timer for out in renderer.render_stream(cams, settings, futures=futures)]
     synchronize(renderer.device)
     wall = time.perf_counter() - t0
     return handover_ms(timers), len(cams) / wall, timers
@@ -388,7 +387,7 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int,
         renderer.temporal.reset()
         timers.clear()
         if stream:
-            ms, fps, stream_timers = stream_pass(renderer, cams, settings)
+            ms, fps, stream_timers = stream_pass(renderer, cams, settings, [futures[id(c)] for c in cams])
             timers.extend(stream_timers)
             return ms, fps
         return one_by_one(frame, len(cams), device)
@@ -418,29 +417,22 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int,
     res.temporal = renderer.temporal.stats.as_dict() if is_temporal(settings) else {}
 
 
-def compare_variant(
-    res: PathResult, renderer, cams, settings, psnr_every: int, reference_images, default, every_frame: bool = False
-) -> None:
+def compare_variant(res: PathResult, renderer, cams, settings, psnr_every: int, reference_images, default) -> None:
     """The untimed pass: counts, and images against gsplat's and the default variant's on every
     `psnr_every`-th frame. Temporal variants carry state from frame to frame, so they render the whole path
-    in order and are sampled. every_frame (when a lossy temporal variant runs): the default keeps every frame,
-    and lossy temporal variants are compared on every frame, because occlusion culling's refresh frames are
-    exact, and a sampling step that is a multiple of the refresh period would see only those. Images kept for
-    later comparisons are kept in host memory."""
+    in order and are sampled. Images kept for later comparisons are kept in host memory."""
     futures = future_cameras(res, cams)
     vis, pairs, longest, removed, projected = [], [], [], [], []
     renderer.temporal.reset()
-    compare_all = every_frame and (res.variant == "default" or (is_lossy(settings) and is_temporal(settings)))
-    step = 1 if is_temporal(settings) or compare_all else psnr_every
+    step = 1 if is_temporal(settings) else psnr_every
     for i in range(0, len(cams), step):
         out = renderer.render(cams[i], settings, future=futures[id(cams[i])])
-        if i % psnr_every == 0:  # counts from the same frames for every variant, however many are compared
-            vis.append(out.stats.n_visible)
-            projected.append(out.stats.n_projected)
-            pairs.append(out.stats.n_pairs)
-            longest.append(out.stats.max_tile_pairs)
-        elif not compare_all:
+        if i % psnr_every:
             continue
+        vis.append(out.stats.n_visible)  # counts from the same frames for every variant
+        projected.append(out.stats.n_projected)
+        pairs.append(out.stats.n_pairs)
+        longest.append(out.stats.max_tile_pairs)
         img = out.image
         if i in reference_images:
             res.psnr_vs_gsplat.append(psnr(img, reference_images[i].to(img.device)))

@@ -246,12 +246,11 @@ def print_temporal(results, main_size) -> None:
     temporal = [r for r in results if r.temporal]
     if not temporal:
         return
-    print("\ntemporal reuse (second pass): window hit rate, builds, occlusion refreshes; Gaussians projected per "
-          "frame (median)")  # fmt: skip
+    print("\ntemporal reuse (second pass): window hit rate, builds; Gaussians projected per frame (median)")
     for r in temporal:
         t = r.temporal
         print(f"{label(r, main_size)} {r.variant:24} {100 * t['window_hit_rate']:5.1f}% "
-              f"{t['window_builds']:5d} {t['occlusion_refreshes']:5d} {r.projected:12,}")  # fmt: skip
+              f"{t['window_builds']:5d} {r.projected:12,}")  # fmt: skip
 
 
 def write_json(args, results, anchors, cuda, sizes, n_frames, higs) -> None:

@@ -4,6 +4,7 @@ the lossy variants whose loss it reports."""
 from __future__ import annotations
 
 import fnmatch
+import math
 
 from .cli import CliError
 
@@ -18,7 +19,8 @@ TRITON_ONLY = ("graphs=off", "frames=graph", "rasterizer=batched", "tile_schedul
 
 def variants():
     """The default settings, then each renderer switch flipped alone (ablation), then the lossy AdaGScale at
-    its default tau and the sweep (`is_lossy` marks them)."""
+    its default tau and budget, with its per-Gaussian tau alone (the rule before the frame's budget), and the
+    tau sweep (`is_lossy` marks them)."""
     from renderer import RenderSettings
 
     out = {
@@ -34,6 +36,8 @@ def variants():
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
         "tile_schedule=in-order": RenderSettings(tile_schedule="in-order"),
         "adagscale": RenderSettings(adagscale=True),
+        # the fixed per-Gaussian tau, no frame budget: what the 24M overview measured under the floor with
+        "adagscale budget=off": RenderSettings(adagscale=True, adagscale_budget=math.inf),
     }
     for tau in ADAGSCALE_SWEEP:
         out[f"adagscale tau={tau:g}"] = RenderSettings(adagscale=True, adagscale_tau=tau)
@@ -41,9 +45,6 @@ def variants():
     # (as the viewer); both render the path in order, so their quality is measured in order too
     out[f"temporal K={TEMPORAL_K} known"] = RenderSettings(temporal_window=TEMPORAL_K)
     out[f"temporal K={TEMPORAL_K} predicted"] = RenderSettings(temporal_window=TEMPORAL_K)
-    out["occlusion_cull"] = RenderSettings(occlusion_cull=True)
-    out["occlusion_cull refresh=4"] = RenderSettings(occlusion_cull=True, occlusion_refresh=4)
-    out[f"temporal K={TEMPORAL_K} known+occl"] = RenderSettings(temporal_window=TEMPORAL_K, occlusion_cull=True)
     return out
 
 
@@ -68,11 +69,11 @@ def selected_variants(patterns: str, anchors: bool = False) -> dict:
 
 
 def is_lossy(settings) -> bool:
-    return settings.adagscale or settings.occlusion_cull
+    return settings.adagscale
 
 
 def is_temporal(settings) -> bool:
-    return settings.temporal_window > 1 or settings.occlusion_cull
+    return settings.temporal_window > 1
 
 
 def knows_path(name: str) -> bool:

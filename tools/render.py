@@ -89,12 +89,11 @@ def add_parser(sub) -> None:
     p.add_argument("--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)")
     p.add_argument("--background", default="0,0,0", help="background R,G,B in [0, 1] (default 0,0,0)")
     p.add_argument("--adagscale-tau", type=float, default=None, metavar="TAU",
-                   help="AdaGScale on, with this quality knob (lossy; 0.1 is the default tau; 0 is exact)")  # fmt: skip
+                   help="AdaGScale on, with this quality knob (lossy; 0.1 is the default tau, the most a Gaussian may "
+                        "drop; dense views use less; 0 is exact)")  # fmt: skip
     p.add_argument("--temporal", type=int, default=0, metavar="K",
-                   help="temporal reuse: one cull pass per K frames from the path's known cameras (exact)")  # fmt: skip
-    p.add_argument("--occlusion-cull", type=int, default=None, metavar="REFRESH",
-                   help="bin only the Gaussians seen in the last full frame, refreshed every REFRESH frames "
-                        "(lossy; measure it with warpsplat bench)")  # fmt: skip
+                   help="temporal reuse: one cull pass per K frames from the path's known cameras (exact), used "
+                        "while it measures faster than plain frames")  # fmt: skip
     p.add_argument(
         "--backend",
         choices=("auto", "triton", "torch"),
@@ -172,12 +171,9 @@ def settings_from_args(args: argparse.Namespace):
         background=parse_background(args.background),
         adagscale=args.adagscale_tau is not None,
         temporal_window=args.temporal,
-        occlusion_cull=args.occlusion_cull is not None,
     )
     if args.adagscale_tau is not None:
         settings.adagscale_tau = args.adagscale_tau
-    if settings.occlusion_cull:
-        settings.occlusion_refresh = args.occlusion_cull
     try:
         return settings.validate()
     except ValueError as e:

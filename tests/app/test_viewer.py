@@ -3,6 +3,7 @@ window shows exactly the renderer's image, screenshots, render modes, resize and
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -167,14 +168,15 @@ def test_imgui_takes_the_mouse_over_the_overlay(viewer):
     np.testing.assert_allclose(viewer.state.camera.T_world_camera, T)
 
 
-def test_overlay_offers_every_renderer_switch(viewer):
-    """The settings panel draws with every switch on (AdaGScale shows its tau slider), and the next frame
-    renders with those settings: its pair count is AdaGScale's at tau 0.3, not the exact one, and it went
-    through temporal reuse and occlusion culling."""
+def test_overlay_offers_every_renderer_switch(viewer, monkeypatch):
+    """The settings panel draws with every switch on (AdaGScale shows its tau slider), each with its tooltip,
+    and the next frame renders with those settings: its pair count is AdaGScale's at its frame's tau (at most
+    0.3), not the exact one, and it went through temporal reuse."""
+    from app import panels
     from renderer import Renderer
 
     s = viewer.state.settings
-    s.adagscale = s.occlusion_cull = True
+    s.adagscale = True
     s.adagscale_tau = 0.3
     s.temporal_window = 8
     viewer.state.show_overlay = True
@@ -182,12 +184,17 @@ def test_overlay_offers_every_renderer_switch(viewer):
     pump(viewer)
     viewer.on_draw()
     frame = viewer._last_frame
-    # the first frame with these settings builds the window from its own camera and refreshes occlusion: so
-    # it bins what a fresh renderer with AdaGScale alone bins
+    # the first frame with these settings builds the window from its own camera: so it bins what a fresh
+    # renderer with AdaGScale alone bins at the same tau (the frame's, scaled to its Gaussians per pixel)
+    tau = frame.stats.adagscale_tau
+    assert 0 < tau <= 0.3
     fresh = Renderer(viewer.scene, device=viewer.renderer.device, backend=viewer.renderer.backend)
-    adagscale = fresh.render(frame.request.camera, RenderSettings(adagscale=True, adagscale_tau=0.3)).stats.n_pairs
+    fixed = RenderSettings(adagscale=True, adagscale_tau=tau, adagscale_budget=math.inf)
+    adagscale = fresh.render(frame.request.camera, fixed).stats.n_pairs
     exact = fresh.render(frame.request.camera, RenderSettings()).stats.n_pairs
     assert frame.stats.n_pairs == adagscale < exact
     assert viewer.renderer.temporal.stats.window_builds >= 1  # the frame went through temporal reuse
-    assert viewer.state.temporal["occlusion_refreshes"] >= 1
-    viewer.on_draw()  # the overlay now shows the temporal counters
+    tips = []
+    monkeypatch.setattr(panels.imgui, "set_item_tooltip", tips.append)
+    viewer.on_draw()  # the overlay now shows the temporal counters, and each switch row its tooltip
+    assert set(panels.SWITCH_TIPS.values()) <= set(tips), set(panels.SWITCH_TIPS.values()) - set(tips)

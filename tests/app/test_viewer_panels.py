@@ -30,6 +30,19 @@ def test_performance_panel_shows_the_render_rate_first():
     assert lines[1].startswith("window     59.9 FPS")
 
 
+def test_performance_panel_says_whether_the_temporal_window_is_in_use():
+    from app.panels import window_line
+    from renderer.temporal import TemporalStats
+
+    t = TemporalStats(window_choice="measuring").as_dict()
+    assert window_line(t) == "window     measuring: timing window frames against plain ones"
+    t = TemporalStats(window_choice="on", window_ms=1.5, plain_ms=2.0, frames=10, frames_from_window=6,
+                      window_builds=2).as_dict()  # fmt: skip
+    assert window_line(t) == "window     in use (1.50 ms a frame against 2.00 plain); 60% hits, 2 builds"
+    t = TemporalStats(window_choice="off", window_ms=2.6, plain_ms=2.0).as_dict()
+    assert window_line(t) == "window     not in use: plain frames are faster (2.60 ms a frame against 2.00 plain)"
+
+
 def test_legend_ticks_follow_the_views_colour_scales():
     from app.panels import legend_ticks
 
@@ -166,7 +179,7 @@ def test_viewer_starts_with_the_switches_that_paid_on_the_gpu():
 
     gpu, cpu = viewer_settings(cuda=True), viewer_settings(cuda=False)
     assert gpu.adagscale and gpu.adagscale_tau == RenderSettings().adagscale_tau
-    assert not (gpu.temporal_window > 1 or gpu.occlusion_cull), "measured even or under the floor: off"
+    assert not gpu.temporal_window > 1, "measured even: off"
     assert cpu == RenderSettings(), "unmeasured on a CPU: exact"
 
 

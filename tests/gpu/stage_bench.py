@@ -41,7 +41,7 @@ def frame_of(r: Renderer, cam, settings: RenderSettings) -> _Frame:
     """One frame rendered (capacities and launch configuration sized for it), its stages kept for timing."""
     r.render(cam, settings)
     r.render(cam, settings)  # with the launch configuration chosen from the first
-    src = r.temporal.source(r.scene_arrays(), r.k, r.scene_radius, cam, settings, None)
+    src = r.temporal.source(r.scene_arrays(), r.k, r.scene_radius, cam, settings, None, use_window=False)
     r._upload(cam, settings)
     f = r._frame_for(src, cam, settings)
     f.run(StageTimer(None))

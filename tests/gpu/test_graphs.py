@@ -45,6 +45,22 @@ def test_graph_survives_a_capacity_change(scene):
         assert torch.equal(graphed.render(cam).image.clone(), eager.render(cam).image)
 
 
+def test_adagscale_frames_replay_with_each_frames_tau(scene):
+    """AdaGScale's tau is the frame's (scaled to its Gaussians per pixel from the frame before's visible count),
+    read from the device: replayed frames take each frame's value and equal eager frames bit for bit."""
+    graphed = Renderer(scene, device="cuda", graphs=True)
+    eager = Renderer(scene, device="cuda", graphs=False)
+    s = RenderSettings(adagscale=True, adagscale_budget=0.05)  # binds at 320x180: 2 Gaussians per pixel
+    taus = set()
+    for cam in object_paths(scene, 320, 180, 12)["orbit"]:
+        a = graphed.render(cam, s)
+        b = eager.render(cam, s)
+        assert a.stats.adagscale_tau == b.stats.adagscale_tau < s.adagscale_tau
+        assert torch.equal(a.image.clone(), b.image)
+        taus.add(a.stats.adagscale_tau)
+    assert graphed.graph_replays >= 6 and len(taus) > 3, (graphed.graph_replays, taus)
+
+
 def test_capture_beside_a_thread_that_waits_on_events(scene):
     """As in render-to-video: while frames are captured, another thread keeps waiting on the event the render
     thread recorded after its last frame (the encoder waiting for a frame's copy). Capture must neither fail

@@ -81,6 +81,21 @@ def test_triton_matches_reference(device):
 
 
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])
+def test_tau_on_the_device_is_the_same_tau(impl, device):
+    """The renderer hands tau over as a [1] tensor on the device (read when the kernel runs, so a replayed graph
+    takes each frame's value): the outputs equal those of the same tau as a float, bit for bit, and a tensor
+    holding another tau gives other thresholds."""
+    width, height = 64, 48
+    as_float = project(impl, 1500, width, height, device, tau=0.3, grow=0.5)
+    as_float = tuple(t.clone() for t in as_float)
+    on_device = project(impl, 1500, width, height, device, tau=torch.tensor([0.3], device=device), grow=0.5)
+    live = as_float[4] > 0
+    assert torch.equal(on_device[4], as_float[4]) and torch.equal(on_device[5][live], as_float[5][live])
+    other = project(impl, 1500, width, height, device, tau=torch.tensor([0.03], device=device), grow=0.5)
+    assert (other[5][live] > on_device[5][live]).any() and int(other[4].sum()) > int(on_device[4].sum())
+
+
+@pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])
 def test_centre_tile_kept_and_only_tiles_dropped(impl, device):
     """Even at an absurd tau and a tiny s_min, the tile holding the mean stays whenever exact binning has it,
     and the shrunken pairs are a subset of the exact pairs (the ellipse at s^2 t lies inside the one at t)."""

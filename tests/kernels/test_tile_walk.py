@@ -19,6 +19,7 @@ import triton.language as tl
 
 import kernels.reference as ref
 from kernels._device import row_tile_span, tile_cols, tile_rows
+from kernels.buffers import unpack_records
 from tests.kernels.synthetic import projected
 
 DELTA = 1e-3  # px: float32 rounding of the kernels' extents (coordinates up to ~200 px) is ~1e-5 px
@@ -116,7 +117,9 @@ def footprints(width, height, tile, device):
     image's edges): (means2d, conic_opacity, t)."""
     parts = []
     for seed, grow in ((0, 0.0), (1, 1.0), (2, 2.5)):
-        means2d, co, _, _, tt, bin_t = projected(700, width, height, device, seed=seed, tile=tile)
+        records, _, tt, bin_t = projected(700, width, height, device, seed=seed, tile=tile)
+        means2d, conics, opacities, _ = unpack_records(records)
+        co = torch.cat([conics, opacities[:, None]], 1)
         if grow:  # the same ellipses, scaled: Q / s^2 <= t
             co = co.clone()
             co[:, :3] /= np.exp(grow)

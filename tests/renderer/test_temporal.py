@@ -1,5 +1,8 @@
-"""Temporal reuse in the pipeline: exact where it is conservative (bit-equal images), refreshed on jumps and
-setting changes (never a stale frame), lossy parts bounded where the camera does not move."""
+"""Temporal reuse in the pipeline: exact where it is conservative (bit-equal images), rebuilt on jumps and
+setting changes (never a stale frame), and used only where it measured faster than plain frames.
+
+The window's own tests take the measured choice out of the way (`window_always`); the choice's tests inject the
+timings (`timed`), since speed is measured, never asserted."""
 
 import math
 
@@ -10,8 +13,10 @@ import torch
 from renderer import Camera, Renderer, RenderSettings, look_at_pose
 from renderer.paths import scene_frame
 from renderer.temporal import predict_poses
+from renderer.window_choice import PLAIN_SAMPLES, TRIAL_HITS, WindowChoice
 from scenes import load_scene
 from scenes.bundled import bundled_scene_path
+from tests.renderer.test_window_choice import FakeTimer
 
 W, H = 64, 48
 
@@ -21,20 +26,27 @@ def plant():
     return load_scene(bundled_scene_path())
 
 
-@pytest.fixture(scope="module")
-def small_plant(plant):
-    """Every 8th Gaussian of the plant: the Triton interpreter's cost grows with N."""
-    return plant.subset(torch.arange(0, len(plant), 8))
+@pytest.fixture
+def window_always(monkeypatch):
+    """Every frame that asks for a window gets one, whatever was measured: for testing the window itself."""
+    monkeypatch.setattr(WindowChoice, "wants_window", lambda self, *args: True)
+
+
+def timed(monkeypatch, renderer, costs):
+    """The renderer's frames report these times (ms by kind: "build", "hit", "plain") to its window choice."""
+    cache = renderer.temporal
+    real = cache.record
+    monkeypatch.setattr(cache, "record", lambda timer, steady: real(FakeTimer(costs[cache.last_use]), steady))
 
 
 @pytest.fixture(scope="module")
 def sparse_plant(plant):
-    """Every 64th Gaussian: for 14 frames under the interpreter (the occlusion test needs small_plant's density)."""
+    """Every 64th Gaussian: for 14 frames under the interpreter."""
     return plant.subset(torch.arange(0, len(plant), 64))
 
 
-def scene_for(backend, plant, small_plant):
-    return plant if backend == "torch" else small_plant
+def scene_for(backend, plant, sparse_plant):
+    return plant if backend == "torch" else sparse_plant
 
 
 def inside_path(scene, n, *, start_deg=0.0, step_deg=6.0, radius=0.35):
@@ -58,11 +70,11 @@ def exact_images(scene, cams, backend, settings=None):
 
 
 @pytest.mark.parametrize("backend", ["torch", "triton"])
-def test_known_camera_window_is_bit_exact(plant, sparse_plant, backend):
+def test_known_camera_window_is_bit_exact(plant, sparse_plant, backend, window_always):
     plant = scene_for(backend, plant, sparse_plant)
     cams = inside_path(plant, 7)
     want = exact_images(plant, cams, backend)
-    r = Renderer(plant, backend=backend, graphs=False)  # with graphs (a GPU) a small scene declines its window
+    r = Renderer(plant, backend=backend, graphs=False)
     s = RenderSettings(temporal_window=3)
     sources = []
     for i, cam in enumerate(cams):
@@ -74,7 +86,7 @@ def test_known_camera_window_is_bit_exact(plant, sparse_plant, backend):
     assert max(sources) < len(plant) * 0.9  # the window's set is a real subset
 
 
-def test_jump_outside_the_window_rebuilds_and_stays_exact(plant):
+def test_jump_outside_the_window_rebuilds_and_stays_exact(plant, window_always):
     cams = inside_path(plant, 4)
     far = inside_path(plant, 1, start_deg=180.0)[0]
     r = Renderer(plant, backend="torch")
@@ -87,7 +99,7 @@ def test_jump_outside_the_window_rebuilds_and_stays_exact(plant):
     assert torch.equal(out.image, exact_images(plant, [far], "torch")[0])
 
 
-def test_predicted_window_follows_steady_motion_and_rebuilds_on_a_jump(plant):
+def test_predicted_window_follows_steady_motion_and_rebuilds_on_a_jump(plant, window_always):
     cams = inside_path(plant, 6, step_deg=0.2)  # small steady steps, as in the viewer
     far = inside_path(plant, 1, start_deg=120.0)[0]
     want = exact_images(plant, cams + [far], "torch")
@@ -101,7 +113,7 @@ def test_predicted_window_follows_steady_motion_and_rebuilds_on_a_jump(plant):
     assert r.temporal.stats.window_builds == builds + 1
 
 
-def test_settings_change_rebuilds_the_window(plant):
+def test_settings_change_rebuilds_the_window(plant, window_always):
     cams = inside_path(plant, 3)
     r = Renderer(plant, backend="torch")
     r.render(cams[0], RenderSettings(temporal_window=3), future=cams[1:])
@@ -126,40 +138,6 @@ def test_unchanged_view_is_reused_and_any_change_renders(plant):
     assert off.render(cam).stats.source == "full"  # off by default: a benchmark times every frame
 
 
-@pytest.mark.parametrize("backend", ["torch", "triton"])
-def test_occlusion_cull_is_exact_for_an_unmoved_camera(plant, small_plant, backend):
-    """The marks are every Gaussian that blends or stops a pixel, so dropping the rest changes nothing."""
-    plant = scene_for(backend, plant, small_plant)
-    cam = inside_path(plant, 1)[0]
-    r = Renderer(plant, backend=backend, graphs=False)  # with graphs (a GPU) a small scene declines occlusion
-    s = RenderSettings(occlusion_cull=True, occlusion_refresh=4)
-    first = r.render(cam, s)
-    full_pairs, img = first.stats.n_pairs, first.image.clone()
-    second = r.render(cam, s)
-    assert r.temporal.stats.occlusion_refreshes == 1
-    assert r.temporal.stats.gaussians_skipped > 0 and second.stats.n_pairs < full_pairs
-    # the same Gaussians blend in the same order; only the grouping of float sums (the batched forms sum a
-    # batch at once, and dropping members regroups them) may differ
-    assert torch.allclose(second.image, img, atol=1e-5, rtol=0)
-
-
-def test_occlusion_refreshes_on_schedule_and_after_jumps(plant):
-    cams = inside_path(plant, 5, step_deg=0.05)
-    far = inside_path(plant, 1, start_deg=200.0)[0]
-    r = Renderer(plant, backend="torch")
-    s = RenderSettings(occlusion_cull=True, occlusion_refresh=3)
-    for cam in cams:
-        r.render(cam, s)
-    assert r.temporal.stats.occlusion_refreshes == 2  # frames 0 and 3
-    out = r.render(far, s)  # far beyond occlusion_max_angle_deg: refreshed at once, so exact
-    assert r.temporal.stats.occlusion_refreshes == 3
-    assert torch.equal(out.image, exact_images(plant, [far], "torch")[0])
-    s2 = RenderSettings(occlusion_cull=True, occlusion_refresh=3, scale_modifier=0.7)
-    out = r.render(far, s2)  # a setting changed: a refresh, never the previous settings' live set
-    assert r.temporal.stats.occlusion_refreshes == 4
-    assert torch.equal(out.image, exact_images(plant, [far], "torch", RenderSettings(scale_modifier=0.7))[0])
-
-
 def test_predict_poses_repeats_the_last_motion():
     p0 = look_at_pose((0, 0, -4), (0, 0, 0), (0, -1, 0))
     p1 = look_at_pose((0.1, 0, -4), (0.1, 0, 0), (0, -1, 0))
@@ -170,66 +148,63 @@ def test_predict_poses_repeats_the_last_motion():
 
 @pytest.mark.parametrize(
     "field,value",
-    [("temporal_window", -1), ("temporal_margin", 4.0), ("temporal_guard", -1.0), ("occlusion_refresh", 0)],
+    [("temporal_window", -1), ("temporal_margin", 4.0), ("temporal_guard", -1.0)],
 )
 def test_bad_temporal_settings_are_refused(field, value):
     with pytest.raises(ValueError, match=field):
         RenderSettings(**{field: value}).validate()
 
 
-def test_occlusion_skips_only_binned_gaussians_that_marked_nothing(plant):
-    """After a refresh frame the live set is: marked, or not binned at all (outside the view now, they may enter
-    it next frame). What is skipped was binned and hidden: so panning never loses content entering the view."""
-    cam = inside_path(plant, 1)[0]
-    r = Renderer(plant, backend="torch")
-    out = r.render(cam, RenderSettings(occlusion_cull=True))
-    tiles_touched = out.tiles_touched
-    live = r.temporal.live.bool()
-    assert live[tiles_touched == 0].all()
-    skipped = ~live
-    assert int(skipped.sum()) > 0 and (tiles_touched[skipped] > 0).all()
-
-
-def test_reuse_is_declined_where_whole_scene_graphs_are_faster():
-    """Below COUNTED_FROM the whole scene's frames replay as CUDA graphs, which a window's or occlusion's frames
-    cannot: there temporal reuse is not worth it. Counted frames (large scenes) and renderers without graphs
-    keep it."""
-    from renderer.pipeline import COUNTED_FROM, reuse_pays
-
-    assert not reuse_pays(True, COUNTED_FROM - 1, "auto")
-    assert not reuse_pays(True, 10 * COUNTED_FROM, "graph")
-    assert reuse_pays(True, COUNTED_FROM, "auto") and reuse_pays(True, 1000, "counted")
-    assert reuse_pays(False, 1000, "auto"), "without graphs (a CPU) a window can still pay"
-
-
-@pytest.mark.parametrize("settings", [RenderSettings(temporal_window=4), RenderSettings(occlusion_cull=True),
-                                      RenderSettings(temporal_window=4, occlusion_cull=True)], ids=str)  # fmt: skip
-def test_declined_reuse_renders_the_whole_scene_exactly(plant, settings):
-    """Declined reuse: the whole scene is projected with no occlusion mask, the image is exact, and the
-    counters say which part was declined."""
-    from renderer.temporal import TemporalCache
-    from renderer.workspace import Workspace
-
-    cams = inside_path(plant, 3)
-    r = Renderer(plant, backend="torch")
-    s = settings
-    cache = TemporalCache(Workspace("cpu"))
-    for cam in cams[:2]:
-        src = cache.source(r.scene_arrays(), r.k, r.scene_radius, cam, s, cams[1:], reuse_pays=False)
-        assert src.kind == "full" and src.n == len(plant) and cache.window is None
-        assert src.live is None and src.marks is None
-    assert cache.stats.frames_window_declined == (2 if s.temporal_window > 1 else 0)
-    assert cache.stats.frames_occlusion_declined == (2 if s.occlusion_cull else 0)
-    assert cache.stats.window_builds == 0 and cache.stats.occlusion_refreshes == 0
+@pytest.mark.parametrize("window_faster", [True, False], ids=["window-faster", "plain-faster"])
+def test_the_renderer_keeps_the_side_that_measured_faster(plant, monkeypatch, window_faster):
+    """A window of 4 with the path's cameras known: the first frames time a window (a build, then the frames it
+    serves) and plain frames, then the renderer keeps the faster (here by injected times: 1.5 ms a window frame,
+    or 2.6, against 2 ms plain), and every frame is the exact one either way."""
+    cams = inside_path(plant, 12)
     want = exact_images(plant, cams, "torch")
-    r.render(cams[0], s, future=cams[1:])  # on a CPU (no graphs) the renderer keeps its reuse
-    assert r.temporal.stats.frames_window_declined == 0 and r.temporal.stats.frames_occlusion_declined == 0
-    assert r.temporal.stats.window_builds + r.temporal.stats.occlusion_refreshes >= 1
-    if not s.occlusion_cull:  # a window is exact with the path's cameras known
-        assert torch.equal(r.render(cams[1], s, future=cams[2:]).image, want[1])
+    r = Renderer(plant, backend="torch")
+    timed(monkeypatch, r, {"build": 3.0, "hit": 1.0 if window_faster else 2.5, "plain": 2.0})
+    s = RenderSettings(temporal_window=4)
+    kinds, projected = [], []
+    for i, cam in enumerate(cams):
+        out = r.render(cam, s, future=cams[i + 1 :])
+        assert torch.equal(out.image, want[i]), f"frame {i}"
+        kinds.append(r.temporal.last_use)
+        projected.append(out.stats.n_projected)
+    trial = 1 + TRIAL_HITS + PLAIN_SAMPLES
+    assert kinds[:trial] == ["build"] + ["hit"] * TRIAL_HITS + ["plain"] * PLAIN_SAMPLES
+    st = r.temporal.stats
+    assert st.plain_ms == 2.0
+    if window_faster:
+        assert kinds[trial:] == ["build", "hit", "hit", "hit", "build", "hit"]
+        assert st.window_choice == "on" and st.window_ms == pytest.approx((3.0 + 3 * 1.0) / 4)
+        assert max(projected[trial:]) < 0.9 * len(plant)
+    else:
+        assert kinds[trial:] == ["plain"] * (len(cams) - trial) and st.window_choice == "off"
+        assert projected[trial:] == [len(plant)] * (len(cams) - trial)
+    assert st.frames_window_declined == kinds.count("plain")
 
 
-def test_window_keeping_nearly_everything_projects_the_scene_uncopied(plant):
+def test_a_stream_renders_window_frames_one_by_one_between_plain_ones(plant, monkeypatch):
+    """`render_stream` keeps plain frames in flight and renders the frames a window serves one by one, after
+    handing over the frame in flight: the frames are the exact ones, in order, whichever the choice."""
+    cams = inside_path(plant, 10)
+    want = exact_images(plant, cams, "torch")
+    r = Renderer(plant, backend="torch")
+    assert r.streams(RenderSettings(temporal_window=4))
+    timed(monkeypatch, r, {"build": 3.0, "hit": 1.0, "plain": 2.0})
+    futures = [cams[i + 1 : i + 4] for i in range(len(cams))]
+    sources = []
+    for i, out in enumerate(r.render_stream(cams, RenderSettings(temporal_window=4), futures=futures)):
+        assert torch.equal(out.image, want[i]), f"frame {i}"
+        sources.append(out.stats.source)
+    trial = 1 + TRIAL_HITS + PLAIN_SAMPLES
+    assert sources[:trial] == ["window"] * (1 + TRIAL_HITS) + ["full"] * PLAIN_SAMPLES
+    assert sources[trial:] == ["window"] * (len(cams) - trial)
+    assert r.temporal.stats.window_choice == "on"
+
+
+def test_window_keeping_nearly_everything_projects_the_scene_uncopied(plant, window_always):
     """An orbit that sees the whole plant: the window's cull keeps more than WINDOW_KEEPS_AT_MOST of it, so its
     frames project the renderer's own arrays (no copy), and stay exact."""
     from renderer.paths import orbit_path

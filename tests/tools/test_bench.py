@@ -59,27 +59,27 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
 
 
 def test_bench_selects_paths_and_variants(tmp_path, scene_path):
-    """--scenes none --paths flyover --variants 'occlusion*': only those rows (and the default, the reference)."""
+    """--scenes none --paths flyover --variants 'adagscale tau=*': only those rows (and the default, the reference)."""
     out = tmp_path / "bench.json"
     scenes_dir = scene_path("lastchance.splat").parent
     rc = main([
         "bench", "--scenes", "none", "--scenes-dir", str(scenes_dir), "--size", "24x16", "--frames", "4",
-        "--warmup", "0", "--composites", "8k", "--paths", "flyover", "--variants", "occlusion*,temporal K=8 known",
+        "--warmup", "0", "--composites", "8k", "--paths", "flyover", "--variants", "adagscale tau=*,temporal K=8 known",
         "--cache-dir", str(tmp_path / "cache"), "--backend", "torch", "--json", str(out), "--psnr-every", "2",
     ])  # fmt: skip
     assert rc == 0
     paths = json.loads(out.read_text())["paths"]
     rows = {(p["path"], p["variant"]) for p in paths}
-    assert rows == {("flyover", "default"), ("flyover", "occlusion_cull"), ("flyover", "occlusion_cull refresh=4"),
-                    ("flyover", "temporal K=8 known")}  # fmt: skip
+    assert rows == {("flyover", "default"), ("flyover", "adagscale tau=0.3"), ("flyover", "adagscale tau=1"),
+                    ("flyover", "adagscale tau=3"), ("flyover", "temporal K=8 known")}  # fmt: skip
     # the counts come from the same frames in every row: an exact window's equal the default's
     default, known = (next(p for p in paths if p["variant"] == v) for v in ("default", "temporal K=8 known"))
     assert (known["visible"], known["pairs"]) == (default["visible"], default["pairs"])
-    # occlusion culling refreshes every 2nd frame, and refresh frames are exact: a lossy temporal variant is
-    # compared on every frame, not on every --psnr-every-th one (which would see only the refresh frames)
+    # every row is compared on the same sampled frames (every 2nd of 4), the temporal one too, though it renders
+    # every frame in order
     for p in paths:
-        if p["variant"].startswith("occlusion"):
-            assert len(p["psnr_vs_default"]) == 4, (p["variant"], p["psnr_vs_default"])
+        if p["variant"] != "default":
+            assert len(p["psnr_vs_default"]) == 2, (p["variant"], p["psnr_vs_default"])
     assert main(["bench", "--variants", "nothing-like-this", "--scenes", "none", "--composites", "none"]) == 2
 
 

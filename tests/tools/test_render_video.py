@@ -287,10 +287,9 @@ def rendered(monkeypatch):
     [
         (["--adagscale-tau", "0.5"], {"adagscale": True, "adagscale_tau": 0.5}),
         (["--temporal", "3"], {"temporal_window": 3}),
-        (["--occlusion-cull", "4"], {"occlusion_cull": True, "occlusion_refresh": 4}),
         (["--background", "0,0.5,1"], {"background": (0.0, 0.5, 1.0)}),
     ],
-    ids=["adagscale", "temporal", "occlusion", "background"],
+    ids=["adagscale", "temporal", "background"],
 )
 def test_render_switches_reach_the_renderer(tmp_path, small_scene, rendered, flags, want):
     out = tmp_path / "x.png"
@@ -306,16 +305,26 @@ def test_bad_switch_values_are_one_line_errors(small_scene, tmp_path, capsys):
         assert err.count("\n") == 1 and err.startswith("warpsplat render: error:"), err
 
 
-def test_temporal_reuse_renders_the_same_frames(small_scene, tmp_path, rendered):
-    """--temporal K gives the renderer the path's next K - 1 cameras with each frame, and the frames are those
-    of the exact render, bit for bit (PNG frames, lossless); --occlusion-cull renders too."""
+def test_temporal_reuse_renders_the_same_frames(small_scene, tmp_path, monkeypatch):
+    """--temporal K gives the renderer the path's next K - 1 cameras with each frame (whether a window or a plain
+    frame serves it, as measured), and the frames are those of the exact render, bit for bit (PNG frames,
+    lossless)."""
+    from renderer.temporal import TemporalCache
+
     common = [small_scene, "--path", "flythrough", "--frames", 6, "--size", f"{W}x{H}"]
     assert render(*common, "--out", tmp_path / "exact") == 0
-    rendered.clear()
+    given = []  # (camera, future) of every frame, as the temporal cache sees them
+    real = TemporalCache.source
+
+    def spy(self, scene, kernels, radius, camera, settings, future, **kwargs):
+        given.append((camera, future))
+        return real(self, scene, kernels, radius, camera, settings, future, **kwargs)
+
+    monkeypatch.setattr(TemporalCache, "source", spy)
     assert render(*common, "--out", tmp_path / "window", "--temporal", 3) == 0
-    poses = [camera.T_world_camera.tolist() for camera, _, _ in rendered]
+    poses = [camera.T_world_camera.tolist() for camera, _ in given]
     assert len(poses) == 6
-    for i, (_, _, future) in enumerate(rendered):
+    for i, (_, future) in enumerate(given):
         assert [c.T_world_camera.tolist() for c in future or []] == poses[i + 1 : i + 3]
     names = sorted(n for n in os.listdir(tmp_path / "exact") if n.endswith(".png"))
     assert len(names) == 6
@@ -323,8 +332,6 @@ def test_temporal_reuse_renders_the_same_frames(small_scene, tmp_path, rendered)
         a = np.asarray(Image.open(tmp_path / "exact" / name))
         b = np.asarray(Image.open(tmp_path / "window" / name))
         np.testing.assert_array_equal(a, b)
-    assert render(*common, "--out", tmp_path / "occl", "--occlusion-cull", 4) == 0
-    assert len([n for n in os.listdir(tmp_path / "occl") if n.endswith(".png")]) == 6
 
 
 def test_depth_video_decodes_to_the_renderers_depth(small_scene, renderer, tmp_path):

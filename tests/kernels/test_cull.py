@@ -1,5 +1,5 @@
-"""Temporal reuse's kernel parts: the window cull and project's live mask, each against its torch twin, plus the
-properties the renderer relies on."""
+"""Temporal reuse's kernel part: the window cull against its torch twin, plus the properties the renderer
+relies on."""
 
 import pytest
 import torch
@@ -55,19 +55,3 @@ def test_guard_keeps_gaussians_near_the_camera(device):
     near &= opac >= 1 / 255
     keep = kernels.cull_window(means, covars, opac, packed, 64, 48, guard=1.5).bool()
     assert int(near.sum()) > 0 and not (near & ~keep).any()
-
-
-@pytest.mark.parametrize("impl", ["triton", "torch"])
-def test_project_live_mask_culls_exactly_the_masked_rows(impl, device):
-    k = kernels if impl == "triton" else ref
-    means, covars, opac, sh = gaussians(1500, sh_degree=1, seed=6, device=device)
-    cam = camera(64, 48).packed(device)
-    live = (torch.rand(1500, generator=torch.Generator().manual_seed(0)) < 0.6).to(torch.int8).to(device)
-    full = k.project_gaussians(means, covars, opac, sh, cam, 64, 48, sh_degree=1)
-    full = tuple(t.clone() for t in full)
-    part = k.project_gaussians(means, covars, opac, sh, cam, 64, 48, sh_degree=1, live=live)
-    assert torch.equal(part[2], full[2] * live.to(torch.int32))
-    rows = part[2] > 0
-    assert int(rows.sum()) > 100
-    for a, b in zip(full, part):
-        assert torch.equal(a[rows], b[rows])

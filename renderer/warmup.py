@@ -105,7 +105,7 @@ def warm_up(
     the frame before it, whatever that one's settings (another tile size). `progress(done, total)` after each
     (size, settings) pair. `force`: run where nothing compiles too (tests check what it runs). Safe to call from
     another thread while `renderer` renders."""
-    from .pipeline import LaunchConfig, Renderer, reuse_pays
+    from .pipeline import LaunchConfig, Renderer
 
     report = WarmUpReport()
     if not (force or needs_warm_up(renderer)):
@@ -115,7 +115,6 @@ def warm_up(
     configured = settings + [s for s in previous if s not in settings]
     k = renderer.sh.shape[1]
     route = "counted" if renderer.counted() else "graph"
-    windows = not reuse_pays(renderer.graphs, renderer.n, renderer.frame_mode)
     warmers = []
     for n in (SMALL_SCENE, LARGE_SCENE):
         w = Renderer(synthetic_scene(n, k), device=renderer.device, backend=renderer.backend, graphs=False)
@@ -133,9 +132,8 @@ def warm_up(
             for s in configured:
                 tile = s.tile_size
                 tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
-                configs |= set(
-                    LaunchConfig.reachable(renderer.n, tiles, tile, windows=windows and s.temporal_window > 1)
-                )
+                # any scene may take a window (renderer/window_choice.py), whose frames project fewer Gaussians
+                configs |= set(LaunchConfig.reachable(renderer.n, tiles, tile, windows=s.temporal_window > 1))
             configs = sorted(configs, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols))
             for s in settings:
                 for config in configs:

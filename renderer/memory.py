@@ -185,6 +185,8 @@ def free_bytes(device: torch.device | str) -> int | None:
     MemAvailable on the CPU (None where unknown)."""
     device = torch.device(device)
     if device.type == "cuda":
+        if device.index is None:  # torch's per-process fraction wants an index ("cuda" alone raises ValueError)
+            device = torch.device("cuda", torch.cuda.current_device())
         free, total = torch.cuda.mem_get_info(device)
         try:
             fraction = torch.cuda.get_per_process_memory_fraction(device)

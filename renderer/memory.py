@@ -21,7 +21,7 @@ visible Gaussians, kb bytes a tile key: 2 up to 32,767 tiles, else 4; the names 
 |           | on the capacity route also sorted_depths 4, ordered_counts 4, and the pair       |  (+ 8 N             |
 |           | buffers: keys kb, ids 4, sorted keys kb, permutation 8, sorted ids 4 a slot       |   + (12 + 2 kb) C)  |
 | transient | a frame's largest temporaries: see `transient_bytes`                             |                     |
-| graphs    | captured graphs share one pool, which keeps one frame's sort scratch reserved    | = the sorts' scratch|
+| graphs    | a captured graph's own pool keeps a frame's sort scratch reserved, one per slot  | S x the sorts' scratch|
 | reference | the torch reference pipeline's temporaries (CPU only; measured at 1M Gaussians)  | 250 N               |
 
 S, the slots: 2 on the capacity route (`render_stream` keeps a frame in flight), 1 for counted frames (scenes of
@@ -175,7 +175,7 @@ def estimate_bytes(
         prepared=28 * n,
         workspace=workspace_bytes(n, capacity, w, h, tile_size, slots=slots, counted=counted),
         transient=transient,
-        graphs=transient if cuda and not counted else 0,
+        graphs=slots * transient if cuda and not counted else 0,  # a graph per slot, each with its pool
         reference=0 if cuda else REFERENCE_PER_GAUSSIAN * n,
     )
 
@@ -186,7 +186,7 @@ def free_bytes(device: torch.device | str) -> int | None:
     device = torch.device(device)
     if device.type == "cuda":
         if device.index is None:  # torch's per-process fraction wants an index ("cuda" alone raises ValueError)
-            device = torch.device("cuda", torch.cuda.current_device())
+            device = torch.device("cuda", torch.cuda.current_device() if torch.cuda.is_available() else 0)
         free, total = torch.cuda.mem_get_info(device)
         try:
             fraction = torch.cuda.get_per_process_memory_fraction(device)

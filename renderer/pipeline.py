@@ -369,7 +369,6 @@ class Renderer:
         self._kind_run = 0  # frames in a row of that kind, in either slot
         self.graph_replays = 0
         self.rebins = 0  # frames binned again because their pairs did not fit the capacity
-        self._graph_pool = None  # one memory pool for every captured graph's temporaries (`_capture`)
         self._capture_stream: torch.cuda.Stream | None = None
         # per slot: the camera and background reach the device through one pinned staging copy per frame, and
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
@@ -678,18 +677,18 @@ class Renderer:
         the allocator's caches (device and pinned host) on every capture: a stall of the frame in flight, and
         cudaMalloc calls again for the frames after. Neither is needed here. Every operation of the frame has
         run before the capture: the kind's earlier frames of the run ran eagerly (CAPTURE_AFTER >= 2), and the
-        renderer's warm-up compiled its kernels (renderer/warmup.py). Every graph allocates its temporaries (the
-        sorts' scratch) from one shared pool: they die inside the frame, and the graphs replay one at a time on
-        one stream, so one pool's worth serves them all, where a pool per graph kept one per graph reserved."""
+        renderer's warm-up compiled its kernels (renderer/warmup.py). Each graph has a memory pool of its own for
+        its temporaries (the sorts' scratch): one pool shared by every graph, through a handle the renderer kept,
+        failed torch's allocator on the H200 once the graphs that used it had been dropped ("use_count > 0"
+        asserted at the next capture: BENCHMARKS.md, section 15), and every frame then ran without graphs."""
         untimed = StageTimer(None)
-        if self._graph_pool is None:
-            self._graph_pool = torch.cuda.graph_pool_handle()
+        if self._capture_stream is None:
             self._capture_stream = torch.cuda.Stream(self.device)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.stream(self._capture_stream):
             # thread_local: other threads may keep using CUDA while this one captures (render-to-video's encoder
             # thread waits on its frames' copy events; the default, "global", made that an error mid-capture)
-            graph.capture_begin(pool=self._graph_pool, capture_error_mode="thread_local")
+            graph.capture_begin(capture_error_mode="thread_local")
             try:
                 f.run(untimed)
             finally:

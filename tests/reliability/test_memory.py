@@ -32,7 +32,7 @@ def test_estimate_terms():
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
     per_slot = 56 * n + 20 * w * h + 4 * tiles + 16
     assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + 20 * capacity
-    assert cuda.transient == max(20 * n, 18 * capacity) == cuda.graphs and cpu.graphs == 0
+    assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
     assert cpu.reference == 250 * n and cuda.reference == 0
     counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each

@@ -93,10 +93,13 @@ def draw(window) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out-dir", default=os.path.join(REPO, "docs"), help="folder for the pictures (default docs/)")
-    parser.add_argument("pictures", nargs="*", choices=("plant", "viewer"), help="which to make (default both)")
+    parser.add_argument("pictures", nargs="*", metavar="{plant,viewer}", help="which to make (default both)")
     parser.add_argument("--bench", metavar="JSON", nargs="+",
                         help="draw only the bench picture, from these bench JSONs (one run's calls)")  # fmt: skip
     args = parser.parse_args()
+    unknown = sorted(set(args.pictures) - {"plant", "viewer"})  # argparse's choices reject an empty `*` on 3.11
+    if unknown:
+        parser.error(f"unknown picture {unknown[0]!r}: plant or viewer")
     if args.bench:
         make_bench(args.bench, os.path.join(args.out_dir, "bench_fast_core.png"))
         return 0

@@ -198,7 +198,9 @@ def extreme(field: str, value: float) -> GaussianScene:
 EXTREMES = {
     "tiny-scale": lambda: extreme("log_scales", -100.0),  # exp underflows to a subnormal / zero: a point
     "huge-scale": lambda: extreme("log_scales", 15.0),  # 3.3e6 units: covers the whole view
-    "absurd-scale": lambda: extreme("log_scales", 88.0),  # exp(88) ~ 1.7e38: the covariance overflows
+    # exp(44) ~ 1.3e19, its square 1.7e38: about the largest log-scale whose float32 covariance stays finite
+    # (scenes/gaussians.py MAX_LOG_SCALE, 44.36; above it a Gaussian is dropped at load)
+    "absurd-scale": lambda: extreme("log_scales", 44.0),
     "huge-quat": lambda: extreme("quats", 1e18),  # |q|^2 = 4e36: still normalisable
     "tiny-quat": lambda: extreme("quats", 1e-15),  # |q|^2 = 4e-30: normalisable
     "far-mean": lambda: extreme("means", 1e18),  # |p|^2 = 3e36: the largest positions kept

@@ -118,13 +118,13 @@ def test_torchs_allocator_running_out_is_one_line_and_other_runtime_errors_are_n
     process's own limit is named. A RuntimeError that is not about memory stays a traceback (a bug to report)."""
     import resource
 
-    import tools.common
+    import scenes
 
     def alloc_fails(path):
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you "
                            "tried to allocate 805306368 bytes. Error code 12 (Cannot allocate memory)")  # fmt: skip
 
-    monkeypatch.setattr(tools.common, "load_scene", alloc_fails)
+    monkeypatch.setattr(scenes, "load_scene", alloc_fails)  # tools.common imports it when a command runs
     monkeypatch.setattr(resource, "getrlimit", lambda r: (3 << 30, -1) if r == resource.RLIMIT_AS else (-1, -1))
     monkeypatch.setattr(resource, "RLIM_INFINITY", -1)
     (tmp_path / "big.ply").write_bytes(b"ply\n")
@@ -135,7 +135,7 @@ def test_torchs_allocator_running_out_is_one_line_and_other_runtime_errors_are_n
     def bug(path):
         raise RuntimeError("shape mismatch")
 
-    monkeypatch.setattr(tools.common, "load_scene", bug)
+    monkeypatch.setattr(scenes, "load_scene", bug)
     with pytest.raises(RuntimeError, match="shape mismatch"):
         run_cli("info", tmp_path / "big.ply")
 

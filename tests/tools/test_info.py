@@ -32,25 +32,26 @@ def test_info_on_a_corrupt_file_is_one_line(tmp_path, capsys):
 
 
 def test_info_on_extreme_values_prints_no_nan_and_no_numpy_warnings(tmp_path, capsys):
-    """Values at the edge of float32 that are kept (a log-scale of 88, positions of +-1e18, opacities of exactly
-    0 and 1), next to ones that are dropped: statistics stay finite, and numpy says nothing."""
+    """Values at the edge of float32 that are kept (a log-scale of 44, whose covariance is about the largest a
+    float32 holds, positions of +-1e18, opacities of exactly 0 and 1), next to one that is dropped (a log-scale
+    of 89): statistics stay finite, and numpy says nothing."""
     import warnings
 
     from scenes.ply import write_ply
     from tests.reliability.hostile import cloud
 
     scene = cloud(64)
-    scene.log_scales[0] = 88.0
+    scene.log_scales[0] = 44.0
     scene.means[1], scene.means[2] = 1e18, -1e18
     scene.opacity_logits[3], scene.opacity_logits[4] = float("inf"), float("-inf")
-    scene.log_scales[5, 1] = 89.0  # exp overflows: dropped, counted
+    scene.log_scales[5, 1] = 89.0  # its covariance (and exp itself) overflows: dropped, counted
     write_ply(scene, tmp_path / "edge.ply")
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         assert main(["info", str(tmp_path / "edge.ply")]) == 0
     captured = capsys.readouterr()
     assert "nan" not in captured.out and "inf" not in captured.out, captured.out
-    assert "gaussians:     63" in captured.out and "max 1.65e+38" in captured.out
+    assert "gaussians:     63" in captured.out and "max 1.29e+19" in captured.out  # exp(44)
     assert captured.err.count("\n") == 1 and "dropped 1 of 64" in captured.err
 
 

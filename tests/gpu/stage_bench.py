@@ -28,10 +28,9 @@ from tools.bench_paths import COMPOSITE_INPUTS, build_composite, composite_paths
 from tools.metrics import psnr
 
 DEVICE = "cuda"
-# (tile size, warps per program, Gaussians per loop step, prefetch depth) of the scalar loop
-CONFIGS = [(8, w, u, p) for w in (1, 2, 4) for u in (4, 8, 16) for p in (False, True)] + [
-    (16, w, u, p) for w in (4, 8) for u in (8, 16) for p in (False, True)
-]
+# (tile size, warps per program, Gaussians per loop step) of the scalar loop; a tile's pixels fill the warps (at
+# 8 px: one warp holds two pixels a lane, two warps one)
+CONFIGS = [(8, w, u) for w in (1, 2) for u in (4, 8, 16, 32)] + [(16, w, u) for w in (4, 8) for u in (8, 16, 32)]
 CAP = 128  # a diagnostic: the rasterizer on lists cut to this length (not the image), to see the longest lists' share
 BIN_CONFIGS = [(128, 4), (64, 8), (32, 16), (32, 4), (128, 16), (16, 16)]  # (Gaussians per program, tiles per step)
 PROJECT_BLOCKS = [32, 64, 128, 256]
@@ -89,13 +88,13 @@ def measure(r: Renderer, cam, sweep: bool = True) -> dict:
             f.bin()
         f.rasterize()
         reference = f.rgb.clone()
-        for t, warps, step, pf in CONFIGS:
+        for t, warps, step in CONFIGS:
             if t != tile:
                 continue
-            f.rasterize(num_warps=warps, step=step, prefetch=pf)
-            assert psnr(f.rgb, reference) > 100.0, (t, warps, step, pf)
-            row[f"raster_{tile}px_{warps}w_{step}u{'_prefetch' if pf else ''}"] = bench(
-                lambda f=f, w=warps, s=step, p=pf: f.rasterize(num_warps=w, step=s, prefetch=p)
+            f.rasterize(num_warps=warps, step=step)
+            assert psnr(f.rgb, reference) > 100.0, (t, warps, step)
+            row[f"raster_{tile}px_{warps}w_{step}u"] = bench(
+                lambda f=f, w=warps, s=step: f.rasterize(num_warps=w, step=s)
             )
         full = f.ranges.clone()
         f.ranges[:, 1] = torch.minimum(full[:, 1], full[:, 0] + CAP)

@@ -246,11 +246,15 @@ def print_temporal(results, main_size) -> None:
     temporal = [r for r in results if r.temporal]
     if not temporal:
         return
-    print("\ntemporal reuse (second pass): window hit rate, builds; Gaussians projected per frame (median)")
+    print("\ntemporal reuse (second pass): the window's measured choice (renderer/window_choice.py) and the costs "
+          "behind it (ms a frame, window against plain), frames that asked for a window and ran plain, window hit "
+          "rate, builds; Gaussians projected per frame (median)")  # fmt: skip
     for r in temporal:
         t = r.temporal
-        print(f"{label(r, main_size)} {r.variant:24} {100 * t['window_hit_rate']:5.1f}% "
-              f"{t['window_builds']:5d} {r.projected:12,}")  # fmt: skip
+        choice = t.get("window_choice") or "-"
+        costs = f"{t.get('window_ms', 0.0):6.3f} {t.get('plain_ms', 0.0):6.3f}"
+        print(f"{label(r, main_size)} {r.variant:24} {choice:9} {costs} {t.get('frames_window_declined', 0):5d} "
+              f"{100 * t['window_hit_rate']:5.1f}% {t['window_builds']:5d} {r.projected:12,}")  # fmt: skip
 
 
 def write_json(args, results, anchors, cuda, sizes, n_frames, higs) -> None:

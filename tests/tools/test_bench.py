@@ -280,3 +280,17 @@ def test_json_in_a_missing_folder_is_refused_before_any_work(tmp_path, capsys):
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and f"the folder {out.parent} does not exist; pass --mkdir" in err[0], err
     assert os.listdir(tmp_path) == [], "nothing is created"
+
+
+def test_temporal_table_says_whether_the_window_is_in_use(capsys):
+    """Issue 26: the bench shows the window's measured choice and the times behind it, per temporal row."""
+    from tools.bench_report import print_temporal
+
+    stats = dict(window_choice="off", window_ms=1.25, plain_ms=0.75, frames_window_declined=37,
+                 window_hit_rate=0.0, window_builds=1)  # fmt: skip
+    row = SimpleNamespace(scene="plant.splat", path="orbit", size=(64, 48), variant="temporal K=8 known",
+                          temporal=stats, projected=1234)  # fmt: skip
+    print_temporal([row, SimpleNamespace(temporal={})], (64, 48))
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "measured choice" in lines[0] and len(lines) == 2
+    assert lines[1].split()[-7:] == ["off", "1.250", "0.750", "37", "0.0%", "1", "1,234"], lines[1]

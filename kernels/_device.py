@@ -8,7 +8,8 @@
   meets the tile's pixel centres. `kernels/reference.py` has the same math in torch. `tile_cols`: the columns
   of the ellipse's bounding box (with `tile_rows`, its tile box; AdaGScale's gate, below).
 - `adagscale_s2`: AdaGScale's per-Gaussian, per-view scale of the binning ellipse (lossy, opt-in; see below).
-- `eval_sh`: view-dependent colour from SH coefficients, gsplat 1.5.3's polynomial forms, degree 0..3.
+- `eval_sh`: view-dependent colour from fp16 SH coefficients, in float32, gsplat 1.5.3's polynomial forms,
+  degree 0..3.
 
 AdaGScale (Jo et al. 2026, arXiv 2604.18980; the derivation below is this project's reconstruction of the
 method from the paper). The pairs of a Gaussian's outer tiles carry little colour. With Q = d^T conic d, the
@@ -233,10 +234,11 @@ def ewa_footprint(camera_ptr, x, y, z, covars_ptr, offs, valid, width, height, n
 
 @triton.jit
 def _sh_load(sh_ptr, offs, k: tl.constexpr, K: tl.constexpr, mask):
+    """(r, g, b) of coefficient k of rows `offs`, stored fp16, as float32 (zeros where mask is false)."""
     base = sh_ptr + offs * (K * 3) + k * 3
-    r = tl.load(base + 0, mask=mask, other=0.0)
-    g = tl.load(base + 1, mask=mask, other=0.0)
-    bl = tl.load(base + 2, mask=mask, other=0.0)
+    r = tl.load(base + 0, mask=mask, other=0.0).to(tl.float32)
+    g = tl.load(base + 1, mask=mask, other=0.0).to(tl.float32)
+    bl = tl.load(base + 2, mask=mask, other=0.0).to(tl.float32)
     return r, g, bl
 
 
@@ -244,7 +246,9 @@ def _sh_load(sh_ptr, offs, k: tl.constexpr, K: tl.constexpr, mask):
 def eval_sh(sh_ptr, offs, mask, x, y, z, K: tl.constexpr, DEGREE: tl.constexpr):
     """RGB = sum_k basis_k(dir) * sh[k] for k < (DEGREE+1)^2; dir = (x, y, z) must be unit length.
 
-    The scene's coefficients are laid out [N, K, 3]; DEGREE <= sqrt(K) - 1 renders fewer bands.
+    The coefficients are laid out [N, K, 3] in fp16 (kernels/buffers.py `SH_DTYPE`: half the bytes of float32,
+    the larger part of what stage 1 reads); each is widened to float32 as it is loaded, and the sums are float32.
+    DEGREE <= sqrt(K) - 1 renders fewer bands.
     """
     r, g, bl = _sh_load(sh_ptr, offs, 0, K, mask)
     r = SH_C0 * r

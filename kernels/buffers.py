@@ -2,9 +2,10 @@
 
 Like kernels/constants.py, this is what a kernel and its twin must agree on, not what either computes: the
 shapes and dtypes of stage 1's and stage 2's outputs (the renderer allocates them once and reuses them), the
-width of the pair keys and the sentinel that marks an unused pair slot. A twin with its own copy could drift
-from its kernel unnoticed, since the tests hand each implementation the buffers it asks for. torch only: no
-Triton import, so kernels/reference.py can read it without reaching the Triton path.
+dtype of stage 1's SH input (the renderer prepares it once), the width of the pair keys and the sentinel that
+marks an unused pair slot. A twin with its own copy could drift from its kernel unnoticed, since the tests hand
+each implementation the buffers it asks for. torch only: no Triton import, so kernels/reference.py can read it
+without reaching the Triton path.
 """
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ def sentinel_key(dtype: torch.dtype) -> int:
     """The key of an unused slot: the type's maximum, above every tile id, so it sorts last."""
     return torch.iinfo(dtype).max
 
+
+# ----------------------------------------------------------------------------------------------- SH input
+# The SH coefficients `project_gaussians` reads, [N, K, 3], arrive as fp16 (the renderer's prepared copy,
+# renderer/pipeline.py `prepare_scene`; the scene itself stays float32); the kernel and its twin compute in
+# float32. At SH degree 2 (K = 9) they were 108 of the 148 bytes stage 1 reads per visible Gaussian; fp16 halves
+# them. Its rounding (relative 2^-11; absolute 2^-25 below 2^-14) moves a colour by at most
+# sum_k |Y_k(d)| max(2^-11 |c_k|, 2^-25) (a DC term |c| < 4: under 3e-4), the order of the record's own fp16
+# colour; the parity with gsplat is measured on the GPU (tests/gpu/test_gsplat_parity.py).
+# A coefficient fp16 cannot hold (it would make it infinite) is clamped to +-SH_MAX when the copy is made.
+SH_DTYPE = torch.float16
+SH_MAX = torch.finfo(SH_DTYPE).max  # 65504
 
 # ----------------------------------------------------------------------------------------------- blend records
 # What `project_gaussians` writes for each visible Gaussian and `bin_pairs` and `rasterize_tiles` read: one

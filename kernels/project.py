@@ -6,7 +6,8 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
   EWA covariance     Sigma_2d = J (R Sigma R^T) J^T + eps2d I   (Zwicker et al. 2002 eq. 31; J clamped to
                      1.3x the frustum as in 3DGS/gsplat), conic = Sigma_2d^-1, cull if det <= 0
   opacity            cull if o < 1/255
-  colour             clamp_min(SH(normalize(m - campos)) + 0.5, 0)   (visible Gaussians only)
+  colour             clamp_min(SH(normalize(m - campos)) + 0.5, 0)   (visible Gaussians only; the coefficients
+                     are fp16, kernels/buffers.py `SH_DTYPE`, the sum float32)
   tiles_touched      exact number of TILE x TILE tiles (8 or 16 px) whose pixel centres the alpha = 1/255
                      ellipse reaches (0 = culled; see `_device.row_tile_span`), walked with the conic as the
                      record stores it (`_device.record_conic`), as `bin_pairs` walks it again
@@ -16,7 +17,7 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
                      only where the footprint's tile box at t has more than one tile (elsewhere s = 1)
 
 Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
-         sh [N,K,3], camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
+         sh [N,K,3] fp16, camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
 Outputs: records [N,8] (the blend records of kernels/buffers.py), depths [N] (+inf where culled, so that one
          stable sort of all N puts the visible Gaussians first, in depth order), tiles_touched [N] int32,
          bin_t [N] (the binning threshold t' = s^2 t that `bin_pairs` must walk again; t when AdaGScale is off).
@@ -44,7 +45,7 @@ from ._device import (
     write_record,
 )
 from ._launch import interpreting
-from .buffers import project_outputs
+from .buffers import SH_DTYPE, project_outputs
 
 
 @triton.jit(do_not_specialize=["N", "width", "height"])
@@ -52,7 +53,7 @@ def _project_kernel(
     means_ptr,  # [N, 3] f32
     covars_ptr,  # [N, 6] f32
     opacities_ptr,  # [N] f32
-    sh_ptr,  # [N, K, 3] f32
+    sh_ptr,  # [N, K, 3] f16 (kernels/buffers.py SH_DTYPE)
     camera_ptr,  # [24] f32
     records_ptr,  # [N, 8] f32 out (kernels/buffers.py)
     depths_ptr,  # [N] f32 out
@@ -147,7 +148,7 @@ def project_gaussians(
     means: torch.Tensor,  # [N, 3]
     covars: torch.Tensor,  # [N, 6]
     opacities: torch.Tensor,  # [N]
-    sh: torch.Tensor,  # [N, K, 3]
+    sh: torch.Tensor,  # [N, K, 3] SH_DTYPE (fp16)
     camera: torch.Tensor,  # [24]
     width: int,
     height: int,
@@ -179,6 +180,8 @@ def project_gaussians(
     K = sh.shape[1]
     assert means.shape == (N, 3) and covars.shape == (N, 6) and opacities.shape == (N,), (means.shape, covars.shape)
     assert sh.shape == (N, K, 3) and camera.shape == (24,), (sh.shape, camera.shape)
+    # one SH dtype, so one compiled kernel (the one the renderer's warm-up compiles: renderer/warmup.py)
+    assert sh.dtype == SH_DTYPE, f"sh: {sh.dtype}, expected {SH_DTYPE} (renderer/pipeline.py prepare_scene)"
     assert sh_degree >= 0 and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
     if adagscale_tau is not None and not isinstance(adagscale_tau, torch.Tensor):
         assert adagscale_tau >= 0, adagscale_tau

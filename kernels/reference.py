@@ -35,7 +35,11 @@ from .constants import (
 
 
 def eval_sh(sh: torch.Tensor, dirs: torch.Tensor, degree: int) -> torch.Tensor:
-    """[N,K,3] coefficients, [N,3] unit directions -> [N,3]; standard real SH basis (3DGS / gsplat)."""
+    """[N,K,3] coefficients, [N,3] unit directions -> [N,3]; standard real SH basis (3DGS / gsplat).
+
+    The coefficients may be fp16 (the renderer's copy, kernels/buffers.py `SH_DTYPE`) or float32: the product
+    with the basis promotes them to the directions' dtype (an exact widening), so the sum is float32 either way,
+    and no widened copy of the whole [N,K,3] is made."""
     x, y, z = dirs.unbind(-1)
     basis = [torch.full_like(x, SH_C0)]
     if degree >= 1:
@@ -60,7 +64,7 @@ def eval_sh(sh: torch.Tensor, dirs: torch.Tensor, degree: int) -> torch.Tensor:
             SH_C3[6] * x * (xx - 3.0 * yy),
         ]
     b = torch.stack(basis, dim=1)  # [N, k]
-    return (b[:, :, None] * sh[:, : b.shape[1], :]).sum(1)
+    return (b[:, :, None] * sh[:, : b.shape[1], :]).sum(1)  # [N, k, 3] in b's dtype, then summed over k
 
 
 def _unpack_camera(camera: torch.Tensor):
@@ -183,7 +187,7 @@ def project_gaussians(
     means: torch.Tensor,  # [N, 3]
     covars: torch.Tensor,  # [N, 6]
     opacities: torch.Tensor,  # [N]
-    sh: torch.Tensor,  # [N, K, 3]
+    sh: torch.Tensor,  # [N, K, 3] SH_DTYPE (fp16) as the kernel takes it; float32 is accepted too (eval_sh)
     camera: torch.Tensor,  # [24]
     width: int,
     height: int,

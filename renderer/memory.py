@@ -12,8 +12,8 @@ visible Gaussians, kb bytes a tile key: 2 up to 32,767 tiles, else 4; the names 
 
 | term      | what                                                                             | bytes               |
 |-----------|----------------------------------------------------------------------------------|---------------------|
-| scene     | means 12, SH 12 K (on the CPU the renderer shares the scene's own tensors)       | N (12 + 12 K)       |
-| prepared  | opacities 4, covariances 24                                                      | 28 N                |
+| scene     | means 12 (on the CPU the renderer shares the scene's own tensor)                 | 12 N                |
+| prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too)          | N (28 + 6 K)        |
 | workspace | per slot: records 32, tiles_touched 4, bin_t 4;                                  | S (40 N + 20 X      |
 |           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
 |           | also order 8, offsets 8, totals 16 bytes                                         |                     |
@@ -37,7 +37,7 @@ max(2 N, min(16 N, 400 T)). Measured at 1920x1080, 8 px tiles (BENCHMARKS.md, se
 Capacity.STEP x P (it grows in geometric steps, pipeline.py).
 
 Not counted: the depth view's buffers (32 N + 20 X while it is shown), a temporal window's compacted copy of the
-arrays (up to 0.9 N (40 + 12 K), counted scenes only: smaller ones decline windows) and a scale modifier other
+arrays (up to 0.9 N (40 + 6 K), counted scenes only: smaller ones decline windows) and a scale modifier other
 than 1 (a scaled copy of the covariances, 24 N).
 
 `tests/gpu/memory_check.py` measures the peaks on the GPU against these terms.
@@ -180,8 +180,8 @@ def estimate_bytes(
     slots = 1 if counted else 2
     transient = transient_bytes(n, pairs, capacity, tiles, counted=counted, tile=tile_size)
     return MemoryEstimate(
-        scene=n * (12 + 12 * k) if cuda else 0,
-        prepared=28 * n,
+        scene=12 * n if cuda else 0,
+        prepared=(28 + 6 * k) * n,  # SH as fp16 (renderer/pipeline.py prepare_scene)
         workspace=workspace_bytes(n, capacity, w, h, tile_size, slots=slots, counted=counted),
         transient=transient,
         graphs=slots * transient if cuda and not counted else 0,  # a graph per slot, each with its pool

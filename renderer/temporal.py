@@ -37,7 +37,7 @@ from .workspace import Workspace
 
 EXACT_MARGIN_PX = 16.0  # known cameras: one tile of slack absorbs float differences between cull and project
 # A window that keeps more than this fraction of the scene projects the whole scene instead: copying 90% of the
-# arrays (about 230 bytes a Gaussian with SH degree 3) costs more than skipping the other 10% saves.
+# arrays (about 140 bytes a Gaussian with SH degree 3, its SH in fp16) costs more than skipping the other 10% saves.
 WINDOW_KEEPS_AT_MOST = 0.9
 
 
@@ -75,7 +75,7 @@ class SceneArrays:
     means: Tensor  # [N, 3]
     covars: Tensor  # [N, 6]
     opacities: Tensor  # [N]
-    sh: Tensor  # [N, K, 3]
+    sh: Tensor  # [N, K, 3] fp16 (kernels.SH_DTYPE; a window's copy keeps the dtype: `compact`)
 
 
 @dataclass
@@ -230,7 +230,8 @@ class TemporalCache:
 
 
 def compact(ws: Workspace, name: str, array: Tensor, index: Tensor) -> Tensor:
-    """array[index] into workspace buffer `name` (grown with headroom, so later windows usually fit)."""
+    """array[index] into workspace buffer `name` (grown with headroom, so later windows usually fit), in the array's
+    own dtype (the fp16 SH stay fp16: the kernels take that dtype alone)."""
     shape = (index.numel(), *array.shape[1:])
     buf = ws.buffer(name, math.prod(shape), array.dtype, headroom=1.25).view(shape)
     return torch.index_select(array, 0, index, out=buf)

@@ -12,9 +12,11 @@ frame would run) on a small synthetic scene with the renderer's SH size, at the 
 setting to be warmed and each launch configuration `LaunchConfig.reachable` finds for the real scene, forced in
 turn: whatever kernels a frame launches, those get compiled, including ones added later. The inputs hit the
 real frames' specializations: every integer count the kernels take is `do_not_specialize`, and the pointers are
-workspace buffers (16-byte aligned) in both. It runs on a renderer of its own, so the real renderer's state
-(capacities, graphs, temporal caches) is untouched, and on a stream of its own, so that a viewer can run it in a
-background thread while it shows progress. Two sizes of the synthetic scene cover torch.sort's two
+workspace buffers (16-byte aligned) in both. The synthetic scenes are prepared by the same `prepare_scene` as the
+real one, so their arrays have its dtypes too (a pointer's element type is a specialization of its own: the SH
+copy is fp16 in both). It runs on a renderer of its own, so the real renderer's state (capacities, graphs,
+temporal caches) is untouched, and on a stream of its own, so that a viewer can run it in a background thread
+while it shows progress. Two sizes of the synthetic scene cover torch.sort's two
 implementations (up to 4,096 keys and above), which load their CUDA modules on first use.
 
 On a CPU (the torch reference, or Triton's interpreter) nothing compiles and `warm_up` returns at once.

@@ -8,8 +8,8 @@ Paths (the bench's, `tools/bench_paths.py`; each scene in a fresh process, so th
 peak of torch's allocated memory (above what the process held before the Renderer) and reserved memory while
 the renderer renders each path as the bench does (`render_stream`), after it was made and warmed up (the
 warm-up's own peak, on renderers of its own freed after it, is printed apart), against the estimate without its
-margin (`peak`) and with it (`total`, what `check_fits` compares with the free memory). The scene's own tensors
-on the device (means and SH) are inside both: they are the renderer's copy.
+margin (`peak`) and with it (`total`, what `check_fits` compares with the free memory). The renderer's copy of
+the scene on the device (its means, and its SH in fp16) is inside both.
 
 --fit G: composites of increasing size (`build_composite`, cached in --cache-dir), each in a fresh process
 limited to what a G GB card leaves free (`torch.cuda.set_per_process_memory_fraction`: G GiB less the CUDA

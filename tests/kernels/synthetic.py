@@ -64,7 +64,8 @@ def camera(width: int, height: int, fov_y_deg: float = 60.0, pose: np.ndarray | 
 
 
 def gaussians(n: int, *, sh_degree: int = 0, seed: int = 0, device: str = "cpu", edge_cases: bool = True):
-    """(means [N,3], covars [N,6], opacities [N], sh [N,K,3]) with random trained-like values.
+    """(means [N,3], covars [N,6], opacities [N], sh [N,K,3]) with random trained-like values; the SH in
+    kernels.SH_DTYPE (fp16), the dtype `project_gaussians` takes (the renderer's prepared copy).
 
     With edge_cases, the first rows are: behind the camera, exactly at the near plane, far off-screen,
     huge, needle-thin, nearly transparent (below 1/255), and fully opaque.
@@ -90,7 +91,7 @@ def gaussians(n: int, *, sh_degree: int = 0, seed: int = 0, device: str = "cpu",
         log_scales[6] = torch.tensor([-1.5, -1.5, -1.5])
     R = quat_matrix(quats.double().numpy())
     covars = torch.from_numpy(upper(covariance(R, np.exp(log_scales.double().numpy())))).float()
-    return (means.to(device), covars.to(device), opac.to(device), sh.to(device))
+    return (means.to(device), covars.to(device), opac.to(device), sh.to(device, kernels.SH_DTYPE))
 
 
 def projected(n, width, height, device, seed=0, degree=0, tile=8):

@@ -137,7 +137,7 @@ def edge_gaussians(n, width, height, device, *, seed=0):
     sigma = 0.6 * depth / cam.fx  # world units of 0.6 px at this depth (before eps2d's 0.3 px^2)
     covars = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 1.0]).repeat(n, 1) * sigma**2
     sh = torch.rand(n, 1, 3, generator=g) + 1.0  # bright: the score's colour weight at its top
-    return means.to(device), covars.to(device), torch.full((n,), 0.9, device=device), sh.to(device)
+    return means.to(device), covars.to(device), torch.full((n,), 0.9, device=device), sh.to(device, kernels.SH_DTYPE)
 
 
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])

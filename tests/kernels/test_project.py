@@ -14,6 +14,8 @@ from tests.conftest import nan_like
 from tests.kernels.synthetic import PinholeCamera, assert_close_rows, camera, gaussians, look_at
 
 FP16_STEP = 2.0**-10  # twice fp16's relative rounding: the colour's tolerance (it is stored in fp16)
+FP16_ROUNDING = 2.0**-11  # fp16's relative rounding (unit roundoff)
+FP16_SUBNORMAL_ROUNDING = 2.0**-25  # its absolute rounding below 2^-14 (half the smallest subnormal)
 
 # a check derived independently of both implementations runs on each: they could share a mistake
 IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="torch")]
@@ -70,7 +72,7 @@ def test_project_near_plane_is_inclusive(device):
     means = torch.tensor([[0.0, 0.0, 0.5]], device=device)
     covars = torch.tensor([[1e-4, 0, 0, 1e-4, 0, 1e-4]], device=device)
     opac = torch.tensor([0.9], device=device)
-    sh = torch.zeros(1, 1, 3, device=device)
+    sh = torch.zeros(1, 1, 3, dtype=kernels.SH_DTYPE, device=device)
     cam = camera(32, 32)
     cam.T_world_camera = np.eye(4)
     for near, expect_visible in ((0.5, True), (0.5000001, False)):
@@ -80,8 +82,9 @@ def test_project_near_plane_is_inclusive(device):
 
 def project_one(impl, mean, cov3x3, cam: PinholeCamera, device, sh=None, sh_degree=0):
     """One Gaussian (opacity 0.8) through `impl`'s project on NaN-poisoned outputs: (mean2d [2], (a, b, c, o),
-    depth, colour [3]) of its record and depth."""
+    depth, colour [3]) of its record and depth. `sh` [K, 3] is stored in kernels.SH_DTYPE (fp16) for both."""
     sh = torch.zeros(1, 1, 3) if sh is None else torch.as_tensor(sh, dtype=torch.float32)[None]
+    sh = sh.to(kernels.SH_DTYPE)
     f32 = dict(dtype=torch.float32)
     args = (torch.tensor(np.asarray(mean)[None], **f32), torch.tensor(upper(cov3x3)[None], **f32),
             torch.tensor([0.8]), sh)  # fmt: skip
@@ -144,7 +147,9 @@ DIRECTIONS = [(1, 0, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1), (1, 2, 3), (-0.4, 0.
 def test_sh_colours_match_the_real_spherical_harmonics(impl, degree, k, device):
     """colour = max(0.5 + sum_k Y_k(d) c_k, 0) with d the unit vector from the camera centre to the mean and
     Y_k the real SH evaluated from their definition (associated Legendre polynomials, float64), in the
-    order k = l^2 + l + m. Bands above `degree` must be ignored even when the scene stores them."""
+    order k = l^2 + l + m, and c_k the coefficients as the kernels take them, fp16 (their rounding is
+    `test_fp16_coefficients_move_a_colour_by_at_most_their_rounding`'s). Bands above `degree` must be ignored
+    even when the scene stores them."""
     g = torch.Generator().manual_seed(degree * 31 + k)
     eye = np.array([0.1, -0.2, 0.3])
     for d in DIRECTIONS:
@@ -154,7 +159,46 @@ def test_sh_colours_match_the_real_spherical_harmonics(impl, degree, k, device):
         cam = camera(16, 16, 60.0, pose=look_at(eye, eye + d, up=(0.3, -1.0, 0.2)))  # up: parallel to no d
         got = project_one(impl, eye + 2.0 * d, np.eye(3) * 0.05**2, cam, device, sh=coeffs, sh_degree=degree)[3]
         basis = sh_basis(d, 3)[: (degree + 1) ** 2]
-        want = 0.5 + basis @ coeffs[: (degree + 1) ** 2].numpy()
+        held = coeffs.to(kernels.SH_DTYPE).double()  # the coefficients as stored
+        want = 0.5 + basis @ held[: (degree + 1) ** 2].numpy()
         assert (want > 0).all(), "the case must not hit the clamp"
         # the record holds the colour in fp16: one rounding step (2^-11 relative) from the float32 value
         np.testing.assert_allclose(got, want, rtol=FP16_STEP, atol=2e-6, err_msg=f"direction {d.tolist()}")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_fp16_coefficients_move_a_colour_by_at_most_their_rounding(impl, device):
+    """The price of the fp16 SH copy: colours from the coefficients stored in fp16 against colours from the
+    float32 coefficients, evaluated in float64 from the SH's definition (tests/analytic.py). fp16 moves each
+    coefficient by at most max(2^-11 |c|, 2^-25) (below 2^-14 its step is absolute), so a colour by at most
+    the sum of those times |Y_k(d)|; the record's own fp16 rounding of the colour comes on top. Coefficients
+    like trained scenes': DC in [-1.5, 4], the higher bands within 0.3, a few too small for fp16's normal
+    range; 64 Gaussians at degree 3 in directions all over the view."""
+    g = torch.Generator().manual_seed(16)
+    n, k = 64, 16
+    uv = torch.rand(n, 2, generator=g) * 2.0 - 1.0
+    dirs = torch.nn.functional.normalize(torch.cat([uv, torch.ones(n, 1)], 1), dim=1)
+    means = 2.0 * dirs  # the camera sits at the origin, looking along +Z: 100 degrees of view reach them all
+    coeffs = (torch.rand(n, k, 3, generator=g) * 2.0 - 1.0) * 0.3
+    coeffs[:, 0] = torch.rand(n, 3, generator=g) * 5.5 - 1.5
+    coeffs[::7, 1:] *= 1e-4  # into fp16's subnormals (below 2^-14 = 6.1e-5)
+    stored = coeffs.to(kernels.SH_DTYPE)
+    assert (stored.float() != coeffs).float().mean() > 0.9, "the case must exercise fp16's rounding"
+    f = 32.0 / np.tan(np.radians(50.0))
+    cam = PinholeCamera(64, 64, f, f, 32.0, 32.0)  # identity pose
+    covars = torch.tensor([1.0, 0.0, 0.0, 1.0, 0.0, 1.0]).repeat(n, 1) * 0.01**2
+    out = tuple(nan_like(t) for t in kernels.project_outputs(n, device))
+    got = impl.project_gaussians(means.to(device), covars.to(device), torch.full((n,), 0.8, device=device),
+                                 stored.to(device), cam.packed(device), 64, 64, sh_degree=3, out=out)  # fmt: skip
+    assert bool((got[2] > 0).all()), "every Gaussian must be visible"
+    got = unpack_records(got[0])[3].cpu().double()
+    unit = torch.nn.functional.normalize(means.double(), dim=1)  # the directions the kernels take, in float64
+    basis = torch.from_numpy(np.stack([sh_basis(d, 3) for d in unit.numpy()]))  # [n, k]
+    c = coeffs.double()  # the float32 coefficients, before fp16
+    want = (0.5 + (basis[:, :, None] * c).sum(1)).clamp_min(0.0)  # [n, 3]
+    step = torch.maximum(FP16_ROUNDING * c.abs(), torch.tensor(FP16_SUBNORMAL_ROUNDING))  # each coefficient's
+    storage = (basis.abs()[:, :, None] * step).sum(1)  # [n, 3]: what fp16 storage may move a colour by
+    bound = storage + FP16_ROUNDING * (want + storage) + 1e-6  # + the record's rounding, + float32's arithmetic
+    err = (got - want).abs()
+    worst = int((err - bound).amax(1).argmax())
+    assert bool((err <= bound).all()), f"row {worst}: error {err[worst].tolist()} over {bound[worst].tolist()}"

@@ -23,8 +23,8 @@ def test_estimate_terms():
     n, k, w, h = 1_000_000, 9, 1920, 1080
     cuda = estimate_bytes(n, k, w, h, "cuda")
     cpu = estimate_bytes(n, k, w, h, "cpu")
-    assert cuda.scene == n * (12 + 12 * 9) and cpu.scene == 0  # the CPU renderer shares the scene
-    assert cuda.prepared == cpu.prepared == 28 * n
+    assert cuda.scene == 12 * n and cpu.scene == 0  # the CPU renderer shares the scene's means
+    assert cuda.prepared == cpu.prepared == (28 + 6 * 9) * n  # opacities, covariances, the SH in fp16
     tiles = 240 * 135  # 32,400: int16 keys
     pairs = max(2 * n, min(16 * n, 400 * tiles))  # 12.96M
     assert pairs == 12_960_000
@@ -45,6 +45,17 @@ def test_estimate_terms():
     assert counted.workspace == 40 * v + 20 * w * h + 4 * tiles + 4 * v + 12 * tiles + hist  # one slot, no pairs
     assert estimate_bytes(10, 1, None, None, "cpu").workspace == estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
     assert estimate_bytes(10, 1, 3840, 2160, "cpu").workspace > estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
+
+
+def test_scene_and_prepared_terms_are_what_the_renderer_keeps():
+    """The scene and prepared terms equal the bytes of the renderer's prepared copy on the CPU: opacities,
+    covariances and the fp16 SH are its own (the means are the scene's)."""
+    scene = small_scene(40)
+    r = Renderer(scene, device="cpu", backend="torch")
+    est = estimate_bytes(len(scene), scene.sh.shape[1], device="cpu")
+    own = [r.opacities, r.covars, r.sh]
+    assert r.means.data_ptr() == scene.means.data_ptr() and est.scene == 0
+    assert est.prepared == sum(t.numel() * t.element_size() for t in own)
 
 
 @pytest.mark.parametrize("route", ["capacity", "counted"])

@@ -219,6 +219,29 @@ def test_extreme_valid_values_render_finite(case):
     assert_backends_agree(ref, tri)
 
 
+def test_sh_beyond_fp16_range_is_clamped_with_one_warning():
+    """The renderer keeps its SH copy in fp16 (renderer/pipeline.py `prepare_scene`), whose range ends at 65504:
+    a coefficient fp16 cannot hold is clamped to it, never made infinite, with one warning per renderer giving
+    how many Gaussians had one. The images then equal those of the scene clamped by hand, which warns not."""
+    scene = cloud()
+    scene.sh[3, 0, 0] = 1e5
+    scene.sh[7, 2, 1] = -7e4
+    scene.sh[9, 1, 2] = 65520.0  # the smallest float that fp16 rounds to inf: clamped, counted
+    scene.sh[11, 0, 2] = 65519.0  # fp16 rounds it to 65504, its largest, as it rounds every value: not counted
+    with pytest.warns(UserWarning) as caught:
+        outs = render_both(scene, camera())
+    said = [str(w.message) for w in caught if "float16" in str(w.message)]
+    assert said == ["scene: 3 of 48 Gaussians have SH coefficients beyond float16's range: clamped to +-65504"] * 2
+    hand = cloud()
+    hand.sh[:] = scene.sh.clamp(-65504.0, 65504.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        want = render_both(hand, camera())
+    for got, ref in zip(outs, want, strict=True):
+        assert torch.equal(got.image, ref.image) and torch.equal(got.alpha, ref.alpha)
+    assert outs[0].stats.n_visible > 0
+
+
 def near_plane_scene(z_cam: float, log_scale: float = -1.0, offset=(0.0, 0.0)) -> GaussianScene:
     scene = cloud()
     scene.means[5] = torch.tensor([offset[0], offset[1], EYE[2] + z_cam])

@@ -50,7 +50,9 @@ def analytic_image(camera: Camera, mean) -> tuple[np.ndarray, np.ndarray, np.nda
     q = np.einsum("...i,ij,...j->...", d, conic, d)
     alpha = np.minimum(0.999, OPACITY * np.exp(-0.5 * q))
     alpha[alpha < 1.0 / 255.0] = 0.0
-    colour = 0.5 + np.asarray(DC) / (2.0 * math.sqrt(math.pi))  # degree 0: Y_0^0 = 1 / (2 sqrt(pi))
+    # the DC as the renderer holds it: the scene's float32, then its fp16 SH copy (kernels.SH_DTYPE)
+    dc = np.asarray(DC, dtype=np.float32).astype(np.float16).astype(np.float64)
+    colour = 0.5 + dc / (2.0 * math.sqrt(math.pi))  # degree 0: Y_0^0 = 1 / (2 sqrt(pi))
     colour = colour.astype(np.float16).astype(np.float64)  # as the blend record holds it (kernels/buffers.py)
     rgb = alpha[..., None] * colour + (1.0 - alpha[..., None]) * np.asarray(BACKGROUND)
     return rgb, alpha, conic

@@ -51,8 +51,8 @@ def render_and_reference(scene, camera, tile, device, background=(0.1, 0.2, 0.3)
     r = Renderer(scene, device=device, backend="triton")
     out = r.render(camera, RenderSettings(tile_size=tile, background=background))
     act = scene.activated()
-    covars = r.covars.cpu()
-    proj = ref.project_gaussians(act.means, covars, act.opacities, act.sh, camera.packed(), camera.width,
+    covars, sh = r.covars.cpu(), r.sh.cpu()  # the renderer's own inputs: its covariances, its fp16 SH copy
+    proj = ref.project_gaussians(act.means, covars, act.opacities, sh, camera.packed(), camera.width,
                                  camera.height, sh_degree=scene.sh_degree, tile_size=tile)  # fmt: skip
     want_rgb, want_alpha = brute_force_image(proj, camera.width, camera.height, background)
     return out.image.cpu(), out.alpha.cpu(), out.stats, want_rgb.float(), want_alpha.float()

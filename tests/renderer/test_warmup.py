@@ -91,6 +91,30 @@ def test_warm_up_renders_every_setting_under_every_configuration(monkeypatch):
     assert warmup.warm_up(real, [(40, 24)], settings).frames == 0  # unforced: nothing compiles on the CPU
 
 
+def test_warm_up_hands_stage_1_the_dtypes_real_frames_do(monkeypatch):
+    """A pointer's element type is a specialization of its own: the warm-up's frames must give project tensors
+    of the dtypes a real frame gives it (the SH copy in fp16, kernels.SH_DTYPE, among them), or the real frame
+    compiles mid-path. Recorded on the torch backend, whose twin takes the launcher's arguments."""
+    import kernels
+    import kernels.reference as ref
+
+    seen = []
+    project = ref.project_gaussians
+
+    def spy(*args, **kwargs):
+        seen.append(tuple(str(a.dtype) for a in args if isinstance(a, torch.Tensor)))
+        return project(*args, **kwargs)
+
+    monkeypatch.setattr(ref, "project_gaussians", spy)
+    real = Renderer(tiny_scene(), device="cpu", backend="torch")
+    real.render(warmup._camera(real.scene, 40, 24))
+    want = set(seen)
+    assert len(want) == 1 and str(kernels.SH_DTYPE) in next(iter(want)), want
+    seen.clear()
+    warmup.warm_up(real, [(40, 24)], [RenderSettings()], force=True)
+    assert seen and set(seen) == want, set(seen) - want
+
+
 def test_compile_counter_counts_per_thread_and_keeps_a_hook_already_set(monkeypatch):
     import triton
 
@@ -131,4 +155,4 @@ def test_a_scene_viewing_into_a_larger_tensor_is_prepared_at_an_aligned_address(
     assert scene.means.data_ptr() % 16 != 0
     r = Renderer(scene, device="cpu", backend="torch")
     assert r.means.data_ptr() % 16 == 0 and r.sh.data_ptr() % 16 == 0
-    assert torch.equal(r.means, scene.means) and torch.equal(r.sh, scene.sh)
+    assert torch.equal(r.means, scene.means) and torch.equal(r.sh, scene.sh.half())  # the SH copy is fp16

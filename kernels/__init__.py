@@ -21,7 +21,7 @@ from .buffers import SH_DTYPE, SH_MAX, key_dtype, order_outputs, project_outputs
 from .cull import cull_window  # noqa: E402
 from .order import depth_order, depth_order_counted  # noqa: E402
 from .project import project_block, project_gaussians  # noqa: E402
-from .rasterize import LIST_LENGTHS, SplitLists, rasterize_tiles, split_shape  # noqa: E402
+from .rasterize import LIST_LENGTHS, rasterize_tiles  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
 from .tile_ranges import tile_ranges  # noqa: E402
@@ -30,7 +30,6 @@ __all__ = [
     "LIST_LENGTHS",
     "SH_DTYPE",
     "SH_MAX",
-    "SplitLists",
     "bin_config",
     "bin_pairs",
     "cull_window",
@@ -46,6 +45,5 @@ __all__ = [
     "schedule_scratch_shape",
     "schedule_tiles",
     "sort_pairs",
-    "split_shape",
     "tile_ranges",
 ]

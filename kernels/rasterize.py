@@ -34,8 +34,6 @@ Outputs: rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 (optional; A = cover
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import triton
 import triton.language as tl
@@ -99,7 +97,7 @@ def _blend_scalar(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, UNROLL
             T, alive, cr, cg, cb = _blend_one(recs[u], fx, fy, T, alive, cr, cg, cb)
         ids = nxt
         s += UNROLL
-    return T, alive, cr, cg, cb
+    return T, cr, cg, cb
 
 
 @triton.jit
@@ -127,7 +125,7 @@ def _blend_batched(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, BATCH
         T = tl.min(tl.where(keep, incl, T), axis=0, keep_dims=True)
         alive = alive & ~stop
         s += BATCH
-    return T, alive, cr, cg, cb
+    return T, cr, cg, cb
 
 
 # ----------------------------------------------------------------------------------------------- output
@@ -153,60 +151,6 @@ def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_
         tl.store(rgba8_ptr + pix * 4 + 3, a8, mask=inside)
 
 
-# ----------------------------------------------------------------------------------------------- a tile's pixels
-
-
-@triton.jit
-def _blend(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, BATCHED: tl.constexpr, STEP: tl.constexpr):
-    """List entries [s, end) blended into the pixels' state by the loop form asked for: (T, alive, C)."""
-    if BATCHED:
-        T, alive, cr, cg, cb = _blend_batched(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, STEP)
-    else:
-        T, alive, cr, cg, cb = _blend_scalar(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, STEP)
-    return T, alive, cr, cg, cb
-
-
-@triton.jit
-def _tile_pixels(tile_id, width, height, TILE: tl.constexpr, P: tl.constexpr):
-    """Tile `tile_id`'s pixels as a [P, R] block: pixel (p, r) is column r % TILE and row r // TILE + p (R // TILE)
-    of the tile. Returns (image index [P, R], inside the image [P, R], index within the tile [P, R], pixel
-    centres fx [1, R] and fy [P, R])."""
-    R: tl.constexpr = TILE * TILE // P
-    n_tx = (width + TILE - 1) // TILE
-    lane = tl.arange(0, R)[None, :]  # [1, R]
-    col = lane % TILE
-    row = lane // TILE + tl.arange(0, P)[:, None] * (R // TILE)  # [P, R]
-    px = (tile_id % n_tx) * TILE + col
-    py = (tile_id // n_tx) * TILE + row
-    inside = (px < width) & (py < height)
-    return (py.to(tl.int64) * width + px, inside, row * TILE + col, px.to(tl.float32) + PIXEL_CENTRE,
-            py.to(tl.float32) + PIXEL_CENTRE)  # fmt: skip
-
-
-@triton.jit
-def _save_state(state_ptr, slot, local, cr, cg, cb, T, alive, TILE: tl.constexpr):
-    """A tile's pixels' compositing state into row `slot` of a [slots, 4, TILE * TILE] buffer: C, then T stored
-    negated where the pixel is done (T > 0 always: a pixel stops before the Gaussian that would end it)."""
-    at = state_ptr + slot.to(tl.int64) * (4 * TILE * TILE) + local
-    tl.store(at, cr)
-    tl.store(at + TILE * TILE, cg)
-    tl.store(at + 2 * TILE * TILE, cb)
-    tl.store(at + 3 * TILE * TILE, tl.where(alive, T, -T))
-
-
-@triton.jit
-def _load_state(state_ptr, slot, local, TILE: tl.constexpr):
-    """(cr, cg, cb, T, alive) as `_save_state` wrote them."""
-    at = state_ptr + slot.to(tl.int64) * (4 * TILE * TILE) + local
-    signed_T = tl.load(at + 3 * TILE * TILE)
-    return tl.load(at), tl.load(at + TILE * TILE), tl.load(at + 2 * TILE * TILE), tl.abs(signed_T), signed_T > 0
-
-
-@triton.jit
-def _any(mask):
-    return tl.max(tl.max(mask.to(tl.int32), axis=0), axis=0) > 0
-
-
 # ----------------------------------------------------------------------------------------------- kernels
 
 
@@ -220,7 +164,6 @@ def _rasterize_kernel(
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
-    head_ptr,  # [n_plan, 4, TILE * TILE] f32 out: split tiles' state after their head (used when HEAD > 0)
     width,
     height,
     TILE: tl.constexpr,
@@ -229,155 +172,32 @@ def _rasterize_kernel(
     STEP: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
     SCHEDULED: tl.constexpr,
-    HEAD: tl.constexpr,  # lists of at least HEAD entries are split (0: none); needs SCHEDULED
 ):
     """One program per tile: its whole list, front to back, until every pixel is done. Program p takes tile
-    schedule[p] when SCHEDULED (longest lists first, kernels/schedule.py), else tile p. With HEAD, a list of
-    HEAD entries or more is blended only to its HEAD-th entry here, and the state is left in row p of the head
-    buffer for `_combine_kernel` (those tiles are the schedule's first: p < n_plan)."""
-    pid = tl.program_id(0)
-    tile_id = pid
+    schedule[p] when SCHEDULED (longest lists first, kernels/schedule.py), else tile p. Pixel (p, r) of the
+    [P, R] block is column r % TILE, row r // TILE + p * (R // TILE) of the tile."""
+    R: tl.constexpr = TILE * TILE // P
+    tile_id = tl.program_id(0)
     if SCHEDULED:
-        tile_id = tl.load(schedule_ptr + pid)
+        tile_id = tl.load(schedule_ptr + tile_id)
     start = tl.load(ranges_ptr + tile_id * 2 + 0)
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
-    pix, inside, local, fx, fy = _tile_pixels(tile_id, width, height, TILE, P)
-    zero = tl.zeros([P, TILE * TILE // P], tl.float32)
-    if HEAD > 0:
-        split = end - start >= HEAD
-        stop = tl.where(split, start + HEAD, end)
-        T, alive, cr, cg, cb = _blend(ids_ptr, rec_ptr, start, stop, fx, fy, zero + 1.0, inside, zero, zero, zero,
-                                      BATCHED, STEP)  # fmt: skip
-        if split:
-            _save_state(head_ptr, pid, local, cr, cg, cb, T, alive, TILE)
-        else:
-            _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+    n_tx = (width + TILE - 1) // TILE
+    lane = tl.arange(0, R)[None, :]  # [1, R]
+    px = (tile_id % n_tx) * TILE + lane % TILE  # [1, R]
+    py = (tile_id // n_tx) * TILE + lane // TILE + tl.arange(0, P)[:, None] * (R // TILE)  # [P, R]
+    inside = (px < width) & (py < height)
+    pix = py.to(tl.int64) * width + px
+    fx = px.to(tl.float32) + PIXEL_CENTRE
+    fy = py.to(tl.float32) + PIXEL_CENTRE
+    zero = tl.zeros([P, R], tl.float32)
+    if BATCHED:
+        T, cr, cg, cb = _blend_batched(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero,
+                                       STEP)  # fmt: skip
     else:
-        T, alive, cr, cg, cb = _blend(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero,
-                                      BATCHED, STEP)  # fmt: skip
-        _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
-
-
-@triton.jit(do_not_specialize=["n_plan"])
-def _plan_kernel(
-    ranges_ptr,  # [n_tiles, 2] i32
-    schedule_ptr,  # [n_tiles] i32, longest lists first
-    chunk_end_ptr,  # [n_plan] i32 out: chunks of the first p + 1 scheduled tiles
-    n_plan,
-    HEAD: tl.constexpr,
-    CHUNK: tl.constexpr,
-    BLOCK: tl.constexpr,
-):
-    """One program: each of the first n_plan scheduled tiles gets ceil((length - HEAD) / CHUNK) chunks when its
-    list has HEAD entries or more (else none); their running sum, in schedule order."""
-    carry = tl.full([], 0, tl.int32)
-    for p0 in range(0, n_plan, BLOCK):
-        p = p0 + tl.arange(0, BLOCK)
-        m = p < n_plan
-        tile = tl.load(schedule_ptr + p, mask=m, other=0)
-        length = tl.load(ranges_ptr + tile * 2 + 1, mask=m, other=0) - tl.load(ranges_ptr + tile * 2, mask=m, other=0)
-        chunks = tl.where(m & (length >= HEAD), (length - HEAD + CHUNK - 1) // CHUNK, 0)
-        tl.store(chunk_end_ptr + p, tl.cumsum(chunks, 0) + carry, mask=m)
-        carry += tl.sum(chunks, 0)
-
-
-@triton.jit(do_not_specialize=["width", "height", "n_plan"])
-def _chunk_kernel(
-    ids_ptr,  # [C] i32
-    ranges_ptr,  # [n_tiles, 2] i32
-    rec_ptr,  # [N, 8] f32
-    schedule_ptr,  # [n_tiles] i32
-    chunk_end_ptr,  # [n_plan] i32 (`_plan_kernel`)
-    head_ptr,  # [n_plan, 4, TILE * TILE] f32: the split tiles' state after their heads
-    chunk_ptr,  # [chunks, 4, TILE * TILE] f32 out: each chunk's state, blended from T = 1
-    width,
-    height,
-    n_plan,
-    TILE: tl.constexpr,
-    P: tl.constexpr,
-    BATCHED: tl.constexpr,
-    STEP: tl.constexpr,
-    HEAD: tl.constexpr,
-    CHUNK: tl.constexpr,
-):
-    """Program q: the q-th chunk of the split tiles' lists past their heads, blended from T = 1 for the pixels
-    the head left alive (a pixel stopped here has stopped in the whole list too: its T there is at most this
-    one). Programs past the last chunk do nothing."""
-    q = tl.program_id(0)
-    if q < tl.load(chunk_end_ptr + n_plan - 1):
-        lo = tl.full([], 0, tl.int32)  # the split tile's schedule position: the first p with chunk_end[p] > q
-        hi = tl.full([], 0, tl.int32) + n_plan - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if tl.load(chunk_end_ptr + mid) > q:
-                hi = mid
-            else:
-                lo = mid + 1
-        first = tl.load(chunk_end_ptr + lo - 1, mask=lo > 0, other=0)  # the tile's first chunk
-        tile_id = tl.load(schedule_ptr + lo)
-        s = tl.load(ranges_ptr + tile_id * 2) + HEAD + (q - first) * CHUNK
-        end = tl.minimum(s + CHUNK, tl.load(ranges_ptr + tile_id * 2 + 1))
-        pix, inside, local, fx, fy = _tile_pixels(tile_id, width, height, TILE, P)
-        alive = tl.load(head_ptr + lo.to(tl.int64) * (4 * TILE * TILE) + 3 * TILE * TILE + local) > 0
-        if _any(alive):
-            zero = tl.zeros([P, TILE * TILE // P], tl.float32)
-            T, alive, cr, cg, cb = _blend(ids_ptr, rec_ptr, s, end, fx, fy, zero + 1.0, alive, zero, zero, zero,
-                                          BATCHED, STEP)  # fmt: skip
-            _save_state(chunk_ptr, q, local, cr, cg, cb, T, alive, TILE)
-
-
-@triton.jit(do_not_specialize=["width", "height"])
-def _combine_kernel(
-    ids_ptr,  # [C] i32
-    ranges_ptr,  # [n_tiles, 2] i32
-    rec_ptr,  # [N, 8] f32
-    bg_ptr,  # [3] f32
-    schedule_ptr,  # [n_tiles] i32
-    chunk_end_ptr,  # [n_plan] i32
-    head_ptr,  # [n_plan, 4, TILE * TILE] f32
-    chunk_ptr,  # [chunks, 4, TILE * TILE] f32
-    rgb_ptr,  # [H, W, 3] f32 out
-    alpha_ptr,  # [H, W] f32 out
-    rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
-    width,
-    height,
-    TILE: tl.constexpr,
-    P: tl.constexpr,
-    BATCHED: tl.constexpr,
-    STEP: tl.constexpr,
-    HEAD: tl.constexpr,
-    CHUNK: tl.constexpr,
-    HAS_RGBA8: tl.constexpr,
-):
-    """Program p, for the p-th scheduled tile when it was split: its head's state, then each chunk in list order.
-    A pixel takes a chunk whole (C += T C_chunk, T *= T_chunk) when the chunk did not stop it and T T_chunk stays
-    above the stop threshold, so that it would not have stopped inside; otherwise it blends that chunk's entries
-    again from its true T, one by one, which is where it stops. Each pixel does that at most once."""
-    p = tl.program_id(0)
-    tile_id = tl.load(schedule_ptr + p)
-    start = tl.load(ranges_ptr + tile_id * 2)
-    end = tl.load(ranges_ptr + tile_id * 2 + 1)
-    if end - start >= HEAD:
-        pix, inside, local, fx, fy = _tile_pixels(tile_id, width, height, TILE, P)
-        cr, cg, cb, T, alive = _load_state(head_ptr, p, local, TILE)
-        first = tl.load(chunk_end_ptr + p - 1, mask=p > 0, other=0)
-        last = tl.load(chunk_end_ptr + p)
-        q = first
-        while (q < last) & _any(alive):
-            kr, kg, kb, kT, k_alive = _load_state(chunk_ptr, q, local, TILE)
-            whole = alive & k_alive & (T * kT > T_STOP)
-            cr += tl.where(whole, T * kr, 0.0)
-            cg += tl.where(whole, T * kg, 0.0)
-            cb += tl.where(whole, T * kb, 0.0)
-            T = tl.where(whole, T * kT, T)
-            again = alive & ~whole
-            if _any(again):
-                s = start + HEAD + (q - first) * CHUNK
-                T, still, cr, cg, cb = _blend(ids_ptr, rec_ptr, s, tl.minimum(s + CHUNK, end), fx, fy, T, again, cr,
-                                              cg, cb, BATCHED, STEP)  # fmt: skip
-                alive = whole | still
-            q += 1
-        _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+        T, cr, cg, cb = _blend_scalar(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero,
+                                      STEP)  # fmt: skip
+    _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
 
 
 # ----------------------------------------------------------------------------------------------- launcher
@@ -395,32 +215,6 @@ SCALAR_CONFIG = {
 # frame); at 8 px the measured frames had 24-100 (objects), 200-620 (fly-overs) and 340-1250 (overviews of 6M
 # and 24M Gaussians).
 LIST_LENGTHS = {8: (180.0, 300.0), 16: (500.0, 1000.0)}
-# Split lists: a tile's list of SPLIT_HEAD entries or more is blended to its SPLIT_HEAD-th entry by the tile's own
-# program, and the rest in chunks of SPLIT_CHUNK by programs of their own, combined after (`SplitLists`).
-SPLIT_HEAD = 2048
-SPLIT_CHUNK = 1024
-
-
-def split_shape(n_tiles: int, pairs: int, tile_size: int, head: int = SPLIT_HEAD, chunk: int = SPLIT_CHUNK):
-    """((n_plan,), (plan rows, 4, pixels), (chunk rows, 4, pixels)): the buffers of `SplitLists` for frames of
-    n_tiles tiles and at most `pairs` pairs. At most pairs / head lists reach `head`, and they have at most
-    pairs / chunk chunks past their heads (each has fewer than (length - head) / chunk + 1 <= length / chunk)."""
-    n_plan = max(1, min(n_tiles, -(-pairs // head)))
-    n_chunks = max(1, -(-pairs // chunk))
-    pixels = tile_size * tile_size
-    return (n_plan,), (n_plan, 4, pixels), (n_chunks, 4, pixels)
-
-
-@dataclass(frozen=True)
-class SplitLists:
-    """Long lists split across programs, exactly (`_rasterize_kernel` with HEAD, `_plan_kernel`, `_chunk_kernel`,
-    `_combine_kernel`): the sizes and the scratch buffers (shapes from `split_shape`)."""
-
-    chunk_end: torch.Tensor  # [n_plan] i32
-    head_state: torch.Tensor  # [n_plan, 4, TILE * TILE] f32
-    chunk_state: torch.Tensor  # [chunks, 4, TILE * TILE] f32
-    head: int = SPLIT_HEAD
-    chunk: int = SPLIT_CHUNK
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -439,7 +233,6 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     lists: int = 0,
     schedule: torch.Tensor | None = None,
-    split: SplitLists | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
@@ -449,8 +242,6 @@ def rasterize_tiles(
     them changes the image. `out` = (rgb, alpha, rgba8 or None) buffers to write into.
     schedule: optional [n_tiles] i32 permutation of the tiles, the order in which programs take them
     (`schedule_tiles`: longest lists first); None takes them in id order. The image is the same either way.
-    split: long lists split across programs (needs the longest-first schedule); the same image up to float
-    rounding (products of transmittances associated differently).
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -483,30 +274,10 @@ def rasterize_tiles(
         num_warps = num_warps or warps
         pixels_per_lane = max(1, tile_size * tile_size // (32 * num_warps))
     assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
-    head = 0
-    if split is not None:
-        assert schedule is not None, "split lists need the longest-first schedule (their tiles come first)"
-        head, chunk = split.head, split.chunk
-        # a power of two: the lists of `head` entries or more are whole length classes of the schedule
-        assert head >= chunk >= 1 and head & (head - 1) == 0 and head <= 1 << 20, (head, chunk)
-        n_plan = split.chunk_end.shape[0]
-        assert split.head_state.shape == (n_plan, 4, tile_size**2) and split.chunk_state.shape[1:] == (4, tile_size**2)
-        assert split.chunk_end.dtype == torch.int32 and n_plan <= n_tiles
-    meta = dict(TILE=tile_size, P=pixels_per_lane, BATCHED=batched, STEP=step, num_warps=num_warps)
     _rasterize_kernel[(n_tiles,)](
         gaussian_ids, ranges, records, background, ranges if schedule is None else schedule,
-        rgb, alpha, rgba8 if has_rgba8 else alpha, alpha if split is None else split.head_state, width, height,
-        HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None, HEAD=head, **meta,
+        rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
+        TILE=tile_size, P=pixels_per_lane, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8,
+        SCHEDULED=schedule is not None, num_warps=num_warps,
     )  # fmt: skip
-    if split is not None:
-        _plan_kernel[(1,)](ranges, schedule, split.chunk_end, n_plan, HEAD=head, CHUNK=chunk, BLOCK=1024, num_warps=4)
-        _chunk_kernel[(split.chunk_state.shape[0],)](
-            gaussian_ids, ranges, records, schedule, split.chunk_end, split.head_state, split.chunk_state,
-            width, height, n_plan, HEAD=head, CHUNK=chunk, **meta,
-        )  # fmt: skip
-        _combine_kernel[(n_plan,)](
-            gaussian_ids, ranges, records, background, schedule, split.chunk_end, split.head_state,
-            split.chunk_state, rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
-            HEAD=head, CHUNK=chunk, HAS_RGBA8=has_rgba8, **meta,
-        )  # fmt: skip
     return rgb, alpha, rgba8

@@ -19,8 +19,7 @@ visible Gaussians, kb bytes a tile key: 2 up to 32,767 tiles, else 4; the names 
 |           | also order 8, offsets 8, totals 16 bytes                                         |                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
 |           | on the capacity route also sorted_depths 4, ordered_counts 4, and the pair       |  (+ 8 N             |
-|           | buffers: keys kb, ids 4, sorted keys kb, permutation 8, sorted ids 4 a slot, and  |   + (12 + 2 kb) C   |
-|           | the split lists' scratch (`split_bytes`, about 1.5 bytes a slot at 8 px)          |   + split)          |
+|           | buffers: keys kb, ids 4, sorted keys kb, permutation 8, sorted ids 4 a slot       |   + (12 + 2 kb) C)  |
 | transient | a frame's largest temporaries: see `transient_bytes`                             |                     |
 | graphs    | a captured graph's own pool keeps a frame's sort scratch reserved, one per slot  | S x the sorts' scratch|
 | reference | the torch reference pipeline's temporaries (CPU only; measured at 1M Gaussians)  | 250 N               |
@@ -45,12 +44,11 @@ than 1 (a scaled copy of the covariances, 24 N).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
-from kernels import schedule_scratch_shape, split_shape
+from kernels import schedule_scratch_shape
 from kernels.constants import INT16_TILES
 from scenes.limits import mem_available  # the one reader of MemAvailable: scene readers cap their memory by it too
 
@@ -120,12 +118,6 @@ def estimated_pairs(n: int, tiles: int) -> int:
     return int(max(low * n, min(high * n, PAIRS_PER_TILE * tiles)))
 
 
-def split_bytes(pairs: int, tiles: int, tile: int) -> int:
-    """The split lists' scratch (kernels/rasterize.py `split_shape`) for frames of at most `pairs` pairs."""
-    plan, heads, chunks = split_shape(tiles, pairs, tile)
-    return 4 * plan[0] + 4 * math.prod(heads) + 4 * math.prod(chunks)
-
-
 def workspace_bytes(n: int, capacity: int, width: int, height: int, tile: int, *, slots: int, counted: bool) -> int:
     """The renderer's workspace (`Renderer.ws`) after frames of n Gaussians at W x H: exactly what its buffers
     hold when the largest frame had these sizes (the capacity route's pair buffers at `capacity`)."""
@@ -135,11 +127,11 @@ def workspace_bytes(n: int, capacity: int, width: int, height: int, tile: int, *
     shared = 4 * n + 12 * t + 4 * rows * cols
     if not counted:
         per_slot += 16 * n + 16
-        shared += 8 * n + pair_slot_bytes(key_bytes(t)) * capacity + split_bytes(capacity, t, tile)
+        shared += 8 * n + pair_slot_bytes(key_bytes(t)) * capacity
     return slots * per_slot + shared
 
 
-def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: bool, tile: int = 8) -> int:
+def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: bool) -> int:
     """A frame's largest temporaries beyond the workspace.
 
     Capacity route: the larger of its two sorts' scratch, the depth sort of N float keys and the pair sort of C
@@ -147,14 +139,13 @@ def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: b
     at the depth sort, the visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs
     12 V and scratch 20 V; at the pair sort, the order and offsets kept 16 V, the pairs binned (kb + 4) P, the
     sort's outputs (kb + 8) P and scratch (kb + 16) P (the ids gathered after it, 4 P, come when the scratch is
-    gone), and the split lists' scratch for P pairs (`split_bytes`)."""
+    gone)."""
     kb = key_bytes(tiles)
     if not counted:
         return max(sort_scratch_bytes(n, 4), sort_scratch_bytes(capacity, kb))
     v = n
     depth_sort = n + 8 * v + 4 * v + 12 * v + sort_scratch_bytes(v, 4)
     pair_sort = 16 * v + (kb + 4) * pairs + (kb + 8) * pairs + sort_scratch_bytes(pairs, kb)
-    pair_sort += split_bytes(pairs, tiles, tile)  # the split lists' scratch, taken with the pair tensors
     return max(depth_sort, pair_sort)
 
 
@@ -178,7 +169,7 @@ def estimate_bytes(
     pairs = estimated_pairs(n, tiles)
     capacity = 0 if counted else int(pairs * CAPACITY_STEP)
     slots = 1 if counted else 2
-    transient = transient_bytes(n, pairs, capacity, tiles, counted=counted, tile=tile_size)
+    transient = transient_bytes(n, pairs, capacity, tiles, counted=counted)
     return MemoryEstimate(
         scene=12 * n if cuda else 0,
         prepared=(28 + 6 * k) * n,  # SH as fp16 (renderer/pipeline.py prepare_scene)

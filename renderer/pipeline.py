@@ -42,16 +42,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
-from kernels import (
-    LIST_LENGTHS,
-    SH_DTYPE,
-    SH_MAX,
-    SplitLists,
-    bin_config,
-    project_block,
-    schedule_scratch_shape,
-    split_shape,
-)
+from kernels import LIST_LENGTHS, SH_DTYPE, SH_MAX, bin_config, project_block, schedule_scratch_shape
 from scenes import GaussianScene
 
 from .camera import Camera
@@ -218,8 +209,6 @@ SLOTS = 2
 # The pair buffers, as many slots as the capacity: keys and ids as binned, sorted keys, the sort's permutation,
 # sorted ids (`_Frame.pairs`)
 PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")
-# and the split lists' scratch, sized by the capacity too (`_Frame.split_lists`)
-SPLIT_BUFFERS = ("split_chunk_end", "split_heads", "split_chunks")
 
 
 class Capacity:
@@ -543,7 +532,7 @@ class Renderer:
         binned into them are retired now, so that the new buffers do not come on top of the old ones (a frame
         still held elsewhere, such as a streamed one in flight, keeps its own until it is done)."""
         self._frames.clear()
-        self.ws.drop(*PAIR_BUFFERS, *SPLIT_BUFFERS)
+        self.ws.drop(*PAIR_BUFFERS)
 
     def _upload(self, camera: Camera, settings: RenderSettings, slot: int = 0) -> None:
         """Camera [24], background [3] and AdaGScale's tau [1] into the slot's parameter buffer: one non-blocking
@@ -659,8 +648,8 @@ class Renderer:
         # sort exactly what they have (on the capacity route they ran 0.8x the default, BENCHMARKS.md section 12)
         counted = self.counted()
         key = (slot, counted, src.n, camera.width, camera.height, s.sh_degree, s.near, s.far, s.eps2d, s.tile_size,
-               s.rasterizer, s.tile_schedule, s.split_lists, s.adagscale, s.adagscale_tau, s.adagscale_s_min,
-               self._covars_version, self.pair_capacity.size, self.launch)  # fmt: skip
+               s.rasterizer, s.tile_schedule, s.adagscale, s.adagscale_tau, s.adagscale_s_min, self._covars_version,
+               self.pair_capacity.size, self.launch)  # fmt: skip
         f = self._frames.get(key)
         if f is not None and f.generation == self.ws.generation:
             f.src, f.settings = src, settings
@@ -811,11 +800,6 @@ class _Frame:
             self.schedule = shared.buffer("tile_schedule", n_tiles, i32)
             rows, cols = schedule_scratch_shape(n_tiles)
             self.schedule_hist = shared.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
-        # long lists split across programs (kernels/rasterize.py): scratch sized by the pairs, so a counted frame
-        # takes its own once it knows them (`bin`)
-        self.split = None
-        if settings.split_lists and self.schedule is not None and not counted:
-            self.split = self.split_lists(shared, self.capacity)
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
         self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
@@ -827,22 +811,7 @@ class _Frame:
     def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
         s = self.settings
-        return dict(tile_size=s.tile_size, variant=s.rasterizer, lists=self.launch.lists, schedule=self.schedule,
-                    split=self.split)  # fmt: skip
-
-    def split_lists(self, ws, pairs: int) -> SplitLists:
-        """The split lists' scratch for frames of at most `pairs` pairs, from `ws` (a Workspace, or None for
-        tensors of this frame's own)."""
-        plan, heads, chunks = split_shape(self.n_tx * self.n_ty, pairs, self.tile)
-        if ws is None:
-            dev = self.r.device
-            return SplitLists(torch.empty(plan, dtype=torch.int32, device=dev), torch.empty(heads, device=dev),
-                              torch.empty(chunks, device=dev))  # fmt: skip
-        return SplitLists(
-            ws.buffer("split_chunk_end", plan[0], torch.int32),
-            ws.rows("split_heads", heads[0], heads[1] * heads[2]).view(heads),
-            ws.rows("split_chunks", chunks[0], chunks[1] * chunks[2]).view(chunks),
-        )
+        return dict(tile_size=s.tile_size, variant=s.rasterizer, lists=self.launch.lists, schedule=self.schedule)
 
     def totals(self) -> tuple[int, int]:
         """(visible Gaussians, pairs) of the frame just run: the host sync (a counted frame knows them)."""
@@ -882,8 +851,6 @@ class _Frame:
             n_pairs = self.counts[1]
             self.pairs = (torch.empty(n_pairs, dtype=self.key_dtype, device=self.r.device),
                           torch.empty(n_pairs, dtype=torch.int32, device=self.r.device))  # fmt: skip
-            if self.settings.split_lists and self.schedule is not None:
-                self.split = self.split_lists(None, n_pairs)
             order, offsets = self.order_idx, self.offsets
         else:
             self.pairs[0].fill_(self.r.k.sentinel_key(self.key_dtype))  # the tail past the pair count sorts last

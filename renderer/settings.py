@@ -19,9 +19,6 @@ class RenderSettings:
         rasterizer: "auto" | "scalar" | "batched" loop form of the Triton rasterizer (same image).
         tile_schedule: "longest-first" (the rasterizer's programs take the tiles with the longest lists first,
             kernels/schedule.py) or "in-order" (tile id order); the same image either way.
-        split_lists: blend a tile list of kernels.rasterize.SPLIT_HEAD entries or more as its head and chunks run
-            by programs of their own, combined after, so one crowded tile does not hold the frame back
-            (kernels/rasterize.py); the same image to float rounding. Needs the longest-first schedule.
         adagscale: AdaGScale (lossy): bin each Gaussian with a shrunken ellipse s^2 t (s in [s_min, 1]) chosen
             so that the colour-weighted alpha mass of the dropped annulus, in pixels, stays <= adagscale_tau;
             blending still uses the full Gaussian (kernels/_device.py, adagscale_s2). Off: exact binning.
@@ -54,7 +51,6 @@ class RenderSettings:
     tile_size: int = 8
     rasterizer: str = "auto"
     tile_schedule: str = "longest-first"
-    split_lists: bool = True
     adagscale: bool = False  # lossy: reports its PSNR/SSIM against exact in `warpsplat bench`
     # NOTE: defaults from torch-backend orbits at 160x120 (4 frames, against exact): tau 0.1, s_min 0.5 removes
     # 14-17% of the pairs at 44-53 dB mean (plant 44.0, winter_fountain 45.3, lastchance 53.4); tau 0.3 fell

@@ -17,15 +17,14 @@ class Workspace:
     def __init__(self, device: torch.device | str):
         self.device = torch.device(device)
         self._buffers: dict[str, torch.Tensor] = {}
-        self.generation = 0  # counts replacements and drops: work captured earlier holds stale addresses
+        self.generation = 0  # counts (re)allocations: work captured earlier holds stale addresses
 
     def buffer(self, name: str, n: int, dtype: torch.dtype, *, headroom: float = 1.0) -> torch.Tensor:
         """A 1-D view of n elements of buffer `name` (contents unspecified)."""
         buf = self._buffers.get(name)
         if buf is None or buf.numel() < n or buf.dtype != dtype:
-            if buf is not None:  # views of the old one are stale now; a buffer new by name invalidates nothing
-                self.generation += 1
             buf = self._buffers[name] = torch.empty(max(int(n * headroom), 1), dtype=dtype, device=self.device)
+            self.generation += 1
         return buf[:n]
 
     def rows(self, name: str, n: int, width: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -9,7 +9,6 @@ import torch
 import kernels
 import kernels.reference as ref
 from kernels.buffers import unpack_records
-from kernels.rasterize import SplitLists, split_shape
 from tests.analytic import ALPHA_CLAMP, T_STOP, composite
 from tests.conftest import nan_like
 from tests.kernels.synthetic import PinholeCamera, camera, gaussians, lists_of
@@ -84,45 +83,6 @@ def test_saturating_tiles_stop_early(variant, tile, device):
     check(want, got)
     # a pixel stops *before* the Gaussian that would take T to <= 1e-4, so T ends in (1e-4, ~0.1]
     assert float((got[1] > 0.999).float().mean()) > 0.9, "most pixels must saturate for this case"
-
-
-def split_lists(ids, ranges, tile, head, chunk, device):
-    """SplitLists with NaN-filled state buffers: a pixel the kernels read before writing would show."""
-    plan, heads, chunks = split_shape(ranges.shape[0], ids.shape[0], tile, head, chunk)
-    nan = dict(fill_value=float("nan"), device=device)
-    return SplitLists(torch.zeros(plan, dtype=torch.int32, device=device), torch.full(heads, **nan),
-                      torch.full(chunks, **nan), head, chunk)  # fmt: skip
-
-
-@pytest.mark.parametrize("variant,tile", [(v, 8) for v in FORMS] + [("batched", 16)])
-@pytest.mark.parametrize("opaque", [False, True], ids=["translucent", "saturating"])
-def test_split_lists_composite_as_whole_lists(variant, tile, opaque, device):
-    """Lists split into a head and chunks blended by programs of their own, then combined, composite as the whole
-    lists do, to float rounding (the chunks' transmittances multiply in another order), and as the twin does.
-    Saturating lists stop pixels inside chunks, where the combine blends that chunk again from the true T."""
-    n = (300 if opaque else 600) if variant == "batched" else 120
-    size = 2 * tile  # four tiles
-    ids, ranges, records = binned(n, size, size, device, seed=4, opaque=opaque, scale_shift=2.5 if opaque else 0.8,
-                                  tile=tile)  # fmt: skip
-    bg = torch.tensor([0.1, 0.2, 0.3], device=device)
-    schedule, _ = kernels.schedule_tiles(ranges)
-    step = 16 if variant == "batched" else 8
-    whole = kernels.rasterize_tiles(ids, ranges, records, bg, size, size, schedule=schedule, variant=variant,
-                                    tile_size=tile, step=step)  # fmt: skip
-    lengths = ranges[:, 1] - ranges[:, 0]
-    head = 1 << ((int(lengths.max()) - 4).bit_length() - 1)  # a power of two (the kernels' rule)
-    chunk = max(1, (int(lengths.max()) - head) // 4)  # about four chunks past the longest list's head
-    split = split_lists(ids, ranges, tile, head, chunk, device)
-    out = (nan_like(torch.empty(size, size, 3, device=device)), nan_like(torch.empty(size, size, device=device)),
-           torch.zeros(size, size, 4, dtype=torch.uint8, device=device))  # fmt: skip
-    got = kernels.rasterize_tiles(ids, ranges, records, bg, size, size, schedule=schedule, variant=variant,
-                                  tile_size=tile, step=step, split=split, out=out)  # fmt: skip
-    assert int(split.chunk_end[-1]) > 2, "the case must split lists into several chunks"
-    for w, g in zip(whole[:2], got[:2], strict=True):
-        assert torch.isfinite(g).all() and float((w - g).abs().max()) < 1e-5, float((w - g).abs().max())
-    check(ref.rasterize_tiles(ids, ranges, records, bg, size, size, tile_size=tile), got)
-    if opaque:
-        assert float((got[1] > 0.999).float().mean()) > 0.5, "most pixels must saturate for this case"
 
 
 @pytest.mark.parametrize("tile", [8, 16])

@@ -30,18 +30,13 @@ def test_estimate_terms():
     assert pairs == 12_960_000
     capacity = int(1.5 * pairs)
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
-
-    def split(pairs):  # the split lists' chunk ends, head states (4 x 64 floats) per 2048 pairs, chunks per 1024
-        plan = min(tiles, -(-pairs // 2048))
-        return 4 * plan + 1024 * plan + 1024 * -(-pairs // 1024)
-
     per_slot = 56 * n + 20 * w * h + 4 * tiles + 16
-    assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + 20 * capacity + split(capacity)
+    assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + 20 * capacity
     assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
     assert cpu.reference == 250 * n and cuda.reference == 0
     counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each
-    assert counted.transient == max(v + 44 * v, 16 * v + 34 * p + split(p)) and counted.graphs == 0
+    assert counted.transient == max(v + 44 * v, 16 * v + 34 * p) and counted.graphs == 0
     assert counted.workspace == 40 * v + 20 * w * h + 4 * tiles + 4 * v + 12 * tiles + hist  # one slot, no pairs
     assert estimate_bytes(10, 1, None, None, "cpu").workspace == estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
     assert estimate_bytes(10, 1, 3840, 2160, "cpu").workspace > estimate_bytes(10, 1, 1920, 1080, "cpu").workspace

@@ -21,13 +21,12 @@ from .buffers import SH_DTYPE, SH_MAX, key_dtype, order_outputs, project_outputs
 from .cull import cull_window  # noqa: E402
 from .order import depth_order, depth_order_counted  # noqa: E402
 from .project import project_block, project_gaussians  # noqa: E402
-from .rasterize import LIST_LENGTHS, rasterize_tiles  # noqa: E402
+from .rasterize import list_class, rasterize_tiles  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
 from .tile_ranges import tile_ranges  # noqa: E402
 
 __all__ = [
-    "LIST_LENGTHS",
     "SH_DTYPE",
     "SH_MAX",
     "bin_config",
@@ -38,6 +37,7 @@ __all__ = [
     "order_outputs",
     "project_block",
     "key_dtype",
+    "list_class",
     "sentinel_key",
     "project_gaussians",
     "project_outputs",

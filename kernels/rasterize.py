@@ -202,19 +202,49 @@ def _rasterize_kernel(
 
 # ----------------------------------------------------------------------------------------------- launcher
 
-# (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by how long the frame's tile
-# lists are (0 short, 1 medium, 2 long). Measured on the H200 over 1-2 warps and 4-32 per step on real frames
-# (BENCHMARKS.md, section 15): objects and fly-overs want one warp, two pixels a lane and 8 a step (their time
-# is the chain of their longest few lists); the dense overviews of the composites want two warps, a pixel a
-# lane and 32 a step (more records in flight per step). The interpreter runs the batched form.
+# (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by the class of the frame's
+# tile lists (`list_class`). Measured on the H200 over 1-2 warps and 8-32 per step on real frames (BENCHMARKS.md,
+# sections 15 and 18): objects and fly-overs of moderate density want one warp, two pixels a lane and 8 a step;
+# denser views with longer lists 16 a step; the composites' overviews, whose Gaussians are a pixel or two wide,
+# two warps, a pixel a lane and 32 a step (more records in flight per step). The interpreter runs the batched form.
 SCALAR_CONFIG = {
-    (8, 0): (1, 8), (8, 1): (1, 8), (8, 2): (2, 32),
+    (8, 0): (1, 8), (8, 1): (1, 16), (8, 2): (2, 32),
     (16, 0): (4, 8), (16, 1): (4, 16), (16, 2): (8, 32),
 }  # fmt: skip
-# Mean pairs per tile at which a frame's lists count as medium and long (the renderer decides from the last
-# frame); at 8 px the measured frames had 24-100 (objects), 200-620 (fly-overs) and 340-1250 (overviews of 6M
-# and 24M Gaussians).
-LIST_LENGTHS = {8: (180.0, 300.0), 16: (500.0, 1000.0)}
+# Mean pairs per tile at which 16 px frames' lists count as medium and long.
+LIST_LENGTHS_16 = (500.0, 1000.0)
+# Class thresholds at 8 px: long lists of small footprints (pairs per visible Gaussian), the overviews' (6M: 337
+# pairs a tile at 1.82 tiles a Gaussian; 24M: 1253 at 1.69); medium for long lists, or moderate ones of small
+# footprints (the 24M fly-over: 617 at 2.39; the 6M overview at 3840x2160: 101 at 2.18); short otherwise (the
+# 6M fly-over, 201 at 3.1 tiles a Gaussian; objects, 24-100 at 5.8 and more).
+LONG_LISTS = (180.0, 2.0)  # (pairs a tile at least, tiles a Gaussian under)
+MEDIUM_LISTS = (300.0, 80.0, 2.5)  # (pairs a tile at least; or at least this many, at tiles a Gaussian under)
+# A frame changes class only when it is this far past a threshold: its pairs a tile, and its tiles a Gaussian
+# (which the measured frames put nearer the thresholds: 1.69-1.82 against 2.0).
+HYSTERESIS = (1.15, 1.05)
+
+
+def _class_at(per_tile: float, footprint: float, tile: int, k: float, kf: float) -> int:
+    """The list class by thresholds scaled by k and kf (above 1: the higher classes are harder to reach)."""
+    if tile == 16:
+        medium, long = LIST_LENGTHS_16
+        return 2 if per_tile >= long * k else 1 if per_tile >= medium * k else 0
+    if per_tile >= LONG_LISTS[0] * k and footprint < LONG_LISTS[1] / kf:
+        return 2
+    long_enough, moderate, small = MEDIUM_LISTS
+    if per_tile >= long_enough * k or (per_tile >= moderate * k and footprint < small / kf):
+        return 1
+    return 0
+
+
+def list_class(per_tile: float, footprint: float, tile: int, previous: int = 0) -> int:
+    """The rasterizer's configuration class (SCALAR_CONFIG) for a frame whose tile lists hold `per_tile` pairs
+    on average, its visible Gaussians reaching `footprint` tiles each. A frame leaves `previous` only when it is
+    HYSTERESIS past a threshold, so frames near one do not flip the configuration (and re-capture their graph)."""
+    k, kf = HYSTERESIS
+    up = _class_at(per_tile, footprint, tile, k, kf)  # the highest class the frame is clearly in
+    down = _class_at(per_tile, footprint, tile, 1.0 / k, 1.0 / kf)  # the lowest it may still be in
+    return up if up > previous else down if down < previous else previous
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
-from kernels import LIST_LENGTHS, SH_DTYPE, SH_MAX, bin_config, project_block, schedule_scratch_shape
+from kernels import SH_DTYPE, SH_MAX, bin_config, list_class, project_block, schedule_scratch_shape
 from scenes import GaussianScene
 
 from .camera import Camera
@@ -296,15 +296,11 @@ class LaunchConfig:
 
     @staticmethod
     def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
-        """The configuration for a frame like this one. The list length class moves with 15% hysteresis, so a
+        """The configuration for a frame like this one. The list class moves with hysteresis (`list_class`), so a
         frame near a threshold does not flip the rasterizer (and re-capture the frame's graph) back and forth."""
-        per_tile = n_pairs / max(n_tiles, 1)
-        lists = previous.lists
-        while lists < 2 and per_tile > LIST_LENGTHS[tile][lists] * 1.15:
-            lists += 1
-        while lists > 0 and per_tile < LIST_LENGTHS[tile][lists - 1] / 1.15:
-            lists -= 1
-        block, cols = bin_config(n_visible, n_pairs / max(n_visible, 1))
+        footprint = n_pairs / max(n_visible, 1)
+        lists = list_class(n_pairs / max(n_tiles, 1), footprint, tile, previous.lists)
+        block, cols = bin_config(n_visible, footprint)
         return LaunchConfig(project_block(n), block, cols, lists)
 
     @staticmethod
@@ -318,14 +314,16 @@ class LaunchConfig:
         `windows`: frames may project fewer than n Gaussians (a temporal window's set), which moves project_block
         alone: each configuration is also taken with every block that fewer Gaussians choose."""
 
-        def grid(hi: int, ratio: float) -> list[int]:
-            values, v = {1, hi}, 1.0
+        def grid(hi: int, ratio: float) -> list[float]:
+            values, v = {1.0, float(hi)}, 1.0
             while v < hi:
-                values.add(int(v))
+                values.add(v)
                 v *= ratio
             return sorted(values)
 
-        counts = [(0, 0)] + [(v, int(v * p)) for v in grid(n, 1.25) for p in grid(n_tiles, 1.1)]  # (visible, pairs)
+        # (visible, pairs): whole visible counts, pairs per visible Gaussian on a float grid (the list class turns
+        # on fractions of a tile per Gaussian: kernels/rasterize.py `list_class`)
+        counts = [(0, 0)] + [(int(v), int(int(v) * p)) for v in grid(n, 1.25) for p in grid(n_tiles, 1.1)]
         found, frontier = {LaunchConfig()}, [LaunchConfig()]
         while frontier:
             prev = frontier.pop()
@@ -335,7 +333,7 @@ class LaunchConfig:
                     found.add(nxt)
                     frontier.append(nxt)
         if windows:
-            blocks = {LaunchConfig.after(LaunchConfig(), m, 0, 0, n_tiles, tile).project_block for m in grid(n, 2.0)}
+            blocks = {project_block(int(m)) for m in grid(n, 2.0)}
             found |= {replace(c, project_block=b) for c in found for b in blocks}
         return tuple(sorted(found, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols)))
 

@@ -164,3 +164,29 @@ def test_opaque_stacks_against_the_definition(tile, device):
     # float32 against float64: measured <= 1e-6 (rgb, alpha) for every implementation
     off = {name: e for name, e in errors.items() if max(e) >= 2e-5}
     assert not off, f"(max |rgb error|, max |alpha error|) against the definition: {off}"
+
+
+# the frames measured in BENCHMARKS.md (section 18): (pairs a tile, tiles a visible Gaussian, the fastest class)
+MEASURED_CLASSES = {
+    "plant close": (55.3, 17.4, 0), "playbot close": (75.0, 5.8, 0), "plant close 4K": (42.2, 53.2, 0),
+    "6M fly-over": (201.0, 3.1, 0), "6M overview": (336.6, 1.82, 2), "6M overview 4K": (100.7, 2.18, 1),
+    "24M fly-over": (616.6, 2.39, 1), "24M overview": (1253.0, 1.69, 2),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("frame", list(MEASURED_CLASSES))
+def test_list_class_picks_the_measured_fastest(frame):
+    """From any previous class, a steady view of the measured frame settles in the class that was fastest there."""
+    per_tile, footprint, fastest = MEASURED_CLASSES[frame]
+    for previous in (0, 1, 2):
+        cls = previous
+        for _ in range(3):
+            cls = kernels.list_class(per_tile, footprint, 8, cls)
+        assert cls == fastest, (frame, previous, cls)
+
+
+def test_list_class_holds_near_a_threshold():
+    """Within the hysteresis of a threshold the class stays as it was; far past it, it moves."""
+    assert kernels.list_class(190.0, 1.9, 8, 0) == 1 and kernels.list_class(190.0, 1.9, 8, 2) == 2
+    assert kernels.list_class(250.0, 1.5, 8, 0) == 2 and kernels.list_class(50.0, 1.5, 8, 2) == 0
+    assert kernels.list_class(1200.0, 4.0, 16, 0) == 2 and kernels.list_class(1050.0, 4.0, 16, 1) == 1

@@ -54,7 +54,7 @@ import torch
 
 from kernels import schedule_scratch_shape
 from kernels.constants import INT16_TILES
-from scenes.limits import mem_available  # the one reader of MemAvailable: scene readers cap their memory by it too
+from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
 
 MARGIN = 1.1  # x the estimate: the caching allocator's rounding and fragmentation
 FIXED_BYTES = 64 << 20  # small tensors, kernel arguments, the pinned staging buffers
@@ -198,9 +198,21 @@ def estimate_bytes(
     )
 
 
+def free_memory(device: torch.device | str) -> tuple[int | None, str]:
+    """(`free_bytes`, and how to say it: "is free", or on the CPU under a lower WARPSPLAT_MAX_MEMORY, "is free
+    under WARPSPLAT_MAX_MEMORY=SIZE")."""
+    free = free_bytes(device)
+    if torch.device(device).type == "cpu":
+        cap, setting = set_cap()
+        if cap is not None and (free is None or cap < free):
+            return cap, f"is free under {setting}"
+    return free, "is free"
+
+
 def free_bytes(device: torch.device | str) -> int | None:
     """Free memory on `device`: CUDA's free bytes (within the process's memory fraction, when one is set), or
-    MemAvailable on the CPU (None where unknown)."""
+    MemAvailable on the CPU (None where unknown). Refusals go by `free_memory`, which on the CPU also
+    honours WARPSPLAT_MAX_MEMORY (scenes/limits.py): a memory cap set for the readers holds for rendering too."""
     device = torch.device(device)
     if device.type == "cuda":
         if device.index is None:  # torch's per-process fraction wants an index ("cuda" alone raises ValueError)
@@ -230,12 +242,12 @@ def check_fits(
     """Raise OutOfDeviceMemoryError, before any allocation, if a Renderer of this scene would not fit on
     `device`; return the estimate otherwise (and where the free memory is unknown)."""
     est = estimate_bytes(n_gaussians, sh_coeffs, width, height, device, counted=counted)
-    free = free_bytes(device)
+    free, is_free = free_memory(device)
     if free is not None and est.total > free:
         w, h = (width, height) if width and height else NOMINAL_FRAME
         raise OutOfDeviceMemoryError(
             f"{n_gaussians:,} Gaussians (SH {sh_coeffs} coefficients) at {w}x{h} need about {gb(est.total)} on "
-            f"{torch.device(device)} ({est.summary()}, x{MARGIN} margin) but only {gb(free)} is free"
+            f"{torch.device(device)} ({est.summary()}, x{MARGIN} margin) but only {gb(free)} {is_free}"
         )
     return est
 
@@ -269,7 +281,7 @@ def check_frame_pairs(
     else:
         buffers = pair_slot_bytes(key_bytes(tiles)) * (capacity - held)
         need = buffers + pair_sort_bytes(capacity, tiles, reference=reference)
-    free = free_bytes(device)
+    free, is_free = free_memory(device)
     if free is not None and device.type == "cuda":  # what torch's caching allocator holds unused is free to it
         free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
     what = (f"a {width}x{height} frame needs {pairs:,} Gaussian-tile pairs ({pairs / max(visible, 1):,.0f} tiles "
@@ -278,6 +290,6 @@ def check_frame_pairs(
         raise OutOfDeviceMemoryError(f"{what}, more than the {MAX_PAIRS:,} a frame can index")
     if free is not None and need * MARGIN > free:
         raise OutOfDeviceMemoryError(
-            f"{what}: about {gb(need * MARGIN)} more on {device}, but only {gb(free)} is free (Gaussians this large "
+            f"{what}: about {gb(need * MARGIN)} more on {device}, but only {gb(free)} {is_free} (Gaussians this large "
             "on screen need a smaller frame)"
         )

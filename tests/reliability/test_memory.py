@@ -202,3 +202,23 @@ def test_a_frame_whose_pairs_do_not_fit_is_refused_before_they_get_memory(route,
     assert not [a for a in allocated if a and a[0] == pairs]  # no counted pair tensor either
     monkeypatch.setattr(memory, "mem_available", lambda: 1 << 30)
     assert r.render(cam).stats.n_pairs == pairs
+
+
+def test_on_the_cpu_a_lower_memory_cap_is_what_is_free(monkeypatch):
+    """WARPSPLAT_MAX_MEMORY (the readers' cap, scenes/limits.py) bounds the renderer on the CPU too, where it is
+    below the free memory: so a cap set for a run holds for its frames, whatever the machine has free. `none`
+    and a cap above the free memory leave the free memory; CUDA's free memory is the device's own."""
+    monkeypatch.setattr(memory, "mem_available", lambda: 1 << 30)
+    monkeypatch.setenv("WARPSPLAT_MAX_MEMORY", "64M")
+    assert memory.free_memory("cpu") == (64 << 20, "is free under WARPSPLAT_MAX_MEMORY=64M")
+    with pytest.raises(OutOfDeviceMemoryError, match=r"but only 0\.07 GB is free under WARPSPLAT_MAX_MEMORY=64M$"):
+        check_fits(100_000, 16, 640, 480, "cpu")  # ~0.3 GB
+    with pytest.raises(OutOfDeviceMemoryError, match=r"0\.07 GB is free under WARPSPLAT_MAX_MEMORY=64M \(Gaussians"):
+        check_frame_pairs(2_000_000, 1000, 1280, 720, 8, "cpu", counted=True, reference=True)  # ~0.18 GB
+    for setting in ("none", "4G"):
+        monkeypatch.setenv("WARPSPLAT_MAX_MEMORY", setting)
+        assert memory.free_memory("cpu") == (1 << 30, "is free")
+        check_fits(100_000, 16, 640, 480, "cpu")
+    monkeypatch.setenv("WARPSPLAT_MAX_MEMORY", "64M")
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 5 << 30)
+    assert memory.free_memory("cuda") == (5 << 30, "is free")

@@ -323,6 +323,11 @@ def depth_order_counted(
 # ----------------------------------------------------------------------------------------------- bin
 
 
+# Pairs expanded at a time: the expansion's temporaries take about 100 bytes a pair (int64 indices), so binning
+# in chunks of Gaussians keeps them to a few tens of MB whatever the frame's pair count.
+BIN_CHUNK_PAIRS = 1 << 18
+
+
 # Twin of the launcher in kernels/bin.py: the same signature on purpose (see the module docstring).
 def bin_pairs(
     order: torch.Tensor,
@@ -338,17 +343,35 @@ def bin_pairs(
     block: int | None = None,
     cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, Gaussians in `order`. `block` and
-    `cols`, the kernel's launch knobs, are ignored."""
+    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, Gaussians in `order`, in chunks
+    of about BIN_CHUNK_PAIRS pairs. As the kernel, it writes only slots below the capacity, and does no work for
+    a Gaussian whose slots all lie past it (a frame binned into a capacity too small for its pairs costs no
+    more than the capacity). `block` and `cols`, the kernel's launch knobs, are ignored."""
+    keys, _ = out
+    capacity = keys.shape[0]
+    padded = torch.cat([tiles_touched, tiles_touched.new_zeros(1)])  # index N (none) has no tiles
+    has = padded[order.long()] > 0
+    live = order.long()[has]  # visible Gaussians, nearest first
+    base = (offsets[has] - tiles_touched[live]).long()  # each one's first slot: ascending
+    inside = int(torch.searchsorted(base, capacity))  # those with a slot below the capacity
+    live, base = live[:inside], base[:inside]
+    ends = torch.cumsum(tiles_touched[live].long(), 0)
+    a = 0
+    while a < live.numel():
+        done = int(ends[a - 1]) if a else 0
+        b = max(a + 1, int(torch.searchsorted(ends, done + BIN_CHUNK_PAIRS, right=True)))
+        _bin_chunk(live[a:b], base[a:b], records, tiles_touched, width, height, bin_t, tile_size, out)
+        a = b
+    return out
+
+
+def _bin_chunk(live, base, records, tiles_touched, width, height, bin_t, tile_size, out) -> None:
+    """bin_pairs for the visible Gaussians `live` (in order), whose first slots are `base`."""
     device = records.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
     keys, ids = out
     capacity = keys.shape[0]
-    padded = torch.cat([tiles_touched, tiles_touched.new_zeros(1)])  # index N (none) has no tiles
-    has = padded[order.long()] > 0
-    live = order.long()[has]  # visible Gaussians, nearest first
-    base = (offsets[has] - tiles_touched[live]).long()
     mx, my = records[live, 0], records[live, 1]
     a, b, c = _record_conic(records[live])
     t = bin_t[live]
@@ -385,7 +408,6 @@ def bin_pairs(
     ids[all_slots[fits]] = all_ids[fits]
     fits = keep & (slots < capacity)
     keys[slots[fits]] = tile[fits].to(keys.dtype)
-    return keys, ids
 
 
 # ----------------------------------------------------------------------------------------------- sort

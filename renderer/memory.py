@@ -39,6 +39,10 @@ Not counted: the depth view's buffers (32 N + 20 X while it is shown), a tempora
 arrays (up to 0.9 N (40 + 6 K), counted scenes only: smaller ones decline windows) and a scale modifier other
 than 1 (a scaled copy of the covariances, 24 N).
 
+Frames are checked again once their pairs are counted (`check_frame_pairs`): P above is a guess, and nothing
+bounds the real count but N times the frame's tiles (Gaussians large on screen reach every tile), so a frame's
+pairs get memory only after their count has been checked against what is free.
+
 `tests/gpu/memory_check.py` measures the peaks on the GPU against these terms.
 """
 
@@ -50,7 +54,7 @@ import torch
 
 from kernels import schedule_scratch_shape
 from kernels.constants import INT16_TILES
-from scenes.limits import mem_available  # the one reader of MemAvailable: scene readers cap their memory by it too
+from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
 
 MARGIN = 1.1  # x the estimate: the caching allocator's rounding and fragmentation
 FIXED_BYTES = 64 << 20  # small tensors, kernel arguments, the pinned staging buffers
@@ -59,6 +63,11 @@ CAPACITY_STEP = 1.5  # pipeline.Capacity.STEP: the pair capacity is at most this
 PAIRS_PER_GAUSSIAN = (2.0, 16.0)  # the pairs' estimate: between these many a Gaussian ...
 PAIRS_PER_TILE = 400.0  # ... and otherwise this many a tile
 REFERENCE_PER_GAUSSIAN = 250  # the torch reference pipeline's temporaries on the CPU, measured at 1M Gaussians
+# The torch reference's pair sort on the CPU (kernels/reference.py `sort_pairs`: unique int64 keys, argsort's values
+# and indices): 48-56 bytes a pair slot, measured at 8M and 2M slots; CUB's is sort_scratch_bytes.
+REFERENCE_SORT_PER_SLOT = 56
+# Tile ranges are int32 offsets into a frame's sorted pairs (kernels/tile_ranges.py): no frame may have more.
+MAX_PAIRS = 2**31 - 1
 
 
 class OutOfDeviceMemoryError(MemoryError):
@@ -131,22 +140,31 @@ def workspace_bytes(n: int, capacity: int, width: int, height: int, tile: int, *
     return slots * per_slot + shared
 
 
-def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: bool) -> int:
+def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: bool, reference: bool = False) -> int:
     """A frame's largest temporaries beyond the workspace.
 
     Capacity route: the larger of its two sorts' scratch, the depth sort of N float keys and the pair sort of C
-    tile keys. Counted frames (kernels/order.py `depth_order_counted`, pipeline.py `_Frame.bin`, kernels/sort.py):
-    at the depth sort, the visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs
-    12 V and scratch 20 V; at the pair sort, the order and offsets kept 16 V, the pairs binned (kb + 4) P, the
-    sort's outputs (kb + 8) P and scratch (kb + 16) P (the ids gathered after it, 4 P, come when the scratch is
-    gone)."""
-    kb = key_bytes(tiles)
+    tile keys (`reference`: the torch reference's, REFERENCE_SORT_PER_SLOT a slot). Counted frames
+    (kernels/order.py `depth_order_counted`, pipeline.py `_Frame.bin`, kernels/sort.py): at the depth sort, the
+    visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs 12 V and scratch 20 V; at
+    the pair sort, the order and offsets kept 16 V, the pairs binned (kb + 4) P, the sort's outputs (kb + 8) P
+    and scratch (kb + 16) P (the ids gathered after it, 4 P, come when the scratch is gone)."""
     if not counted:
-        return max(sort_scratch_bytes(n, 4), sort_scratch_bytes(capacity, kb))
+        return max(sort_scratch_bytes(n, 4), pair_sort_bytes(capacity, tiles, reference=reference))
     v = n
     depth_sort = n + 8 * v + 4 * v + 12 * v + sort_scratch_bytes(v, 4)
-    pair_sort = 16 * v + (kb + 4) * pairs + (kb + 8) * pairs + sort_scratch_bytes(pairs, kb)
-    return max(depth_sort, pair_sort)
+    return max(depth_sort, counted_pair_bytes(v, pairs, tiles, reference=reference))
+
+
+def pair_sort_bytes(length: int, tiles: int, *, reference: bool) -> int:
+    """The pair sort's temporaries for `length` pair slots: CUB's, or the torch reference's."""
+    return REFERENCE_SORT_PER_SLOT * length if reference else sort_scratch_bytes(length, key_bytes(tiles))
+
+
+def counted_pair_bytes(visible: int, pairs: int, tiles: int, *, reference: bool) -> int:
+    """A counted frame's memory at its pair sort (`transient_bytes`) for its visible Gaussians and pairs."""
+    kb = key_bytes(tiles)
+    return 16 * visible + (kb + 4) * pairs + (kb + 8) * pairs + pair_sort_bytes(pairs, tiles, reference=reference)
 
 
 def estimate_bytes(
@@ -169,7 +187,7 @@ def estimate_bytes(
     pairs = estimated_pairs(n, tiles)
     capacity = 0 if counted else int(pairs * CAPACITY_STEP)
     slots = 1 if counted else 2
-    transient = transient_bytes(n, pairs, capacity, tiles, counted=counted)
+    transient = transient_bytes(n, pairs, capacity, tiles, counted=counted, reference=not cuda)
     return MemoryEstimate(
         scene=12 * n if cuda else 0,
         prepared=(28 + 6 * k) * n,  # SH as fp16 (renderer/pipeline.py prepare_scene)
@@ -180,9 +198,21 @@ def estimate_bytes(
     )
 
 
+def free_memory(device: torch.device | str) -> tuple[int | None, str]:
+    """(`free_bytes`, and how to say it: "is free", or on the CPU under a lower WARPSPLAT_MAX_MEMORY, "is free
+    under WARPSPLAT_MAX_MEMORY=SIZE")."""
+    free = free_bytes(device)
+    if torch.device(device).type == "cpu":
+        cap, setting = set_cap()
+        if cap is not None and (free is None or cap < free):
+            return cap, f"is free under {setting}"
+    return free, "is free"
+
+
 def free_bytes(device: torch.device | str) -> int | None:
     """Free memory on `device`: CUDA's free bytes (within the process's memory fraction, when one is set), or
-    MemAvailable on the CPU (None where unknown)."""
+    MemAvailable on the CPU (None where unknown). Refusals go by `free_memory`, which on the CPU also
+    honours WARPSPLAT_MAX_MEMORY (scenes/limits.py): a memory cap set for the readers holds for rendering too."""
     device = torch.device(device)
     if device.type == "cuda":
         if device.index is None:  # torch's per-process fraction wants an index ("cuda" alone raises ValueError)
@@ -212,11 +242,54 @@ def check_fits(
     """Raise OutOfDeviceMemoryError, before any allocation, if a Renderer of this scene would not fit on
     `device`; return the estimate otherwise (and where the free memory is unknown)."""
     est = estimate_bytes(n_gaussians, sh_coeffs, width, height, device, counted=counted)
-    free = free_bytes(device)
+    free, is_free = free_memory(device)
     if free is not None and est.total > free:
         w, h = (width, height) if width and height else NOMINAL_FRAME
         raise OutOfDeviceMemoryError(
             f"{n_gaussians:,} Gaussians (SH {sh_coeffs} coefficients) at {w}x{h} need about {gb(est.total)} on "
-            f"{torch.device(device)} ({est.summary()}, x{MARGIN} margin) but only {gb(free)} is free"
+            f"{torch.device(device)} ({est.summary()}, x{MARGIN} margin) but only {gb(free)} {is_free}"
         )
     return est
+
+
+def check_frame_pairs(
+    pairs: int,
+    visible: int,
+    width: int,
+    height: int,
+    tile: int,
+    device: torch.device | str,
+    *,
+    counted: bool,
+    reference: bool,
+    capacity: int = 0,
+    held: int = 0,
+) -> None:
+    """Raise OutOfDeviceMemoryError before a frame's pairs are given memory they would not fit in.
+
+    A frame's pairs are known only once it has been projected and ordered, and nothing in the file bounds them
+    but its Gaussian count times the frame's tiles: Gaussians large on screen reach every tile, so that a 1 MB
+    file of 80,000 of them asked 1.15 billion pairs of a 1280x720 frame, and the CPU renderer was killed at
+    24 GB. So the renderer checks what the pairs need when it learns their count, before it allocates for them:
+    a counted frame its pair tensors and sort (`counted_pair_bytes`); a capacity frame that did not fit the
+    buffers it has, the buffers at their new `capacity` and their sort, less the `held` slots it lets go first.
+    Against the device's free memory, as `check_fits`; and never more than MAX_PAIRS."""
+    tiles = n_tiles(width, height, tile)
+    device = torch.device(device)
+    if counted:
+        need = counted_pair_bytes(visible, pairs, tiles, reference=reference)
+    else:
+        buffers = pair_slot_bytes(key_bytes(tiles)) * (capacity - held)
+        need = buffers + pair_sort_bytes(capacity, tiles, reference=reference)
+    free, is_free = free_memory(device)
+    if free is not None and device.type == "cuda":  # what torch's caching allocator holds unused is free to it
+        free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    what = (f"a {width}x{height} frame needs {pairs:,} Gaussian-tile pairs ({pairs / max(visible, 1):,.0f} tiles "
+            f"for each of its {visible:,} visible Gaussians)")  # fmt: skip
+    if pairs > MAX_PAIRS:
+        raise OutOfDeviceMemoryError(f"{what}, more than the {MAX_PAIRS:,} a frame can index")
+    if free is not None and need * MARGIN > free:
+        raise OutOfDeviceMemoryError(
+            f"{what}: about {gb(need * MARGIN)} more on {device}, but only {gb(free)} {is_free} (Gaussians this large "
+            "on screen need a smaller frame)"
+        )

@@ -46,7 +46,7 @@ from kernels import SH_DTYPE, SH_MAX, bin_config, list_class, project_block, sch
 from scenes import GaussianScene
 
 from .camera import Camera
-from .memory import MemoryEstimate, check_fits
+from .memory import MemoryEstimate, check_fits, check_frame_pairs
 from .settings import RenderSettings
 from .temporal import SceneArrays, TemporalCache
 from .timing import StageTimer
@@ -241,10 +241,14 @@ class Capacity:
     def fits(self, count: int) -> bool:
         return count <= self.size
 
+    def grown(self, count: int) -> int:
+        """The size `grow(count)` makes it."""
+        step = int(self.size * self.STEP) if self.size else 0
+        return max(int(count * self.HEADROOM), step, self.MINIMUM)
+
     def grow(self, count: int) -> None:
         """Make room for `count` and more (called when it did not fit)."""
-        step = int(self.size * self.STEP) if self.size else 0
-        self.size = max(int(count * self.HEADROOM), step, self.MINIMUM)
+        self.size = self.grown(count)
         self.growths += 1
         self._low_frames = self._recent = 0
 
@@ -510,6 +514,9 @@ class Renderer:
         if not f.counted:  # counted frames size their pair tensors exactly: no capacity to check
             if n_pairs > f.capacity:  # the capacity it was binned with (a streamed frame's may have grown since)
                 if not self.pair_capacity.fits(n_pairs):
+                    check_frame_pairs(n_pairs, n_visible, f.width, f.height, f.tile, self.device, counted=False,
+                                      reference=self.backend == "torch", capacity=self.pair_capacity.grown(n_pairs),
+                                      held=self.pair_capacity.size)  # fmt: skip
                     self.pair_capacity.grow(n_pairs)
                     f.pairs = f.sorted_keys = f.sorted_ids = None  # binned again below, into new buffers
                     self._release_pairs()
@@ -841,6 +848,9 @@ class _Frame:
         if self.counted:
             self.order_idx, self.offsets, *counts = self.r.k.depth_order_counted(self.depths, self.tiles_touched)
             self.counts = (counts[0], counts[1])
+            # before bin allocates the pairs
+            check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, self.r.device, counted=True,
+                              reference=self.r.backend == "torch")  # fmt: skip
             return
         self.r.k.depth_order(self.depths, self.tiles_touched, out=self.order_out)
 

@@ -6,7 +6,8 @@ count, a zip bomb, an absurd texture size, a pipe or a device instead of a file)
   scenes hold tens of millions of Gaussians, and `warpsplat compose` builds benchmark scenes of about 30M.
 - Memory: what reading a declared count needs (the decoded float32 arrays plus the reader's own buffers) must
   fit under a cap: the machine's free memory (MemAvailable), or WARPSPLAT_MAX_MEMORY when set (`8G`, `512M`,
-  a byte count, or `none` for no cap).
+  a byte count, or `none` for no cap). The renderer on the CPU takes that setting as the memory it may use
+  when it is below the free memory (renderer/memory.py `free_memory`).
 - Expansion: compressed streams may not declare more output than their format can produce from their size.
 - Compactness: a compressed format (SPZ, SOG) may not declare more Gaussians than its file's size can hold for a
   trained scene (MIN_BYTES_PER_GAUSSIAN each), checked on the header before anything is inflated or decoded. This
@@ -82,12 +83,16 @@ def mem_available(path: str = "/proc/meminfo") -> int | None:
 
 def memory_cap() -> tuple[int | None, str]:
     """(cap in bytes or None for no cap, where it comes from) for reading one scene."""
+    if not os.environ.get(MEMORY_CAP_ENV, "").strip():
+        return mem_available(), "the free memory"
+    return set_cap()
+
+
+def set_cap() -> tuple[int | None, str]:
+    """WARPSPLAT_MAX_MEMORY as (bytes, or None when unset or `none`; the setting as written)."""
     text = os.environ.get(MEMORY_CAP_ENV, "").strip()
-    if not text:
-        free = mem_available()
-        return free, "the free memory"
-    if text.lower() == "none":
-        return None, f"{MEMORY_CAP_ENV}=none"
+    if not text or text.lower() == "none":
+        return None, f"{MEMORY_CAP_ENV}={text}"
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", text.lower())
     if not m:
         raise _error(f"{MEMORY_CAP_ENV}={text!r}: expected a size such as 8G, 512M, a byte count, or none")

@@ -146,7 +146,13 @@ def main(argv: list[str] | None = None) -> int:
             # warns there.
             apply_thread_policy()
             return int(args.func(args) or 0)
-    except (CliError, SceneFormatError, OutputExistsError, OutOfDeviceMemoryError, CudaUnusableError, OSError) as e:
+    except OutOfDeviceMemoryError as e:  # the renderer's refusal knows the sizes, not the file they came from
+        from .out_of_memory import working_on
+
+        target = working_on(args)
+        print(f"warpsplat {args.command}: error: {f'{target}: ' if target else ''}{_message(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except (CliError, SceneFormatError, OutputExistsError, CudaUnusableError, OSError) as e:
         print(f"warpsplat {args.command}: error: {_message(e)}", file=sys.stderr)
         return EXIT_USAGE
     except (MemoryError, RuntimeError) as e:

@@ -17,9 +17,14 @@ def is_out_of_memory(e: BaseException) -> bool:
     return isinstance(e, RuntimeError) and ("can't allocate memory" in text or "out of memory" in text.lower())
 
 
+def working_on(args: argparse.Namespace) -> str | None:
+    """The scene file the command was working on, when it names one."""
+    return getattr(args, "scene", None) or getattr(args, "input", None)
+
+
 def out_of_memory_message(args: argparse.Namespace) -> str:
     """One line: what the command was working on, and the process's own memory limit when it has one."""
-    target = getattr(args, "scene", None) or getattr(args, "input", None)
+    target = working_on(args)
     text = "out of memory" + (f" with {target}" if target else "")
     size = getattr(args, "size", None)
     if isinstance(size, tuple):

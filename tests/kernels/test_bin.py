@@ -39,7 +39,8 @@ def test_pairs_come_in_depth_order_with_ties_by_index(device):
     assert bool(tie.any()) and (g[1:][tie] >= g[:-1][tie]).all(), "ties not in index order"
 
 
-def test_capacity_bounds_the_writes(device):
+@pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "reference"])
+def test_capacity_bounds_the_writes(impl, device):
     """A buffer shorter than the pair count is filled up to its end and not past it (the renderer grows it)."""
     width, height = 37, 53
     proj = projected(300, width, height, device, seed=5)
@@ -47,12 +48,29 @@ def test_capacity_bounds_the_writes(device):
     cap = n_pairs // 2
     guard = 7
     records, depths, tt, bin_t = proj
-    order, offsets, _ = kernels.depth_order(depths, tt, out=kernels.order_outputs(300, device))
+    order, offsets, _ = impl.depth_order(depths, tt, out=impl.order_outputs(300, device))
     keys = torch.full((cap + guard,), -5, dtype=full_k.dtype, device=device)
     ids = torch.full((cap + guard,), -5, dtype=torch.int32, device=device)
-    kernels.bin_pairs(order, offsets, records, tt, width, height, bin_t=bin_t, out=(keys[:cap], ids[:cap]))
+    impl.bin_pairs(order, offsets, records, tt, width, height, bin_t=bin_t, out=(keys[:cap], ids[:cap]))
     assert torch.equal(keys[:cap], full_k[:cap]) and torch.equal(ids[:cap], full_i[:cap])
     assert (keys[cap:] == -5).all() and (ids[cap:] == -5).all()
+
+
+@pytest.mark.parametrize("capacity", ["all", "half", "none"])
+def test_reference_bins_chunk_by_chunk_as_in_one_go(capacity, monkeypatch):
+    """The twin expands its pairs a chunk of Gaussians at a time (BIN_CHUNK_PAIRS), skipping the Gaussians whose
+    slots all lie past the capacity: chunks of a few pairs give the keys and ids of one chunk of them all, into
+    the whole capacity, half of it and none."""
+    width, height = 37, 53
+    proj = projected(300, width, height, "cpu", seed=5)
+    _, _, n_pairs = bin_all(ref, proj, width, height)
+    cap = {"all": n_pairs, "half": n_pairs // 2, "none": 0}[capacity]
+    monkeypatch.setattr(ref, "BIN_CHUNK_PAIRS", 1 << 30)
+    want_k, want_i, _ = bin_all(ref, proj, width, height, capacity=cap)
+    monkeypatch.setattr(ref, "BIN_CHUNK_PAIRS", 5)  # smaller than most Gaussians' pairs: one Gaussian a chunk too
+    got_k, got_i, _ = bin_all(ref, proj, width, height, capacity=cap)
+    assert torch.equal(got_k, want_k) and torch.equal(got_i, want_i)
+    assert n_pairs > 50 * 5  # many chunks
 
 
 @pytest.mark.parametrize("tile", [8, 16])

@@ -363,3 +363,43 @@ def camera_path(folder: Path, *, width: int = 64, height: int = 48, seconds: flo
     path.write_text(json.dumps({"render_width": width, "render_height": height, "fps": fps, "seconds": seconds,
                                 "keyframes": keys}))  # fmt: skip
     return path
+
+
+# ------------------------------------------------------------------ 16. the most a small file admits
+
+
+def densest_spz(folder: Path, n: int = 131_000, degree: int = 3, log_scale: float = -4.2,
+                below: int = 1 << 20, name: str = "densest.spz") -> Path:  # fmt: skip
+    """An SPZ v4 file of `n` Gaussians at SH `degree` that the readers admit with the fewest bytes a Gaussian
+    (limits.MIN_BYTES_PER_GAUSSIAN): its size lies in [8 n, `below`), 131,000 Gaussians just under 1 MiB. No
+    reader admits more Gaussians for a file's size: a .splat takes 32 bytes each, an uncompressed PLY at least 14
+    (14 one-byte properties), a compressed PLY 16, SOG and SPZ 8. Every Gaussian has the same size (`log_scale`;
+    the default reaches 2-4 tiles at 1280x720) and random positions in [-1, 1]^3 (13 bits a coordinate, about
+    6.8 bytes once compressed); random colour bytes bring the file to its size, the SH bands are zero."""
+    import zstandard
+
+    rng = np.random.default_rng(n)
+    fixed = rng.integers(-4096, 4096, size=(n, 3), dtype=np.int32)  # 12 fraction bits: [-1, 1)
+    positions = np.stack([fixed & 0xFF, (fixed >> 8) & 0xFF, (fixed >> 16) & 0xFF], -1).astype(np.uint8)
+    scale = round((log_scale + 10.0) * 16.0)
+    assert 0 <= scale <= 255, log_scale
+    colours = np.full(3 * n, 128, np.uint8)
+    rest = [np.full(3 * n, scale, np.uint8), np.full(n, 3 << 30, "<u4")]  # scales; rotations: identity (w largest)
+    rest += [np.full(3 * ((degree + 1) ** 2 - 1) * n, 128, np.uint8)] if degree else []  # zero SH coefficients
+    cctx = zstandard.ZstdCompressor(level=1)
+    random_colours = 0
+    for _ in range(8):  # incompressible colour bytes until the file's size is in [8 n, below)
+        colours[:random_colours] = rng.integers(0, 256, random_colours, np.uint8)
+        blocks = [positions.tobytes(), np.full(n, 200, np.uint8).tobytes(), colours.tobytes()]
+        blocks += [b.tobytes() for b in rest]
+        streams = [cctx.compress(b) for b in blocks]
+        header = struct.pack("<IIIBBBBI12x", MAGIC, 4, n, degree, 12, 0, len(streams), 32)
+        toc = np.array([[len(c), len(b)] for c, b in zip(streams, blocks)], dtype="<u8").tobytes()
+        data = header + toc + b"".join(streams)
+        if 8 * n <= len(data) < below:
+            break
+        random_colours = min(colours.size, max(0, random_colours + min(below - 1, 8 * n + 256) - len(data)))
+    assert 8 * n <= len(data) < below, f"{n} Gaussians: {len(data)} bytes, outside [{8 * n}, {below})"
+    path = folder / name
+    path.write_bytes(data)
+    return path

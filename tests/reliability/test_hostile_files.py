@@ -7,12 +7,15 @@ every file of the classes (all under 1 MB) costs under 500 MB and 5 s of CPU tim
 sound file of every compressed format is read within twice its arrays. The command's other inputs fail in one
 line naming them too: a camera path file, the output (a full disk, by `prlimit --fsize`) and the process's own
 memory limit (`prlimit --as`). A write killed with SIGKILL leaves a temporary that the next write to the same
-output removes.
+output removes. The densest file under 1 MiB that the readers admit (131,000 Gaussians) is read, converted and
+rendered at the default 1280x720 within the bound; the same file of Gaussians large on screen, whose frame asks
+754M pairs, is refused at the first frame's pair count.
 
 The commands run with WARPSPLAT_MAX_MEMORY=4G, so that what a file may take does not depend on the test
 machine's free memory (the free-memory default is tested in tests/scenes/test_limits.py); the compressed-file
-bombs run once more with no cap at all, to show that their bound comes from the file, not the machine. One torch
-thread keeps a busy machine from stretching them past the timeout.
+bombs run once more with no cap at all, to show that their bound comes from the file, not the machine. The cap
+holds for a render's frames on the CPU too (renderer/memory.py `free_memory`): what a frame's pairs may take is
+not bounded by the file. One torch thread keeps a busy machine from stretching them past the timeout.
 """
 
 from __future__ import annotations
@@ -325,3 +328,87 @@ def test_every_reader_peaks_under_twice_its_arrays(fmt, tmp_path):
     extra, size = map(int, out.stdout.split()[-2:])
     print(f"\n{fmt}: read peak above start-up = {extra / size:.2f} x the arrays ({size / 2**20:.0f} MiB)")
     assert extra < 2 * size
+
+
+# ------------------------------------------------------------------ the densest small file, at the default size
+
+# Renders at the default size (1280x720) of the default view, on the CPU wherever the test runs (on a GPU host the
+# command would take the GPU), through the torch reference pipeline
+ON_THE_CPU = {"CUDA_VISIBLE_DEVICES": ""}
+
+
+def default_size_render(path, folder) -> list:
+    return ["render", path, "--out", folder / "default.png", "--backend", "torch", "--overwrite"]
+
+
+@pytest.fixture(scope="module")
+def default_size_startup(tmp_path_factory) -> Run:
+    """A render at the default size of a tiny sound file: what such a render costs before its scene (405 MiB and
+    2.1-3.2 s of CPU on the 2-core CPU machine, the more the busier it is: start-up, the frame's image buffers)."""
+    folder = tmp_path_factory.mktemp("default-size")
+    r = run(default_size_render(_tiny(folder), folder), ON_THE_CPU)
+    assert r.code == 0, r.err
+    return r
+
+
+# What a small file's own render at the default size may take of CPU time above that start-up: the 5 s less the
+# 2 s of a command's start-up (SMALL_FILE_CPU_S). Its absolute CPU time counts the default size's start-up, which
+# the busy 2-core machine stretches past 3 s, and is printed.
+SMALL_FILE_OWN_CPU_S = SMALL_FILE_CPU_S - 2.0
+
+
+def test_the_densest_small_file_is_read_converted_and_rendered_at_the_default_size_within_the_bound(
+    tmp_path, startup_mib, default_size_startup
+):
+    """The most Gaussians a file under 1 MiB can hold (hostile.densest_spz: 131,000 at SH degree 3, 8 bytes each,
+    the compactness bound; 31 MB of arrays) through `info`, `convert` and a render of the default view at the
+    default 1280x720, each within the small-file bound above the command's own start-up. Their size (2-4 tiles at
+    that view) makes 1.24M pairs. Measured on the 2-core CPU machine: info +48 MiB, 2.4 s CPU; convert +99 MiB,
+    2.3 s; render +94-117 MiB, 1.0-1.6 s above its start-up (3.7-5.7 s in all, the more the busier the machine;
+    it was +255 MiB while the torch reference's bin expanded every pair of the frame's first pass). A 2-frame
+    video of it costs +110-125 MiB and 6.1-6.6 s of CPU, 2.8-4.1 of them the command's start-up."""
+    path = hostile.densest_spz(tmp_path)
+    assert 8 * 131_000 <= path.stat().st_size < 1 << 20
+    start = default_size_startup
+    runs = {  # command: (arguments, its start-up's peak, its start-up's CPU time where the bound is above it)
+        "info": (COMMANDS["info"](path, tmp_path), startup_mib["info"], None),
+        "convert": (COMMANDS["convert"](path, tmp_path), startup_mib["convert"], None),
+        "render": (default_size_render(path, tmp_path), start.peak_mib, start.cpu_s),
+    }
+    for command, (args, base_mib, base_cpu_s) in runs.items():
+        r = run(args, ON_THE_CPU)
+        print(f"\ndensest {command}: exit {r.code}, {r.cpu_s:.1f} s CPU, peak {r.peak_mib:.0f} MiB (start-up "
+              f"{base_mib:.0f} MiB{'' if base_cpu_s is None else f', {base_cpu_s:.1f} s'})")  # fmt: skip
+        assert r.code == 0 and r.err == "", r.err
+        assert r.peak_mib - base_mib < SMALL_FILE_EXTRA_MIB
+        if base_cpu_s is None:
+            assert r.cpu_s < SMALL_FILE_CPU_S
+        else:
+            assert r.cpu_s - base_cpu_s < SMALL_FILE_OWN_CPU_S
+    pairs = re.search(r"131,000 visible, ([\d,]+) Gaussian-tile pairs", r.out)  # the render's own report
+    assert pairs and int(pairs[1].replace(",", "")) > 1_000_000, r.out  # the frame drew them, all visible
+
+
+def test_gaussians_large_on_screen_are_refused_before_their_pairs_get_memory(tmp_path, default_size_startup):
+    """The same file with every Gaussian of unit scale: each reaches 40% of the default view's tiles, 754M pairs,
+    about 70 GB. Before the renderer checked a frame's pairs once counted, it grew its buffers to them (a 1 MB file
+    of 80,000 such Gaussians was killed at 23.8 GB after 129 s). Now a two-frame video of it ends after the first
+    frame's order in one line naming the file, at its read's cost, under the suite's 4G cap on any host."""
+    path = hostile.densest_spz(tmp_path, log_scale=0.0, name="wide.spz")
+    out = tmp_path / "wide.mp4"
+    r = run(["render", path, "--path", "orbit", "--frames", 2, "--out", out, "--backend", "torch", "--quiet"],
+            ON_THE_CPU)  # fmt: skip
+    start = default_size_startup
+    print(f"\nwide render: exit {r.code}, {r.cpu_s:.1f} s CPU, peak {r.peak_mib:.0f} MiB "
+          f"(start-up {start.peak_mib:.0f} MiB, {start.cpu_s:.1f} s)")  # fmt: skip
+    lines = r.err.splitlines()
+    assert r.code == 2 and len(lines) == 1, r.err
+    m = re.fullmatch(
+        rf"warpsplat render: error: {re.escape(str(path))}: a 1280x720 frame needs ([\d,]+) Gaussian-tile pairs "
+        r"\([\d,]+ tiles for each of its 131,000 visible Gaussians\): about [\d.]+ GB more on cpu, but only "
+        r"[\d.]+ GB is free( under WARPSPLAT_MAX_MEMORY=4G)? \(Gaussians this large on screen need a smaller frame\)",
+        lines[0],
+    )
+    assert m and int(m[1].replace(",", "")) > 500_000_000, lines[0]
+    assert r.peak_mib - start.peak_mib < SMALL_FILE_EXTRA_MIB and r.cpu_s - start.cpu_s < SMALL_FILE_OWN_CPU_S
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wide.spz"]  # no video, no part of one

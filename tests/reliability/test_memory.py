@@ -7,7 +7,7 @@ import torch
 
 import renderer.memory as memory
 from renderer import Renderer
-from renderer.memory import OutOfDeviceMemoryError, check_fits, estimate_bytes
+from renderer.memory import OutOfDeviceMemoryError, check_fits, check_frame_pairs, estimate_bytes
 from scenes import make_scene
 from tools.cli import main
 
@@ -33,6 +33,7 @@ def test_estimate_terms():
     per_slot = 56 * n + 20 * w * h + 4 * tiles + 16
     assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + 20 * capacity
     assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
+    assert cpu.transient == max(20 * n, 56 * capacity)  # the torch reference's pair sort: 56 bytes a slot
     assert cpu.reference == 250 * n and cuda.reference == 0
     counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each
@@ -145,3 +146,90 @@ def test_cli_maps_the_error_to_one_line_exit_2(monkeypatch, tmp_path, capsys, sc
     assert code == 2 and not out.exists()
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("warpsplat render: error:") and "is free" in lines[0], err
+
+
+def wide_scene(n=40, log_scale=0.0):
+    """n Gaussians of standard deviation e^log_scale in the unit cube: at that size each reaches most tiles of the
+    default view (which frames them by their own extent)."""
+    g = torch.Generator().manual_seed(1)
+    return make_scene(torch.rand(n, 3, generator=g), torch.randn(n, 4, generator=g),
+                      torch.full((n, 3), log_scale), torch.zeros(n), torch.zeros(n, 1, 3))  # fmt: skip
+
+
+def test_frame_pairs_terms_and_message(monkeypatch):
+    """What check_frame_pairs counts, by hand: a capacity frame's new buffers (20 bytes a slot, int16 keys) less
+    the slots it lets go, and the pair sort at the new capacity (CUB's 18 bytes a slot, the reference's 56); a
+    counted frame's pair tensors and sort. The refusal is one line with the sizes; past MAX_PAIRS, whatever is
+    free."""
+    free = 100 << 20
+    monkeypatch.setattr(memory, "mem_available", lambda: free)
+    tiles = 160 * 90  # 1280x720 at 8 px
+    for reference, sort in ((True, 56), (False, 18)):
+        # exactly what fits: (20 (C - held) + sort C) x MARGIN == free
+        c = int(free / memory.MARGIN + 20 * 1000) // (20 + sort)
+        check_frame_pairs(c, 10, 1280, 720, 8, "cpu", counted=False, reference=reference, capacity=c, held=1000)
+        with pytest.raises(OutOfDeviceMemoryError) as e:
+            check_frame_pairs(c + 9, 10, 1280, 720, 8, "cpu", counted=False, reference=reference, capacity=c + 9,
+                              held=1000)  # fmt: skip
+    msg = str(e.value)
+    assert "\n" not in msg and isinstance(e.value, MemoryError)
+    assert msg.startswith(f"a 1280x720 frame needs {c + 9:,} Gaussian-tile pairs ({(c + 9) / 10:,.0f} tiles for each "
+                          "of its 10 visible Gaussians): about ") and msg.endswith("but only 0.10 GB is free "
+                          "(Gaussians this large on screen need a smaller frame)")  # fmt: skip
+    v, p = 1000, 2_000_000
+    need = 16 * v + (2 + 4) * p + (2 + 8) * p + 56 * p
+    assert memory.counted_pair_bytes(v, p, tiles, reference=True) == need
+    monkeypatch.setattr(memory, "mem_available", lambda: int(need * memory.MARGIN) + 1)
+    check_frame_pairs(p, v, 1280, 720, 8, "cpu", counted=True, reference=True)
+    with pytest.raises(OutOfDeviceMemoryError, match="2,000,001 Gaussian-tile pairs"):
+        check_frame_pairs(p + 1, v, 1280, 720, 8, "cpu", counted=True, reference=True)
+    monkeypatch.setattr(memory, "mem_available", lambda: None)  # unknown free memory: only the index limit
+    check_frame_pairs(memory.MAX_PAIRS, v, 1280, 720, 8, "cpu", counted=True, reference=True)
+    with pytest.raises(OutOfDeviceMemoryError, match="more than the 2,147,483,647 a frame can index$"):
+        check_frame_pairs(memory.MAX_PAIRS + 1, v, 1280, 720, 8, "cpu", counted=True, reference=True)
+
+
+@pytest.mark.parametrize("route", ["capacity", "counted"])
+def test_a_frame_whose_pairs_do_not_fit_is_refused_before_they_get_memory(route, monkeypatch):
+    """Gaussians large on screen: the frame learns its pair count at order, and with too little memory free for
+    them it raises the one-line error there, on either route, before the capacity grows or the pair tensors are
+    allocated; with enough it renders them all."""
+    from renderer import default_camera
+
+    scene = wide_scene()
+    r = Renderer(scene, device="cpu", backend="torch")
+    r.frame_mode = "counted" if route == "counted" else "graph"
+    cam = default_camera(scene, 160, 96)
+    tiles = 20 * 12
+    allocated = []
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: allocated.append(a) or real_empty(*a, **k))
+    monkeypatch.setattr(memory, "mem_available", lambda: 10_000)  # 10 kB: less than these pairs need
+    with pytest.raises(OutOfDeviceMemoryError, match=r"a 160x96 frame needs \d[\d,]* Gaussian-tile pairs") as e:
+        r.render(cam)
+    pairs = int(str(e.value).split(" needs ")[1].split(" ")[0].replace(",", ""))
+    assert pairs > 40 * tiles // 3, pairs  # each Gaussian reaches over a third of the tiles
+    assert r.pair_capacity.size == 0  # the capacity did not grow
+    assert not [a for a in allocated if a and a[0] == pairs]  # no counted pair tensor either
+    monkeypatch.setattr(memory, "mem_available", lambda: 1 << 30)
+    assert r.render(cam).stats.n_pairs == pairs
+
+
+def test_on_the_cpu_a_lower_memory_cap_is_what_is_free(monkeypatch):
+    """WARPSPLAT_MAX_MEMORY (the readers' cap, scenes/limits.py) bounds the renderer on the CPU too, where it is
+    below the free memory: so a cap set for a run holds for its frames, whatever the machine has free. `none`
+    and a cap above the free memory leave the free memory; CUDA's free memory is the device's own."""
+    monkeypatch.setattr(memory, "mem_available", lambda: 1 << 30)
+    monkeypatch.setenv("WARPSPLAT_MAX_MEMORY", "64M")
+    assert memory.free_memory("cpu") == (64 << 20, "is free under WARPSPLAT_MAX_MEMORY=64M")
+    with pytest.raises(OutOfDeviceMemoryError, match=r"but only 0\.07 GB is free under WARPSPLAT_MAX_MEMORY=64M$"):
+        check_fits(100_000, 16, 640, 480, "cpu")  # ~0.3 GB
+    with pytest.raises(OutOfDeviceMemoryError, match=r"0\.07 GB is free under WARPSPLAT_MAX_MEMORY=64M \(Gaussians"):
+        check_frame_pairs(2_000_000, 1000, 1280, 720, 8, "cpu", counted=True, reference=True)  # ~0.18 GB
+    for setting in ("none", "4G"):
+        monkeypatch.setenv("WARPSPLAT_MAX_MEMORY", setting)
+        assert memory.free_memory("cpu") == (1 << 30, "is free")
+        check_fits(100_000, 16, 640, 480, "cpu")
+    monkeypatch.setenv("WARPSPLAT_MAX_MEMORY", "64M")
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 5 << 30)
+    assert memory.free_memory("cuda") == (5 << 30, "is free")

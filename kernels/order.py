@@ -15,7 +15,8 @@ every launch takes its length from the tensors, so the stage needs no host sync 
 graph. The visible and pair counts stay on the device, in `totals`, for the frame's one sync to read.
 
 `depth_order_counted` is the same order for frames that may sync: it reads the visible count first and sorts
-only the visible Gaussians, and returns the pair count to the host, so the pair buffers can be sized exactly.
+only the visible Gaussians (or, for views that see most of the scene, sorts all and reads both counts at once),
+and returns the pair count to the host, so the pair buffers can be sized exactly.
 On large scenes seen in part (a fly-over) the capacity route sorts every culled Gaussian and every idle pair
 slot of the path's busiest frame, which costs more than two syncs (BENCHMARKS.md, section 10).
 
@@ -57,9 +58,23 @@ def depth_order(
 def depth_order_counted(
     depths: torch.Tensor,  # [N] f32
     tiles_touched: torch.Tensor,  # [N] i32
+    *,
+    compact: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
-    """(order [V] i64, offsets [V] i64, V, pairs) over the V visible Gaussians; syncs twice (the two counts)."""
+    """(order [V] i64, offsets [V] i64, V, pairs) over the V visible Gaussians.
+
+    compact: sort only the visible Gaussians, found first (a sync for their count, and a second for the pairs);
+    else sort all N depths, the culled ones (+inf) last, and read both counts in one sync: for views that see
+    most of the scene, where finding the visible ones and gathering their depths and indices costs more than
+    the culled keys they leave out of the sort. The same order either way (a stable sort of the same keys)."""
     assert depths.dtype == torch.float32 and tiles_touched.shape == depths.shape
+    if not compact:
+        sorted_depths, order = torch.sort(depths, stable=True)
+        offsets = torch.cumsum(tiles_touched[order], 0, dtype=torch.int64)
+        visible = torch.searchsorted(sorted_depths, torch.full((1,), float("inf"), device=depths.device))
+        # one sync for both; the culled Gaussians touch no tile, so the last offset counts the visible ones' pairs
+        n_visible, n_pairs = torch.cat([visible, offsets[-1:]]).tolist() if order.numel() else (0, 0)
+        return order[:n_visible], offsets[:n_visible], int(n_visible), int(n_pairs)
     visible = torch.nonzero(depths < float("inf")).squeeze(1)  # [V] i64, in index order (a sync)
     _, by_depth = torch.sort(depths[visible], stable=True)  # stable: equal depths keep index order
     order = visible[by_depth]

@@ -14,29 +14,36 @@ from scenes import load_scene
 from tests.kernels.synthetic import projected
 
 
+@pytest.mark.parametrize("compact", [True, False], ids=["compacted", "all sorted"])
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])
-def test_counted_order_is_the_capacity_order_cut_to_the_visible(impl, device):
-    """The same Gaussians in the same order, depth ties by index, and the same pair offsets and counts."""
+def test_counted_order_is_the_capacity_order_cut_to_the_visible(impl, compact, device):
+    """The same Gaussians in the same order, depth ties by index, and the same pair offsets and counts, whether
+    the visible Gaussians are found first or all N are sorted."""
     _, depths, tt, _ = projected(1500, 64, 48, device, seed=11)
     depths[torch.nonzero(tt > 0).flatten()[::3]] = 2.5  # ties
     order, offsets, totals = ref.depth_order(depths, tt, out=ref.order_outputs(1500, device))
     n_visible, n_pairs = totals.tolist()
-    got_order, got_offsets, got_visible, got_pairs = impl.depth_order_counted(depths, tt)
+    got_order, got_offsets, got_visible, got_pairs = impl.depth_order_counted(depths, tt, compact=compact)
     assert (got_visible, got_pairs) == (n_visible, n_pairs) and 300 < n_visible < 1500
     assert torch.equal(got_order.long(), order[:n_visible].long())
     assert torch.equal(got_offsets, offsets[:n_visible])
 
 
-def test_counted_order_of_an_empty_view(device):
+@pytest.mark.parametrize("compact", [True, False], ids=["compacted", "all sorted"])
+def test_counted_order_of_an_empty_view(device, compact):
     depths = torch.full((50,), float("inf"), device=device)
     tt = torch.zeros(50, dtype=torch.int32, device=device)
-    order, offsets, n_visible, n_pairs = kernels.depth_order_counted(depths, tt)
+    order, offsets, n_visible, n_pairs = kernels.depth_order_counted(depths, tt, compact=compact)
+    assert order.numel() == offsets.numel() == n_visible == n_pairs == 0
+    order, offsets, n_visible, n_pairs = kernels.depth_order_counted(depths[:0], tt[:0], compact=compact)
     assert order.numel() == offsets.numel() == n_visible == n_pairs == 0
 
 
+@pytest.mark.parametrize("dense_from", [0.0, 2.0], ids=["all sorted", "compacted"])
 @pytest.mark.parametrize("backend", ["triton", "torch"])
-def test_counted_frames_equal_capacity_frames(scene_path, device, backend):
-    """A short orbit and a view of nothing, rendered by both routes: bit-identical images and the same counts."""
+def test_counted_frames_equal_capacity_frames(scene_path, device, backend, dense_from):
+    """A short orbit and a view of nothing, rendered by both routes: bit-identical images and the same counts
+    (counted frames sorting every depth, or the visible ones found first: `Renderer.dense_order_from`)."""
     scene = load_scene(scene_path("playbot_crop.ply"))
     scene = scene.subset(torch.arange(0, len(scene), 4))  # 1,024 real Gaussians: the interpreter is slow
     cams = orbit_path(scene, 24, 16, 2)
@@ -47,6 +54,7 @@ def test_counted_frames_equal_capacity_frames(scene_path, device, backend):
     by_capacity.frame_mode = "graph"
     counted = Renderer(scene, device=device, backend=backend)
     counted.frame_mode = "counted"
+    counted.dense_order_from = dense_from
     for cam in cams:
         want = by_capacity.render(cam, settings)
         got = counted.render(cam, settings)

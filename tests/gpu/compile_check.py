@@ -3,6 +3,7 @@
 first_frame.py runs it in fresh processes (a process that compiled the kernels before would count nothing).
 
     python3 tests/gpu/compile_check.py --case graph            # 400k synthetic Gaussians, frames as CUDA graphs
+    python3 tests/gpu/compile_check.py --case dense            # 3M a pixel wide at 640x360: the long-list class
     python3 tests/gpu/compile_check.py --case counted          # 4.2M synthetic Gaussians, counted frames
     python3 tests/gpu/compile_check.py --case graph --no-warm-up   # the check's own check: it must count some
 
@@ -31,9 +32,11 @@ from renderer import Camera, Renderer, RenderSettings  # noqa: E402
 from renderer.warmup import compile_counter, warm_up  # noqa: E402
 from scenes import GaussianScene  # noqa: E402
 
-CASES = {  # Gaussians, log-scale of their axes (+ up to 0.5), camera distances from the cube's centre
-    "graph": (400_000, -4.5, np.geomspace(8.0, 1.05, 48)),
-    "counted": (4_200_000, -5.6, np.geomspace(8.0, 1.05, 24)),
+CASES = {  # Gaussians, log-scale of their axes (+ up to 0.5), camera distances from the cube's centre, frame size
+    "graph": (400_000, -4.5, np.geomspace(8.0, 1.05, 48), "1920x1080"),
+    # Gaussians a pixel wide, many to a tile: the long lists of small footprints (list class 2), then class 1
+    "dense": (3_000_000, -6.5, np.geomspace(8.0, 1.05, 24), "640x360"),
+    "counted": (4_200_000, -5.6, np.geomspace(8.0, 1.05, 24), "1920x1080"),
 }
 SETTINGS = {"exact": RenderSettings(), "viewer": RenderSettings(adagscale=True)}
 
@@ -59,14 +62,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--case", choices=sorted(CASES), default="graph")
     parser.add_argument("--settings", choices=sorted(SETTINGS), default="exact")
-    parser.add_argument("--size", default="1920x1080")
+    parser.add_argument("--size", default=None, help="frame size (default: the case's)")
     parser.add_argument("--no-warm-up", action="store_true", help="skip the warm-up (the check must then fail)")
     parser.add_argument("--stream", action="store_true", help="render the path through render_stream")
     args = parser.parse_args()
     import triton
 
+    n, log_scale, distances, size = CASES[args.case]
+    args.size = args.size or size
     width, height = map(int, args.size.split("x"))
-    n, log_scale, distances = CASES[args.case]
     settings = SETTINGS[args.settings]
     counter = compile_counter()
     loads = []

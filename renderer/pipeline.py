@@ -20,7 +20,8 @@ Two routes through the stages (docs/architecture.md, "Two routes through the sta
   across frames, so such a frame allocates nothing large; with fixed shapes, a CUDA device replays the whole
   frame as one captured CUDA graph: one launch instead of about twenty.
 - Counted frames (from COUNTED_FROM Gaussians on). Order syncs twice, for the visible and the pair counts,
-  sorts only the visible Gaussians, and bin and sort run on pair tensors of exactly the pair count, allocated
+  sorts only the visible Gaussians (or, when the last frame saw most of the scene, sorts them all and syncs
+  once: DENSE_ORDER_FROM), and bin and sort run on pair tensors of exactly the pair count, allocated
   each frame (from torch's caching allocator), stage by stage.
 
 `render` runs one frame and returns it; `render_stream` keeps one frame in flight over two workspace slots,

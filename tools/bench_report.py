@@ -70,9 +70,17 @@ class PathResult:
     def first_max(self) -> float:
         return max(self.first_pass_ms, default=float("nan"))
 
+    def stall(self) -> float | None:
+        """The worst frame against the same camera's frame in the other pass: max over frames of the slower of the
+        two over the faster. A path's own variety (a fly-over from a dense view to an empty one) is the same in
+        both passes and stays out of it; a stall (a compile, a growth, an allocation) shows as one pass's frame
+        far above the other's."""
+        pairs = [(a, b) for a, b in zip(self.first_pass_ms, self.frame_ms, strict=False) if a > 0 and b > 0]
+        return max((max(a, b) / min(a, b) for a, b in pairs), default=None)
+
     def as_dict(self, anchors: dict) -> dict:
         d = {**self.__dict__, "median_ms": self.median(), "p90_ms": self.p90(), "p99_ms": self.p99(),
-             "first_p99_ms": self.first_p99(), "first_max_ms": self.first_max()}  # fmt: skip
+             "first_p99_ms": self.first_p99(), "first_max_ms": self.first_max(), "stall": self.stall()}  # fmt: skip
         if self.variant in ANCHORS:
             d["back_to_back_median_ms"] = self.median(IN_FLIGHT)
         else:
@@ -219,15 +227,17 @@ def print_anchors(results, anchors, main_size, higs) -> None:
 
 def print_worst(rows, main_size) -> None:
     print("\nworst frames (ms) and peak GPU memory above the scene (MB): median and p99 of the second pass, p99 and "
-          "maximum of the first (after the warm-up); anchors one by one")  # fmt: skip
+          "maximum of the first (after the warm-up); stall: the worst frame over the same camera's frame in the "
+          "other pass (a path's own variety cancels; a stall does not); anchors one by one")  # fmt: skip
     hdr = f"{'scene / path':38} {'row':24} {'timing':>6} {'median':>8} {'2nd p99':>8} {'1st p99':>8} " \
-          f"{'1st max':>8} {'MB':>8}"  # fmt: skip
+          f"{'1st max':>8} {'stall':>6} {'MB':>8}"  # fmt: skip
     print(hdr)
     print("-" * len(hdr))
     order = {k: i for i, k in enumerate(dict.fromkeys(r.key() for r in rows))}
     for r in sorted(rows, key=lambda r: order[r.key()]):
         print(f"{label(r, main_size)} {r.variant:24} {SHORT[r.timing]:>6} {r.median():8.3f} {r.p99():8.3f} "
-              f"{r.first_p99():8.3f} {r.first_max():8.3f} {cell(r.peak_mem_mb, 8, digits=0)}")  # fmt: skip
+              f"{r.first_p99():8.3f} {r.first_max():8.3f} {times(r.stall(), 6)} "
+              f"{cell(r.peak_mem_mb, 8, digits=0)}")  # fmt: skip
 
 
 def print_stages(results, main_size) -> None:

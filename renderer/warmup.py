@@ -38,6 +38,7 @@ import torch
 from scenes import GaussianScene
 
 from .camera import Camera
+from .memory import reserve_frame_transients
 from .settings import RenderSettings
 
 # Gaussians of the two synthetic scenes: torch.sort runs a small in-place sort up to 4,096 keys and CUB's radix
@@ -52,6 +53,7 @@ class WarmUpReport:
     frames: int = 0  # synthetic frames rendered
     compiles: int = 0  # Triton compilations (or loads from its cache) they caused
     seconds: float = 0.0
+    reserved_bytes: int = 0  # counted frames' transients reserved in torch's allocator (`reserve_frame_transients`)
 
 
 def needs_warm_up(renderer) -> bool:
@@ -146,6 +148,9 @@ def warm_up(
                     progress(done, total)
         if cuda:
             stream.synchronize()
+    if renderer.counted() and sizes:  # counted frames' per-frame tensors, reserved before the first frame
+        width, height = max(sizes, key=lambda wh: wh[0] * wh[1])
+        report.reserved_bytes = reserve_frame_transients(renderer.device, renderer.n, width, height)
     report.compiles = counter.count() - before
     report.seconds = time.perf_counter() - t0
     return report

@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from .bin import bin_config, bin_pairs  # noqa: E402
-from .buffers import SH_DTYPE, SH_MAX, key_dtype, order_outputs, project_outputs, sentinel_key  # noqa: E402
+from .buffers import SH_DTYPE, SH_MAX, key_dtype, order_outputs, project_outputs, sentinel_key, sh_layout  # noqa: E402
 from .cull import cull_window  # noqa: E402
 from .order import depth_order, depth_order_counted  # noqa: E402
 from .project import project_block, project_gaussians  # noqa: E402
@@ -39,6 +39,7 @@ __all__ = [
     "key_dtype",
     "list_class",
     "sentinel_key",
+    "sh_layout",
     "project_gaussians",
     "project_outputs",
     "rasterize_tiles",

@@ -233,31 +233,35 @@ def ewa_footprint(camera_ptr, x, y, z, covars_ptr, offs, valid, width, height, n
 
 
 @triton.jit
-def _sh_load(sh_ptr, offs, k: tl.constexpr, K: tl.constexpr, mask):
-    """(r, g, b) of coefficient k of rows `offs`, stored fp16, as float32 (zeros where mask is false)."""
-    base = sh_ptr + offs * (K * 3) + k * 3
-    r = tl.load(base + 0, mask=mask, other=0.0).to(tl.float32)
-    g = tl.load(base + 1, mask=mask, other=0.0).to(tl.float32)
-    bl = tl.load(base + 2, mask=mask, other=0.0).to(tl.float32)
+def _sh_load(sh_ptr, offs, k: tl.constexpr, strides, mask):
+    """(r, g, b) of coefficient k of rows `offs`, stored fp16, as float32 (zeros where mask is false); element
+    (i, k, c) at i s_n + k s_k + c s_c for strides = (s_n, s_k, s_c)."""
+    s_n, s_k, s_c = strides
+    base = sh_ptr + offs * s_n + s_k.to(tl.int64) * k
+    r = tl.load(base, mask=mask, other=0.0).to(tl.float32)
+    g = tl.load(base + s_c, mask=mask, other=0.0).to(tl.float32)
+    bl = tl.load(base + 2 * s_c, mask=mask, other=0.0).to(tl.float32)
     return r, g, bl
 
 
 @triton.jit
-def eval_sh(sh_ptr, offs, mask, x, y, z, K: tl.constexpr, DEGREE: tl.constexpr):
+def eval_sh(sh_ptr, strides, offs, mask, x, y, z, DEGREE: tl.constexpr):
     """RGB = sum_k basis_k(dir) * sh[k] for k < (DEGREE+1)^2; dir = (x, y, z) must be unit length.
 
-    The coefficients are laid out [N, K, 3] in fp16 (kernels/buffers.py `SH_DTYPE`: half the bytes of float32,
-    the larger part of what stage 1 reads); each is widened to float32 as it is loaded, and the sums are float32.
+    The coefficients are an [N, K, 3] fp16 tensor of any strides (kernels/buffers.py `SH_DTYPE`: half the bytes of
+    float32); each is widened to float32 as it is loaded, and the sums are float32. The renderer's copy is laid
+    out coefficient-major, strides (1, 3 N, N) (`sh_layout`), so that a coefficient of a program's Gaussians is
+    one contiguous load, not 32 lanes 54 bytes apart.
     DEGREE <= sqrt(K) - 1 renders fewer bands.
     """
-    r, g, bl = _sh_load(sh_ptr, offs, 0, K, mask)
+    r, g, bl = _sh_load(sh_ptr, offs, 0, strides, mask)
     r = SH_C0 * r
     g = SH_C0 * g
     bl = SH_C0 * bl
     if DEGREE >= 1:
-        r1, g1, b1 = _sh_load(sh_ptr, offs, 1, K, mask)
-        r2, g2, b2 = _sh_load(sh_ptr, offs, 2, K, mask)
-        r3, g3, b3 = _sh_load(sh_ptr, offs, 3, K, mask)
+        r1, g1, b1 = _sh_load(sh_ptr, offs, 1, strides, mask)
+        r2, g2, b2 = _sh_load(sh_ptr, offs, 2, strides, mask)
+        r3, g3, b3 = _sh_load(sh_ptr, offs, 3, strides, mask)
         w1 = -SH_C1 * y
         w2 = SH_C1 * z
         w3 = -SH_C1 * x
@@ -274,11 +278,11 @@ def eval_sh(sh_ptr, offs, mask, x, y, z, K: tl.constexpr, DEGREE: tl.constexpr):
         w6 = SH_C2_2_X3 * z2 - SH_C2_2
         w7 = f_tmp0b * x
         w8 = SH_C2_4 * f_c1
-        r4, g4, b4 = _sh_load(sh_ptr, offs, 4, K, mask)
-        r5, g5, b5 = _sh_load(sh_ptr, offs, 5, K, mask)
-        r6, g6, b6 = _sh_load(sh_ptr, offs, 6, K, mask)
-        r7, g7, b7 = _sh_load(sh_ptr, offs, 7, K, mask)
-        r8, g8, b8 = _sh_load(sh_ptr, offs, 8, K, mask)
+        r4, g4, b4 = _sh_load(sh_ptr, offs, 4, strides, mask)
+        r5, g5, b5 = _sh_load(sh_ptr, offs, 5, strides, mask)
+        r6, g6, b6 = _sh_load(sh_ptr, offs, 6, strides, mask)
+        r7, g7, b7 = _sh_load(sh_ptr, offs, 7, strides, mask)
+        r8, g8, b8 = _sh_load(sh_ptr, offs, 8, strides, mask)
         r += w4 * r4 + w5 * r5 + w6 * r6 + w7 * r7 + w8 * r8
         g += w4 * g4 + w5 * g5 + w6 * g6 + w7 * g7 + w8 * g8
         bl += w4 * b4 + w5 * b5 + w6 * b6 + w7 * b7 + w8 * b8
@@ -294,13 +298,13 @@ def eval_sh(sh_ptr, offs, mask, x, y, z, K: tl.constexpr, DEGREE: tl.constexpr):
             w13 = f_tmp0c * x
             w14 = f_tmp1b * f_c1
             w15 = SH_C3_0 * f_c2
-            r9, g9, b9 = _sh_load(sh_ptr, offs, 9, K, mask)
-            r10, g10, b10 = _sh_load(sh_ptr, offs, 10, K, mask)
-            r11, g11, b11 = _sh_load(sh_ptr, offs, 11, K, mask)
-            r12, g12, b12 = _sh_load(sh_ptr, offs, 12, K, mask)
-            r13, g13, b13 = _sh_load(sh_ptr, offs, 13, K, mask)
-            r14, g14, b14 = _sh_load(sh_ptr, offs, 14, K, mask)
-            r15, g15, b15 = _sh_load(sh_ptr, offs, 15, K, mask)
+            r9, g9, b9 = _sh_load(sh_ptr, offs, 9, strides, mask)
+            r10, g10, b10 = _sh_load(sh_ptr, offs, 10, strides, mask)
+            r11, g11, b11 = _sh_load(sh_ptr, offs, 11, strides, mask)
+            r12, g12, b12 = _sh_load(sh_ptr, offs, 12, strides, mask)
+            r13, g13, b13 = _sh_load(sh_ptr, offs, 13, strides, mask)
+            r14, g14, b14 = _sh_load(sh_ptr, offs, 14, strides, mask)
+            r15, g15, b15 = _sh_load(sh_ptr, offs, 15, strides, mask)
             r += w9 * r9 + w10 * r10 + w11 * r11 + w12 * r12 + w13 * r13 + w14 * r14 + w15 * r15
             g += w9 * g9 + w10 * g10 + w11 * g11 + w12 * g12 + w13 * g13 + w14 * g14 + w15 * g15
             bl += w9 * b9 + w10 * b10 + w11 * b11 + w12 * b12 + w13 * b13 + w14 * b14 + w15 * b15

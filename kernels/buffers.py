@@ -36,6 +36,14 @@ def sentinel_key(dtype: torch.dtype) -> int:
 SH_DTYPE = torch.float16
 SH_MAX = torch.finfo(SH_DTYPE).max  # 65504
 
+
+def sh_layout(n: int, k: int, device: torch.device | str) -> torch.Tensor:
+    """An empty [n, k, 3] SH_DTYPE tensor laid out coefficient-major, strides (1, 3 n, n): element (i, k, c) at
+    (3 k + c) n + i. `project_gaussians` loads one coefficient of a program's Gaussians per load; laid out [n, k,
+    3], each load's 32 lanes read 32 rows 6 k bytes apart (14 cache lines a load at SH degree 2, not one)."""
+    return torch.empty(k, 3, n, dtype=SH_DTYPE, device=device).permute(2, 0, 1)
+
+
 # ----------------------------------------------------------------------------------------------- blend records
 # What `project_gaussians` writes for each visible Gaussian and `bin_pairs` and `rasterize_tiles` read: one
 # 32-byte row (one memory sector, four 8-byte loads in the rasterizer) of float32

@@ -48,12 +48,14 @@ from ._launch import interpreting
 from .buffers import SH_DTYPE, project_outputs
 
 
-@triton.jit(do_not_specialize=["N", "width", "height"])
+# the SH strides are not specialised: a renderer's copy (1, 3 N, N) and a window's compacted one would otherwise
+# compile apart by N's divisibility by 16, which the warm-up's synthetic scenes cannot match
+@triton.jit(do_not_specialize=["N", "width", "height", "sh_n", "sh_k", "sh_c"])
 def _project_kernel(
     means_ptr,  # [N, 3] f32
     covars_ptr,  # [N, 6] f32
     opacities_ptr,  # [N] f32
-    sh_ptr,  # [N, K, 3] f16 (kernels/buffers.py SH_DTYPE)
+    sh_ptr,  # [N, K, 3] f16 (kernels/buffers.py SH_DTYPE), strides (sh_n, sh_k, sh_c)
     camera_ptr,  # [24] f32
     records_ptr,  # [N, 8] f32 out (kernels/buffers.py)
     depths_ptr,  # [N] f32 out
@@ -67,7 +69,9 @@ def _project_kernel(
     far,
     eps2d,
     s_min,
-    K: tl.constexpr,
+    sh_n,
+    sh_k,
+    sh_c,
     DEGREE: tl.constexpr,
     TILE: tl.constexpr,
     ADAGSCALE: tl.constexpr,
@@ -104,7 +108,7 @@ def _project_kernel(
         _, box_rows, _ = tile_rows(my, a, b, c, t, visible, n_ty, TILE)
         _, box_cols = tile_cols(mx, a, b, c, t, n_tx, TILE)
         scored = visible & (box_rows * box_cols > 1)
-        sr, sg, sb = eval_sh(sh_ptr, offs, scored, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
+        sr, sg, sb = eval_sh(sh_ptr, (sh_n, sh_k, sh_c), offs, scored, dx * inorm, dy * inorm, dz * inorm, DEGREE)
         sr = tl.maximum(sr + 0.5, 0.0)
         sg = tl.maximum(sg + 0.5, 0.0)
         sb = tl.maximum(sb + 0.5, 0.0)
@@ -130,7 +134,7 @@ def _project_kernel(
     shade = visible
     if ADAGSCALE:
         shade = visible & ~scored
-    cr, cg, cb = eval_sh(sh_ptr, offs, shade, dx * inorm, dy * inorm, dz * inorm, K, DEGREE)
+    cr, cg, cb = eval_sh(sh_ptr, (sh_n, sh_k, sh_c), offs, shade, dx * inorm, dy * inorm, dz * inorm, DEGREE)
     cr = tl.maximum(cr + 0.5, 0.0)
     cg = tl.maximum(cg + 0.5, 0.0)
     cb = tl.maximum(cb + 0.5, 0.0)
@@ -196,8 +200,8 @@ def project_gaussians(
         means, covars, opacities, sh, camera,
         records, depths, tiles_touched, bin_t,
         bin_t if adagscale_tau is None else adagscale_tau,
-        N, width, height, near, far, eps2d, float(adagscale_s_min),
-        K=K, DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, BLOCK_N=block,
+        N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(),
+        DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, BLOCK_N=block,
     )  # fmt: skip
     return records, depths, tiles_touched, bin_t
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
-from kernels import SH_DTYPE, SH_MAX, bin_config, list_class, project_block, schedule_scratch_shape
+from kernels import SH_MAX, bin_config, list_class, project_block, schedule_scratch_shape, sh_layout
 from scenes import GaussianScene
 
 from .camera import Camera
@@ -132,8 +132,8 @@ PREPARE_CHUNK = 1 << 20  # Gaussians prepared at a time: bounds the load's trans
 
 
 def prepare_scene(scene: GaussianScene, device: torch.device) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """The renderer's prepared copy on `device`: (means [N,3], opacities [N], sh [N,K,3] SH_DTYPE (fp16),
-    covariances [N,6]).
+    """The renderer's prepared copy on `device`: (means [N,3], opacities [N], sh [N,K,3] SH_DTYPE (fp16), laid out
+    coefficient-major (kernels/buffers.py `sh_layout`), covariances [N,6]).
 
     Activation, covariances and the SH copy are made PREPARE_CHUNK Gaussians at a time, so the load's
     temporaries (the raw quaternions and log-scales on the device, the rotation matrices) stay a few hundred MB
@@ -150,7 +150,7 @@ def prepare_scene(scene: GaussianScene, device: torch.device) -> tuple[Tensor, T
     means = _aligned(scene.means.to(device).contiguous())
     opacities = torch.empty(n, dtype=torch.float32, device=device)
     covars = torch.empty(n, 6, dtype=torch.float32, device=device)
-    sh = torch.empty(scene.sh.shape, dtype=SH_DTYPE, device=device)  # a new tensor: 16-byte aligned
+    sh = sh_layout(n, scene.sh.shape[1], device)  # a new tensor: 16-byte aligned
     clamped = torch.zeros((), dtype=torch.int64, device=device)  # Gaussians with a coefficient fp16 cannot hold
     for a in range(0, n, PREPARE_CHUNK):
         b = min(a + PREPARE_CHUNK, n)

@@ -231,10 +231,15 @@ class TemporalCache:
 
 def compact(ws: Workspace, name: str, array: Tensor, index: Tensor) -> Tensor:
     """array[index] into workspace buffer `name` (grown with headroom, so later windows usually fit), in the array's
-    own dtype (the fp16 SH stay fp16: the kernels take that dtype alone)."""
+    own dtype (the fp16 SH stay fp16: the kernels take that dtype alone), and the SH in the renderer's layout
+    (coefficient-major: kernels/buffers.py `sh_layout`)."""
     shape = (index.numel(), *array.shape[1:])
-    buf = ws.buffer(name, math.prod(shape), array.dtype, headroom=1.25).view(shape)
-    return torch.index_select(array, 0, index, out=buf)
+    buf = ws.buffer(name, math.prod(shape), array.dtype, headroom=1.25)
+    if array.dim() == 3:  # the SH, [m, K, 3] viewed on a [K, 3, m] buffer
+        m, k, c = shape
+        out = buf.view(k, c, m).permute(2, 0, 1)
+        return out.copy_(torch.index_select(array, 0, index))
+    return torch.index_select(array, 0, index, out=buf.view(shape))
 
 
 def window_key(camera: Camera, settings: RenderSettings) -> tuple:

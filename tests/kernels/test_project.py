@@ -56,6 +56,22 @@ def test_project_matches_reference(n, size, degree, tile, device):
     assert torch.isposinf(got[1][tt_got == 0]).all()
 
 
+def test_project_reads_the_sh_by_their_strides(device):
+    """The renderer's coefficient-major SH copy (kernels/buffers.py `sh_layout`) and the same coefficients laid out
+    [N, K, 3] project to the same records, bit for bit: the kernel reads each coefficient by the tensor's strides."""
+    n, width, height = 300, 64, 48
+    means, covars, opac, sh = gaussians(n, sh_degree=2, seed=3, device=device)
+    soa = kernels.sh_layout(n, sh.shape[1], device).copy_(sh)
+    assert soa.stride() == (1, 3 * n, n) and torch.equal(soa, sh)
+    cam = camera(width, height, 60.0).packed(device)
+    kw = dict(sh_degree=2, near=0.01, far=1e10, eps2d=0.3, tile_size=8)
+    aos = kernels.project_gaussians(means, covars, opac, sh.contiguous(), cam, width, height, **kw)
+    got = kernels.project_gaussians(means, covars, opac, soa, cam, width, height, **kw)
+    visible = aos[2] > 0
+    assert int(visible.sum()) > n // 3 and torch.equal(got[2], aos[2])
+    assert torch.equal(got[0][visible], aos[0][visible])
+
+
 def test_project_edge_cases_culled(device):
     """Behind the camera, off-screen and sub-threshold Gaussians are culled; the huge one is kept."""
     _, got = run_both(16, 64, 48, 0, device)

@@ -19,7 +19,7 @@ class Capacity:
     read (the frame's one sync). When the count did not fit, the frame bins again once, into buffers grown
     ahead of need: to HEADROOM x the count, and at least STEP x the old size, so that a view growing denser
     frame after frame (a fly-in) grows a few times in geometric steps instead of on every few frames. Each
-    growth is a new kind of frame for CUDA graphs, which costs a capture (`Renderer._replay`); each frame that
+    growth is a new kind of frame for CUDA graphs, which costs a capture (renderer/graphs.py); each frame that
     did not fit costs one rebin. After SHRINK_AFTER frames in a row that used under 1/SHRINK_BELOW of it, it
     shrinks to HEADROOM x their largest count (sorting idle capacity costs time).
 

@@ -30,6 +30,10 @@ launching the next frame before it checks and hands over the last.
 Temporal reuse (renderer/temporal.py) decides, before stage 1, which Gaussians a frame projects: the whole
 scene, or a window's compacted set, whichever measured faster (renderer/window_choice.py); and may return the
 last frame unchanged.
+
+This module is the Renderer: which route a frame takes, and what happens around its stages. The stages are
+renderer/frame.py's (a class per route); the kept frames, keyed by everything they bake in, renderer/frame_cache.py
+and renderer/frame_kind.py; their CUDA graphs renderer/graphs.py; the capacity and launch knobs renderer/launch.py.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ k = w 2 pi o sqrt(det Sigma) exp(-t/2) (so that S(s) = k (exp((1 - s^2) t / 2) -
 clamped to [s_min^2, 1] (tau = 0 gives s^2 = 1 exactly, hence the exact binning bit for bit). Binning then uses
 t' = s^2 t; blending keeps the full Gaussian, so a kept tile renders exactly as before and only whole tiles of
 the periphery are dropped. tau is the frame's, read from the device: the renderer scales it to the Gaussians per
-pixel of the view (renderer/pipeline.py, `adagscale_frame_tau`). A second floor keeps the tile holding the mean:
+pixel of the view (renderer/params.py, `adagscale_frame_tau`). A second floor keeps the tile holding the mean:
 the ellipse at t' must contain the square of half-width 1/2 around the mean (Q at its corners is
 (a + c + 2|b|) / 4), which holds a pixel centre of the mean's tile, so a Gaussian whose mean is on screen is never
 binned to nothing.

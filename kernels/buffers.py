@@ -27,7 +27,7 @@ def sentinel_key(dtype: torch.dtype) -> int:
 
 # ----------------------------------------------------------------------------------------------- SH input
 # The SH coefficients `project_gaussians` reads, [N, K, 3], arrive as fp16 (the renderer's prepared copy,
-# renderer/pipeline.py `prepare_scene`; the scene itself stays float32); the kernel and its twin compute in
+# renderer/prepare.py `prepare_scene`; the scene itself stays float32); the kernel and its twin compute in
 # float32. At SH degree 2 (K = 9) they were 108 of the 148 bytes stage 1 reads per visible Gaussian; fp16 halves
 # them. Its rounding (relative 2^-11; absolute 2^-25 below 2^-14) moves a colour by at most
 # sum_k |Y_k(d)| max(2^-11 |c_k|, 2^-25) (a DC term |c| < 4: under 3e-4), the order of the record's own fp16

@@ -185,7 +185,7 @@ def project_gaussians(
     assert means.shape == (N, 3) and covars.shape == (N, 6) and opacities.shape == (N,), (means.shape, covars.shape)
     assert sh.shape == (N, K, 3) and camera.shape == (24,), (sh.shape, camera.shape)
     # one SH dtype, so one compiled kernel (the one the renderer's warm-up compiles: renderer/warmup.py)
-    assert sh.dtype == SH_DTYPE, f"sh: {sh.dtype}, expected {SH_DTYPE} (renderer/pipeline.py prepare_scene)"
+    assert sh.dtype == SH_DTYPE, f"sh: {sh.dtype}, expected {SH_DTYPE} (renderer/prepare.py prepare_scene)"
     assert sh_degree >= 0 and (sh_degree + 1) ** 2 <= K, (sh_degree, K)
     if adagscale_tau is not None and not isinstance(adagscale_tau, torch.Tensor):
         assert adagscale_tau >= 0, adagscale_tau

@@ -51,23 +51,24 @@ def _list_id(ids_ptr, i, end):
 
 
 @triton.jit
-def _blend_one(g, fx, fy, T, alive, cr, cg, cb):
-    """Blend Gaussian g = (mx, my, A, B, C, lo, r, g, b) into pixels (fx [1, R], fy [P, R]) by gsplat's rule."""
-    dx = g[0] - fx  # [1, R]: shared by the P pixels of a column
-    base = g[5] - g[2] * dx * dx
-    bdx = g[3] * dx
-    dy = g[1] - fy  # [P, R]
-    e = base - dy * (bdx + g[4] * dy)
+def _blend_one(mx, my, A, B, C, lo, r, g, b, fx, fy, T, alive, cr, cg, cb):
+    """Blend one Gaussian into pixels (fx [1, R], fy [P, R]) by gsplat's rule: its record's mean (mx, my), conic
+    (A, B, C) and log2 opacity lo in log2 units (kernels/buffers.py), and colour (r, g, b)."""
+    dx = mx - fx  # [1, R]: shared by the P pixels of a column
+    base = lo - A * dx * dx
+    bdx = B * dx
+    dy = my - fy  # [P, R]
+    e = base - dy * (bdx + C * dy)
     alpha = tl.minimum(ALPHA_MAX, tl.exp2(e))
-    ok = alive & (e <= g[5]) & (e >= LOG2_ALPHA_MIN)
+    ok = alive & (e <= lo) & (e >= LOG2_ALPHA_MIN)
     vis = alpha * T
     next_T = T - vis
     stop = ok & (next_T <= T_STOP)
     blend = ok & ~stop
     w = tl.where(blend, vis, 0.0)
-    cr += w * g[6]
-    cg += w * g[7]
-    cb += w * g[8]
+    cr += w * r
+    cg += w * g
+    cb += w * b
     T = tl.where(blend, next_T, T)
     return T, alive & ~stop, cr, cg, cb
 
@@ -94,7 +95,8 @@ def _blend_scalar(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, UNROLL
         for u in tl.static_range(UNROLL):
             recs = recs + (_record(rec_ptr, ids[u], s + u < end),)
         for u in tl.static_range(UNROLL):
-            T, alive, cr, cg, cb = _blend_one(recs[u], fx, fy, T, alive, cr, cg, cb)
+            mx, my, A, B, C, lo, r, g, b = recs[u]
+            T, alive, cr, cg, cb = _blend_one(mx, my, A, B, C, lo, r, g, b, fx, fy, T, alive, cr, cg, cb)
         ids = nxt
         s += UNROLL
     return T, cr, cg, cb

@@ -33,7 +33,7 @@ max(2 N, min(16 N, 400 T)). Measured at 1920x1080, 8 px tiles (BENCHMARKS.md, se
 94k-500k Gaussians reach 3-15 pairs a Gaussian close up (plant close 1.72M pairs for 114k), composites' overviews
 1.7-1.8 (6M: 10.9M, 24M: 40.5M), fly-overs fewer. Very large splats reach more (fruit_drops, 4.7k Gaussians:
 1.3M pairs, 37 MB of pair memory this misses; FIXED_BYTES covers it). The capacity route sizes its buffers up to
-Capacity.STEP x P (it grows in geometric steps, pipeline.py).
+Capacity.STEP x P (it grows in geometric steps, renderer/launch.py).
 
 Not counted: the depth view's buffers (32 N + 20 X while it is shown), a temporal window's compacted copy of the
 arrays (up to 0.9 N (40 + 6 K), counted scenes only: smaller ones decline windows) and a scale modifier other
@@ -59,7 +59,7 @@ from scenes.limits import mem_available, set_cap  # the one reader of MemAvailab
 MARGIN = 1.1  # x the estimate: the caching allocator's rounding and fragmentation
 FIXED_BYTES = 64 << 20  # small tensors, kernel arguments, the pinned staging buffers
 NOMINAL_FRAME = (1920, 1080)  # the frame assumed when no size is known
-CAPACITY_STEP = 1.5  # pipeline.Capacity.STEP: the pair capacity is at most this many times the pairs
+CAPACITY_STEP = 1.5  # launch.Capacity.STEP: the pair capacity is at most this many times the pairs
 PAIRS_PER_GAUSSIAN = (2.0, 16.0)  # the pairs' estimate: between these many a Gaussian ...
 PAIRS_PER_TILE = 400.0  # ... and otherwise this many a tile
 REFERENCE_PER_GAUSSIAN = 250  # the torch reference pipeline's temporaries on the CPU, measured at 1M Gaussians
@@ -145,8 +145,8 @@ def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: b
 
     Capacity route: the larger of its two sorts' scratch, the depth sort of N float keys and the pair sort of C
     tile keys (`reference`: the torch reference's, REFERENCE_SORT_PER_SLOT a slot). Counted frames
-    (kernels/order.py `depth_order_counted`, pipeline.py `_Frame.bin`, kernels/sort.py): at the depth sort, the
-    visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs 12 V and scratch 20 V; at
+    (kernels/order.py `depth_order_counted`, renderer/frame.py `CountedFrame.bin`, kernels/sort.py): at the depth
+    sort, the visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs 12 V and scratch 20 V; at
     the pair sort, the order and offsets kept 16 V, the pairs binned (kb + 4) P, the sort's outputs (kb + 8) P
     and scratch (kb + 16) P (the ids gathered after it, 4 P, come when the scratch is gone)."""
     if not counted:
@@ -190,7 +190,7 @@ def estimate_bytes(
     transient = transient_bytes(n, pairs, capacity, tiles, counted=counted, reference=not cuda)
     return MemoryEstimate(
         scene=12 * n if cuda else 0,
-        prepared=(28 + 6 * k) * n,  # SH as fp16 (renderer/pipeline.py prepare_scene)
+        prepared=(28 + 6 * k) * n,  # SH as fp16 (renderer/prepare.py prepare_scene)
         workspace=workspace_bytes(n, capacity, w, h, tile_size, slots=slots, counted=counted),
         transient=transient,
         graphs=slots * transient if cuda and not counted else 0,  # a graph per slot, each with its pool

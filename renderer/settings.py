@@ -26,7 +26,7 @@ class RenderSettings:
             at most: a frame with many Gaussians per pixel gets less (adagscale_budget).
         adagscale_budget: the colour-weighted alpha mass per pixel of the image that a frame may drop in all,
             shared by its visible Gaussians: each frame's tau is min(adagscale_tau, budget x pixels / visible
-            Gaussians), so the error does not grow with the density of the view (renderer/pipeline.py,
+            Gaussians), so the error does not grow with the density of the view (renderer/params.py,
             `adagscale_frame_tau`).
         adagscale_s_min: the smallest scale of the binning ellipse, in (0, 1]; it bounds what the many
             Gaussians whose whole periphery scores under tau can lose (at most exp(-s_min^2 t / 2) of their mass).

@@ -109,7 +109,8 @@ def warm_up(
     the frame before it, whatever that one's settings (another tile size). `progress(done, total)` after each
     (size, settings) pair. `force`: run where nothing compiles too (tests check what it runs). Safe to call from
     another thread while `renderer` renders."""
-    from .pipeline import LaunchConfig, Renderer
+    from .launch import LaunchConfig
+    from .pipeline import Renderer
 
     report = WarmUpReport()
     if not (force or needs_warm_up(renderer)):

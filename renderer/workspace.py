@@ -7,7 +7,7 @@ import torch
 
 class Workspace:
     """Grow-only named device buffers, reused across frames, so that a capacity frame allocates nothing large
-    (a counted frame allocates its pair tensors itself: renderer/pipeline.py).
+    (a counted frame allocates its pair tensors itself: renderer/frame.py `CountedFrame`).
 
     One object serves the renderer's stages and temporal reuse.
     A buffer keeps its storage while later requests fit (with `headroom` extra when it must grow), so the

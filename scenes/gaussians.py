@@ -27,7 +27,7 @@ MAX_OPACITY_LOGIT = 16.0  # sigmoid(16) = 1 - 1.1e-7, indistinguishable from 1 i
 INVALID_WHAT = "NaN/inf, or a scale, position or quaternion whose square overflows float32, or a zero quaternion"
 
 # The largest log-scale whose covariance is finite in float32. The renderer builds the 3D covariance once at load,
-# in float32 (renderer/pipeline.py, prepare_covariances): s = exp(log_scale), M = R diag(s), Sigma = M M^T, so each
+# in float32 (renderer/prepare.py, prepare_covariances): s = exp(log_scale), M = R diag(s), Sigma = M M^T, so each
 # entry Sigma_ik = sum_j R_ij R_kj s_j^2. The rows of R are unit vectors, so |Sigma_ik| <= max_j s_j^2, with
 # equality on the diagonal when R has a 1 in that column (an axis-aligned Gaussian), and every partial sum is
 # bounded by the same (|R_ij R_kj| <= (R_ij^2 + R_kj^2) / 2 sums to at most 1 over j). Hence Sigma is finite for

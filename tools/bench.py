@@ -372,7 +372,8 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int,
     """The timed passes (tools/bench_timing.py): frame times, wall frames/s, per-stage medians of the second pass,
     peak memory above `baseline` and temporal reuse counters. Each pass renders the path from its start with
     temporal reuse reset, as `warpsplat render` would."""
-    from renderer.pipeline import CAPTURE_AFTER, SLOTS
+    from renderer.graphs import CAPTURE_AFTER
+    from renderer.pipeline import SLOTS
 
     futures = future_cameras(res, cams)
     stream = res.variant != "frames=one-by-one" and renderer.streams(settings)

@@ -26,7 +26,7 @@ def variants():
     out = {
         "default": RenderSettings(),
         "graphs=off": RenderSettings(),  # the same frames launched stage by stage (and timed per stage)
-        # the two frame routes forced (renderer/pipeline.py, COUNTED_FROM): capacities and graphs, or counted
+        # the two frame routes forced (renderer/routes.py, COUNTED_FROM): capacities and graphs, or counted
         "frames=graph": RenderSettings(),
         "frames=counted": RenderSettings(),
         # frames rendered one `render` call at a time, each waiting for its own end (every variant is timed as

@@ -127,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv  # the exact command, for reports (bench JSON)
+    from renderer.device import CudaUnusableError
     from renderer.memory import OutOfDeviceMemoryError
-    from renderer.pipeline import CudaUnusableError
     from scenes import SceneFormatError
     from scenes.atomic import OutputExistsError
 

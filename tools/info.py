@@ -49,7 +49,7 @@ def describe(scene: GaussianScene) -> list[str]:
     import torch
 
     from renderer.memory import NOMINAL_FRAME, estimate_bytes, free_bytes, gb
-    from renderer.pipeline import runs_counted
+    from renderer.routes import runs_counted
 
     fmt3 = lambda t: "(" + ", ".join(_number(v) for v in t.tolist()) + ")"  # noqa: E731
     lo, hi = scene.bounds()

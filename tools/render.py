@@ -384,7 +384,7 @@ def where_to_render(args: argparse.Namespace) -> tuple[bool, str]:
     """(CUDA or not, the backend that will run); --workers must not exceed the CUDA devices."""
     import torch
 
-    from renderer.pipeline import resolve_backend
+    from renderer.device import resolve_backend
 
     cuda = torch.cuda.is_available()
     backend = resolve_backend(args.backend, torch.device("cuda" if cuda else "cpu"))

@@ -253,7 +253,7 @@ def _render_size(name: str, data: dict, width: int | None, height: int | None) -
 
 
 def _check_size(name: str, what: str, width: float, height: float) -> None:
-    from ..pipeline import MAX_IMAGE_SIDE
+    from ..output import MAX_IMAGE_SIDE
 
     if width > MAX_IMAGE_SIDE or height > MAX_IMAGE_SIDE:
         raise CameraPathError(

@@ -42,7 +42,7 @@ if ROOT not in sys.path:
 import torch  # noqa: E402
 
 from renderer import Renderer, RenderSettings  # noqa: E402
-from renderer.pipeline import _Frame  # noqa: E402
+from renderer.frame import Frame  # noqa: E402
 from renderer.timing import StageTimer  # noqa: E402
 from scenes import load_scene  # noqa: E402
 from tools.bench import synchronize, time_path  # noqa: E402
@@ -185,7 +185,7 @@ def stage_times(renderers, settings, cam, cuda: bool) -> dict[str, dict[str, flo
     out = {}
     for v, r in renderers.items():
         f = frame_of(r, cam, settings[v])
-        out[v] = {name: bench(getattr(f, name)) for name in _Frame.STAGES}
+        out[v] = {name: bench(getattr(f, name)) for name in Frame.STAGES}
         out[v]["capacity"] = r.pair_capacity.size
     return out
 
@@ -293,7 +293,7 @@ def print_tables(args, rows, gpu) -> None:
     staged = [r for r in rows if r["stages"]]
     w, h = args.size
     if staged:
-        names = [*_Frame.STAGES, "capacity"]
+        names = [*Frame.STAGES, "capacity"]
         print(f"\nStages of the middle frame, each timed alone (median ms; capacity in pair slots), {w}x{h}:\n")
         print("| path | variant | " + " | ".join(names) + " |")
         print("|---|---|" + "---:|" * len(names))

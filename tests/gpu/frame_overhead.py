@@ -46,7 +46,7 @@ def main() -> None:
     call = statistics.median(t.elapsed_ms(wait=True)["total"] for t in totals)
 
     # the replayed graph alone, back to back (GPU-bound)
-    f = next((fr for fr in r._frames.values() if fr.graph is not None), next(iter(r._frames.values())))
+    f = next((fr for fr in r.frames.frames.values() if fr.graph is not None), next(iter(r.frames.frames.values())))
     replay = triton.testing.do_bench(f.graph.replay, warmup=10, rep=100) if f.graph is not None else float("nan")
     stages = {}
     for name in f.STAGES:

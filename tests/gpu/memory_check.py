@@ -36,7 +36,8 @@ def measure(path: str, kind: str, size: tuple[int, int], frames: int, fit_gb: fl
 
     from renderer import Renderer
     from renderer.memory import OutOfDeviceMemoryError, estimate_bytes, free_bytes
-    from renderer.pipeline import check_scene_fits, runs_counted
+    from renderer.pipeline import check_scene_fits
+    from renderer.routes import runs_counted
     from renderer.warmup import warm_up
     from scenes import load_scene
     from tools.bench_paths import composite_paths, object_paths

@@ -21,7 +21,7 @@ import torch
 import triton.testing
 
 from renderer import Renderer, RenderSettings
-from renderer.pipeline import _Frame
+from renderer.frame import Frame
 from renderer.timing import StageTimer
 from scenes import load_scene
 from tools.bench_paths import COMPOSITE_INPUTS, build_composite, composite_paths, find_scene, object_paths, parse_count
@@ -36,12 +36,12 @@ BIN_CONFIGS = [(128, 4), (64, 8), (32, 16), (32, 4), (128, 16), (16, 16)]  # (Ga
 PROJECT_BLOCKS = [32, 64, 128, 256]
 
 
-def frame_of(r: Renderer, cam, settings: RenderSettings) -> _Frame:
+def frame_of(r: Renderer, cam, settings: RenderSettings) -> Frame:
     """One frame rendered (capacities and launch configuration sized for it), its stages kept for timing."""
     r.render(cam, settings)
     r.render(cam, settings)  # with the launch configuration chosen from the first
     src = r.temporal.source(r.scene_arrays(), r.k, r.scene_radius, cam, settings, None, use_window=False)
-    r._upload(cam, settings)
+    r.params.upload(cam, settings, 0, r._last_visible)
     f = r._frame_for(src, cam, settings)
     f.run(StageTimer(None))
     return f
@@ -62,10 +62,10 @@ def measure(r: Renderer, cam, sweep: bool = True) -> dict:
         row[f"visible_{tile}"], row[f"pairs_{tile}"] = f.totals()
         row[f"longest_{tile}"] = int((f.ranges[:, 1] - f.ranges[:, 0]).max())
         row[f"launch_{tile}"] = str(r.launch)
-        for name in _Frame.STAGES[:-1]:
+        for name in Frame.STAGES[:-1]:
             row[f"{name}_{tile}"] = bench(getattr(f, name))
         row[f"frame_eager_{tile}"] = bench(lambda f=f: f.run(StageTimer(None)))
-        graph = r._capture(f)
+        graph = r._graphs.capture(f)
         row[f"frame_graph_{tile}"] = bench(graph.replay)
         graph = None
         row[f"render_call_{tile}"] = bench(lambda s=settings: r.render(cam, s, sync_stats=False))  # host included

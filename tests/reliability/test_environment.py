@@ -109,7 +109,7 @@ def test_cuda_failing_at_first_use_falls_back_to_cpu_with_a_warning(monkeypatch,
 def test_a_cuda_device_asked_for_but_failing_is_refused_by_name(monkeypatch):
     """The same failure on a device asked for by name (a render worker's): no silent fallback, an error that
     the command prints as one line, naming the device and the CPU way out."""
-    from renderer.pipeline import CudaUnusableError, choose_device
+    from renderer.device import CudaUnusableError, choose_device
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", refuse_cuda)
     with pytest.raises(CudaUnusableError, match=r"^cuda:0 is not usable \(CUDA driver version .*CUDA_VISIBLE"):

@@ -220,7 +220,7 @@ def test_extreme_valid_values_render_finite(case):
 
 
 def test_sh_beyond_fp16_range_is_clamped_with_one_warning():
-    """The renderer keeps its SH copy in fp16 (renderer/pipeline.py `prepare_scene`), whose range ends at 65504:
+    """The renderer keeps its SH copy in fp16 (renderer/prepare.py `prepare_scene`), whose range ends at 65504:
     a coefficient fp16 cannot hold is clamped to it, never made infinite, with one warning per renderer giving
     how many Gaussians had one. The images then equal those of the scene clamped by hand, which warns not."""
     scene = cloud()

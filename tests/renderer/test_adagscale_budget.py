@@ -1,4 +1,4 @@
-"""AdaGScale's tau scaled to the frame (renderer/pipeline.py, `adagscale_frame_tau`): where many Gaussians share
+"""AdaGScale's tau scaled to the frame (renderer/params.py, `adagscale_frame_tau`): where many Gaussians share
 each pixel, a fixed tau broke the 40 dB path / 35 dB frame floor; the frame's budget holds it.
 
 The hard cases are dense views: the bundled plant drawn 96 pixels wide (16 Gaussians per pixel), and a synthetic
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from renderer import Camera, Renderer, RenderSettings, look_at_pose
+from renderer.params import adagscale_frame_tau
 from renderer.paths import orbit_path
-from renderer.pipeline import adagscale_frame_tau
 from scenes import load_scene
 from scenes.bundled import bundled_scene_path
 from scenes.gaussians import GaussianScene
@@ -105,7 +105,7 @@ def test_each_frame_takes_its_tau_from_the_frame_before(plant):
     assert first.stats.adagscale_tau == pytest.approx(adagscale_frame_tau(s, 96, 72, len(plant)))
     second = r.render(cams[1], s)
     assert second.stats.adagscale_tau == pytest.approx(adagscale_frame_tau(s, 96, 72, first.stats.n_visible))
-    assert float(r._params[0][27]) == pytest.approx(second.stats.adagscale_tau)
+    assert float(r.params.on_device[0][27]) == pytest.approx(second.stats.adagscale_tau)
     assert r.render(cams[1]).stats.adagscale_tau is None  # exact frames bin exactly
 
 

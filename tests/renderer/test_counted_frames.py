@@ -7,7 +7,7 @@ import torch
 
 import kernels
 import kernels.reference as ref
-import renderer.pipeline as pipeline
+import renderer.routes as routes
 from renderer import Camera, Renderer, RenderSettings
 from renderer.paths import orbit_path
 from scenes import load_scene
@@ -72,7 +72,7 @@ def test_auto_mode_counts_from_the_threshold(scene_path, device, monkeypatch):
     r = Renderer(scene, device=device, backend="torch")
     r.render(cam)
     assert r.pair_capacity.size > 0, "below the threshold: the capacity route"
-    monkeypatch.setattr(pipeline, "COUNTED_FROM", len(scene))
+    monkeypatch.setattr(routes, "COUNTED_FROM", len(scene))
     r2 = Renderer(scene, device=device, backend="torch")
     out = r2.render(cam)
     assert r2.pair_capacity.size == 0 and out.stats.n_pairs > 0, "at the threshold: counted"

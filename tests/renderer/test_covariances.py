@@ -103,11 +103,11 @@ def random_scene(n: int, seed: int = 0):
 def test_renderer_prepares_its_copy_in_chunks_as_it_would_whole(monkeypatch):
     """Chunks of 7 of a 100-Gaussian scene (the load's temporaries bounded by the chunk): the same opacities,
     covariances and fp16 SH as activating and preparing the whole scene at once."""
-    import renderer.pipeline as pipeline
+    import renderer.prepare as prepare
 
     scene = random_scene(100)
-    monkeypatch.setattr(pipeline, "PREPARE_CHUNK", 7)
-    means, opacities, sh, covars = pipeline.prepare_scene(scene, torch.device("cpu"))
+    monkeypatch.setattr(prepare, "PREPARE_CHUNK", 7)
+    means, opacities, sh, covars = prepare.prepare_scene(scene, torch.device("cpu"))
     act = scene.activated()
     assert torch.equal(means, scene.means) and sh.dtype == torch.float16 and torch.equal(sh, scene.sh.half())
     # within an ulp: torch's CPU kernels take a scalar path for a vector's worth of leftover elements, at the end

@@ -6,7 +6,7 @@ did not fit it must grow and bin again, giving the same image as a renderer that
 import numpy as np
 import torch
 
-import renderer.pipeline as pipeline
+import renderer.launch as launch
 from renderer import Camera, Renderer, RenderSettings
 from renderer.paths import orbit_path, scene_frame
 from scenes import load_scene
@@ -49,7 +49,7 @@ def test_overflow_grows_and_bins_again(scene_path, device):
 
 def test_capacity_shrinks_after_a_run_of_small_frames(scene_path, device, monkeypatch):
     """A frame that needed many pairs, then frames that need few: the idle capacity is given back."""
-    monkeypatch.setattr(pipeline.Capacity, "SHRINK_AFTER", 3)
+    monkeypatch.setattr(launch.Capacity, "SHRINK_AFTER", 3)
     scene = load_scene(scene_path("playbot_crop.ply"))
     r = Renderer(scene, device=device, backend="torch")
     big = r.render(orbit_path(scene, 48, 32, 2, radius=40.0)[0]).stats.n_pairs  # the whole scene in view
@@ -77,7 +77,7 @@ def test_adagscale_frames_keep_their_own_capacity(scene_path, device):
     lossy = RenderSettings(adagscale=True, adagscale_tau=1.0)
     n_lossy = r.render(cam, lossy).stats.n_pairs
     assert n_lossy < 0.9 * n_exact, (n_lossy, n_exact)
-    assert r.pair_capacity.size == max(int(n_lossy * pipeline.Capacity.HEADROOM), pipeline.Capacity.MINIMUM)
+    assert r.pair_capacity.size == max(int(n_lossy * launch.Capacity.HEADROOM), launch.Capacity.MINIMUM)
     assert r.pair_capacity.size < cap_exact
     again = r.render(cam)
     assert r.pair_capacity.size == cap_exact and torch.equal(again.image, want)
@@ -87,14 +87,14 @@ def test_adagscale_frames_keep_their_own_capacity(scene_path, device):
 def test_capacity_grows_ahead_of_need_in_geometric_steps():
     """Headroom over the count that did not fit, and at least STEP x the old size: a count creeping up by 5%
     a frame grows the capacity a few times, not every other frame."""
-    c = pipeline.Capacity()
+    c = launch.Capacity()
     c.grow(10_000)
     assert c.size == 12_000 and c.fits(12_000) and not c.fits(12_001)
     c.grow(12_500)  # just over: the geometric step, not the headroom, decides
     assert c.size == 18_000
     c.grow(40_000)  # far over: the headroom does
     assert c.size == 48_000 and c.growths == 3
-    creeping = pipeline.Capacity()
+    creeping = launch.Capacity()
     count = 10_000.0
     for _ in range(60):  # x 18.7 in all
         if not creeping.fits(int(count)):
@@ -102,16 +102,16 @@ def test_capacity_grows_ahead_of_need_in_geometric_steps():
         creeping.observe(int(count))
         count *= 1.05
     assert creeping.growths <= 9, creeping.growths  # log(18.7) / log(1.5) = 7.2, plus the first
-    assert creeping.size <= pipeline.Capacity.STEP * pipeline.Capacity.HEADROOM * count
+    assert creeping.size <= launch.Capacity.STEP * launch.Capacity.HEADROOM * count
 
 
 def test_capacity_shrinks_to_headroom_over_the_recent_need():
-    c = pipeline.Capacity()
+    c = launch.Capacity()
     c.grow(100_000)
-    for k in range(pipeline.Capacity.SHRINK_AFTER):
+    for k in range(launch.Capacity.SHRINK_AFTER):
         assert c.size == 120_000, k
         c.observe(5_000 + k)
-    assert c.size == max(int((5_000 + pipeline.Capacity.SHRINK_AFTER - 1) * pipeline.Capacity.HEADROOM), 1024)
+    assert c.size == max(int((5_000 + launch.Capacity.SHRINK_AFTER - 1) * launch.Capacity.HEADROOM), 1024)
 
 
 def test_frames_stay_exact_through_growth_with_one_rebin_each(scene_path, device):

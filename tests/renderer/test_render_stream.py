@@ -107,18 +107,18 @@ def test_a_frame_binned_again_is_timed_to_its_end(scene, monkeypatch):
     launch and the first's rebin, which ran before its own rebin), and the stream's spans sum to one second a
     frame. (Timed only to their launch, as before, the first two frames took 0 s.)"""
     import renderer.timing
-    from renderer.pipeline import _Frame
+    from renderer.frame import Frame
 
     clock = [0.0]
     monkeypatch.setattr(renderer.timing, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
-    rasterize = _Frame.rasterize
+    rasterize = Frame.rasterize
 
     def rasterize_on_the_clock(self, **tuning):
         rasterize(self, **tuning)
         if self.counted or self.capacity > 0:
             clock[0] += 1.0
 
-    monkeypatch.setattr(_Frame, "rasterize", rasterize_on_the_clock)
+    monkeypatch.setattr(Frame, "rasterize", rasterize_on_the_clock)
     cams = orbit_path(scene, *SIZE, 4)
     r = Renderer(scene, device="cpu")  # the CPU's timers read the clock above (a GPU's are CUDA events)
     assert r.pair_capacity.size == 0

@@ -10,10 +10,11 @@ import threading
 import pytest
 import torch
 
+import renderer.frame as frame
 import renderer.pipeline as pipeline
 import renderer.warmup as warmup
 from renderer import Renderer, RenderSettings
-from renderer.pipeline import LaunchConfig
+from renderer.launch import LaunchConfig
 
 
 @pytest.mark.parametrize(("n", "tiles", "tile"), [(4_680, 32_400, 8), (114_000, 32_400, 8), (6_000_000, 8_160, 16)])
@@ -64,13 +65,13 @@ def test_warm_up_renders_every_setting_under_every_configuration(monkeypatch):
     as a frame of its own on the synthetic scene, the frames see Gaussians and pairs (every stage runs), and the
     renderer being warmed is left as it was."""
     built = []
-    init = pipeline._Frame.__init__
+    init = frame.Frame.__init__
 
-    def spy(self, r, src, camera, settings, counted=False, slot=0):
-        init(self, r, src, camera, settings, counted, slot)
+    def spy(self, r, src, camera, settings, slot=0):
+        init(self, r, src, camera, settings, slot)
         built.append((r, repr(settings), r.launch, camera.width, camera.height))
 
-    monkeypatch.setattr(pipeline._Frame, "__init__", spy)
+    monkeypatch.setattr(frame.Frame, "__init__", spy)
     stats = []
     render = pipeline.Renderer.render
     monkeypatch.setattr(pipeline.Renderer, "render", lambda self, *a, **k: stats.append(render(self, *a, **k).stats))

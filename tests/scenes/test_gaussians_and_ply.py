@@ -99,7 +99,7 @@ def test_the_log_scale_bound_is_where_the_covariance_overflows():
     rotations is finite; one float32 step above it, dropped. The bound is tight: 1e-4 above the derived boundary
     ln(FLT_MAX) / 2 an axis-aligned Gaussian's covariance is inf, where exp alone is still finite (the old bound
     was exp = inf, 88.72)."""
-    from renderer.pipeline import prepare_covariances
+    from renderer.prepare import prepare_covariances
     from scenes.gaussians import MAX_LOG_SCALE
 
     at = torch.tensor(MAX_LOG_SCALE, dtype=torch.float32)

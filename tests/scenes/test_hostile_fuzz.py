@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, example, given, seed, settings
 from hypothesis import strategies as st
 
 from kernels.reference import eval_sh
-from renderer.pipeline import prepare_covariances
+from renderer.prepare import prepare_covariances
 from scenes import SceneFormatError, load_scene
 from scenes.compressed_ply import write_compressed_ply
 from scenes.gaussians import INVALID_WHAT, MAX_LOG_SCALE, MAX_OPACITY_LOGIT

@@ -205,18 +205,18 @@ def test_every_row_times_whole_frames(tmp_path, scene_path, monkeypatch):
     every frame of every row takes one second. (With a stream's rebinning outside its frames' timers, the default's
     first pass took 0, 0 and 2 s.)"""
     import renderer.timing
-    from renderer.pipeline import _Frame
+    from renderer.frame import Frame
 
     clock = [0.0]
     monkeypatch.setattr(renderer.timing, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
-    rasterize = _Frame.rasterize
+    rasterize = Frame.rasterize
 
     def rasterize_on_the_clock(self, **tuning):
         rasterize(self, **tuning)
         if self.counted or self.capacity > 0:  # an empty capacity rasterizes nothing
             clock[0] += 1.0
 
-    monkeypatch.setattr(_Frame, "rasterize", rasterize_on_the_clock)
+    monkeypatch.setattr(Frame, "rasterize", rasterize_on_the_clock)
     out = tmp_path / "bench.json"
     rc = main([
         "bench", "--scenes", "fruit_drops_minimal.ply", "--scenes-dir", str(scene_path("lastchance.splat").parent),

@@ -1,0 +1,57 @@
+"""Where and with what a Renderer renders: the device (CUDA when it works, else the CPU) and the backend (the
+Triton kernels, or their torch twins in kernels/reference.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+BACKENDS = ("auto", "triton", "torch")
+
+
+def resolve_backend(backend: str, device: torch.device) -> str:
+    """ "auto": Triton on CUDA; the torch reference on CPU, where it is faster than Triton's interpreter
+    (measured on the bundled scene at 256x256, 2 cores: see README.md)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    if backend == "auto":
+        return "triton" if device.type == "cuda" else "torch"
+    return backend
+
+
+def kernel_module(backend: str):
+    if backend == "triton":
+        import kernels
+
+        return kernels
+    import kernels.reference
+
+    return kernels.reference
+
+
+class CudaUnusableError(RuntimeError):
+    """CUDA is reported available but fails at its first call (e.g. a driver older than the runtime)."""
+
+
+def choose_device(device: torch.device | str | None) -> torch.device:
+    """The render device: the one asked for, else CUDA when it works, else the CPU (with a warning when CUDA
+    is reported available but fails its first call, as with a driver older than the runtime)."""
+    if device is None:
+        if not torch.cuda.is_available():
+            return torch.device("cpu")
+        try:
+            torch.cuda.mem_get_info()
+        except RuntimeError as e:
+            warnings.warn(f"CUDA is unusable ({e}); rendering on the CPU", stacklevel=3)
+            return torch.device("cpu")
+        return torch.device("cuda")
+    device = torch.device(device)
+    if device.type == "cuda":
+        try:
+            torch.cuda.mem_get_info(device)
+        except (RuntimeError, AssertionError) as e:
+            raise CudaUnusableError(
+                f"{device} is not usable ({str(e).splitlines()[0]}); render on the CPU with CUDA_VISIBLE_DEVICES=''"
+            ) from None
+    return device

@@ -1,0 +1,281 @@
+"""One frame's stages over the renderer's workspace, one class per frame route (renderer/pipeline.py has the
+routes' why):
+
+- `Frame`: what both routes share: stage 1 (project), stages 5-6 (tile_ranges, rasterize), their buffers, and
+  the depth pass;
+- `CapacityFrame`: order, bin and sort into workspace buffers of a fixed pair capacity; no stage waits for the
+  host, so the whole frame can be captured as a CUDA graph (renderer/graphs.py);
+- `CountedFrame`: order reads the visible and pair counts (its syncs), and bin and sort run on pair tensors of
+  exactly that count, allocated each frame.
+
+Every workspace tensor a frame holds is a view of a buffer whose address does not change while the image size,
+the frame's Gaussian count and the capacities stay the same, which is what lets `run` be captured once as a
+CUDA graph and replayed with new camera parameters.
+
+Buffers are of two kinds. A slot's own (`SlotBuffers`): what a frame hands over (the image, tile counts, tiles
+touched) and what binning it again needs after the frame after it was launched (stage 1's outputs, the order
+and offsets, the totals). Shared by both slots: the scratch that a frame uses only while its own stages run (the
+depths, the pairs and their sort, the ranges and the schedule). The slots' frames run one after the other on one
+stream (a frame binned again after the next one was launched is binned after it), so one set of scratch serves
+both: a set per slot cost 20 bytes per pair slot and 8 per Gaussian more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from kernels import schedule_scratch_shape
+
+from .camera import Camera
+from .memory import check_frame_pairs
+from .settings import RenderSettings
+from .timing import StageTimer
+from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .pipeline import Renderer
+
+# The pair buffers' workspace names, as many slots as the capacity (`PairBuffers`'s fields, in order)
+PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")
+
+
+class SlotBuffers:
+    """The workspace's buffers of one slot: slot 0's under their names, slot k's under "name@k"."""
+
+    def __init__(self, ws: Workspace, slot: int):
+        self.ws, self.suffix = ws, f"@{slot}" if slot else ""
+
+    def buffer(self, name: str, n: int, dtype: torch.dtype) -> Tensor:
+        return self.ws.buffer(name + self.suffix, n, dtype)
+
+    def rows(self, name: str, n: int, width: int, dtype: torch.dtype = torch.float32) -> Tensor:
+        return self.ws.rows(name + self.suffix, n, width, dtype)
+
+
+@dataclass
+class OrderBuffers:
+    """Stage 2's buffers on the capacity route (kernels/order.py `depth_order`, which takes them as `out()`)."""
+
+    sorted_depths: Tensor  # [N] f32 scratch: the depths, nearest first
+    order: Tensor  # [N] i64 Gaussian indices, nearest first (the culled ones, at +inf, last)
+    ordered_counts: Tensor  # [N] i32 scratch: tiles touched, in that order
+    offsets: Tensor  # [N] i64 inclusive prefix sum of the ordered counts: where each Gaussian's pairs end
+    totals: Tensor  # [2] i64 (visible Gaussians, pairs), left on the device for the frame's one sync
+    inf: Tensor  # [1] f32 +inf: the visible ones are the depths before it
+
+    def out(self) -> tuple[Tensor, ...]:
+        return self.sorted_depths, self.order, self.ordered_counts, self.offsets, self.totals, self.inf
+
+
+@dataclass
+class PairBuffers:
+    """Stages 3-4's (tile key, Gaussian) pairs: binned (`keys`, `ids`), then stably sorted by key. On the capacity
+    route every field is a workspace buffer of the capacity's length; a counted frame's are tensors of exactly its
+    pair count, and the sort's own outputs (no `perm`)."""
+
+    keys: Tensor | None  # [C] tile ids (int16 up to 32,767 tiles, else int32), as binned, in depth order
+    ids: Tensor | None  # [C] i32 Gaussian ids, as binned (counted frames: both None until bin allocates them)
+    sorted_keys: Tensor | None = None  # [C] the keys sorted by tile, stable: depth order within a tile
+    perm: Tensor | None = None  # [C] i64 the sort's permutation (capacity route: a buffer of its own)
+    sorted_ids: Tensor | None = None  # [C] i32 the ids in that order: what the rasterizer reads
+
+
+class Frame:
+    """One frame's stages over the renderer's workspace: the list of stage calls, and nothing else. A route's
+    subclass adds stages 2-4 (`order`, `bin`, `sort`) and their buffers (`_order_and_pair_buffers`)."""
+
+    STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
+    counted = False  # whether order syncs for the counts and the pairs are sized by them (`CountedFrame`)
+    capacity = 0  # pair slots it bins into (the capacity when it was made; counted frames size theirs per frame)
+    pairs: PairBuffers | None
+
+    def __init__(self, r: Renderer, src, camera: Camera, settings: RenderSettings, slot: int = 0):
+        self.r, self.src, self.settings, self.launch, self.slot = r, src, settings, r.launch, slot
+        self.graph: torch.cuda.CUDAGraph | None = None  # this frame captured, once it is replayed
+        self.kind = None  # its `FrameKind` (set by `FrameCache.frame`): what CAPTURE_AFTER counts
+        self.n, self.width, self.height = src.n, camera.width, camera.height
+        tile = self.tile = settings.tile_size
+        self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
+        self.degree = r.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, r.scene.sh_degree)
+        ws, shared, n, W, H = SlotBuffers(r.ws, slot), r.ws, self.n, self.width, self.height
+        # stage 1, per Gaussian
+        self.records = ws.rows("records", n, 8)  # the blend records (kernels/buffers.py)
+        self.depths = shared.buffer("depths", n, torch.float32)
+        self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
+        self.bin_t = ws.buffer("bin_t", n, torch.float32)
+        # stages 2-4: the route's own
+        self.key_dtype = r.k.key_dtype(self.n_tx * self.n_ty)
+        self._order_and_pair_buffers(ws, shared)
+        # stages 5-6, per tile and pixel
+        i32, f32 = torch.int32, torch.float32
+        n_tiles = self.n_tx * self.n_ty
+        self.ranges = shared.rows("ranges", n_tiles, 2, i32)
+        self.tile_counts = ws.buffer("tile_counts", n_tiles, i32).view(self.n_ty, self.n_tx)
+        self.schedule = None  # the tile each rasterizer program takes (longest lists first), when scheduled
+        if settings.tile_schedule == "longest-first":
+            self.schedule = shared.buffer("tile_schedule", n_tiles, i32)
+            rows, cols = schedule_scratch_shape(n_tiles)
+            self.schedule_hist = shared.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
+        self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
+        self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
+        self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
+        params = r.params.on_device[slot]  # the frame's camera [24], background [3], AdaGScale's tau [1]
+        self.camera, self.background, self.tau = params[:24], params[24:27], params[27:]
+        self.generation = r.ws.generation  # the views above stay valid while it does not change
+
+    def _order_and_pair_buffers(self, ws: SlotBuffers, shared: Workspace) -> None:
+        raise NotImplementedError
+
+    @property
+    def sorted_ids(self) -> Tensor | None:
+        """[C] i32 Gaussian ids by tile, in depth order within a tile (once sort ran)."""
+        return self.pairs.sorted_ids if self.pairs is not None else None
+
+    def raster_options(self) -> dict:
+        """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
+        s = self.settings
+        return dict(tile_size=s.tile_size, variant=s.rasterizer, lists=self.launch.lists, schedule=self.schedule)
+
+    def totals(self) -> tuple[int, int]:
+        """(visible Gaussians, pairs) of the frame just run (a capacity frame's host sync)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ the stages, in frame order
+
+    def run(self, timer: StageTimer, from_stage: str = "project") -> None:
+        """Every stage from `from_stage` on, each timed under its own name."""
+        for name in self.STAGES[self.STAGES.index(from_stage) :]:
+            with timer.stage(name):
+                getattr(self, name)()
+
+    def project(self, **tuning) -> None:
+        s, src = self.settings, self.src
+        self.r.k.project_gaussians(
+            src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
+            sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
+            adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
+            out=(self.records, self.depths, self.tiles_touched, self.bin_t),
+            **{"block": self.launch.project_block, **tuning},
+        )  # fmt: skip
+
+    def _bin(self, order: Tensor, offsets: Tensor, **tuning) -> None:
+        """Stage 3 over the route's order [V] and offsets [V], into `pairs.keys` and `pairs.ids`."""
+        self.r.k.bin_pairs(
+            order, offsets, self.records, self.tiles_touched, self.width, self.height,
+            tile_size=self.tile, bin_t=self.bin_t, out=(self.pairs.keys, self.pairs.ids),
+            **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
+        )  # fmt: skip
+
+    def tile_ranges(self) -> None:
+        self.r.k.tile_ranges(self.pairs.sorted_keys, self.n_tx * self.n_ty, out=self.ranges)
+        if self.schedule is None:
+            torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
+        else:  # the list lengths come with the schedule
+            self.r.k.schedule_tiles(self.ranges, out=(self.schedule, self.tile_counts.view(-1), self.schedule_hist))
+
+    def rasterize(self, **tuning) -> None:
+        """`tuning`: launch knobs that override the settings' (variant, num_warps, step), for measuring them."""
+        self.r.k.rasterize_tiles(
+            self.sorted_ids, self.ranges, self.records, self.background, self.width, self.height,
+            out=(self.rgb, self.alpha, self.rgba8), **{**self.raster_options(), **tuning},
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ depth output
+
+    def render_depth(self) -> Tensor:
+        """[H, W] f32: the frame's lists blended again with each record's colour replaced by its depth. The colour
+        is fp16, so the depths go in divided by the largest visible one (relative precision 2^-11 either way)."""
+        r, n, W, H = self.r, self.n, self.width, self.height
+        records = r.ws.rows("depth_records", max(n, 1), 8)[:n]
+        records.copy_(self.records)
+        visible = self.tiles_touched > 0
+        scale = torch.where(visible, self.depths, torch.zeros_like(self.depths)).amax().clamp_min(1e-30)
+        halves = records[:, 6:8].view(torch.float16)  # rows of culled Gaussians are never read
+        halves[:, 0] = torch.where(visible, self.depths / scale, torch.zeros_like(self.depths)).to(torch.float16)
+        halves[:, 1:].zero_()
+        rgb = r.ws.rows("depth_rgb", H * W, 3).view(H, W, 3)
+        alpha = r.ws.buffer("depth_alpha", H * W, torch.float32).view(H, W)
+        r.k.rasterize_tiles(
+            self.sorted_ids, self.ranges, records, r._zero3, W, H, out=(rgb, alpha, None), **self.raster_options()
+        )
+        depth = r.ws.buffer("depth", H * W, torch.float32).view(H, W)
+        covered = self.alpha >= 1.0 / 255.0
+        torch.where(covered, rgb[..., 0] * scale / self.alpha.clamp_min(1.0 / 255.0), torch.zeros_like(self.alpha),
+                    out=depth)  # fmt: skip
+        return depth
+
+
+class CapacityFrame(Frame):
+    """The capacity route: the pairs go into workspace buffers of `capacity` slots, and the counts stay on the
+    device until `totals`, the frame's one sync, after its last stage."""
+
+    def _order_and_pair_buffers(self, ws: SlotBuffers, shared: Workspace) -> None:
+        # stage 2, per Gaussian in depth order
+        i32, i64, f32, n = torch.int32, torch.int64, torch.float32, self.n
+        self.ordered = OrderBuffers(
+            shared.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), shared.buffer("ordered_counts", n, i32),
+            ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64), self.r._inf,
+        )  # fmt: skip
+        # stages 3-4, per pair slot
+        self.capacity = cp = self.r.pair_capacity.size
+        kd = self.key_dtype
+        self.pairs = PairBuffers(*(shared.buffer(name, cp, dtype) for name, dtype in
+                                   zip(PAIR_BUFFERS, (kd, i32, kd, i64, i32), strict=True)))  # fmt: skip
+
+    def totals(self) -> tuple[int, int]:
+        n_visible, n_pairs = self.ordered.totals.tolist()
+        return n_visible, n_pairs
+
+    def order(self) -> None:
+        self.r.k.depth_order(self.depths, self.tiles_touched, out=self.ordered.out())
+
+    def bin(self, **tuning) -> None:
+        self.pairs.keys.fill_(self.r.k.sentinel_key(self.key_dtype))  # the tail past the pair count sorts last
+        self._bin(self.ordered.order, self.ordered.offsets, **tuning)
+
+    def sort(self) -> None:
+        p = self.pairs
+        self.r.k.sort_pairs(p.keys, p.ids, out=(p.sorted_keys, p.perm, p.sorted_ids))
+
+
+class CountedFrame(Frame):
+    """The counted route: order syncs for the visible and pair counts, and bin and sort run on tensors of exactly
+    the pair count (allocated per frame from torch's caching allocator), so nothing is sorted past what the frame
+    has."""
+
+    counted = True
+
+    def _order_and_pair_buffers(self, ws: SlotBuffers, shared: Workspace) -> None:
+        self.counts: tuple[int, int] | None = None  # (visible, pairs) once order ran
+        self.pairs = PairBuffers(None, None)  # bin and sort put each frame's tensors in
+
+    def totals(self) -> tuple[int, int]:
+        assert self.counts is not None
+        return self.counts
+
+    def order(self) -> None:
+        r = self.r
+        # sort all N when the last frame saw most of the scene (`DENSE_ORDER_FROM`): one sync, no compaction
+        compact = r._last_visible < r.dense_order_from * self.n
+        self.order_idx, self.offsets, *counts = r.k.depth_order_counted(self.depths, self.tiles_touched,
+                                                                        compact=compact)  # fmt: skip
+        self.counts = (counts[0], counts[1])
+        # before bin allocates the pairs
+        check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
+                          reference=r.backend == "torch")  # fmt: skip
+
+    def bin(self, **tuning) -> None:
+        # tensors of exactly the pair count, every slot written: no sentinel fill
+        n_pairs, device, p = self.counts[1], self.r.device, self.pairs
+        # both allocated before the last frame's are let go; its sorted pairs stay until sort replaces them
+        p.keys, p.ids = (torch.empty(n_pairs, dtype=self.key_dtype, device=device),
+                         torch.empty(n_pairs, dtype=torch.int32, device=device))  # fmt: skip
+        self._bin(self.order_idx, self.offsets, **tuning)
+
+    def sort(self) -> None:
+        p = self.pairs
+        p.sorted_keys, p.sorted_ids = self.r.k.sort_pairs(p.keys, p.ids)

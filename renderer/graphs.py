@@ -1,0 +1,75 @@
+"""CUDA graphs: a capacity frame's launches, captured once per kind of frame and replayed (one launch instead of
+about twenty). Only capacity frames of the whole scene, without depth output, are captured: no stage of theirs
+waits for the host, and every tensor they touch stays at its address (renderer/frame.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from .frame import Frame
+from .timing import StageTimer
+
+CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph (>= 2: see `FrameGraphs.capture`)
+
+
+class FrameGraphs:
+    """Runs frames as replayed graphs. `enabled` turns it off (and a capture that fails does, for good);
+    `replays` counts the frames replayed."""
+
+    def __init__(self, device: torch.device, enabled: bool):
+        self.device, self.enabled = device, enabled
+        self.replays = 0
+        self._stream: torch.cuda.Stream | None = None  # captures run on a stream of their own
+        self._last_kind = None  # the kind of frame (`Frame.kind`) replayed or run last
+        self._kind_run = 0  # frames in a row of that kind, in either slot
+
+    def run(self, f: Frame, timer: StageTimer) -> bool:
+        """The whole frame as one captured graph. A kind of frame is captured on its CAPTURE_AFTER-th frame in
+        a row: a capture costs about one eager frame of host time, too much to pay for a configuration that a
+        moving camera passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower
+        than no graphs). True when the frame was a replay of a graph captured before (its steady form)."""
+        self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
+        self._last_kind = f.kind
+        if f.graph is None and self._kind_run < CAPTURE_AFTER:
+            f.run(timer)
+            return False
+        captured = f.graph is None
+        if captured:
+            try:
+                f.graph = self.capture(f)
+            except Exception as e:  # a driver, torch or Triton that cannot capture: render eagerly from now on
+                warnings.warn(f"CUDA graph capture failed ({str(e).splitlines()[0]}); rendering without graphs",
+                              stacklevel=4)  # fmt: skip
+                self.enabled = False
+                f.run(timer)
+                return False
+        f.graph.replay()
+        self.replays += 1
+        return not captured  # a frame that captured its graph also ran it once more: not what a replay costs
+
+    def capture(self, f: Frame) -> torch.cuda.CUDAGraph:
+        """Record the frame's launches as a graph, without running them.
+
+        No warm-up run first, and not through `torch.cuda.graph`, whose entry synchronises the device and empties
+        the allocator's caches (device and pinned host) on every capture: a stall of the frame in flight, and
+        cudaMalloc calls again for the frames after. Neither is needed here. Every operation of the frame has
+        run before the capture: the kind's earlier frames of the run ran eagerly (CAPTURE_AFTER >= 2), and the
+        renderer's warm-up compiled its kernels (renderer/warmup.py). Each graph has a memory pool of its own for
+        its temporaries (the sorts' scratch): one pool shared by every graph, through a handle the renderer kept,
+        failed torch's allocator on the H200 once the graphs that used it had been dropped ("use_count > 0"
+        asserted at the next capture: BENCHMARKS.md, section 15), and every frame then ran without graphs."""
+        untimed = StageTimer(None)
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(self.device)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(self._stream):
+            # thread_local: other threads may keep using CUDA while this one captures (render-to-video's encoder
+            # thread waits on its frames' copy events; the default, "global", made that an error mid-capture)
+            graph.capture_begin(capture_error_mode="thread_local")
+            try:
+                f.run(untimed)
+            finally:
+                graph.capture_end()
+        return graph

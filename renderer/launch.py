@@ -1,0 +1,136 @@
+"""The launch side of a frame that the host decides: how many pair slots its buffers have (`Capacity`, one per
+kind of frame: `Capacities`), and the kernels' launch knobs (`LaunchConfig`), both chosen from the frames before
+it."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+
+from kernels import bin_config, list_class, project_block
+
+from .settings import RenderSettings
+
+
+class Capacity:
+    """The length of buffers that hold a per-frame count known only on the device (the pairs).
+
+    The frame sizes its launches by the capacity instead of waiting for the count; at its end the count is
+    read (the frame's one sync). When the count did not fit, the frame bins again once, into buffers grown
+    ahead of need: to HEADROOM x the count, and at least STEP x the old size, so that a view growing denser
+    frame after frame (a fly-in) grows a few times in geometric steps instead of on every few frames. Each
+    growth is a new kind of frame for CUDA graphs, which costs a capture (renderer/graphs.py); each frame that
+    did not fit costs one rebin. After SHRINK_AFTER frames in a row that used under 1/SHRINK_BELOW of it, it
+    shrinks to HEADROOM x their largest count (sorting idle capacity costs time).
+
+    NOTE: the steps trade memory for fewer growths: the capacity ends within STEP x the largest count of a path
+    (x HEADROOM right after a growth), and every pair slot costs 20 bytes of buffers and 18 of the sort's scratch
+    (renderer/memory.py)."""
+
+    HEADROOM = 1.2
+    STEP = 1.5
+    SHRINK_AFTER = 30
+    SHRINK_BELOW = 3
+    MINIMUM = 1024
+
+    def __init__(self) -> None:
+        self.size = 0  # 0 until the first frame measures its need
+        self.growths = 0  # times it grew (a rebin and a new kind of frame each)
+        self._low_frames = 0
+        self._recent = 0
+
+    def fits(self, count: int) -> bool:
+        return count <= self.size
+
+    def grown(self, count: int) -> int:
+        """The size `grow(count)` makes it."""
+        step = int(self.size * self.STEP) if self.size else 0
+        return max(int(count * self.HEADROOM), step, self.MINIMUM)
+
+    def grow(self, count: int) -> None:
+        """Make room for `count` and more (called when it did not fit)."""
+        self.size = self.grown(count)
+        self.growths += 1
+        self._low_frames = self._recent = 0
+
+    def observe(self, count: int) -> None:
+        """After a frame whose count fitted: shrink after a long enough run of frames that used little of it."""
+        if count * self.SHRINK_BELOW >= self.size:
+            self._low_frames = self._recent = 0
+            return
+        self._low_frames += 1
+        self._recent = max(self._recent, count)
+        if self._low_frames >= self.SHRINK_AFTER:
+            self.size = max(int(self._recent * self.HEADROOM), self.MINIMUM)
+            self._low_frames = self._recent = 0
+
+
+class Capacities:
+    """The pair capacity of each kind of frame. AdaGScale (each tau and s_min) keeps its own: the sort, the sentinel
+    fill and the tile ranges run over the whole capacity (kernels/sort.py), so a lossy frame that inherited the
+    exact frames' capacity would sort as many slots as they do and gain nothing there from the pairs it removed
+    (the capacity shrinks only below a third in use). Exact frames, whatever else changes, share one, as before;
+    the buffers behind every capacity are the same grow-only ones."""
+
+    def __init__(self) -> None:
+        self._by_kind: dict[tuple, Capacity] = {}
+
+    def of(self, settings: RenderSettings) -> Capacity:
+        """The pair capacity of frames like this one."""
+        s = settings
+        key = (s.adagscale_tau, s.adagscale_s_min) if s.adagscale else ()
+        return self._by_kind.setdefault(key, Capacity())
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """The kernels' launch knobs for the next frame, chosen from the last frame's counts (measured rules in
+    kernels/project.py, bin.py and rasterize.py). None of them changes the image."""
+
+    project_block: int = 128
+    bin_block: int = 128
+    bin_cols: int = 4
+    lists: int = 0  # tile lists short (0), medium (1) or long (2): the rasterizer's configuration
+
+    @staticmethod
+    def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
+        """The configuration for a frame like this one. The list class moves with hysteresis (`list_class`), so a
+        frame near a threshold does not flip the rasterizer (and re-capture the frame's graph) back and forth."""
+        footprint = n_pairs / max(n_visible, 1)
+        lists = list_class(n_pairs / max(n_tiles, 1), footprint, tile, previous.lists)
+        block, cols = bin_config(n_visible, footprint)
+        return LaunchConfig(project_block(n), block, cols, lists)
+
+    @staticmethod
+    @functools.cache
+    def reachable(n: int, n_tiles: int, tile: int, *, windows: bool = False) -> tuple[LaunchConfig, ...]:
+        """Every configuration frames of n Gaussians on n_tiles tiles may run with: the first frame's, and what
+        `after` chooses from there, its rule explored over grids of the counts (visible Gaussians 0..n, pairs per
+        visible Gaussian 1..n_tiles; neighbouring pair counts at most 1.1x apart, finer than any of its classes)
+        from each configuration found until no new one appears. The warm-up compiles every one
+        (renderer/warmup.py), so a knob that `after` derives from these counts is warmed with no change here.
+        `windows`: frames may project fewer than n Gaussians (a temporal window's set), which moves project_block
+        alone: each configuration is also taken with every block that fewer Gaussians choose."""
+
+        def grid(hi: int, ratio: float) -> list[float]:
+            values, v = {1.0, float(hi)}, 1.0
+            while v < hi:
+                values.add(v)
+                v *= ratio
+            return sorted(values)
+
+        # (visible, pairs): whole visible counts, pairs per visible Gaussian on a float grid (the list class turns
+        # on fractions of a tile per Gaussian: kernels/rasterize.py `list_class`)
+        counts = [(0, 0)] + [(int(v), int(int(v) * p)) for v in grid(n, 1.25) for p in grid(n_tiles, 1.1)]
+        found, frontier = {LaunchConfig()}, [LaunchConfig()]
+        while frontier:
+            prev = frontier.pop()
+            for v, p in counts:
+                nxt = LaunchConfig.after(prev, n, v, p, n_tiles, tile)
+                if nxt not in found:
+                    found.add(nxt)
+                    frontier.append(nxt)
+        if windows:
+            blocks = {project_block(int(m)) for m in grid(n, 2.0)}
+            found |= {replace(c, project_block=b) for c in found for b in blocks}
+        return tuple(sorted(found, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols)))

@@ -116,6 +116,11 @@ def add_parser(sub) -> None:
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
                    help=f"untimed frames before each row's first pass (default {DEFAULT_WARMUP})")  # fmt: skip
     p.add_argument("--psnr-every", type=int, default=6, help="compare images on every k-th frame (default 6)")
+    p.add_argument("--bracket", action="store_true",
+                   help="time the default again right after each other variant, on the same renderer, and compare "
+                        "the variant with that: a row's speed against the default then spans minutes, not the "
+                        "whole run, and the table shows how far the default itself moved between its two timings "
+                        "(about twice the time of the variants' rows)")  # fmt: skip
     p.add_argument("--quick", action="store_true",
                    help="a short run: with CUDA, two small scenes, 20 frames, the 6M composite and no large size; "
                         f"on a CPU, the bundled scene at {QUICK_CPU_SIZE[0]}x{QUICK_CPU_SIZE[1]}, {QUICK_CPU_FRAMES} "
@@ -284,8 +289,10 @@ def free_memory(device) -> None:
 
 
 def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_path):
-    """One path at one size: the anchors, then every chosen variant on a renderer of its own (so that its memory
-    and its first pass are those of a renderer that has seen no other path). Returns (variant rows, anchor rows)."""
+    """One path at one size: the anchors, then every chosen variant on one renderer, made for the path (so that its
+    memory and its first pass are those of a renderer that has seen no other path), each variant's frames
+    starting from the path's start (`time_variant`). With --bracket the default is timed again after each other
+    variant (`PathResult.default_after_ms`). Returns (variant rows, anchor rows)."""
     from renderer import Renderer
     from renderer.warmup import warm_up as compile_kernels
 
@@ -314,6 +321,10 @@ def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_p
         time_variant(res, renderer, cams, settings, device, args.warmup, baseline)
         compare_variant(res, renderer, cams, settings, args.psnr_every, reference_images, default)
         renderer.graphs, renderer.frame_mode = graphs, "auto"
+        if args.bracket and vname != "default":  # the default again, now: drift between the rows cancels
+            again = PathResult(label, path_name, n, "default", size)
+            time_variant(again, renderer, cams, chosen["default"], device, args.warmup, baseline)
+            res.default_after_ms = again.frame_ms
         results.append(res)
         print(f"  {label} {path_name} {size[0]}x{size[1]} {vname}: median {res.median():.3f} ms ({res.timing})",
               file=sys.stderr, flush=True)  # fmt: skip

@@ -49,6 +49,7 @@ class PathResult:
     projected: int = 0  # median Gaussians projected per frame (fewer than n_gaussians inside temporal windows)
     tile_size: int = 0  # HiGS: the faster of its tile sizes on this path, whose times these are
     tile_medians: dict[int, float] = field(default_factory=dict)  # HiGS: each tile size's one-by-one median
+    default_after_ms: list[float] = field(default_factory=list)  # --bracket: the default's frames right after this row
 
     def key(self) -> tuple:
         return self.scene, self.path, tuple(self.size)
@@ -168,15 +169,17 @@ def print_table(results, anchors, gpu, main_size, n_frames, higs) -> None:
         p = f"{min(ps):7.1f} {path_psnr(ps):7.1f}" if ps else f"{'-':>7} {'-':>7}"
         ss = f"{min(r.ssim_vs_default):6.4f}" if r.ssim_vs_default else f"{'-':>6}"
         rm = f"{100 * r.pairs_removed:6.1f}%" if r.variant != "default" else f"{'-':>7}"
-        dr = d.get(r.key())
-        vs = f"{dr.median() / r.median():6.2f}x" if dr and r.variant != "default" else f"{'-':>7}"
+        speed = vs_default(d.get(r.key()), r)
+        vs = f"{speed:6.2f}x" if speed is not None else f"{'-':>7}"
         print(f"{label(r, main_size)} {r.variant:24} {SHORT[r.timing]:>6} {r.median():8.3f} {r.p90():8.3f} "
               f"{times(g, 9)} {times(h, 8, higs.missing(r.scene))} {vs} {r.visible:10,} {r.pairs:11,} {rm} "
               f"{r.max_tile:8,} {p} {ss}")  # fmt: skip
     print(f"timing: flight = frames in flight, 1-by-1 = each frame waited for. gsplat/ws, HiGS/ws: {RATIO}. "
           "PSNR: min over sampled frames, and the path's (from the mean MSE of those frames), dB; default variant "
           "against gsplat, other variants against default (exact). SSIM: min, lossy variants against default. "
-          "removed: pairs fewer than default. vs dflt: speed against the default variant.")  # fmt: skip
+          "removed: pairs fewer than default. vs dflt: speed against the default variant (with --bracket, against "
+          "the default timed right after the row).")  # fmt: skip
+    print_bracketed(results, main_size)
     print_anchors(results, anchors, main_size, higs)
     print_worst(results + anchors, main_size)
     print_stages(results, main_size)
@@ -250,6 +253,30 @@ def print_stages(results, main_size) -> None:
     for r in staged:
         cells = " ".join(f"{r.stage_ms[k]:11.3f}" if k in r.stage_ms else f"{'-':>11}" for k in names)
         print(f"{label(r, main_size)} {r.variant:24} {cells}")
+
+
+def vs_default(default: PathResult | None, row: PathResult) -> float | None:
+    """A variant's speed against the default: the default's median frame over the row's, the default timed right
+    after the row when it was (--bracket), else in its own row."""
+    if row.variant == "default" or row.variant in ANCHORS or default is None:
+        return None
+    base = statistics.median(row.default_after_ms) if row.default_after_ms else default.median()
+    return base / row.median()
+
+
+def print_bracketed(results, main_size) -> None:
+    """With --bracket: each row against the default timed right after it, and how far the default moved between
+    its own row and that timing (the run's noise on this path, beside the difference being measured)."""
+    d = {r.key(): r for r in results if r.variant == "default"}
+    rows = [r for r in results if r.default_after_ms and r.key() in d]
+    if not rows:
+        return
+    print("\nbracketed (--bracket): the default timed right after each row; vs dflt against it, and the default "
+          "itself, its own row against that timing (above 1: it ran faster in its own row)")  # fmt: skip
+    for r in rows:
+        after = statistics.median(r.default_after_ms)
+        print(f"{label(r, main_size)} {r.variant:24} {r.median():8.3f} default after {after:8.3f}  vs dflt "
+              f"{times(after / r.median(), 7)}  default's drift {times(after / d[r.key()].median(), 7)}")  # fmt: skip
 
 
 def print_temporal(results, main_size) -> None:

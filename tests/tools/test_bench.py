@@ -31,6 +31,36 @@ def test_stall_is_a_frame_against_the_same_camera_in_the_other_pass():
     assert PathResult(scene="s", path="p", n_gaussians=1, variant="default", size=(8, 8), timing="t").stall() is None
 
 
+def test_vs_default_takes_the_bracketing_default_when_there_is_one():
+    """A row's speed against the default: against the default timed right after it (--bracket) when it was, so
+    that a drift of the run between the default's own row and this one does not count as the variant's."""
+    from tools.bench_report import PathResult, vs_default
+
+    def row(variant, ms, after=()):
+        return PathResult(scene="s", path="p", n_gaussians=1, variant=variant, size=(8, 8), timing="one by one",
+                          frame_ms=list(ms), default_after_ms=list(after))  # fmt: skip
+
+    default = row("default", [2.0, 2.0, 2.0])
+    assert vs_default(default, row("temporal K=8 known", [2.5, 2.5, 2.5])) == 0.8  # against the default's row
+    drifted = row("temporal K=8 known", [2.5, 2.5, 2.5], after=[2.6, 2.4, 2.5])
+    assert vs_default(default, drifted) == 1.0  # the run slowed down: the default right after took as long
+    assert vs_default(default, default) is None and vs_default(None, drifted) is None
+
+
+def test_bench_bracket_times_the_default_after_each_row(tmp_path, scene_path, capsys):
+    out = tmp_path / "bench.json"
+    rc = main([
+        "bench", "--scenes", "lastchance.splat", "--scenes-dir", str(scene_path("lastchance.splat").parent),
+        "--size", "24x16", "--frames", "2", "--warmup", "0", "--composites", "none", "--variants", "tile_size=16",
+        "--bracket", "--paths", "orbit", "--cache-dir", str(tmp_path / "cache"), "--backend", "torch",
+        "--json", str(out),
+    ])  # fmt: skip
+    assert rc == 0
+    rows = {p["variant"]: p for p in json.loads(out.read_text())["paths"]}
+    assert rows["default"]["default_after_ms"] == [] and len(rows["tile_size=16"]["default_after_ms"]) == 2
+    assert "bracketed (--bracket)" in capsys.readouterr().out
+
+
 def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
     out = tmp_path / "bench.json"
     scenes_dir = scene_path("lastchance.splat").parent

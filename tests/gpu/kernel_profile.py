@@ -1,0 +1,122 @@
+"""Where a frame's time goes, kernel by kernel (GPU machine only): one frame of each path, rendered as the renderer
+renders it (its own route: graphs for objects, counted frames for the composites), its wall time one by one,
+its stage times, and every CUDA kernel's time from the torch profiler (BENCHMARKS.md, sections 18 and 19).
+
+    python3 tests/gpu/kernel_profile.py --scenes plant.splat --composites 6M,24M --scenes-dir .gpu/scenes \\
+        --json out/kernels.json [--size 3840x2160] [--trace out/traces]
+
+Each path is rendered through once (capacities, launch classes and graphs settle), then its middle frame is
+timed: the median wall time of 15 frames, each waited for, and the kernels of 3 more under the profiler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import torch  # noqa: E402
+from torch.profiler import ProfilerActivity, profile  # noqa: E402
+
+from renderer import Renderer, RenderSettings  # noqa: E402
+from scenes import load_scene  # noqa: E402
+from tools.bench_paths import (  # noqa: E402
+    COMPOSITE_INPUTS,
+    build_composite,
+    composite_paths,
+    find_scene,
+    object_paths,
+    parse_count,
+)
+
+FRAMES_PER_PATH = 8
+WALL_FRAMES = 15
+PROFILED_FRAMES = 3
+
+
+def wall_ms(r: Renderer, camera, settings: RenderSettings) -> float:
+    """The median of WALL_FRAMES frames of one camera, each waited for (its host work included)."""
+    times = []
+    for _ in range(WALL_FRAMES):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        r.render(camera, settings, sync_stats=False)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def kernel_ms(r: Renderer, camera, settings: RenderSettings, trace: str | None) -> dict[str, tuple[float, float]]:
+    """{kernel name: (ms a frame, launches a frame)}, longest first, over PROFILED_FRAMES frames."""
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(PROFILED_FRAMES):
+            r.render(camera, settings, sync_stats=False)
+        torch.cuda.synchronize()
+    ms, launches = collections.defaultdict(float), collections.Counter()
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            ms[e.name[:80]] += e.device_time / 1e3 / PROFILED_FRAMES
+            launches[e.name[:80]] += 1
+    if trace:
+        prof.export_chrome_trace(trace)
+    return {k: (v, launches[k] / PROFILED_FRAMES) for k, v in sorted(ms.items(), key=lambda kv: -kv[1])}
+
+
+@torch.inference_mode()  # as the renderer: its workspace tensors are inference tensors
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scenes", nargs="*", default=["plant.splat"])
+    p.add_argument("--composites", default="6M,24M")
+    p.add_argument("--scenes-dir", default=os.environ.get("WARPSPLAT_SCENES"))
+    p.add_argument("--cache-dir", default="/tmp/warpsplat-bench")
+    p.add_argument("--size", type=lambda v: tuple(int(x) for x in v.split("x")), default=(1920, 1080))
+    p.add_argument("--json", default=None)
+    p.add_argument("--trace", default=None, help="folder for a Chrome trace of each frame")
+    args = p.parse_args()
+    if not torch.cuda.is_available():
+        print("kernel_profile: needs CUDA (run on the GPU machine)", file=sys.stderr)
+        return 2
+    jobs = [(find_scene(n, args.scenes_dir), object_paths) for n in args.scenes]
+    comps = [c for c in args.composites.split(",") if c and c != "none"]
+    if comps:
+        inputs = [find_scene(n, args.scenes_dir) for n in COMPOSITE_INPUTS]
+        jobs += [(build_composite(c, parse_count(c), inputs, args.cache_dir), composite_paths) for c in comps]
+    if args.trace:
+        os.makedirs(args.trace, exist_ok=True)
+    rows, settings = [], RenderSettings()
+    for path, make_paths in jobs:
+        scene = load_scene(path)
+        r = Renderer(scene, device="cuda")
+        for path_name, cams in make_paths(scene, *args.size, FRAMES_PER_PATH).items():
+            for cam in cams:
+                r.render(cam, settings)
+            camera = cams[FRAMES_PER_PATH // 2]
+            out = r.render(camera, settings)  # synced: its stage times and counts
+            name = f"{os.path.basename(path)}/{path_name}"
+            trace = os.path.join(args.trace, name.replace("/", "_") + ".json") if args.trace else None
+            kernels = kernel_ms(r, camera, settings, trace)
+            row = dict(path=name, size=list(args.size), counted=r.counted(), wall_ms=wall_ms(r, camera, settings),
+                       visible=out.stats.n_visible, pairs=out.stats.n_pairs, longest_list=out.stats.max_tile_pairs,
+                       stages_ms=out.stats.stage_ms, kernels_ms=kernels)  # fmt: skip
+            rows.append(row)
+            print(f"{name} {args.size[0]}x{args.size[1]} ({'counted' if row['counted'] else 'graph'}): wall "
+                  f"{row['wall_ms']:.3f} ms, kernels {sum(v for v, _ in kernels.values()):.3f} ms, "
+                  f"{row['visible']:,} visible, {row['pairs']:,} pairs", flush=True)  # fmt: skip
+            for k, (v, n) in list(kernels.items())[:14]:
+                print(f"    {v:8.4f} ms  x{n:4.1f}  {k}", flush=True)
+        del r
+        torch.cuda.empty_cache()
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

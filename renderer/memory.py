@@ -293,23 +293,3 @@ def check_frame_pairs(
             f"{what}: about {gb(need * MARGIN)} more on {device}, but only {gb(free)} {is_free} (Gaussians this large "
             "on screen need a smaller frame)"
         )
-
-
-def reserve_frame_transients(device: torch.device, n_gaussians: int, width: int, height: int,
-                             tile: int = 8) -> int:  # fmt: skip
-    """Counted frames allocate their pair tensors and sort scratch every frame from torch's caching allocator
-    (renderer/pipeline.py); the first frame that needs more than the allocator holds waits on cudaMalloc, a
-    stall of milliseconds in a flight. So the estimated transient (`transient_bytes`) is allocated once, before
-    the first frame, and given back to the allocator's cache, which carves later frames' tensors from it. It is
-    memory those frames reserve anyway; at most half the free memory is taken. Returns the bytes reserved."""
-    device = torch.device(device)
-    if device.type != "cuda":
-        return 0
-    tiles = n_tiles(width, height, tile)
-    need = transient_bytes(n_gaussians, estimated_pairs(n_gaussians, tiles), 0, tiles, counted=True)
-    free = free_bytes(device)
-    need = min(need, (free or 0) // 2)
-    if need > 0:
-        block = torch.empty(need, dtype=torch.uint8, device=device)
-        del block  # back to the caching allocator, which keeps it reserved
-    return need

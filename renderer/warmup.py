@@ -38,7 +38,6 @@ import torch
 from scenes import GaussianScene
 
 from .camera import Camera
-from .memory import reserve_frame_transients
 from .settings import RenderSettings
 
 # Gaussians of the two synthetic scenes: torch.sort runs a small in-place sort up to 4,096 keys and CUB's radix
@@ -53,7 +52,6 @@ class WarmUpReport:
     frames: int = 0  # synthetic frames rendered
     compiles: int = 0  # Triton compilations (or loads from its cache) they caused
     seconds: float = 0.0
-    reserved_bytes: int = 0  # counted frames' transients reserved in torch's allocator (`reserve_frame_transients`)
 
 
 def needs_warm_up(renderer) -> bool:
@@ -149,12 +147,27 @@ def warm_up(
                     progress(done, total)
         if cuda:
             stream.synchronize()
-    if renderer.counted() and sizes:  # counted frames' per-frame tensors, reserved before the first frame
-        width, height = max(sizes, key=lambda wh: wh[0] * wh[1])
-        report.reserved_bytes = reserve_frame_transients(renderer.device, renderer.n, width, height)
+        if renderer.counted():
+            _load_order_modules(renderer)
+            if cuda:
+                stream.synchronize()
     report.compiles = counter.count() - before
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _load_order_modules(renderer) -> None:
+    """Run a counted frame's order stage both ways (compacting and not) on arrays of the scene's own size, half
+    of it culled. CUDA loads a library's kernels on their first launch (torch's default, CUDA_MODULE_LOADING=LAZY),
+    and which kernels torch's nonzero, sort and cumsum launch depends on the input's size: the synthetic scenes'
+    thousands of Gaussians did not launch those of millions, and the 6M fly-over's first frame that compacts
+    waited 12 ms in its order stage for them (BENCHMARKS.md, section 20)."""
+    n, device = renderer.n, renderer.device
+    depths = torch.rand(n, device=device)
+    depths[::2] = float("inf")  # culled
+    tiles = torch.ones(n, dtype=torch.int32, device=device)
+    for compact in (True, False):
+        renderer.k.depth_order_counted(depths, tiles, compact=compact)
 
 
 def _frame(r, camera: Camera, settings: RenderSettings, config) -> int:

@@ -157,3 +157,28 @@ def test_a_scene_viewing_into_a_larger_tensor_is_prepared_at_an_aligned_address(
     r = Renderer(scene, device="cpu", backend="torch")
     assert r.means.data_ptr() % 16 == 0 and r.sh.data_ptr() % 16 == 0
     assert torch.equal(r.means, scene.means) and torch.equal(r.sh, scene.sh.half())  # the SH copy is fp16
+
+
+def test_warm_up_runs_a_counted_scenes_order_both_ways_at_the_scenes_size(monkeypatch):
+    """CUDA loads torch's kernels on first launch, and which ones nonzero, sort and cumsum launch depends on the
+    input's size: a counted scene's warm-up runs its order stage compacting and not, on arrays of the scene's own
+    size with culled and visible Gaussians, so its first frame of either kind does not wait for a module load. A
+    scene on capacities (which never runs that stage) does not pay for it."""
+    import kernels.reference as ref
+
+    calls = []
+    order = ref.depth_order_counted
+
+    def spy(depths, tiles_touched, *, compact=True):
+        calls.append((depths.numel(), compact, bool(torch.isinf(depths).any()), bool(torch.isfinite(depths).any())))
+        return order(depths, tiles_touched, compact=compact)
+
+    monkeypatch.setattr(ref, "depth_order_counted", spy)
+    real = Renderer(tiny_scene(), device="cpu", backend="torch")
+    warmup.warm_up(real, [(40, 24)], [RenderSettings()], force=True)
+    assert not [c for c in calls if c[0] == real.n]  # capacity frames: no order stage at the scene's size
+    real.frame_mode = "counted"
+    calls.clear()
+    warmup.warm_up(real, [(40, 24)], [RenderSettings()], force=True)
+    at_size = {(compact, culled, seen) for n, compact, culled, seen in calls if n == real.n}
+    assert at_size == {(True, True, True), (False, True, True)}, calls

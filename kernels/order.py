@@ -14,9 +14,10 @@ torch.sort, torch.cumsum and torch.searchsorted are the implementation (CUB radi
 every launch takes its length from the tensors, so the stage needs no host sync and can be captured in a CUDA
 graph. The visible and pair counts stay on the device, in `totals`, for the frame's one sync to read.
 
-`depth_order_counted` is the same order for frames that may sync: it reads the visible count first and sorts
-only the visible Gaussians (or, for views that see most of the scene, sorts all and reads both counts at once),
-and returns the pair count to the host, so the pair buffers can be sized exactly.
+`depth_order_counted` is the same order for frames that may wait for the host: it reads the visible and pair
+counts (reduced before the sort, read while it runs) and sorts only the visible Gaussians (or, for views that
+see most of the scene, all of them), and returns the counts to the host, so the pair buffers can be sized
+exactly.
 On large scenes seen in part (a fly-over) the capacity route sorts every culled Gaussian and every idle pair
 slot of the path's busiest frame, which costs more than two syncs (BENCHMARKS.md, section 10).
 
@@ -60,24 +61,43 @@ def depth_order_counted(
     tiles_touched: torch.Tensor,  # [N] i32
     *,
     compact: bool = True,
+    host: torch.Tensor | None = None,  # [2] i64, pinned: where the counts are read (CUDA)
 ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
     """(order [V] i64, offsets [V] i64, V, pairs) over the V visible Gaussians.
 
-    compact: sort only the visible Gaussians, found first (a sync for their count, and a second for the pairs);
-    else sort all N depths, the culled ones (+inf) last, and read both counts in one sync: for views that see
-    most of the scene, where finding the visible ones and gathering their depths and indices costs more than
-    the culled keys they leave out of the sort. The same order either way (a stable sort of the same keys)."""
+    The counts do not depend on the order: V counts the finite depths, and the pairs are every Gaussian's tile
+    count summed (culled ones touch none). So they are reduced first and copied to `host` without blocking, and
+    the host waits for that copy alone, while the sort queued behind it runs: the GPU is not left idle while the
+    host reads them and launches the stages after (a full sync after the sort left it idle 0.5-1 ms a frame,
+    BENCHMARKS.md section 21). Without `host` (the CPU) the counts are read with a plain sync.
+
+    compact: sort only the visible Gaussians, found once V is known (`nonzero_static`, no sync of its own); else
+    sort all N depths, the culled ones (+inf) last, queued before the wait: for views that see most of the
+    scene, where finding the visible ones and gathering their depths and indices costs more than the culled keys
+    they leave out of the sort. The same order either way (a stable sort of the same keys)."""
     assert depths.dtype == torch.float32 and tiles_touched.shape == depths.shape
+    visible = depths < float("inf")
+    counts = torch.stack([visible.sum(), tiles_touched.sum(dtype=torch.int64)])
+    ready = None
+    if host is not None and depths.is_cuda:
+        host.copy_(counts, non_blocking=True)
+        ready = torch.cuda.Event()
+        ready.record()
+
+    def read() -> tuple[int, int]:
+        if ready is None:
+            return tuple(counts.tolist())
+        ready.synchronize()
+        return tuple(host.tolist())
+
     if not compact:
-        sorted_depths, order = torch.sort(depths, stable=True)
+        _, order = torch.sort(depths, stable=True)
         offsets = torch.cumsum(tiles_touched[order], 0, dtype=torch.int64)
-        visible = torch.searchsorted(sorted_depths, torch.full((1,), float("inf"), device=depths.device))
-        # one sync for both; the culled Gaussians touch no tile, so the last offset counts the visible ones' pairs
-        n_visible, n_pairs = torch.cat([visible, offsets[-1:]]).tolist() if order.numel() else (0, 0)
-        return order[:n_visible], offsets[:n_visible], int(n_visible), int(n_pairs)
-    visible = torch.nonzero(depths < float("inf")).squeeze(1)  # [V] i64, in index order (a sync)
-    _, by_depth = torch.sort(depths[visible], stable=True)  # stable: equal depths keep index order
-    order = visible[by_depth]
+        n_visible, n_pairs = read()
+        return order[:n_visible], offsets[:n_visible], n_visible, n_pairs
+    n_visible, n_pairs = read()
+    index = torch.nonzero_static(visible, size=n_visible).squeeze(1)  # [V] i64, in index order
+    _, by_depth = torch.sort(depths[index], stable=True)  # stable: equal depths keep index order
+    order = index[by_depth]
     offsets = torch.cumsum(tiles_touched[order], 0, dtype=torch.int64)
-    n_pairs = int(offsets[-1]) if order.numel() else 0  # the second sync
-    return order, offsets, int(order.numel()), n_pairs
+    return order, offsets, n_visible, n_pairs

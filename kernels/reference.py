@@ -311,10 +311,11 @@ def depth_order(
 
 # Twin of `depth_order_counted` in kernels/order.py: the same signature on purpose.
 def depth_order_counted(
-    depths: torch.Tensor, tiles_touched: torch.Tensor, *, compact: bool = True
+    depths: torch.Tensor, tiles_touched: torch.Tensor, *, compact: bool = True, host: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
     """The visible Gaussians by unique (depth, index) keys: filtered by their tile count rather than by depth.
-    `compact` (how the launcher finds them) is accepted and ignored: the order is the same either way."""
+    `compact` and `host` (how the launcher finds them and reads the counts) are accepted and ignored: the order
+    is the same either way."""
     index = torch.nonzero(tiles_touched > 0).squeeze(1)
     order = index[torch.argsort((depths[index].contiguous().view(torch.int32).long() << 32) | index)]
     offsets = torch.cumsum(tiles_touched[order].long(), 0)

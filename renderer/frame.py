@@ -89,7 +89,7 @@ class Frame:
     subclass adds stages 2-4 (`order`, `bin`, `sort`) and their buffers (`_order_and_pair_buffers`)."""
 
     STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
-    counted = False  # whether order syncs for the counts and the pairs are sized by them (`CountedFrame`)
+    counted = False  # whether order waits for the counts and the pairs are sized by them (`CountedFrame`)
     capacity = 0  # pair slots it bins into (the capacity when it was made; counted frames size theirs per frame)
     pairs: PairBuffers | None
 
@@ -243,7 +243,7 @@ class CapacityFrame(Frame):
 
 
 class CountedFrame(Frame):
-    """The counted route: order syncs for the visible and pair counts, and bin and sort run on tensors of exactly
+    """The counted route: order waits for the visible and pair counts, and bin and sort run on tensors of exactly
     the pair count (allocated per frame from torch's caching allocator), so nothing is sorted past what the frame
     has."""
 
@@ -261,8 +261,8 @@ class CountedFrame(Frame):
         r = self.r
         # sort all N when the last frame saw most of the scene (`DENSE_ORDER_FROM`): one sync, no compaction
         compact = r._last_visible < r.dense_order_from * self.n
-        self.order_idx, self.offsets, *counts = r.k.depth_order_counted(self.depths, self.tiles_touched,
-                                                                        compact=compact)  # fmt: skip
+        order = r.k.depth_order_counted(self.depths, self.tiles_touched, compact=compact, host=r.host_counts)
+        self.order_idx, self.offsets, *counts = order
         self.counts = (counts[0], counts[1])
         # before bin allocates the pairs
         check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,

@@ -19,10 +19,11 @@ Two routes through the stages (docs/architecture.md, "Two routes through the sta
   again after a run of frames that use a small part of it. Buffers live in one grow-only workspace, reused
   across frames, so such a frame allocates nothing large; with fixed shapes, a CUDA device replays the whole
   frame as one captured CUDA graph: one launch instead of about twenty.
-- Counted frames (from COUNTED_FROM Gaussians on). Order syncs twice, for the visible and the pair counts,
-  sorts only the visible Gaussians (or, when the last frame saw most of the scene, sorts them all and syncs
-  once: DENSE_ORDER_FROM), and bin and sort run on pair tensors of exactly the pair count, allocated
-  each frame (from torch's caching allocator), stage by stage.
+- Counted frames (from COUNTED_FROM Gaussians on). Order waits once, for the visible and the pair counts
+  (reduced before its sort and read through pinned memory while the sort runs), sorts only the visible
+  Gaussians (or, when the last frame saw most of the scene, sorts them all: DENSE_ORDER_FROM), and bin and
+  sort run on pair tensors of exactly the pair count, allocated each frame (from torch's caching allocator),
+  stage by stage.
 
 `render` runs one frame and returns it; `render_stream` keeps one frame in flight over two workspace slots,
 launching the next frame before it checks and hands over the last.
@@ -132,6 +133,8 @@ class Renderer:
         self.params = FrameParams(self.device, SLOTS)
         self._last_visible = self.n  # the last frame's visible Gaussians (AdaGScale's density; all at first)
         self._host_totals = [torch.zeros(2, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
+        # a counted frame's (visible, pairs), read while its depth sort runs (kernels/order.py); one at a time
+        self.host_counts = torch.zeros(2, dtype=torch.int64, pin_memory=cuda)
         self.last_timer: StageTimer | None = None
         self.temporal = TemporalCache(self.ws)
         self._last_output: RenderOutput | None = None
@@ -180,7 +183,7 @@ class Renderer:
     ) -> RenderOutput:
         """Render one frame. With sync_stats=False the stage times are left to `last_timer` (read them a
         frame later, when the GPU has finished) and the frame performs only its own syncs: one at its end on
-        the capacity route, two within order on the counted route.
+        the capacity route, one within order (for the counts) on the counted route.
         `future`: the cameras of the next frames when they are known (a camera path), for temporal reuse."""
         if self.device.type == "cuda":  # Triton launches on the current device: make it this renderer's
             with torch.cuda.device(self._device_index):

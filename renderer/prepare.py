@@ -84,6 +84,3 @@ def _aligned(t: Tensor) -> Tensor:
     is a view into a larger tensor), which the warm-up's buffers would not cover (renderer/warmup.py). The SH copy
     needs no check: it is always a new fp16 tensor, and the allocator aligns those."""
     return t if t.data_ptr() % 16 == 0 else t.clone()
-
-
-# Frames of at least this many Gaussians run counted: two syncs, sorts of exactly the visible Gaussians and the

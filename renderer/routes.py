@@ -3,8 +3,8 @@ renderer/pipeline.py's docstring says how the two differ)."""
 
 from __future__ import annotations
 
-# Frames of at least this many Gaussians run counted: two syncs, sorts of exactly the visible Gaussians and the
-# pairs binned, launched stage by stage. Smaller ones run on capacities, one sync, replayed as CUDA graphs.
+# Frames of at least this many Gaussians run counted: a wait for the counts, sorts of exactly the visible Gaussians
+# and the pairs binned, launched stage by stage. Smaller ones run on capacities, one sync, replayed as CUDA graphs.
 # Measured on composites (BENCHMARKS.md, section 10): graphs won by 1.1-1.6x at 1M and 2M, the two were even
 # at 3M, and counted frames won the 6M and 24M fly-overs by 1.4-1.5x (overviews even).
 COUNTED_FROM = 4_000_000

@@ -55,3 +55,12 @@ def choose_device(device: torch.device | str | None) -> torch.device:
                 f"{device} is not usable ({str(e).splitlines()[0]}); render on the CPU with CUDA_VISIBLE_DEVICES=''"
             ) from None
     return device
+
+
+def frames_in_flight(device: torch.device) -> bool:
+    """Whether a renderer on `device` keeps a frame in flight in `render_stream`: on a GPU, so that the host's work
+    for one frame runs beside the GPU's on the one before. On a CPU the host is the device (each stage has
+    finished when its call returns): a second frame in flight overlaps nothing and holds a second slot's buffers,
+    and a frame refused for its pairs (renderer/memory.py `check_frame_pairs`) was found only after the next
+    frame had been projected and ordered into them: 64 MB more for the densest 1 MB file at 1280x720."""
+    return device.type == "cuda"

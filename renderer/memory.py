@@ -24,9 +24,10 @@ visible Gaussians, kb bytes a tile key: 2 up to 32,767 tiles, else 4; the names 
 | graphs    | a captured graph's own pool keeps a frame's sort scratch reserved, one per slot  | S x the sorts' scratch|
 | reference | the torch reference pipeline's temporaries (CPU only; measured at 1M Gaussians)  | 250 N               |
 
-S, the slots: 2 on the capacity route (`render_stream` keeps a frame in flight), 1 for counted frames (scenes of
-COUNTED_FROM Gaussians and up render one by one). torch.sort of L keys of kb' bytes, stable, with its int64
-indices (ATen's SortStable.cu): its initial indices 8 L, then CUB's alternate keys and indices (kb' + 8) L.
+S, the slots: 2 on a GPU's capacity route (`render_stream` keeps a frame in flight), 1 for counted frames (scenes
+of COUNTED_FROM Gaussians and up render one by one) and on a CPU (renderer/device.py `frames_in_flight`).
+torch.sort of L keys of kb' bytes, stable, with its int64 indices (ATen's SortStable.cu): its initial indices
+8 L, then CUB's alternate keys and indices (kb' + 8) L.
 
 P and V are not known before a frame: V is taken as N (an overview sees everything), P as
 max(2 N, min(16 N, 400 T)). Measured at 1920x1080, 8 px tiles (BENCHMARKS.md, sections 8 and 13): objects of
@@ -55,6 +56,8 @@ import torch
 from kernels import schedule_scratch_shape
 from kernels.constants import INT16_TILES
 from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
+
+from .device import frames_in_flight
 
 MARGIN = 1.1  # x the estimate: the caching allocator's rounding and fragmentation
 FIXED_BYTES = 64 << 20  # small tensors, kernel arguments, the pinned staging buffers
@@ -186,7 +189,7 @@ def estimate_bytes(
     tiles = n_tiles(w, h, tile_size)
     pairs = estimated_pairs(n, tiles)
     capacity = 0 if counted else int(pairs * CAPACITY_STEP)
-    slots = 1 if counted else 2
+    slots = 2 if frames_in_flight(torch.device(device)) and not counted else 1  # the second: a frame in flight
     transient = transient_bytes(n, pairs, capacity, tiles, counted=counted, reference=not cuda)
     return MemoryEstimate(
         scene=12 * n if cuda else 0,

@@ -49,7 +49,7 @@ import torch
 from scenes import GaussianScene
 
 from .camera import Camera
-from .device import choose_device, kernel_module, resolve_backend
+from .device import choose_device, frames_in_flight, kernel_module, resolve_backend
 from .frame import PAIR_BUFFERS, CapacityFrame, CountedFrame, Frame
 from .frame_cache import FrameCache
 from .frame_kind import FrameKind, baked_settings
@@ -122,6 +122,7 @@ class Renderer:
         # "auto": counted from COUNTED_FROM Gaussians on; "graph" / "counted" force one route (for measuring)
         self.frame_mode = "auto"
         self.dense_order_from = DENSE_ORDER_FROM  # counted frames sort all N from this visible fraction on
+        self.in_flight = frames_in_flight(self.device)  # whether `render_stream` keeps a frame in flight
         self.ws = Workspace(self.device)
         self._capacities = Capacities()  # per pair kind
         self.pair_capacity = self._capacities.of(RenderSettings())  # slots of the pair buffers, this frame's kind
@@ -295,12 +296,13 @@ class Renderer:
         return runs_counted(self.n, self.frame_mode)
 
     def streams(self, settings: RenderSettings) -> bool:
-        """Whether `render_stream` keeps frames of these settings in flight: plain frames on capacities (scenes
-        under COUNTED_FROM, replayed as CUDA graphs on a GPU). Counted frames sync inside the frame anyway, and
-        depth output and unchanged-frame reuse depend on the frame before: those go one by one. With a temporal
-        window asked for, its plain frames stream and the frames a window serves go one by one."""
+        """Whether `render_stream` keeps frames of these settings in flight: on a GPU (`in_flight`, from
+        renderer/device.py `frames_in_flight`), plain frames on capacities (scenes under COUNTED_FROM, replayed as
+        CUDA graphs). Counted frames sync inside the frame anyway, and depth output and unchanged-frame reuse
+        depend on the frame before: those go one by one. With a temporal window asked for, its plain frames
+        stream and the frames a window serves go one by one."""
         s = settings
-        return not self.counted() and not s.depth and not s.reuse_unchanged_frame
+        return self.in_flight and not self.counted() and not s.depth and not s.reuse_unchanged_frame
 
     @torch.inference_mode()
     def render_stream(

@@ -32,6 +32,7 @@ def test_estimate_terms():
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
     per_slot = 56 * n + 20 * w * h + 4 * tiles + 16
     assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + 20 * capacity
+    assert cpu.workspace == cuda.workspace - per_slot  # a CPU renderer keeps no frame in flight: one slot
     assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
     assert cpu.transient == max(20 * n, 56 * capacity)  # the torch reference's pair sort: 56 bytes a slot
     assert cpu.reference == 250 * n and cuda.reference == 0
@@ -57,7 +58,7 @@ def test_scene_and_prepared_terms_are_what_the_renderer_keeps():
 @pytest.mark.parametrize("route", ["capacity", "counted"])
 def test_workspace_term_is_what_the_renderer_allocates(scene_path, route):
     """The workspace term, from the sizes the frames had, equals the bytes the renderer's workspace holds: after
-    one frame (one slot) and after a stream of frames (two slots on the capacity route)."""
+    one frame (one slot) and after a stream of frames (two slots on the capacity route, with a frame in flight)."""
     from renderer.paths import orbit_path
     from scenes import load_scene
 
@@ -73,6 +74,10 @@ def test_workspace_term_is_what_the_renderer_allocates(scene_path, route):
         return memory.workspace_bytes(len(scene), cap, 40, 24, 8, slots=slots, counted=counted)
 
     assert r.ws.nbytes() == expected(1) > 0
+    for _ in r.render_stream(cams):  # on a CPU one by one, in one slot (renderer/device.py `frames_in_flight`)
+        pass
+    assert r.ws.nbytes() == expected(1)
+    r.in_flight = True  # as on a GPU: a frame in flight, in a second slot on the capacity route
     for _ in r.render_stream(cams):
         pass
     assert r.ws.nbytes() == expected(1 if counted else 2)

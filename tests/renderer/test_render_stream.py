@@ -2,7 +2,8 @@
 over, in the other workspace slot. Every frame must equal what `render` gives for the same camera, also when
 its pairs did not fit the capacity (it is binned again before it is yielded), and an output must stay intact
 until the generator is resumed, while the next frame is already running. On CUDA these run compiled, with
-graphs (the GPU machine's test run); on a CPU the torch stages run the same bookkeeping."""
+graphs (the GPU machine's test run); on a CPU, where a renderer keeps no frame in flight (it would overlap
+nothing: renderer/device.py `frames_in_flight`), they force it, and the torch stages run the same bookkeeping."""
 
 from types import SimpleNamespace
 
@@ -16,6 +17,34 @@ from scenes import load_scene
 from tools.metrics import psnr
 
 SIZE = (48, 32)
+
+
+@pytest.fixture(autouse=True)
+def in_flight_on_any_device(monkeypatch):
+    """Frames in flight on the CPU too, for their bookkeeping (renderers made in a test take it at creation)."""
+    import renderer.pipeline
+
+    monkeypatch.setattr(renderer.pipeline, "frames_in_flight", lambda device: True)
+
+
+def test_a_cpu_renderer_keeps_no_frame_in_flight(scene):
+    """On a CPU the host is the device: `render_stream` renders one by one, through `render`, in one slot (the
+    memory estimate's one slot on a CPU: tests/reliability/test_memory.py)."""
+    from renderer.device import frames_in_flight
+
+    assert frames_in_flight(torch.device("cuda")) and not frames_in_flight(torch.device("cpu"))
+    r = Renderer(scene, device="cpu", backend="torch")
+    r.in_flight = frames_in_flight(r.device)  # this module forces it on: the default, as a CPU renderer has it
+    cams = orbit_path(scene, *SIZE, 4)
+    assert not r.streams(RenderSettings())
+    launched = []
+    launch = r._launch
+    r._launch = lambda *a, **k: launched.append(1) or launch(*a, **k)
+    want = [r.render(cam).image.clone() for cam in cams]
+    got = [out.image.clone() for out in r.render_stream(cams)]
+    assert not launched  # every frame through `render`, none launched ahead
+    assert len(got) == 4 and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    assert not any(name.endswith("@1") for name in r.ws._buffers)  # one slot
 
 
 @pytest.fixture

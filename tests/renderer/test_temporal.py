@@ -191,6 +191,7 @@ def test_a_stream_renders_window_frames_one_by_one_between_plain_ones(plant, mon
     cams = inside_path(plant, 10)
     want = exact_images(plant, cams, "torch")
     r = Renderer(plant, backend="torch")
+    r.in_flight = True  # as on a GPU (a CPU renderer keeps none: renderer/device.py `frames_in_flight`)
     assert r.streams(RenderSettings(temporal_window=4))
     timed(monkeypatch, r, {"build": 3.0, "hit": 1.0, "plain": 2.0})
     futures = [cams[i + 1 : i + 4] for i in range(len(cams))]

@@ -234,6 +234,7 @@ def test_every_row_times_whole_frames(tmp_path, scene_path, monkeypatch):
     (a pair capacity of its own, fresh too). On a clock that moves only when pairs are rasterized, one second each,
     every frame of every row takes one second. (With a stream's rebinning outside its frames' timers, the default's
     first pass took 0, 0 and 2 s.)"""
+    import renderer.pipeline
     import renderer.timing
     from renderer.frame import Frame
 
@@ -247,6 +248,7 @@ def test_every_row_times_whole_frames(tmp_path, scene_path, monkeypatch):
             clock[0] += 1.0
 
     monkeypatch.setattr(Frame, "rasterize", rasterize_on_the_clock)
+    monkeypatch.setattr(renderer.pipeline, "frames_in_flight", lambda device: True)  # the default as on a GPU
     out = tmp_path / "bench.json"
     rc = main([
         "bench", "--scenes", "fruit_drops_minimal.ply", "--scenes-dir", str(scene_path("lastchance.splat").parent),

@@ -170,16 +170,16 @@ def test_encoder_failure_mid_run_is_one_line_and_leaves_nothing(small_scene, tmp
 
 
 def test_interrupt_mid_run_leaves_nothing(small_scene, tmp_path, monkeypatch, capsys):
-    real_launch = Renderer._launch  # each frame's launch (render_stream: the render loop's frames in flight)
+    real_start = Renderer._start  # each frame's start, one by one or in flight (render_stream)
     calls = []
 
     def interrupted(self, *args, **kwargs):
         calls.append(1)
         if len(calls) == 6:  # frames already queued to the writer, some encoded
             raise KeyboardInterrupt
-        return real_launch(self, *args, **kwargs)
+        return real_start(self, *args, **kwargs)
 
-    monkeypatch.setattr(Renderer, "_launch", interrupted)
+    monkeypatch.setattr(Renderer, "_start", interrupted)
     assert orbit(small_scene, tmp_path / "stop.mp4") == 130
     assert "interrupted" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []

@@ -97,15 +97,19 @@ def _bin_kernel(
 def bin_config(n_visible: int, pairs_per_gaussian: float) -> tuple[int, int]:
     """(Gaussians per program, tiles written per step). A program walks its Gaussians' rows in lockstep, so
     fewer visible Gaussians want smaller programs, for more of them, and large footprints (an object seen
-    close up) want wide steps. Measured on the H200 (BENCHMARKS.md, section 8): 128 x 4 was fastest from 450k
-    visible Gaussians up to 24M; 32 x 4 halved the time at 100k; 32 x 16 cut a 4.7k-Gaussian close-up (280
-    pairs each) from 0.75 to 0.2 ms."""
-    block = 32 if n_visible < BIN_SMALL_SCENE else 128
-    return block, 16 if pairs_per_gaussian > BIN_WIDE_FOOTPRINT else 4
+    close up) want wide steps. Measured on the H200 on real frames' orders (BENCHMARKS.md, sections 8 and 22):
+    128 x 4 is fastest from about 2M visible Gaussians up (the composites: 0.13 ms against 0.22 at 32 x 4 on
+    the 6M fly-over); 32 x 4 below (a 418k-Gaussian close-up at 4K: 0.12 ms against 0.16); and a few thousand
+    Gaussians of a thousand tiles each want 4 a program and 32 a step (fruit_drops close at 4K, 4k Gaussians
+    and 5.3M pairs: 0.18 ms, where 32 x 16 took 0.66: 129 programs, one an SM)."""
+    if pairs_per_gaussian > BIN_WIDE_FOOTPRINT:
+        return (4, 32) if n_visible < BIN_FEW_WIDE else (32, 16)
+    return (32 if n_visible < BIN_SMALL_SCENE else 128), 4
 
 
-BIN_SMALL_SCENE = 262144
+BIN_SMALL_SCENE = 1_000_000
 BIN_WIDE_FOOTPRINT = 64.0
+BIN_FEW_WIDE = 16384  # wide Gaussians under this many: 4 a program (at most 4,096 programs, 31 an SM)
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.

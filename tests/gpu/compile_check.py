@@ -5,11 +5,12 @@ first_frame.py runs it in fresh processes (a process that compiled the kernels b
     python3 tests/gpu/compile_check.py --case graph            # 400k synthetic Gaussians, frames as CUDA graphs
     python3 tests/gpu/compile_check.py --case dense            # 3M a pixel wide at 640x360: the long-list class
     python3 tests/gpu/compile_check.py --case counted          # 4.2M synthetic Gaussians, counted frames
+    python3 tests/gpu/compile_check.py --case huge             # 8k Gaussians of 100-1000 tiles each
     python3 tests/gpu/compile_check.py --case graph --no-warm-up   # the check's own check: it must count some
 
 Each case flies from far outside a cube of Gaussians to inside its near face: the tile lists go from short to
-long (list classes 0, 1 and 2), the visible count falls under the bin stage's small-scene threshold, and the
-footprints grow past its wide-step threshold (bench paths do not cross them all on one scene). Counted: every
+long (list classes 0, 1 and 2), and the footprints grow past the bin stage's wide-step threshold; between them
+the cases take every bin configuration (bench paths do not cross them all on one scene). Counted: every
 call of Triton's jit_post_compile_hook (a compile, or a load from Triton's on-disk cache: both stall a frame),
 in every thread, and the kernel module loads of every launch (Triton's kernel_load_start_hook), split into
 the warm-up, the first frame, and the frames after it.
@@ -37,6 +38,8 @@ CASES = {  # Gaussians, log-scale of their axes (+ up to 0.5), camera distances 
     # Gaussians a pixel wide, many to a tile: the long lists of small footprints (list class 2), then class 1
     "dense": (3_000_000, -6.5, np.geomspace(8.0, 1.05, 24), "640x360"),
     "counted": (4_200_000, -5.6, np.geomspace(8.0, 1.05, 24), "1920x1080"),
+    # few Gaussians of a hundred tiles and more each: the bin stage's few-huge class (kernels/bin.py `bin_config`)
+    "huge": (8_000, -2.5, np.geomspace(8.0, 1.05, 16), "1920x1080"),
 }
 SETTINGS = {"exact": RenderSettings(), "viewer": RenderSettings(adagscale=True)}
 
@@ -109,6 +112,7 @@ def main() -> int:
         "median_frame_ms": round(float(np.median(frame_ms)), 3) if frame_ms else None,
         "lists": sorted({c.lists for c in configs}), "bin_blocks": sorted({c.bin_block for c in configs}),
         "bin_cols": sorted({c.bin_cols for c in configs}), "project_blocks": sorted({c.project_block for c in configs}),
+        "bins": sorted({(c.bin_block, c.bin_cols) for c in configs}),
         "total_s": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
     print(json.dumps(result))

@@ -1,5 +1,5 @@
 """No kernel compiles after the first frame (issue 25): after the renderer's warm-up, a path from far outside a
-dense cube of Gaussians to inside it (every list class, both bin block sizes and step widths) compiles and loads
+dense cube of Gaussians to inside it (every list class and every bin configuration) compiles and loads
 no Triton kernel, replayed as CUDA graphs or counted, one by one or streamed. Each case runs in a fresh process
 (tests/gpu/compile_check.py): one that compiled the kernels before would count nothing. And the check can fail:
 without the warm-up, the same path compiles. Needs CUDA: run on the GPU machine."""
@@ -32,21 +32,26 @@ def check(*args: str) -> dict:
 @pytest.mark.parametrize(
     "args",
     [("--case", "graph"), ("--case", "graph", "--stream"), ("--case", "graph", "--settings", "viewer"),
-     ("--case", "dense"), ("--case", "counted")],
-    ids=["graph", "graph-stream", "graph-viewer-settings", "dense", "counted"],
+     ("--case", "dense"), ("--case", "counted"), ("--case", "huge")],
+    ids=["graph", "graph-stream", "graph-viewer-settings", "dense", "counted", "huge"],
 )  # fmt: skip
 def test_no_compile_after_the_first_frame(args):
     r = check(*args)
     assert r["warm_up_compiles"] > 0, "the counter saw no compile in a fresh process: it is not counting"
     assert r["compiles_after_first_frame"] == 0 and r["loads_after_first_frame"] == 0, r
     assert r["first_frame_compiles"] == 0, r  # the warm-up covered the first frame as well
-    # between them the cases cross every launch class, so they prove what they should: the graph case every bin
-    # class and the short and medium list classes; the dense one the long lists of small footprints (which need
-    # some 3.5M visible Gaussians a 1080p frame: kernels/rasterize.py `list_class`)
+    # between them the cases cross every launch class, so they prove what they should: the graph case the short
+    # and medium list classes and the bin stage's two classes under 1M visible Gaussians (narrow and wide
+    # footprints); the dense one the long lists of small footprints (which need some 3.5M visible Gaussians a
+    # 1080p frame: kernels/rasterize.py `list_class`) and 128 a bin program (from 1M visible); the huge one the bin
+    # stage's few-huge class (kernels/bin.py `bin_config`). The same rules over the cases' counts, on the CPU
+    # (torch's projection), give these sets.
     if r["case"] == "graph":
-        assert r["lists"] == [0, 1] and r["bin_blocks"] == [32, 128] and r["bin_cols"] == [4, 16], r
+        assert r["lists"] == [0, 1] and r["bins"] == [[32, 4], [32, 16]], r
     if r["case"] == "dense":
-        assert r["lists"] == [1, 2], r
+        assert r["lists"] == [1, 2] and r["bins"] == [[128, 4]], r
+    if r["case"] == "huge":
+        assert r["bins"] == [[4, 32]], r
 
 
 def test_without_the_warm_up_the_same_path_compiles():

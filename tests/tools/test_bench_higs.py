@@ -75,19 +75,23 @@ def test_higs_is_timed_in_a_child_and_compared_frame_by_frame(tmp_path, scene_pa
     """The child times both tile sizes and keeps the faster; its sampled frames come back in order (each against
     warpsplat's frame of the same index: the stand-in renders with warpsplat's pipeline, so the orbit's frames
     match only index for index); the one-by-one row runs beside the default to be compared with it."""
+    import renderer.pipeline
+
     monkeypatch.delenv("WARPSPLAT_HIGS", raising=False)
+    monkeypatch.setattr(renderer.pipeline, "frames_in_flight", lambda device: True)  # the default as on a GPU
     assert bench(tmp_path, scene_path, "--higs", fake_higs(tmp_path / "higs")) == 0
     doc = json.loads((tmp_path / "bench.json").read_text())
     assert doc["higs"]["status"] == "found" and doc["higs"]["detail"] == "gsplat stand-in"
     rows = {p["variant"]: p for p in doc["paths"]}
     assert set(rows) == {"default", "frames=one-by-one", "HiGS"}
+    assert rows["default"]["timing"] == "in flight" and rows["frames=one-by-one"]["timing"] == "one by one"
     h = rows["HiGS"]
     assert h["tile_size"] == 8 and h["tile_medians"]["16"] > h["tile_medians"]["8"] + 250
     assert len(h["frame_ms"]) == len(h["first_pass_ms"]) == len(h["back_to_back_ms"]) == 3
     assert len(h["psnr_vs_default"]) == 3 and min(h["psnr_vs_default"]) > 60, h["psnr_vs_default"]
     for name in ("default", "frames=one-by-one"):
         x = rows[name]["vs_anchors"]["HiGS"]
-        timing = "back_to_back_median_ms" if name == "default" else "median_ms"
+        timing = "back_to_back_median_ms" if name == "default" else "median_ms"  # like with like
         assert x == pytest.approx(h[timing] / rows[name]["median_ms"]), name
     out = capsys.readouterr().out
     assert "against the anchors" in out and "HiGS, one by one, 24x16" in out

@@ -14,12 +14,11 @@ torch.sort, torch.cumsum and torch.searchsorted are the implementation (CUB radi
 every launch takes its length from the tensors, so the stage needs no host sync and can be captured in a CUDA
 graph. The visible and pair counts stay on the device, in `totals`, for the frame's one sync to read.
 
-`depth_order_counted` is the same order for frames that may wait for the host: it reads the visible and pair
-counts (reduced before the sort, read while it runs) and sorts only the visible Gaussians (or, for views that
-see most of the scene, all of them), and returns the counts to the host, so the pair buffers can be sized
-exactly.
-On large scenes seen in part (a fly-over) the capacity route sorts every culled Gaussian and every idle pair
-slot of the path's busiest frame, which costs more than two syncs (BENCHMARKS.md, section 10).
+`depth_order_counted` is the same order for frames whose host waits for their counts: it reads the visible
+and pair counts (reduced before the sort, read while it runs), sorts only the visible Gaussians (or, for views
+that see most of the scene, all of them), and returns the counts to the host, so the pair buffers can be sized
+exactly. On large scenes seen in part (a fly-over) the capacity route sorts every culled Gaussian and every
+idle pair slot of the path's busiest frame, which costs more than that wait (BENCHMARKS.md, section 10).
 
 Inputs : depths [N] f32 (+inf = culled), tiles_touched [N] i32
 Outputs: order [N] i64 (Gaussian indices, nearest first), offsets [N] i64 (inclusive prefix sum of

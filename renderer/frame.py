@@ -259,7 +259,7 @@ class CountedFrame(Frame):
 
     def order(self) -> None:
         r = self.r
-        # sort all N when the last frame saw most of the scene (`DENSE_ORDER_FROM`): one sync, no compaction
+        # sort all N when the last frame saw most of the scene (`DENSE_ORDER_FROM`): no compaction
         compact = r._last_visible < r.dense_order_from * self.n
         order = r.k.depth_order_counted(self.depths, self.tiles_touched, compact=compact, host=r.host_counts)
         self.order_idx, self.offsets, *counts = order

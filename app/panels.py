@@ -23,6 +23,7 @@ import numpy as np
 from imgui_bundle import imgui, implot
 
 from renderer.camera import AXES
+from renderer.settings import rasterizers
 
 from .frames import HEAT_COLORS
 from .state import RENDER_MODE_LABELS, RENDER_MODES, ViewerState
@@ -318,11 +319,11 @@ class SettingsPanel(Panel):
         c, v = imgui.combo("render mode", RENDER_MODES.index(s.render_mode), labels)
         if c:
             s.render_mode, changed = RENDER_MODES[v], True
-        rasterizers = ["auto", "scalar", "batched"]
-        c, v = imgui.combo("rasterizer loop", rasterizers.index(s.settings.rasterizer), rasterizers)
+        forms = list(rasterizers())  # the scalar form is CUDA only
+        c, v = imgui.combo("rasterizer loop", forms.index(s.settings.rasterizer), forms)
         imgui.set_item_tooltip(SWITCH_TIPS["rasterizer"])
         if c:
-            s.settings.rasterizer, changed = rasterizers[v], True
+            s.settings.rasterizer, changed = forms[v], True
         changed |= self._switches()
         c, v = imgui.checkbox("vsync", s.vsync)
         if c:

@@ -1,6 +1,7 @@
 """The per-frame stages, one file each, each launcher with a plain-torch twin in `kernels.reference`.
 
-project, bin, tile_ranges, schedule and rasterize are Triton kernels; order and sort are torch's `torch.sort`
+project, bin, tile_ranges, schedule and rasterize are Triton kernels (rasterize's compiled loop in Gluon,
+Triton's layout-explicit dialect, for its shared memory); order and sort are torch's `torch.sort`
 (CUB's radix sort on the GPU) with `cumsum`, `searchsorted` and `index_select`. kernels/constants.py holds the
 numbers and kernels/buffers.py the buffers that launchers and twins share. Knows tensors, not scenes, cameras
 or windows.
@@ -21,7 +22,7 @@ from .buffers import SH_DTYPE, SH_MAX, key_dtype, order_outputs, project_outputs
 from .cull import cull_window  # noqa: E402
 from .order import depth_order, depth_order_counted  # noqa: E402
 from .project import project_block, project_gaussians  # noqa: E402
-from .rasterize import list_class, rasterize_tiles  # noqa: E402
+from .rasterize import list_class, rasterize_tiles, rasterizer_variants  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
 from .tile_ranges import tile_ranges  # noqa: E402
@@ -43,6 +44,7 @@ __all__ = [
     "project_gaussians",
     "project_outputs",
     "rasterize_tiles",
+    "rasterizer_variants",
     "schedule_scratch_shape",
     "schedule_tiles",
     "sort_pairs",

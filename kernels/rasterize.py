@@ -37,17 +37,13 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
 
-from ._device import ALPHA_MAX, LOG2_ALPHA_MIN, PIXEL_CENTRE, T_STOP, record_colour, record_geometry
+from ._device import ALPHA_MAX, LOG2_ALPHA_MIN, PIXEL_CENTRE, T_STOP, _two_halves, record_colour, record_geometry
 from ._launch import interpreting
 
 # ----------------------------------------------------------------------------------------------- blending
-
-
-@triton.jit
-def _list_id(ids_ptr, i, end):
-    """The Gaussian id of list entry i (0 past `end`)."""
-    return tl.load(ids_ptr + i, mask=i < end, other=0).to(tl.int64)
 
 
 @triton.jit
@@ -71,35 +67,6 @@ def _blend_one(mx, my, A, B, C, lo, r, g, b, fx, fy, T, alive, cr, cg, cb):
     cb += w * b
     T = tl.where(blend, next_T, T)
     return T, alive & ~stop, cr, cg, cb
-
-
-@triton.jit
-def _record(rec_ptr, gid, in_list):
-    """Gaussian gid's (mx, my, A, B, C, lo, r, g, b); lo = -inf past the list's end, so it reaches no pixel."""
-    mx, my, A, B, C, lo = record_geometry(rec_ptr, gid, in_list)
-    r, g, b = record_colour(rec_ptr, gid, in_list)
-    return mx, my, A, B, C, lo, r, g, b
-
-
-@triton.jit
-def _blend_scalar(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, UNROLL: tl.constexpr):
-    """Blend list entries [s, end) into the pixels' (C, T); `alive` pixels stop by gsplat's rule."""
-    ids = ()  # this step's ids, loaded a step ahead
-    for u in tl.static_range(UNROLL):
-        ids = ids + (_list_id(ids_ptr, s + u, end),)
-    while (s < end) & (tl.max(tl.max(alive.to(tl.int32), axis=0), axis=0) > 0):
-        nxt = ()
-        for u in tl.static_range(UNROLL):
-            nxt = nxt + (_list_id(ids_ptr, s + UNROLL + u, end),)
-        recs = ()  # every record of the step before any blending: one memory latency per step
-        for u in tl.static_range(UNROLL):
-            recs = recs + (_record(rec_ptr, ids[u], s + u < end),)
-        for u in tl.static_range(UNROLL):
-            mx, my, A, B, C, lo, r, g, b = recs[u]
-            T, alive, cr, cg, cb = _blend_one(mx, my, A, B, C, lo, r, g, b, fx, fy, T, alive, cr, cg, cb)
-        ids = nxt
-        s += UNROLL
-    return T, cr, cg, cb
 
 
 @triton.jit
@@ -169,16 +136,14 @@ def _rasterize_kernel(
     width,
     height,
     TILE: tl.constexpr,
-    P: tl.constexpr,  # pixels per lane (rows of the [P, R] pixel block)
-    BATCHED: tl.constexpr,
     STEP: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
     SCHEDULED: tl.constexpr,
 ):
-    """One program per tile: its whole list, front to back, until every pixel is done. Program p takes tile
-    schedule[p] when SCHEDULED (longest lists first, kernels/schedule.py), else tile p. Pixel (p, r) of the
-    [P, R] block is column r % TILE, row r // TILE + p * (R // TILE) of the tile."""
-    R: tl.constexpr = TILE * TILE // P
+    """The batched form: one program per tile, its whole list front to back, STEP Gaussians a step, until every
+    pixel is done. Program p takes tile schedule[p] when SCHEDULED (longest lists first, kernels/schedule.py),
+    else tile p. Pixel r of the [1, TILE * TILE] block is column r % TILE, row r // TILE of the tile."""
+    R: tl.constexpr = TILE * TILE
     tile_id = tl.program_id(0)
     if SCHEDULED:
         tile_id = tl.load(schedule_ptr + tile_id)
@@ -186,20 +151,122 @@ def _rasterize_kernel(
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
     n_tx = (width + TILE - 1) // TILE
     lane = tl.arange(0, R)[None, :]  # [1, R]
-    px = (tile_id % n_tx) * TILE + lane % TILE  # [1, R]
-    py = (tile_id // n_tx) * TILE + lane // TILE + tl.arange(0, P)[:, None] * (R // TILE)  # [P, R]
+    px = (tile_id % n_tx) * TILE + lane % TILE
+    py = (tile_id // n_tx) * TILE + lane // TILE
     inside = (px < width) & (py < height)
     pix = py.to(tl.int64) * width + px
     fx = px.to(tl.float32) + PIXEL_CENTRE
     fy = py.to(tl.float32) + PIXEL_CENTRE
-    zero = tl.zeros([P, R], tl.float32)
-    if BATCHED:
-        T, cr, cg, cb = _blend_batched(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero,
-                                       STEP)  # fmt: skip
-    else:
-        T, cr, cg, cb = _blend_scalar(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero,
-                                      STEP)  # fmt: skip
+    zero = tl.zeros([1, R], tl.float32)
+    T, cr, cg, cb = _blend_batched(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero, STEP)
     _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+
+
+# Triton device functions called from the Gluon kernel: the same code, built for Gluon's layouts.
+_blend_one_gl = gluon.jit(_blend_one.fn)
+_two_halves_gl = gluon.jit(_two_halves.fn)
+_write_pixels_gl = gluon.jit(_write_pixels.fn)
+
+
+@gluon.jit
+def _halve(x):
+    """[1, 2n] -> its even and odd elements, two [1, n]: register picks in a layout where a thread holds all."""
+    return gl.split(gl.reshape(x, [1, x.shape[1] // 2, 2]))
+
+
+@gluon.jit
+def _record_fields(row, L: gl.constexpr):
+    """A record row [1, 8] that every thread holds whole -> (mx, my, A, B, C, lo, r, g, b), each [1, 1] in the
+    pixels' layout L (broadcast against them; no data moves)."""
+    even, odd = _halve(row)  # 0 2 4 6 | 1 3 5 7
+    e0, e1 = _halve(even)  # 0 4 | 2 6
+    o0, o1 = _halve(odd)  # 1 5 | 3 7
+    x0, x4 = _halve(e0)
+    x2, x6 = _halve(e1)
+    x1, x5 = _halve(o0)
+    x3, x7 = _halve(o1)
+    mx = gl.convert_layout(x0, L, assert_trivial=True)
+    my = gl.convert_layout(x1, L, assert_trivial=True)
+    A = gl.convert_layout(x2, L, assert_trivial=True)
+    B = gl.convert_layout(x3, L, assert_trivial=True)
+    C = gl.convert_layout(x4, L, assert_trivial=True)
+    lo = gl.convert_layout(x5, L, assert_trivial=True)
+    r, g = _two_halves_gl(gl.convert_layout(x6, L, assert_trivial=True).to(gl.int32, bitcast=True))
+    b, _ = _two_halves_gl(gl.convert_layout(x7, L, assert_trivial=True).to(gl.int32, bitcast=True))
+    return mx, my, A, B, C, lo, r, g, b
+
+
+@gluon.jit(do_not_specialize=["width", "height"])
+def _rasterize_shared_kernel(
+    ids_ptr,  # [C] i32, sorted by tile, depth order within a tile
+    ranges_ptr,  # [n_tiles, 2] i32
+    rec_ptr,  # [N, 8] f32 blend records (kernels/buffers.py)
+    bg_ptr,  # [3] f32
+    schedule_ptr,  # [n_tiles] i32, the tile each program takes (read when SCHEDULED)
+    rgb_ptr,  # [H, W, 3] f32 out
+    alpha_ptr,  # [H, W] f32 out
+    rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
+    width,
+    height,
+    TILE: gl.constexpr,
+    WARPS: gl.constexpr,  # the program's warps (its launch's num_warps)
+    STEP: gl.constexpr,
+    HAS_RGBA8: gl.constexpr,
+    SCHEDULED: gl.constexpr,
+):
+    """The scalar form: one program per tile, one Gaussian at a time, STEP a step, until every pixel is done.
+
+    A step's STEP records are loaded by the program together, one a thread (two 16-byte loads), into shared
+    memory; every thread then reads each record whole from there (two 16-byte broadcast loads) and blends it
+    into its P pixels. The next step's ids and records are loaded before this step blends, so their memory
+    latency overlaps its arithmetic, and a record costs no address arithmetic in the blending loop.
+    Pixel (p, r) of the [P, R] block is column r % TILE, row r // TILE + p * (R // TILE) of the tile."""
+    R: gl.constexpr = 32 * WARPS
+    P: gl.constexpr = TILE * TILE // R  # pixels a thread, down a column
+    pixels: gl.constexpr = gl.BlockedLayout([P, 1], [1, 32], [1, WARPS], [1, 0])  # [P, R]
+    loading: gl.constexpr = gl.BlockedLayout([1, 8], [32, 1], [WARPS, 1], [1, 0])  # [STEP, 8]: a record a thread
+    whole: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, WARPS], [1, 0])  # [1, 8] in every thread
+    step_records = gl.allocate_shared_memory(gl.float32, [STEP, 8], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+
+    tile_id = gl.program_id(0)
+    if SCHEDULED:
+        tile_id = gl.load(schedule_ptr + tile_id)
+    start = gl.load(ranges_ptr + tile_id * 2 + 0)
+    end = gl.load(ranges_ptr + tile_id * 2 + 1)
+    n_tx = (width + TILE - 1) // TILE
+    lane = gl.arange(0, R, layout=gl.SliceLayout(0, pixels))[None, :]  # [1, R]
+    row = gl.arange(0, P, layout=gl.SliceLayout(1, pixels))[:, None]  # [P, 1]
+    px = (tile_id % n_tx) * TILE + lane % TILE  # [1, R]
+    py = (tile_id // n_tx) * TILE + lane // TILE + row * (R // TILE)  # [P, R]
+    inside = (px < width) & (py < height)
+    pix = py.to(gl.int64) * width + px
+    fx = px.to(gl.float32) + PIXEL_CENTRE
+    fy = py.to(gl.float32) + PIXEL_CENTRE
+    T = gl.full([P, R], 1.0, gl.float32, layout=pixels)
+    cr = gl.zeros([P, R], gl.float32, layout=pixels)
+    cg = gl.zeros([P, R], gl.float32, layout=pixels)
+    cb = gl.zeros([P, R], gl.float32, layout=pixels)
+    alive = inside
+
+    k = gl.arange(0, STEP, layout=gl.SliceLayout(1, loading))  # [STEP]: the step's entries
+    field = gl.arange(0, 8, layout=gl.SliceLayout(0, loading))[None, :]  # [1, 8]
+    past_end = gl.where(field == 5, float("-inf"), 0.0)  # entries past the list: lo = -inf reaches no pixel
+    in_list = start + k < end
+    gid = gl.load(ids_ptr + start + k, mask=in_list, other=0)
+    records = gl.load(rec_ptr + gid[:, None] * 8 + field, mask=in_list[:, None], other=past_end)  # [STEP, 8]
+    s = start
+    while (s < end) & (gl.max(gl.max(alive.to(gl.int32), axis=1), axis=0) > 0):
+        gl.thread_barrier()  # every thread is done reading the last step's records
+        step_records.store(records)
+        gl.thread_barrier()
+        in_list = s + STEP + k < end  # the next step's, in flight while this one blends
+        gid = gl.load(ids_ptr + s + STEP + k, mask=in_list, other=0)
+        records = gl.load(rec_ptr + gid[:, None] * 8 + field, mask=in_list[:, None], other=past_end)
+        for u in gl.static_range(STEP):
+            mx, my, A, B, C, lo, r, g, b = _record_fields(step_records.slice(u, 1, dim=0).load(whole), pixels)
+            T, alive, cr, cg, cb = _blend_one_gl(mx, my, A, B, C, lo, r, g, b, fx, fy, T, alive, cr, cg, cb)
+        s += STEP
+    _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
 
 
 # ----------------------------------------------------------------------------------------------- launcher
@@ -210,8 +277,8 @@ def _rasterize_kernel(
 # denser views with longer lists 16 a step; the composites' overviews, whose Gaussians are a pixel or two wide,
 # two warps, a pixel a lane and 32 a step (more records in flight per step). The interpreter runs the batched form.
 SCALAR_CONFIG = {
-    (8, 0): (1, 8), (8, 1): (1, 16), (8, 2): (2, 32),
-    (16, 0): (4, 8), (16, 1): (4, 16), (16, 2): (8, 32),
+    (8, 0): (1, 16), (8, 1): (2, 64), (8, 2): (2, 64),
+    (16, 0): (4, 16), (16, 1): (4, 32), (16, 2): (8, 64),
 }  # fmt: skip
 # Mean pairs per tile at which 16 px frames' lists count as medium and long.
 LIST_LENGTHS_16 = (500.0, 1000.0)
@@ -247,6 +314,12 @@ def list_class(per_tile: float, footprint: float, tile: int, previous: int = 0) 
     up = _class_at(per_tile, footprint, tile, k, kf)  # the highest class the frame is clearly in
     down = _class_at(per_tile, footprint, tile, 1.0 / k, 1.0 / kf)  # the lowest it may still be in
     return up if up > previous else down if down < previous else previous
+
+
+def rasterizer_variants() -> tuple[str, ...]:
+    """The loop forms this process can run: the scalar form is a Gluon kernel, which Triton's interpreter cannot
+    run (and the interpreter is how this project runs kernels without CUDA, kernels/__init__.py)."""
+    return ("batched",) if interpreting() else ("batched", "scalar")
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -295,21 +368,22 @@ def rasterize_tiles(
         variant = "batched" if interpreting() else "scalar"
     if variant not in ("batched", "scalar"):
         raise ValueError(f"unknown rasterizer variant {variant!r}")
-    batched = variant == "batched"
-    warps, unroll = SCALAR_CONFIG[tile_size, lists]
-    if batched:  # one row of pixels, a batch of Gaussians down the block
-        step = step or (64 if interpreting() else 16)
-        num_warps = num_warps or max(1, tile_size * tile_size // 32)
-        pixels_per_lane = 1
-    else:
-        step = step or unroll
-        num_warps = num_warps or warps
-        pixels_per_lane = max(1, tile_size * tile_size // (32 * num_warps))
+    if variant == "scalar" and interpreting():
+        raise ValueError("rasterizer variant 'scalar' is a Gluon kernel: it needs CUDA, not Triton's interpreter")
     assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
-    _rasterize_kernel[(n_tiles,)](
-        gaussian_ids, ranges, records, background, ranges if schedule is None else schedule,
-        rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
-        TILE=tile_size, P=pixels_per_lane, BATCHED=batched, STEP=step, HAS_RGBA8=has_rgba8,
-        SCHEDULED=schedule is not None, num_warps=num_warps,
-    )  # fmt: skip
+    args = (gaussian_ids, ranges, records, background, ranges if schedule is None else schedule,
+            rgb, alpha, rgba8 if has_rgba8 else alpha, width, height)  # fmt: skip
+    if variant == "batched":  # one row of pixels, a batch of Gaussians down the block
+        _rasterize_kernel[(n_tiles,)](
+            *args, TILE=tile_size, STEP=step or (64 if interpreting() else 16), HAS_RGBA8=has_rgba8,
+            SCHEDULED=schedule is not None, num_warps=num_warps or max(1, tile_size * tile_size // 32),
+        )  # fmt: skip
+    else:
+        warps, unroll = SCALAR_CONFIG[tile_size, lists]
+        num_warps = num_warps or warps
+        assert 32 * num_warps <= tile_size * tile_size, (num_warps, tile_size)  # at least a pixel a thread
+        _rasterize_shared_kernel[(n_tiles,)](
+            *args, TILE=tile_size, WARPS=num_warps, STEP=step or unroll, HAS_RGBA8=has_rgba8,
+            SCHEDULED=schedule is not None, num_warps=num_warps,
+        )  # fmt: skip
     return rgb, alpha, rgba8

@@ -60,7 +60,7 @@ from .output import RenderOutput, RenderStats, check_image_size, fill_stats
 from .params import FrameParams
 from .prepare import prepare_scene
 from .routes import DENSE_ORDER_FROM, runs_counted
-from .settings import RenderSettings
+from .settings import RenderSettings, rasterizers
 from .temporal import SceneArrays, TemporalCache
 from .timing import StageTimer
 from .workspace import Workspace
@@ -191,12 +191,20 @@ class Renderer:
                 return self._render(camera, settings, sync_stats, future)
         return self._render(camera, settings, sync_stats, future)
 
+    def _checked(self, settings: RenderSettings | None) -> RenderSettings:
+        """`settings` validated, and runnable here: the scalar rasterizer is a Gluon kernel, CUDA only."""
+        settings = (settings or RenderSettings()).validate()
+        if self.backend == "triton" and settings.rasterizer not in rasterizers():
+            raise ValueError(f"rasterizer {settings.rasterizer!r} needs CUDA (a Gluon kernel); this renderer runs "
+                             f"Triton's interpreter: use {' or '.join(rasterizers())}")  # fmt: skip
+        return settings
+
     def _render(
         self, camera: Camera, settings: RenderSettings | None, sync_stats: bool, future: list[Camera] | None,
         use_window: bool | None = None,
     ) -> RenderOutput:  # fmt: skip
         """One frame, waiting for its end. use_window: whether a window serves it (None: as measured)."""
-        settings = (settings or RenderSettings()).validate()
+        settings = self._checked(settings)
         check_image_size(camera.width, camera.height)
         temporal = self.temporal
         temporal.stats.frames += 1
@@ -318,7 +326,7 @@ class Renderer:
         `streams` declines render one by one through `render`, with `futures` (the cameras ahead of each, for
         temporal reuse); so do the frames a temporal window serves, once the frame in flight is handed over.
         Stats are not synced: `stats.stage_ms` is empty; read `output.timer`."""
-        settings = (settings or RenderSettings()).validate()
+        settings = self._checked(settings)
         futures = iter(futures) if futures is not None else None
         if not self.streams(settings):
             for cam in cameras:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernels import rasterizer_variants
+
 
 @dataclass
 class RenderSettings:
@@ -16,7 +18,9 @@ class RenderSettings:
         near, far: clip distances along +Z (gsplat's defaults: 0.01, 1e10).
         eps2d: screen-space dilation added to the 2D covariance diagonal (0.3, as 3DGS trains with).
         tile_size: tile edge in pixels, 8 or 16 (same image either way; 8 is faster, BENCHMARKS.md).
-        rasterizer: "auto" | "scalar" | "batched" loop form of the Triton rasterizer (same image).
+        rasterizer: "auto" | "scalar" | "batched" loop form of the rasterizer (same image): scalar, a Gluon kernel
+            that reads a step's records from shared memory, runs on CUDA only (`rasterizers()`); batched runs
+            anywhere, Triton's interpreter included; auto picks scalar where it runs.
         tile_schedule: "longest-first" (the rasterizer's programs take the tiles with the longest lists first,
             kernels/schedule.py) or "in-order" (tile id order); the same image either way.
         adagscale: AdaGScale (lossy): bin each Gaussian with a shrunken ellipse s^2 t (s in [s_min, 1]) chosen
@@ -99,3 +103,9 @@ class RenderSettings:
         if not 0.0 <= self.temporal_guard <= 10.0:
             raise ValueError(f"temporal_guard {self.temporal_guard} not in [0, 10] scene radii")
         return self
+
+
+def rasterizers() -> tuple[str, ...]:
+    """The `rasterizer` values this process renders with on the Triton backend: "auto" and the loop forms its
+    kernels run (the scalar form is a Gluon kernel: CUDA only, kernels/rasterize.py `rasterizer_variants`)."""
+    return ("auto", *rasterizer_variants())

@@ -38,13 +38,12 @@ import torch
 from scenes import GaussianScene
 
 from .camera import Camera
-from .settings import RenderSettings
+from .settings import RenderSettings, rasterizers
 
 # Gaussians of the two synthetic scenes: torch.sort runs a small in-place sort up to 4,096 keys and CUB's radix
 # sort above (ATen's SortStable.cu, should_use_small_sort), each a separate CUDA module
 SMALL_SCENE, LARGE_SCENE = 16, 8192  # the small one's pairs stay under 4,096 too
 TILE_SIZES = (8, 16)
-RASTERIZERS = ("auto", "scalar", "batched")
 
 
 @dataclass
@@ -79,7 +78,7 @@ def switch_settings(settings: RenderSettings, scene_degree: int, *, depth: bool 
     options = {
         "sh_degree": [None, *range(scene_degree + 1)],
         "tile_size": list(TILE_SIZES),
-        "rasterizer": list(RASTERIZERS),
+        "rasterizer": list(rasterizers()),
         "adagscale": [False, True],
         "depth": [False, True] if depth else [settings.depth],
     }

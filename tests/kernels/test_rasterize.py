@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import kernels
+import kernels.rasterize as rasterize
 import kernels.reference as ref
 from kernels.buffers import unpack_records
 from tests.analytic import ALPHA_CLAMP, T_STOP, composite
@@ -49,36 +50,62 @@ def check(want, got, min_psnr=60.0):
     assert (rgba8.int() - expect8.int()).abs().max() <= 1
 
 
-# the two loop forms (kernels/rasterize.py: `_blend_batched`, `_blend_scalar`)
-FORMS = ["batched", "scalar"]
+# the two loop forms (kernels/rasterize.py): the batched Triton kernel, and the scalar one, a Gluon kernel, which
+# Triton's interpreter cannot run: its cases run on a CUDA machine (tests/gpu/README.md) and are skipped here
+CUDA_ONLY = pytest.mark.skipif(not torch.cuda.is_available(), reason="the scalar loop is a Gluon kernel: CUDA only")
+FORMS = kernels.rasterizer_variants()  # the forms this process runs
 
 
-@pytest.mark.parametrize("variant", FORMS)
+def form(variant, *rest):
+    return pytest.param(variant, *rest, marks=[CUDA_ONLY] if variant == "scalar" else [])
+
+
+@pytest.mark.parametrize("variant", [form("batched"), form("scalar")])
 @pytest.mark.parametrize("tile", [8, 16])
 @pytest.mark.parametrize("size", [(16, 16), (37, 53)], ids=str)  # 37x53: sides that are not multiples of 8
 def test_rasterize_matches_reference(variant, tile, size, device):
     width, height = size
-    n = 120 if variant == "scalar" else 600  # the scalar form costs one interpreter step per Gaussian
-    args = binned(n, width, height, device, degree=1, tile=tile)
+    args = binned(600, width, height, device, degree=1, tile=tile)
     check(*render_pair(args, width, height, device, variant, tile=tile))
 
 
-@pytest.mark.parametrize("variant,tile", [(v, 8) for v in FORMS] + [("batched", 16)])
+@pytest.mark.parametrize("variant,tile", [form("batched", 8), form("scalar", 8), form("batched", 16),
+                                          form("scalar", 16)])  # fmt: skip
 def test_long_lists_span_many_steps(variant, tile, device):
-    """Lists many loop steps long (64 per batched step, 8 per scalar step) composite exactly."""
-    n = 1500 if variant == "batched" else 200
-    args = binned(n, 16, 16, device, seed=4, scale_shift=0.8, tile=tile)
+    """Lists many loop steps long (64 per batched step; 16 per scalar step at 8 px, the short lists' class)
+    composite exactly."""
+    args = binned(1500, 16, 16, device, seed=4, scale_shift=0.8, tile=tile)
     lengths = args[1][:, 1] - args[1][:, 0]
-    steps = 64 if variant == "batched" else 8
-    assert int(lengths.max()) > 4 * steps, "the case must exercise several steps"
+    assert int(lengths.max()) > 4 * 64, "the case must exercise several steps"
     check(*render_pair(args, 16, 16, device, variant, tile=tile))
 
 
-@pytest.mark.parametrize("variant,tile", [(v, 8) for v in FORMS] + [("batched", 16)])
+@CUDA_ONLY
+@pytest.mark.parametrize("tile,lists", list(rasterize.SCALAR_CONFIG))
+def test_every_scalar_configuration_matches_reference(tile, lists, device):
+    """Each (warps, Gaussians a step) the scalar form takes, by tile size and list class: lists several steps
+    long, a pixel or more a thread, the next step's records in flight while one blends."""
+    args = binned(1500, 37, 29, device, seed=6, scale_shift=0.8, tile=tile)
+    bg = torch.tensor((0.3, 0.1, 0.2), device=device)
+    want = ref.rasterize_tiles(*args, bg, 37, 29, tile_size=tile)
+    got = kernels.rasterize_tiles(*args, bg, 37, 29, tile_size=tile, variant="scalar", lists=lists,
+                                  out=(torch.empty(29, 37, 3, device=device), torch.empty(29, 37, device=device),
+                                       torch.empty(29, 37, 4, dtype=torch.uint8, device=device)))  # fmt: skip
+    check(want, got)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's refusal")
+def test_the_scalar_form_is_refused_by_the_interpreter_in_one_line(device):
+    args = binned(10, 16, 16, device)
+    with pytest.raises(ValueError, match="Gluon kernel: it needs CUDA") as e:
+        kernels.rasterize_tiles(*args, torch.zeros(3), 16, 16, variant="scalar")
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("variant,tile", [form("batched", 8), form("scalar", 8), form("batched", 16)])
 def test_saturating_tiles_stop_early(variant, tile, device):
     """Opaque, large Gaussians: every pixel reaches T <= 1e-4 and stops; result still matches."""
-    args = binned(600 if variant == "batched" else 120, 32, 32, device, seed=5, opaque=True, scale_shift=3.5,
-                  tile=tile)  # fmt: skip
+    args = binned(600, 32, 32, device, seed=5, opaque=True, scale_shift=3.5, tile=tile)
     want, got = render_pair(args, 32, 32, device, variant, background=(1.0, 1.0, 1.0), tile=tile)
     check(want, got)
     # a pixel stops *before* the Gaussian that would take T to <= 1e-4, so T ends in (1e-4, ~0.1]

@@ -129,3 +129,18 @@ def test_tile_schedule_changes_no_pixel_and_keeps_tile_counts(scene_path, device
     assert torch.equal(in_order.image, image) and torch.equal(in_order.tile_counts, counts)
     with pytest.raises(ValueError, match="tile_schedule"):
         RenderSettings(tile_schedule="random").validate()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's refusal: CUDA runs the scalar form")
+def test_a_renderer_without_cuda_refuses_the_scalar_rasterizer_in_one_line(scene_path):
+    """The scalar loop is a Gluon kernel, which Triton's interpreter cannot run: asked for it, a CPU renderer says
+    so before any work, in both of its frame loops, and renders with the forms it has."""
+    scene = load_scene(scene_path("playbot_crop.ply")).subset(torch.arange(0, 4096, 64))
+    cam = orbit_path(scene, 16, 16, 2)[0]
+    r = Renderer(scene, device="cpu", backend="triton")
+    for run in (lambda s: r.render(cam, s), lambda s: list(r.render_stream([cam], s))):
+        with pytest.raises(ValueError, match="rasterizer 'scalar' needs CUDA") as e:
+            run(RenderSettings(rasterizer="scalar"))
+        assert "\n" not in str(e.value) and "auto or batched" in str(e.value)
+    assert torch.equal(r.render(cam, RenderSettings(rasterizer="auto")).image,
+                       r.render(cam, RenderSettings(rasterizer="batched")).image)  # fmt: skip

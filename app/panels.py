@@ -39,9 +39,9 @@ UP_AXES = list(AXES)  # "+x", "-x", "+y", "-y", "+z", "-z"
 # What each renderer switch does, costs and where it is declined, shown when the pointer rests on its row (the
 # measurements are in BENCHMARKS.md; docs/architecture.md has the same table).
 SWITCH_TIPS = {
-    "rasterizer": "How the rasterizer walks a tile's list: one Gaussian at a time (scalar, the form that compiles\n"
-    "well for GPUs) or a batch at once (batched, the Triton interpreter's form: 0.57-1.08x on the GPU).\n"
-    "The same image either way; auto picks scalar on a GPU and batched without one.",
+    "rasterizer": "How the rasterizer walks a tile's list: one Gaussian at a time from shared memory (scalar, a\n"
+    "Gluon kernel: CUDA only) or a batch at once (batched, the Triton interpreter's form: 2-3.5x slower\n"
+    "on the GPU). The same image either way; auto picks scalar on a GPU and batched without one.",
     "adagscale": "AdaGScale (lossy): bins each Gaussian with a shrunken ellipse where its outer tiles carry little\n"
     "colour; blending keeps the whole Gaussian. Fewer pairs to sort and walk: 1.00-1.20x the exact frame\n"
     "on the H200's bench paths, 40 dB or more against exact (its tau shrinks where many Gaussians share a\n"

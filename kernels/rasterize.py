@@ -272,13 +272,14 @@ def _rasterize_shared_kernel(
 # ----------------------------------------------------------------------------------------------- launcher
 
 # (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by the class of the frame's
-# tile lists (`list_class`). Measured on the H200 over 1-2 warps and 8-32 per step on real frames (BENCHMARKS.md,
-# sections 15 and 18): objects and fly-overs of moderate density want one warp, two pixels a lane and 8 a step;
-# denser views with longer lists 16 a step; the composites' overviews, whose Gaussians are a pixel or two wide,
-# two warps, a pixel a lane and 32 a step (more records in flight per step). The interpreter runs the batched form.
+# tile lists (`list_class`). Measured on the H200 over 1-8 warps and 8-128 a step on one frame of each bench path
+# (BENCHMARKS.md, section 23): objects want one warp, two pixels a thread and 16 a step (1 x 32 is within 2%);
+# the composites' denser views two warps and 64 a step, which keeps 64 records loading while 64 blend (one warp
+# and 32 took 1.2-1.6x as long on the 24M frames, 128 a step 1.3x). At 8 px the medium and long classes are the
+# same configuration; at 16 px, with four times the pixels, the long lists gain from 128 a step.
 SCALAR_CONFIG = {
     (8, 0): (1, 16), (8, 1): (2, 64), (8, 2): (2, 64),
-    (16, 0): (4, 16), (16, 1): (4, 32), (16, 2): (8, 64),
+    (16, 0): (4, 16), (16, 1): (8, 64), (16, 2): (8, 128),
 }  # fmt: skip
 # Mean pairs per tile at which 16 px frames' lists count as medium and long.
 LIST_LENGTHS_16 = (500.0, 1000.0)

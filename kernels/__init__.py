@@ -22,7 +22,7 @@ from .buffers import SH_DTYPE, SH_MAX, key_dtype, order_outputs, project_outputs
 from .cull import cull_window  # noqa: E402
 from .order import depth_order, depth_order_counted  # noqa: E402
 from .project import project_block, project_gaussians  # noqa: E402
-from .rasterize import list_class, rasterize_tiles, rasterizer_variants  # noqa: E402
+from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
 from .tile_ranges import tile_ranges  # noqa: E402
@@ -48,5 +48,6 @@ __all__ = [
     "schedule_scratch_shape",
     "schedule_tiles",
     "sort_pairs",
+    "split_scratch_shape",
     "tile_ranges",
 ]

@@ -196,7 +196,7 @@ def _record_fields(row, L: gl.constexpr):
     return mx, my, A, B, C, lo, r, g, b
 
 
-@gluon.jit(do_not_specialize=["width", "height"])
+@gluon.jit(do_not_specialize=["width", "height", "split_from", "n_split"])
 def _rasterize_shared_kernel(
     ids_ptr,  # [C] i32, sorted by tile, depth order within a tile
     ranges_ptr,  # [n_tiles, 2] i32
@@ -206,13 +206,17 @@ def _rasterize_shared_kernel(
     rgb_ptr,  # [H, W, 3] f32 out
     alpha_ptr,  # [H, W] f32 out
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
+    parts_ptr,  # [n_split * PARTS, TILE * TILE, 4] f32 out: split lists' partial (C, T) (written when PARTS > 1)
     width,
     height,
+    split_from,  # lists longer than this are split (among the schedule's first n_split tiles)
+    n_split,
     TILE: gl.constexpr,
     WARPS: gl.constexpr,  # the program's warps (its launch's num_warps)
     STEP: gl.constexpr,
     HAS_RGBA8: gl.constexpr,
     SCHEDULED: gl.constexpr,
+    PARTS: gl.constexpr,  # 1: every list whole; else the longest lists in PARTS parts (SCHEDULED only)
 ):
     """The scalar form: one program per tile, one Gaussian at a time, STEP a step, until every pixel is done.
 
@@ -220,7 +224,12 @@ def _rasterize_shared_kernel(
     memory; every thread then reads each record whole from there (two 16-byte broadcast loads) and blends it
     into its P pixels. The next step's ids and records are loaded before this step blends, so their memory
     latency overlaps its arithmetic, and a record costs no address arithmetic in the blending loop.
-    Pixel (p, r) of the [P, R] block is column r % TILE, row r // TILE + p * (R // TILE) of the tile."""
+    Pixel (p, r) of the [P, R] block is column r % TILE, row r // TILE + p * (R // TILE) of the tile.
+
+    With PARTS > 1 the first PARTS x n_split programs take the schedule's first n_split tiles (the longest lists),
+    PARTS programs a tile: a list longer than split_from is blended in PARTS consecutive parts, each from T = 1
+    into its own partial (C, T), which `_combine_parts_kernel` then composites front to back; a shorter one is
+    blended whole by its tile's first program. The rest take the remaining tiles, one each."""
     R: gl.constexpr = 32 * WARPS
     P: gl.constexpr = TILE * TILE // R  # pixels a thread, down a column
     pixels: gl.constexpr = gl.BlockedLayout([P, 1], [1, 32], [1, WARPS], [1, 0])  # [P, R]
@@ -228,11 +237,33 @@ def _rasterize_shared_kernel(
     whole: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, WARPS], [1, 0])  # [1, 8] in every thread
     step_records = gl.allocate_shared_memory(gl.float32, [STEP, 8], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
 
-    tile_id = gl.program_id(0)
+    pid = gl.program_id(0)
+    q = pid  # the program's place in the schedule
+    part = pid * 0
+    if PARTS > 1:
+        if pid < PARTS * n_split:
+            q = pid // PARTS
+            part = pid % PARTS
+        else:
+            q = pid - (PARTS - 1) * n_split
+    tile_id = q
     if SCHEDULED:
-        tile_id = gl.load(schedule_ptr + tile_id)
+        tile_id = gl.load(schedule_ptr + q)
     start = gl.load(ranges_ptr + tile_id * 2 + 0)
     end = gl.load(ranges_ptr + tile_id * 2 + 1)
+    split = (PARTS > 1) & (pid < PARTS * n_split) & (end - start > split_from)
+    writes = split | (part == 0)  # a short list's later programs have nothing to do
+    if split:
+        per = (end - start + PARTS - 1) // PARTS
+        first = start + part * per
+        last = first + per
+        if last < end:
+            end = last
+        start = first
+        if start > end:
+            start = end
+    elif part > 0:
+        end = start
     n_tx = (width + TILE - 1) // TILE
     lane = gl.arange(0, R, layout=gl.SliceLayout(0, pixels))[None, :]  # [1, R]
     row = gl.arange(0, P, layout=gl.SliceLayout(1, pixels))[:, None]  # [P, 1]
@@ -266,7 +297,67 @@ def _rasterize_shared_kernel(
             mx, my, A, B, C, lo, r, g, b = _record_fields(step_records.slice(u, 1, dim=0).load(whole), pixels)
             T, alive, cr, cg, cb = _blend_one_gl(mx, my, A, B, C, lo, r, g, b, fx, fy, T, alive, cr, cg, cb)
         s += STEP
-    _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+    if PARTS == 1:
+        _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+    elif split:  # this part's (C, T) for each of the tile's pixels, row by row
+        at = ((q * PARTS + part) * (TILE * TILE) + (py % TILE) * TILE + px % TILE) * 4
+        gl.store(parts_ptr + at + 0, cr)
+        gl.store(parts_ptr + at + 1, cg)
+        gl.store(parts_ptr + at + 2, cb)
+        gl.store(parts_ptr + at + 3, gl.where(alive | ~inside, T, -T))  # -T: the part stopped the pixel
+    elif writes:
+        _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+
+
+@triton.jit(do_not_specialize=["width", "height", "split_from"])
+def _combine_parts_kernel(
+    ranges_ptr,  # [n_tiles, 2] i32
+    schedule_ptr,  # [n_tiles] i32
+    parts_ptr,  # [n_split * PARTS, TILE * TILE, 4] f32: each part's (C, T), from `_rasterize_shared_kernel`
+    bg_ptr,  # [3] f32
+    rgb_ptr,  # [H, W, 3] f32 out
+    alpha_ptr,  # [H, W] f32 out
+    rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
+    width,
+    height,
+    split_from,
+    TILE: tl.constexpr,
+    PARTS: tl.constexpr,
+    HAS_RGBA8: tl.constexpr,
+):
+    """The pixels of each split tile: its parts' (C, T) composited front to back, C += T C_k, T *= T_k, until a
+    part stopped the pixel (its T stored negated) or the product reaches gsplat's stop, 1e-4.
+
+    Not exact where a pixel's stop falls inside a part after the first: that part ran from T = 1 and did not
+    see the stop, so it also blended the Gaussian that stopped the pixel and those behind it, with weights that
+    sum to at most the T the pixel had left there (under 1e-4 / (1 - alpha) of that Gaussian: small unless it is
+    nearly opaque). Such pixels are few; BENCHMARKS.md section 23 has the frames' PSNR against whole lists."""
+    q = tl.program_id(0)
+    tile_id = tl.load(schedule_ptr + q)
+    start = tl.load(ranges_ptr + tile_id * 2 + 0)
+    end = tl.load(ranges_ptr + tile_id * 2 + 1)
+    if end - start > split_from:
+        j = tl.arange(0, TILE * TILE)[None, :]  # [1, TILE * TILE]: the tile's pixels row by row
+        n_tx = (width + TILE - 1) // TILE
+        px = (tile_id % n_tx) * TILE + j % TILE
+        py = (tile_id // n_tx) * TILE + j // TILE
+        inside = (px < width) & (py < height)
+        T = tl.full([1, TILE * TILE], 1.0, tl.float32)
+        cr = tl.zeros([1, TILE * TILE], tl.float32)
+        cg = tl.zeros([1, TILE * TILE], tl.float32)
+        cb = tl.zeros([1, TILE * TILE], tl.float32)
+        done = j < 0
+        for k in tl.static_range(PARTS):
+            at = ((q * PARTS + k) * (TILE * TILE) + j) * 4
+            w = tl.where(done, 0.0, T)
+            cr += w * tl.load(parts_ptr + at + 0)
+            cg += w * tl.load(parts_ptr + at + 1)
+            cb += w * tl.load(parts_ptr + at + 2)
+            t = tl.load(parts_ptr + at + 3)
+            T = tl.where(done, T, T * tl.abs(t))
+            done = done | (t < 0) | (T <= T_STOP)
+        pix = py.to(tl.int64) * width + px
+        _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
 
 
 # ----------------------------------------------------------------------------------------------- launcher
@@ -317,6 +408,21 @@ def list_class(per_tile: float, footprint: float, tile: int, previous: int = 0) 
     return up if up > previous else down if down < previous else previous
 
 
+# Lists split across programs, by (tile size, list class): (entries above which a list is split, how many of the
+# schedule's longest lists may be, parts a list). Only the scalar loop splits, and only scheduled frames (the
+# longest lists come first). Measured on the H200 (BENCHMARKS.md, section 23).
+SPLIT_CONFIG = {(8, 2): (4096, 2048, 8)}
+
+
+def split_scratch_shape(tile_size: int, lists: int, n_tiles: int) -> tuple[int, int] | None:
+    """The [split tiles x parts, pixels x 4] f32 buffer a frame of this class needs for its split lists' partial
+    (C, T), or None where its lists are not split."""
+    if (tile_size, lists) not in SPLIT_CONFIG:
+        return None
+    _, n_split, parts = SPLIT_CONFIG[tile_size, lists]
+    return min(n_split, n_tiles) * parts, tile_size * tile_size * 4
+
+
 def rasterizer_variants() -> tuple[str, ...]:
     """The loop forms this process can run: the scalar form is a Gluon kernel, which Triton's interpreter cannot
     run (and the interpreter is how this project runs kernels without CUDA, kernels/__init__.py)."""
@@ -339,6 +445,8 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     lists: int = 0,
     schedule: torch.Tensor | None = None,
+    parts: torch.Tensor | None = None,
+    split: tuple[int, int, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
 
@@ -348,6 +456,8 @@ def rasterize_tiles(
     them changes the image. `out` = (rgb, alpha, rgba8 or None) buffers to write into.
     schedule: optional [n_tiles] i32 permutation of the tiles, the order in which programs take them
     (`schedule_tiles`: longest lists first); None takes them in id order. The image is the same either way.
+    parts: the `split_scratch_shape` buffer: with it, a scheduled scalar frame splits the longest lists by
+    SPLIT_CONFIG (or `split` = (split_from, n_split, parts), a tuning knob), within 1e-4 of whole lists.
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -373,18 +483,32 @@ def rasterize_tiles(
         raise ValueError("rasterizer variant 'scalar' is a Gluon kernel: it needs CUDA, not Triton's interpreter")
     assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
     args = (gaussian_ids, ranges, records, background, ranges if schedule is None else schedule,
-            rgb, alpha, rgba8 if has_rgba8 else alpha, width, height)  # fmt: skip
+            rgb, alpha, rgba8 if has_rgba8 else alpha)  # fmt: skip
     if variant == "batched":  # one row of pixels, a batch of Gaussians down the block
         _rasterize_kernel[(n_tiles,)](
-            *args, TILE=tile_size, STEP=step or (64 if interpreting() else 16), HAS_RGBA8=has_rgba8,
+            *args, width, height, TILE=tile_size, STEP=step or (64 if interpreting() else 16), HAS_RGBA8=has_rgba8,
             SCHEDULED=schedule is not None, num_warps=num_warps or max(1, tile_size * tile_size // 32),
         )  # fmt: skip
     else:
         warps, unroll = SCALAR_CONFIG[tile_size, lists]
         num_warps = num_warps or warps
         assert 32 * num_warps <= tile_size * tile_size, (num_warps, tile_size)  # at least a pixel a thread
-        _rasterize_shared_kernel[(n_tiles,)](
-            *args, TILE=tile_size, WARPS=num_warps, STEP=step or unroll, HAS_RGBA8=has_rgba8,
-            SCHEDULED=schedule is not None, num_warps=num_warps,
+        split = split or SPLIT_CONFIG.get((tile_size, lists))
+        if parts is None or schedule is None or split is None:
+            split_from, n_split, n_parts = 0, 0, 1
+        else:
+            split_from, n_split, n_parts = split
+            n_split = min(n_split, n_tiles)
+            assert parts.dtype == torch.float32 and parts.numel() >= n_split * n_parts * tile_size**2 * 4, parts.shape
+        _rasterize_shared_kernel[(n_tiles + (n_parts - 1) * n_split,)](
+            *args, parts if n_parts > 1 else alpha, width, height, split_from, n_split, TILE=tile_size,
+            WARPS=num_warps, STEP=step or unroll, HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None,
+            PARTS=n_parts, num_warps=num_warps,
         )  # fmt: skip
+        if n_parts > 1:
+            _combine_parts_kernel[(n_split,)](
+                ranges, schedule, parts, background, rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
+                split_from, TILE=tile_size, PARTS=n_parts, HAS_RGBA8=has_rgba8,
+                num_warps=max(1, tile_size * tile_size // 32),
+            )  # fmt: skip
     return rgb, alpha, rgba8

@@ -492,11 +492,14 @@ def rasterize_tiles(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
     lists: int = 0,
     schedule: torch.Tensor | None = None,
+    parts: torch.Tensor | None = None,
+    split: tuple[int, int, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
-    (`variant`, `step`, `num_warps`, `lists`, `schedule`) are accepted and ignored: none of them changes the
-    image. The records' log2 form (kernels/buffers.py): alpha = min(0.999, 2^e), e = lo - (A dx^2 + B dx dy +
+    (`variant`, `step`, `num_warps`, `lists`, `schedule`, and the split lists' `parts` and `split`, which move
+    a pixel by under 1e-4) are accepted and ignored: none of them changes the image beyond that. The records'
+    log2 form (kernels/buffers.py): alpha = min(0.999, 2^e), e = lo - (A dx^2 + B dx dy +
     C dy^2), skipped where e > lo (sigma < 0) or e < log2(1/255)."""
     device = records.device
     n_tx = (width + tile_size - 1) // tile_size

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from kernels import schedule_scratch_shape
+from kernels import rasterizer_variants, schedule_scratch_shape, split_scratch_shape
 
 from .camera import Camera
 from .memory import check_frame_pairs
@@ -120,6 +120,14 @@ class Frame:
             self.schedule = shared.buffer("tile_schedule", n_tiles, i32)
             rows, cols = schedule_scratch_shape(n_tiles)
             self.schedule_hist = shared.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
+        # the longest lists' parts (kernels/rasterize.py SPLIT_CONFIG), where the scalar loop splits them
+        self.parts = None
+        split = split_scratch_shape(tile, self.launch.lists, n_tiles)
+        scalar = settings.rasterizer == "scalar" or (
+            settings.rasterizer == "auto" and "scalar" in rasterizer_variants()
+        )
+        if split is not None and self.schedule is not None and scalar and r.backend == "triton":
+            self.parts = shared.rows("raster_parts", *split)
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
         self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
@@ -138,7 +146,13 @@ class Frame:
     def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
         s = self.settings
-        return dict(tile_size=s.tile_size, variant=s.rasterizer, lists=self.launch.lists, schedule=self.schedule)
+        return dict(
+            tile_size=s.tile_size,
+            variant=s.rasterizer,
+            lists=self.launch.lists,
+            schedule=self.schedule,
+            parts=self.parts,
+        )
 
     def totals(self) -> tuple[int, int]:
         """(visible Gaussians, pairs) of the frame just run (a capacity frame's host sync)."""

@@ -18,6 +18,7 @@ visible Gaussians, kb bytes a tile key: 2 up to 32,767 tiles, else 4; the names 
 |           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
 |           | also order 8, offsets 8, totals 16 bytes                                         |                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
+|           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
 |           | on the capacity route also sorted_depths 4, ordered_counts 4, and the pair       |  (+ 8 N             |
 |           | buffers: keys kb, ids 4, sorted keys kb, permutation 8, sorted ids 4 a slot       |   + (12 + 2 kb) C)  |
 | transient | a frame's largest temporaries: see `transient_bytes`                             |                     |
@@ -53,7 +54,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import schedule_scratch_shape
+from kernels import rasterizer_variants, schedule_scratch_shape, split_scratch_shape
 from kernels.constants import INT16_TILES
 from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
 
@@ -130,13 +131,19 @@ def estimated_pairs(n: int, tiles: int) -> int:
     return int(max(low * n, min(high * n, PAIRS_PER_TILE * tiles)))
 
 
-def workspace_bytes(n: int, capacity: int, width: int, height: int, tile: int, *, slots: int, counted: bool) -> int:
+def workspace_bytes(
+    n: int, capacity: int, width: int, height: int, tile: int, *, slots: int, counted: bool, split: bool = False
+) -> int:
     """The renderer's workspace (`Renderer.ws`) after frames of n Gaussians at W x H: exactly what its buffers
-    hold when the largest frame had these sizes (the capacity route's pair buffers at `capacity`)."""
+    hold when the largest frame had these sizes (the capacity route's pair buffers at `capacity`); `split`: with
+    the buffer of the longest lists' parts (the scalar loop's, kernels/rasterize.py `split_scratch_shape`)."""
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
     per_slot = 40 * n + 20 * x + 4 * t  # records 32, tiles_touched 4, bin_t 4 a Gaussian
     shared = 4 * n + 12 * t + 4 * rows * cols
+    if split:
+        shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
+        shared += max((4 * a * b for a, b in filter(None, shapes)), default=0)
     if not counted:
         per_slot += 16 * n + 16
         shared += 8 * n + pair_slot_bytes(key_bytes(t)) * capacity
@@ -194,7 +201,9 @@ def estimate_bytes(
     return MemoryEstimate(
         scene=12 * n if cuda else 0,
         prepared=(28 + 6 * k) * n,  # SH as fp16 (renderer/prepare.py prepare_scene)
-        workspace=workspace_bytes(n, capacity, w, h, tile_size, slots=slots, counted=counted),
+        workspace=workspace_bytes(
+            n, capacity, w, h, tile_size, slots=slots, counted=counted, split=cuda and "scalar" in rasterizer_variants()
+        ),  # fmt: skip
         transient=transient,
         graphs=slots * transient if cuda and not counted else 0,  # a graph per slot, each with its pool
         reference=0 if cuda else REFERENCE_PER_GAUSSIAN * n,

@@ -94,6 +94,46 @@ def test_every_scalar_configuration_matches_reference(tile, lists, device):
     check(want, got)
 
 
+@CUDA_ONLY
+@pytest.mark.parametrize("tile", [8, 16])
+@pytest.mark.parametrize("opaque", [False, True], ids=["sparse", "saturating"])
+@pytest.mark.parametrize("n_split", [2, 64], ids=["some", "all"])
+def test_split_lists_stay_within_their_bound(tile, opaque, n_split, device):
+    """The longest lists blended in parts, each from T = 1, then composited (kernels/rasterize.py SPLIT_CONFIG):
+    where no pixel stops, the whole lists' image to float rounding; where pixels saturate, only those whose stop
+    falls inside a later part differ (`_combine_parts_kernel`), so nearly every pixel still matches. With
+    n_split = 2 only the two longest lists split, the rest run whole."""
+    width, height = 40, 24
+    args = binned(1500, width, height, device, seed=7, opaque=opaque, scale_shift=1.2, tile=tile)
+    ranges = args[1]
+    lengths = ranges[:, 1] - ranges[:, 0]
+    assert int((lengths > 100).sum()) > 2, "the case must have lists to split"
+    schedule, _ = kernels.schedule_tiles(ranges)
+    bg = torch.tensor((0.3, 0.1, 0.2), device=device)
+
+    def run(**split):
+        out = (torch.full((height, width, 3), float("nan"), device=device),
+               torch.full((height, width), float("nan"), device=device),
+               torch.zeros(height, width, 4, dtype=torch.uint8, device=device))  # fmt: skip
+        return kernels.rasterize_tiles(*args, bg, width, height, tile_size=tile, variant="scalar", lists=2,
+                                       schedule=schedule, out=out, **split)  # fmt: skip
+
+    whole = run()
+    parts = torch.full((n_split * 8, tile * tile * 4), float("nan"), device=device)
+    split = run(parts=parts, split=(100, n_split, 8))
+    assert torch.isfinite(split[0]).all() and torch.isfinite(split[1]).all(), "unwritten pixels"
+    off = ((split[0] - whole[0]).abs().amax(-1) > 2e-4) | ((split[1] - whole[1]).abs() > 2e-4)  # [H, W]
+    # a pixel stops only once T (1 - alpha) <= 1e-4, alpha <= 0.999: with T <= 0.1 left, coverage 0.9 or more
+    assert not (off & (whole[1] < 0.9)).any(), "a pixel that never stopped differs"
+    assert float(off.float().mean()) < 0.02, float(off.float().mean())
+    if opaque:
+        assert float((whole[1] > 0.999).float().mean()) > 0.5, "the case must saturate pixels"
+    assert psnr(whole[0], split[0]) >= 60.0
+    written = parts[: min(n_split, 2) * 8]  # the two longest lists split, every part written
+    assert torch.isfinite(written).all()
+    check(ref.rasterize_tiles(*args, bg, width, height, tile_size=tile), split)
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's refusal")
 def test_the_scalar_form_is_refused_by_the_interpreter_in_one_line(device):
     args = binned(10, 16, 16, device)

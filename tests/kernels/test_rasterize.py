@@ -94,15 +94,62 @@ def test_every_scalar_configuration_matches_reference(tile, lists, device):
     check(want, got)
 
 
+def split_by_definition(args, schedule, width, height, tile, split_from, n_split, n_parts, bg):
+    """(rgb [H, W, 3], alpha [H, W]) of the split tiles as `_combine_parts_kernel` states it, Gaussian by Gaussian
+    in float64: each part blended from T = 1 by gsplat's rule (noting whether the rule stopped a pixel), then the
+    parts composited until one stopped the pixel or the product reached 1e-4. NaN outside the split tiles."""
+    ids, ranges, records = (a.cpu() for a in args)
+    means2d, conics, opacities, colours = (t.double() for t in unpack_records(records))
+    rgb = torch.full((height, width, 3), float("nan"), dtype=torch.float64)
+    alpha = torch.full((height, width), float("nan"), dtype=torch.float64)
+    n_tx = (width + tile - 1) // tile
+    for q in range(min(n_split, ranges.shape[0])):
+        t = int(schedule[q])
+        start, end = (int(v) for v in ranges[t])
+        if end - start <= split_from:
+            continue
+        ys, xs = torch.meshgrid(torch.arange(tile) + (t // n_tx) * tile, torch.arange(tile) + (t % n_tx) * tile,
+                                indexing="ij")  # fmt: skip
+        px, py = xs.double() + 0.5, ys.double() + 0.5
+        per = (end - start + n_parts - 1) // n_parts
+        T, C = torch.ones(tile, tile, dtype=torch.float64), torch.zeros(tile, tile, 3, dtype=torch.float64)
+        done = torch.zeros(tile, tile, dtype=torch.bool)
+        for k in range(n_parts):
+            Tk, Ck = torch.ones(tile, tile, dtype=torch.float64), torch.zeros(tile, tile, 3, dtype=torch.float64)
+            stopped = torch.zeros(tile, tile, dtype=torch.bool)
+            for g in ids[start + k * per : min(start + (k + 1) * per, end)].tolist():
+                dx, dy = means2d[g, 0] - px, means2d[g, 1] - py
+                a, b, c = conics[g]
+                sigma = 0.5 * (a * dx * dx + c * dy * dy) + b * dx * dy
+                al = torch.clamp(opacities[g] * torch.exp(-sigma), max=ALPHA_CLAMP)
+                ok = ~stopped & (sigma >= 0) & (al >= 1 / 255)
+                nxt = Tk * (1 - al)
+                stop = ok & (nxt <= T_STOP)
+                blend = ok & ~stop
+                Ck += torch.where(blend, al * Tk, 0.0)[..., None] * colours[g]
+                Tk = torch.where(blend, nxt, Tk)
+                stopped |= stop
+            C += torch.where(done, 0.0, T)[..., None] * Ck
+            T = torch.where(done, T, T * Tk)
+            done |= stopped | (T <= T_STOP)
+        rgb[ys.clamp(max=height - 1), xs.clamp(max=width - 1)] = torch.where(
+            ((ys < height) & (xs < width))[..., None], C + T[..., None] * bg.cpu().double(), float("nan")
+        )
+        alpha[ys.clamp(max=height - 1), xs.clamp(max=width - 1)] = torch.where((ys < height) & (xs < width), 1 - T,
+                                                                              float("nan"))  # fmt: skip
+    return rgb, alpha
+
+
 @CUDA_ONLY
 @pytest.mark.parametrize("tile", [8, 16])
 @pytest.mark.parametrize("opaque", [False, True], ids=["sparse", "saturating"])
 @pytest.mark.parametrize("n_split", [2, 64], ids=["some", "all"])
 def test_split_lists_stay_within_their_bound(tile, opaque, n_split, device):
     """The longest lists blended in parts, each from T = 1, then composited (kernels/rasterize.py SPLIT_CONFIG):
-    where no pixel stops, the whole lists' image to float rounding; where pixels saturate, only those whose stop
-    falls inside a later part differ (`_combine_parts_kernel`), so nearly every pixel still matches. With
-    n_split = 2 only the two longest lists split, the rest run whole."""
+    a pixel that never stops gets the whole lists' colour to float rounding; one that stops inside a later part
+    may also take the stopping Gaussian and those behind it (`_combine_parts_kernel`), weighing at most the T
+    it had left there, which gsplat's stop rule bounds by 1e-4 / (1 - 0.999) = 0.1. With n_split = 2 only the
+    two longest lists split, the rest run whole."""
     width, height = 40, 24
     args = binned(1500, width, height, device, seed=7, opaque=opaque, scale_shift=1.2, tile=tile)
     ranges = args[1]
@@ -122,16 +169,24 @@ def test_split_lists_stay_within_their_bound(tile, opaque, n_split, device):
     parts = torch.full((n_split * 8, tile * tile * 4), float("nan"), device=device)
     split = run(parts=parts, split=(100, n_split, 8))
     assert torch.isfinite(split[0]).all() and torch.isfinite(split[1]).all(), "unwritten pixels"
-    off = ((split[0] - whole[0]).abs().amax(-1) > 2e-4) | ((split[1] - whole[1]).abs() > 2e-4)  # [H, W]
+    rgb_off, alpha_off = (split[0] - whole[0]).abs().amax(-1), (split[1] - whole[1]).abs()  # [H, W]
+    off = (rgb_off > 2e-4) | (alpha_off > 2e-4)
     # a pixel stops only once T (1 - alpha) <= 1e-4, alpha <= 0.999: with T <= 0.1 left, coverage 0.9 or more
     assert not (off & (whole[1] < 0.9)).any(), "a pixel that never stopped differs"
-    assert float(off.float().mean()) < 0.02, float(off.float().mean())
+    colours = float(unpack_records(args[2])[3].abs().max())
+    assert float(alpha_off.max()) <= 0.1 + 1e-5 and float(rgb_off.max()) <= 0.1 * (colours + 1.0) + 1e-5
     if opaque:
-        assert float((whole[1] > 0.999).float().mean()) > 0.5, "the case must saturate pixels"
-    assert psnr(whole[0], split[0]) >= 60.0
+        assert float((whole[1] > 0.999).float().mean()) > 0.25, "the case must saturate pixels"
     written = parts[: min(n_split, 2) * 8]  # the two longest lists split, every part written
     assert torch.isfinite(written).all()
-    check(ref.rasterize_tiles(*args, bg, width, height, tile_size=tile), split)
+    # the split tiles' pixels against the rule, composited in float64 on the CPU
+    want_rgb, want_alpha = split_by_definition(args, schedule.cpu(), width, height, tile, 100, n_split, 8, bg)
+    have = torch.isfinite(want_alpha)
+    assert int(have.sum()) > 0, "the split tiles' pixels"
+    err = torch.maximum(
+        (split[0].cpu().double() - want_rgb).abs().amax(-1), (split[1].cpu().double() - want_alpha).abs()
+    )
+    assert float(err[have].max()) < 1e-4, float(err[have].max())
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's refusal")

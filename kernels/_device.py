@@ -334,9 +334,8 @@ def _two_halves(word):
 @triton.jit
 def record_geometry(rec_ptr, gid, m):
     """(mx, my, A, B, C, lo) of record gid, three 8-byte loads; where m is false, zeros and lo = -inf (a Gaussian
-    that reaches no pixel). Masked loads also keep their place in the program: Triton emits them as inline PTX,
-    which the compiler does not move towards their uses, so a rasterizer step's loads all issue before its
-    blending (unmasked, they were spread through it: one memory latency per Gaussian instead of one per step)."""
+    that reaches no pixel). Binning and the batched rasterizer read records this way; the scalar rasterizer, a
+    Gluon kernel, loads a step's records into shared memory instead (kernels/rasterize.py)."""
     w = rec_ptr.to(tl.pointer_type(tl.int64)) + gid * 4
     mx, my = _two_floats(tl.load(w + 0, mask=m, other=0))
     A, B = _two_floats(tl.load(w + 1, mask=m, other=0))

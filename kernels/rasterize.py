@@ -1,4 +1,5 @@
-"""Stage 6, rasterize: front-to-back alpha compositing per tile (8x8 by default), gsplat 1.5.3 semantics exactly.
+"""Stage 6, rasterize: front-to-back alpha compositing per tile (8x8 by default), gsplat 1.5.3's rule (exactly,
+but where the scalar form splits the longest lists: below).
 
 For pixel centre p = (x + 0.5, y + 0.5) and each Gaussian of the tile's depth-sorted list:
     sigma = 0.5 (a dx^2 + c dy^2) + b dx dy,  d = mean2d - p
@@ -10,22 +11,22 @@ The Gaussians arrive as blend records (`project_gaussians`, kernels/buffers.py `
 conic in log2 units with the opacity folded into the exponent,
     e(d) = lo - (A dx^2 + B dx dy + C dy^2) = log2(o) - log2(e) sigma,   alpha = min(0.999, 2^e),
     sigma >= 0  <=>  e <= lo,   alpha >= 1/255  <=>  e >= log2(1/255),
-so a pixel costs one exp2 and no multiply by the opacity, and a Gaussian is four 8-byte loads from one
-32-byte sector (the colour is fp16: 92-120 dB against the float32 colours on the bench's frames).
+so a pixel costs one exp2 and no multiply by the opacity, and a Gaussian is one 32-byte sector (the colour is
+fp16: 92-120 dB against the float32 colours on the bench's frames).
 
 One program per tile, its pixels as lanes: a program's P pixels per thread share a column, so a Gaussian's
 dx terms are computed once per column. 8x8 tiles are the default: a 64-pixel program wastes fewer evaluations
 on small Gaussians than a 256-pixel one and stops sooner, which outweighs the 2-2.5x more pairs now that the
-pair sort is cheap (BENCHMARKS.md has the measurements behind this). Long lists are not split across programs:
-every extra chunk would rerun from T = 1 (BENCHMARKS.md, section 8).
+pair sort is cheap (BENCHMARKS.md has the measurements behind this).
 
-Loop forms, identical semantics:
-- "scalar": one Gaussian at a time, UNROLL per loop step, branch-free per-pixel selects, exit when every pixel
-  of the tile is done. A step's ids are loaded a step ahead, and all of a step's records are loaded before any
-  is blended (masked loads keep their place in the program), so a step waits on one memory latency, not one
-  per Gaussian. The form that compiles well for GPUs.
-- "batched": B Gaussians per step as a [B, pixels] block, transmittance by `tl.cumprod` along the batch.
-  Few, wide steps: the form the Triton interpreter (tests, CPU) runs fast.
+Loop forms, the same rule:
+- "scalar" (CUDA): a Gluon kernel (Triton's layout-explicit dialect), one Gaussian at a time. A step's records
+  are loaded by the program together, one a thread, into shared memory, and every thread reads each from there
+  whole; the next step's are in flight while one blends (BENCHMARKS.md, section 23). In the long-list class the
+  longest lists are split across programs, each part blended from T = 1, and the parts composited after
+  (`_combine_parts_kernel`; within 1e-4 of whole lists except where a pixel's stop falls inside a later part).
+- "batched" (Triton, and what Triton's interpreter runs: it cannot run Gluon): B Gaussians per step as a
+  [B, pixels] block, transmittance by `tl.cumprod` along the batch. Few, wide steps.
 
 Inputs : sorted gaussian_ids [C] i32 (only the ranges' entries are read), ranges [n_tiles, 2] i32,
          records [N, 8] f32 (kernels/buffers.py), background [3]
@@ -71,7 +72,8 @@ def _blend_one(mx, my, A, B, C, lo, r, g, b, fx, fy, T, alive, cr, cg, cb):
 
 @triton.jit
 def _blend_batched(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, BATCH: tl.constexpr):
-    """Same contract as `_blend_scalar`, BATCH Gaussians per step (transmittance by cumprod); pixels [1, PIX]."""
+    """Blend list entries [s, end) into the pixels' (C, T) by gsplat's rule, `alive` pixels stopping by it, BATCH
+    Gaussians per step (transmittance by cumprod); pixels [1, PIX]."""
     k = tl.arange(0, BATCH)
     while (s < end) & (tl.max(tl.max(alive.to(tl.int32), axis=0), axis=0) > 0):
         in_batch = s + k < end

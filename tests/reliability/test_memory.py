@@ -83,6 +83,28 @@ def test_workspace_term_is_what_the_renderer_allocates(scene_path, route):
     assert r.ws.nbytes() == expected(1 if counted else 2)
 
 
+def test_the_split_lists_parts_are_counted_where_the_scalar_loop_runs(monkeypatch):
+    """The long-list class's parts buffer (kernels/rasterize.py `split_scratch_shape`, allocated by
+    renderer/frame.py where the scalar loop runs): in the workspace term exactly, on CUDA only."""
+    from kernels import split_scratch_shape
+
+    tiles = memory.n_tiles(1920, 1080, 8)
+    assert split_scratch_shape(8, 0, tiles) is None and split_scratch_shape(8, 1, tiles) is None
+    rows, cols = split_scratch_shape(8, 2, tiles)
+    extra = memory.workspace_bytes(1000, 0, 1920, 1080, 8, slots=1, counted=True, split=True) - memory.workspace_bytes(
+        1000, 0, 1920, 1080, 8, slots=1, counted=True
+    )
+    assert extra == 4 * rows * cols == 16 << 20  # 2,048 tiles x 8 parts x 64 pixels x (C, T)
+    cuda = memory.estimate_bytes(1000, 1, 1920, 1080, "cuda", counted=True).workspace
+    monkeypatch.setattr(memory, "rasterizer_variants", lambda: ("batched", "scalar"))  # as where Gluon runs
+    assert memory.estimate_bytes(1000, 1, 1920, 1080, "cuda", counted=True).workspace - cuda == (
+        0 if torch.cuda.is_available() else extra
+    )
+    assert memory.estimate_bytes(1000, 1, 1920, 1080, "cpu", counted=True).workspace == memory.workspace_bytes(
+        1000, 0, 1920, 1080, 8, slots=1, counted=True
+    )
+
+
 def test_check_fits_on_cpu_against_mem_available(monkeypatch):
     monkeypatch.setattr(memory, "mem_available", lambda: 200 << 20)
     assert check_fits(1000, 1, 64, 48, "cpu").total < 200 << 20

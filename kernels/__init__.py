@@ -1,6 +1,6 @@
 """The per-frame stages, one file each, each launcher with a plain-torch twin in `kernels.reference`.
 
-project, bin, tile_ranges, schedule and rasterize are Triton kernels (rasterize's compiled loop in Gluon,
+project, bin, tile_lists, schedule and rasterize are Triton kernels (rasterize's compiled loop in Gluon,
 Triton's layout-explicit dialect, for its shared memory); order and sort are torch's `torch.sort`
 (CUB's radix sort on the GPU) with `cumsum`, `searchsorted` and `index_select`. kernels/constants.py holds the
 numbers and kernels/buffers.py the buffers that launchers and twins share. Knows tensors, not scenes, cameras
@@ -18,14 +18,24 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from .bin import bin_config, bin_pairs  # noqa: E402
-from .buffers import SH_DTYPE, SH_MAX, key_dtype, order_outputs, project_outputs, sentinel_key, sh_layout  # noqa: E402
+from .buffers import (  # noqa: E402
+    SH_DTYPE,
+    SH_MAX,
+    key_dtype,
+    list_scratch_shape,
+    macro_grid,
+    order_outputs,
+    project_outputs,
+    sentinel_key,
+    sh_layout,
+)
 from .cull import cull_window  # noqa: E402
 from .order import depth_order, depth_order_counted  # noqa: E402
 from .project import project_block, project_gaussians  # noqa: E402
 from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
-from .tile_ranges import tile_ranges  # noqa: E402
+from .tile_lists import tile_lists  # noqa: E402
 
 __all__ = [
     "SH_DTYPE",
@@ -39,6 +49,8 @@ __all__ = [
     "project_block",
     "key_dtype",
     "list_class",
+    "list_scratch_shape",
+    "macro_grid",
     "sentinel_key",
     "sh_layout",
     "project_gaussians",
@@ -49,5 +61,5 @@ __all__ = [
     "schedule_tiles",
     "sort_pairs",
     "split_scratch_shape",
-    "tile_ranges",
+    "tile_lists",
 ]

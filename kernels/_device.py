@@ -55,6 +55,8 @@ LOG2E = tl.constexpr(constants.LOG2E)  # its B per conic b
 NEG_INF_HIGH = tl.constexpr(-(1 << 55))
 FP16_MAX = tl.constexpr(65504.0)  # a record's colour is fp16: larger values are clamped, not made infinite
 ALPHA_MIN_INV = tl.constexpr(1.0 / constants.ALPHA_MIN)  # 255.0 exactly: t = 2 ln(o / ALPHA_MIN), as a product
+MACRO_COLS = tl.constexpr(constants.MACRO_COLS)  # a macro-tile's tile columns and rows
+MACRO_ROWS = tl.constexpr(constants.MACRO_ROWS)
 # a tile's first pixel centre lies PIXEL_CENTRE past its start, its last one LAST_CENTRE_FROM_END before its end
 PIXEL_CENTRE = tl.constexpr(constants.PIXEL_CENTRE)
 LAST_CENTRE_FROM_END = tl.constexpr(1.0 - constants.PIXEL_CENTRE)
@@ -146,6 +148,17 @@ def row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, TILE: tl.constexpr):
     tx_hi = tl.minimum(tl.floor(hi).to(tl.int32), n_tx - 1)
     span = tl.where(y0 <= y1, tl.maximum(tx_hi - tx_lo + 1, 0), 0)
     return tx_lo, span
+
+
+@triton.jit
+def band_hull(hull_lo, hull_hi, tx_lo, span):
+    """The macro-tile columns [hull_lo, hull_hi] of a band of tile rows, widened by one row's tiles
+    [tx_lo, tx_lo + span) (none when span is 0). Empty while hull_hi < hull_lo. One definition for the count in
+    `project_gaussians` and the pairs `bin_pairs` emits, so the two agree."""
+    has = span > 0
+    lo = tl.where(has, tl.minimum(hull_lo, tx_lo // MACRO_COLS), hull_lo)
+    hi = tl.where(has, tl.maximum(hull_hi, (tx_lo + span - 1) // MACRO_COLS), hull_hi)
+    return lo, hi
 
 
 @triton.jit

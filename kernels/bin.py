@@ -1,26 +1,30 @@
-"""Stage 3, bin: one (tile, Gaussian) pair per tile each visible Gaussian reaches, emitted in depth order.
+"""Stage 3, bin: one (macro-tile, Gaussian) pair per macro-tile each visible Gaussian reaches, in depth order.
 
-The Gaussians are visited in the order `depth_order` produced (nearest first, depth ties by Gaussian index).
-The r-th of them owns the pair slots [offsets[r] - count, offsets[r]) (offsets = inclusive prefix sum of the
-counts in that order) and walks the same exact ellipse-tile test as `project_gaussians`, row by row, tiles
-left to right, writing
-    key = tile id      (int16 when the image has at most 32,767 tiles, else int32)
-    id  = Gaussian index
-A stable sort by key then leaves each tile's pairs in depth order with ties by index, which is gsplat's
-order; the key holds no depth, so it is 2 or 4 bytes instead of the 8 of a (tile << 32 | depth) key.
+A macro-tile is a block of MACRO_COLS x MACRO_ROWS tiles (8 x 4, kernels/constants.py). The Gaussians are
+visited in the order `depth_order` produced (nearest first, depth ties by Gaussian index). The r-th of them owns
+the pair slots [offsets[r] - count, offsets[r]) (offsets = inclusive prefix sum of the macro-tile counts in that
+order) and walks the same exact ellipse-tile test as `project_gaussians`, a band of MACRO_ROWS tile rows at a
+time; for each macro-tile column of the band's hull (`_device.band_hull`, left to right) it writes
+    key   = macro-tile id, by * macro columns + bx   (int16 up to 32,767 macro-tiles, else int32)
+    entry = int64: the Gaussian index in the low 32 bits, in the high 32 the mask of the macro-tile's tiles it
+            reaches (bit MACRO_COLS * row + column within the macro-tile; kernels/buffers.py `pack_entries`)
+A stable sort by key then leaves each macro-tile's pairs in depth order with ties by index, and stage 5
+(`tile_lists`) splits them into the tiles' lists, which are then gsplat's. A Gaussian of a close-up reaches tens
+of tiles but a few macro-tiles, so there are several times fewer pairs to write and sort than (tile, Gaussian)
+pairs; an overview's small Gaussians reach one or two tiles, mostly of one macro-tile.
 
 Slots at or past `capacity` are not written: the pair buffers have a fixed size (so a frame needs no host
 sync to size them, and can be replayed as a CUDA graph), and the renderer compares the true pair count with
 the capacity after the frame, growing the buffers and binning again when it did not fit. Should the walk ever
-find fewer tiles than the count (the two kernels are compiled separately, so float contraction could differ),
-the remaining slots get the sentinel key, which sorts last and which `tile_ranges` ignores.
+find fewer macro-tiles than the count (the two kernels are compiled separately, so float contraction could
+differ), the remaining slots get the sentinel key, which sorts last and which `tile_lists` ignores.
 
 The walk is the count's: the conic as the blend record holds it (`_device.record_conic`) and the threshold
 `bin_t` that `project_gaussians` counted with (AdaGScale's shrunken one where it is on).
 
 Inputs : order [M] i64 (Gaussian indices, nearest first; an index N, past the last Gaussian, has no pairs),
-         offsets [M] i64, records [N,8] (kernels/buffers.py), tiles_touched [N] i32, bin_t [N]
-Outputs: keys [capacity] i16/i32 (tile ids; untouched past the pair count), ids [capacity] i32
+         offsets [M] i64, records [N,8] (kernels/buffers.py), macros_touched [N] i32, bin_t [N]
+Outputs: keys [capacity] i16/i32 (macro-tile ids; untouched past the pair count), entries [capacity] i64
 """
 
 from __future__ import annotations
@@ -29,20 +33,40 @@ import torch
 import triton
 import triton.language as tl
 
-from ._device import record_conic, record_geometry, row_tile_span, tile_rows
+from ._device import MACRO_COLS, MACRO_ROWS, band_hull, record_conic, record_geometry, row_tile_span, tile_rows
 from ._launch import interpreting
-from .buffers import sentinel_key
+from .buffers import macro_grid, sentinel_key
+from .constants import MACRO_ROWS as _ROWS
+
+assert _ROWS == 4, "the band walk below writes out its four rows"
+
+
+@triton.jit
+def _band_row(by, j: tl.constexpr, ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, TILE: tl.constexpr):
+    """Row j of band `by`: its tiles [tx_lo, tx_lo + span), span 0 outside the Gaussian's rows."""
+    ty = by * MACRO_ROWS + j
+    tx_lo, span = row_tile_span(ty, mx, my, a, b, c, t, ry, n_tx, TILE)
+    return tx_lo, tl.where((ty >= ty_lo) & (ty < ty_lo + rows), span, 0)
+
+
+@triton.jit
+def _row_bits(tx_lo, span, x0, j: tl.constexpr):
+    """The mask bits of row j's tiles [tx_lo, tx_lo + span) within the macro-tile whose first column is x0."""
+    s = tl.maximum(tx_lo, x0)
+    n = tl.minimum(tx_lo + span, x0 + MACRO_COLS) - s
+    bits = ((1 << tl.maximum(n, 0)) - 1) << tl.minimum(tl.maximum(s - x0, 0), MACRO_COLS)
+    return tl.where(n > 0, bits << (MACRO_COLS * j), 0)
 
 
 @triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])
 def _bin_kernel(
     order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
-    offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order
+    offsets_ptr,  # [M] i64, inclusive prefix sum of the macro-tile counts in that order
     records_ptr,  # [N, 8] f32 blend records
-    tiles_touched_ptr,  # [N] i32
+    macros_touched_ptr,  # [N] i32
     bin_t_ptr,  # [N] f32 binning thresholds
     keys_ptr,  # [capacity] i16/i32 out
-    ids_ptr,  # [capacity] i32 out
+    entries_ptr,  # [capacity] i64 out
     M,
     N,
     capacity,
@@ -57,33 +81,47 @@ def _bin_kernel(
     r = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     in_range = r < M
     g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
-    count = tl.load(tiles_touched_ptr + g, mask=in_range & (g < N), other=0)
+    count = tl.load(macros_touched_ptr + g, mask=in_range & (g < N), other=0)
     live = count > 0
     base = tl.load(offsets_ptr + r, mask=live, other=0) - count
     mx, my, A, B, C, _ = record_geometry(records_ptr, g, live)
     a, b, c = record_conic(tl.where(live, A, 1.0), B, tl.where(live, C, 1.0))  # a unit conic on idle lanes
     t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
     key_ty = keys_ptr.dtype.element_ty
-    gid = g.to(tl.int32)
+    gid = g[:, None]
 
     n_tx = (width + TILE - 1) // TILE
     n_ty = (height + TILE - 1) // TILE
+    n_mx = (n_tx + MACRO_COLS - 1) // MACRO_COLS
     ty_lo, rows, ry = tile_rows(my, a, b, c, t, live, n_ty, TILE)
+    band_lo = ty_lo // MACRO_ROWS
+    bands = tl.where(rows > 0, (ty_lo + rows - 1) // MACRO_ROWS - band_lo + 1, 0)
     cols = tl.arange(0, COLS)[None, :]
     written = tl.zeros([BLOCK_N], dtype=tl.int32)
-    for row in range(0, tl.max(rows, axis=0)):
-        tile_y = ty_lo + row
-        tx_lo, span = row_tile_span(tile_y, mx, my, a, b, c, t, ry, n_tx, TILE)
-        span = tl.where(row < rows, span, 0)
-        span = tl.minimum(span, count - written)  # never past this Gaussian's slots
-        for c0 in range(0, tl.max(span, axis=0), COLS):
+    for band in range(0, tl.max(bands, axis=0)):
+        by = band_lo + band
+        lo0, sp0 = _band_row(by, 0, ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, TILE)
+        lo1, sp1 = _band_row(by, 1, ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, TILE)
+        lo2, sp2 = _band_row(by, 2, ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, TILE)
+        lo3, sp3 = _band_row(by, 3, ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, TILE)
+        hull_lo, hull_hi = band_hull(tl.full([BLOCK_N], 1 << 30, tl.int32), tl.full([BLOCK_N], -1, tl.int32),
+                                     lo0, sp0)  # fmt: skip
+        hull_lo, hull_hi = band_hull(hull_lo, hull_hi, lo1, sp1)
+        hull_lo, hull_hi = band_hull(hull_lo, hull_hi, lo2, sp2)
+        hull_lo, hull_hi = band_hull(hull_lo, hull_hi, lo3, sp3)
+        n_cols = tl.where(hull_hi >= hull_lo, hull_hi - hull_lo + 1, 0)
+        n_cols = tl.minimum(n_cols, count - written)  # never past this Gaussian's slots
+        for c0 in range(0, tl.max(n_cols, axis=0), COLS):
             col = c0 + cols  # [1, COLS]
+            bx = hull_lo[:, None] + col  # [BLOCK_N, COLS] macro-tile columns
+            x0 = bx * MACRO_COLS
+            mask = _row_bits(lo0[:, None], sp0[:, None], x0, 0) | _row_bits(lo1[:, None], sp1[:, None], x0, 1)
+            mask = mask | _row_bits(lo2[:, None], sp2[:, None], x0, 2) | _row_bits(lo3[:, None], sp3[:, None], x0, 3)
             slot = base[:, None] + (written[:, None] + col).to(tl.int64)
-            m = (col < span[:, None]) & (slot < capacity)  # [BLOCK_N, COLS]
-            tile = (tile_y * n_tx + tx_lo)[:, None] + col
-            tl.store(keys_ptr + slot, tile.to(key_ty), mask=m)
-            tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
-        written += span
+            m = (col < n_cols[:, None]) & (slot < capacity)
+            tl.store(keys_ptr + slot, (by[:, None] * n_mx + bx).to(key_ty), mask=m)
+            tl.store(entries_ptr + slot, (mask.to(tl.int64) << 32) | gid, mask=m)
+        written += n_cols
     # sentinel-fill any slots the walk did not reach (see module docstring)
     missing = count - written
     for c0 in range(0, tl.max(missing, axis=0), COLS):
@@ -91,7 +129,7 @@ def _bin_kernel(
         slot = base[:, None] + (written[:, None] + col).to(tl.int64)
         m = (col < missing[:, None]) & (slot < capacity)
         tl.store(keys_ptr + slot, (sentinel + col * 0).to(key_ty), mask=m)
-        tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
+        tl.store(entries_ptr + slot, gid + col * 0, mask=m)
 
 
 def bin_config(n_visible: int, pairs_per_gaussian: float) -> tuple[int, int]:
@@ -117,7 +155,7 @@ def bin_pairs(
     order: torch.Tensor,  # [M] i64 (or i32)
     offsets: torch.Tensor,  # [M] i64
     records: torch.Tensor,  # [N, 8] f32
-    tiles_touched: torch.Tensor,  # [N] i32
+    macros_touched: torch.Tensor,  # [N] i32
     width: int,
     height: int,
     *,
@@ -127,28 +165,29 @@ def bin_pairs(
     block: int | None = None,
     cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Write the pairs of every visible Gaussian into `out` = (keys, ids), whose length is the capacity.
+    """Write the macro-tile pairs of every visible Gaussian into `out` = (keys, entries), whose length is the
+    capacity.
 
     The caller fills keys with `sentinel_key(keys.dtype)` first when the buffers may be longer than the pair
     count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with.
-    block, cols: Gaussians per program and tiles written per step (launch knobs; `bin_config` picks them).
+    block, cols: Gaussians per program and macro-tiles written per step (launch knobs; `bin_config` picks them).
     """
     M, N = order.shape[0], records.shape[0]
     assert order.dtype in (torch.int32, torch.int64) and offsets.shape == (M,) and offsets.dtype == torch.int64
-    assert records.shape == (N, 8) and tiles_touched.shape == (N,) and bin_t.shape == (N,), records.shape
-    keys, ids = out
-    assert keys.dtype in (torch.int16, torch.int32) and ids.dtype == torch.int32 and ids.shape == keys.shape
-    n_tiles = ((width + tile_size - 1) // tile_size) * ((height + tile_size - 1) // tile_size)
-    assert n_tiles < sentinel_key(keys.dtype), (n_tiles, keys.dtype)
+    assert records.shape == (N, 8) and macros_touched.shape == (N,) and bin_t.shape == (N,), records.shape
+    keys, entries = out
+    assert keys.dtype in (torch.int16, torch.int32) and entries.dtype == torch.int64 and entries.shape == keys.shape
+    n_mx, n_my = macro_grid((width + tile_size - 1) // tile_size, (height + tile_size - 1) // tile_size)
+    assert n_mx * n_my < sentinel_key(keys.dtype), (n_mx * n_my, keys.dtype)
     if M == 0:
-        return keys, ids
-    if interpreting():  # wide steps: the interpreter's cost is per step, not per element
-        block, cols = 256, 16
+        return keys, entries
+    if interpreting():  # wide programs and steps: the interpreter's cost is per step, not per element
+        block, cols = 2048, 16
     elif block is None or cols is None:
         block, cols = bin_config(N, 0.0)
     _bin_kernel[(triton.cdiv(M, block),)](
-        order, offsets, records, tiles_touched, bin_t, keys, ids,
+        order, offsets, records, macros_touched, bin_t, keys, entries,
         M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
         TILE=tile_size, BLOCK_N=block, COLS=cols,
     )  # fmt: skip
-    return keys, ids
+    return keys, entries

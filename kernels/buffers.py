@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import torch
 
-from .constants import INT16_TILES, LOG2E
+from .constants import INT16_TILES, LOG2E, MACRO_COLS, MACRO_ROWS
 
 
-def key_dtype(n_tiles: int) -> torch.dtype:
-    """The narrowest key type that holds every tile id and a sentinel above them."""
-    return torch.int16 if n_tiles <= INT16_TILES else torch.int32
+def macro_grid(n_tx: int, n_ty: int) -> tuple[int, int]:
+    """(columns, rows) of macro-tiles over an image of n_tx x n_ty tiles (kernels/constants.py MACRO_COLS)."""
+    return (n_tx + MACRO_COLS - 1) // MACRO_COLS, (n_ty + MACRO_ROWS - 1) // MACRO_ROWS
+
+
+def key_dtype(n_macros: int) -> torch.dtype:
+    """The narrowest pair key type that holds every macro-tile id and a sentinel above them."""
+    return torch.int16 if n_macros <= INT16_TILES else torch.int32
 
 
 def sentinel_key(dtype: torch.dtype) -> int:
@@ -59,14 +64,31 @@ RECORD_WIDTH = 8
 
 def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
     """The outputs of `project_gaussians` for n Gaussians: records [n, RECORD_WIDTH] f32, depths [n] f32,
-    tiles_touched [n] i32, bin_t [n] f32."""
+    tiles_touched [n] i32, macros_touched [n] i32, bin_t [n] f32."""
     f32 = dict(dtype=torch.float32, device=device)
     return (
         torch.empty(n, RECORD_WIDTH, **f32),
         torch.empty(n, **f32),
         torch.empty(n, dtype=torch.int32, device=device),
+        torch.empty(n, dtype=torch.int32, device=device),
         torch.empty(n, **f32),
     )
+
+
+# ----------------------------------------------------------------------------------------------- pairs
+# A binned pair is a key (the macro-tile id, `key_dtype`) and an int64 entry: the Gaussian's index in the low 32
+# bits and the mask of the macro-tile's tiles it reaches in the high 32 (bit MACRO_COLS * row + column). One
+# int64 word, so the sort moves both with one gather.
+
+
+def pack_entries(gaussian_ids: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """[C] int64 entries of ids [C] (non-negative, < 2^31) and masks [C] (int64 holding 32 bits)."""
+    return (masks.long() << 32) | gaussian_ids.long()
+
+
+def unpack_entries(entries: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids [C] int64, masks [C] int64 in [0, 2^32)) of entries [C] int64."""
+    return entries & 0xFFFFFFFF, (entries >> 32) & 0xFFFFFFFF
 
 
 def pack_records(means2d: torch.Tensor, conics: torch.Tensor, opacities: torch.Tensor, colors: torch.Tensor,
@@ -100,8 +122,17 @@ def unpack_records(records: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, t
 
 def order_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
     """Buffers for `depth_order`: (sorted depths [n] f32, order [n] i64, counts [n] i32, offsets [n] i64,
-    totals [2] i64, +inf [1] f32)."""
+    totals [3] i64, +inf [1] f32)."""
     return (torch.empty(n, dtype=torch.float32, device=device), torch.empty(n, dtype=torch.int64, device=device),
             torch.empty(n, dtype=torch.int32, device=device), torch.empty(n, dtype=torch.int64, device=device),
-            torch.empty(2, dtype=torch.int64, device=device),
+            torch.empty(3, dtype=torch.int64, device=device),
             torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
+
+
+def list_scratch_shape(capacity: int) -> tuple[int, int]:
+    """[chunks, 32] int32: `tile_lists`' per-chunk tile-bit counts over `capacity` sorted macro pairs."""
+    return max((capacity + LIST_CHUNK - 1) // LIST_CHUNK, 1), MACRO_COLS * MACRO_ROWS
+
+
+# sorted macro pairs a `tile_lists` program expands (kernels/tile_lists.py)
+LIST_CHUNK = 256

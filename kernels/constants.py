@@ -38,7 +38,13 @@ FOV_SLACK = 0.3
 T_MARGIN = 1e-3
 # Far-off-screen extents are clamped to this many tiles beyond the image before float->int conversion.
 CLAMP_TILES = 4.0
-# Images with at most this many tiles bin with int16 keys (1920x1080 at 8 px: 32,400 tiles).
+# Binning emits one pair per macro-tile a Gaussian reaches: a block of MACRO_COLS x MACRO_ROWS tiles, with a
+# 32-bit mask of the tiles it reaches there (bit MACRO_COLS * row + column, row-major within the block); stage 5
+# expands the macro-tile lists into the tiles' lists (kernels/tile_lists.py). A close-up's Gaussian reaches tens of
+# tiles and a few macro-tiles, so the pairs that are emitted and sorted are several times fewer.
+MACRO_COLS = 8
+MACRO_ROWS = 4
+# Images with at most this many macro-tiles bin with int16 keys (every size up to 16384 x 8192 at 8 px tiles).
 INT16_TILES = 32767
 
 # ----------------------------------------------------------------------------------------------- schedule

@@ -1,7 +1,8 @@
 """Stage 2, order: the visible Gaussians nearest first, and where each one's pairs start.
 
 One stable sort of the N depths (32-bit float keys; culled Gaussians carry +inf from `project_gaussians`, so
-they come last), then each Gaussian's tile count in that order and their inclusive prefix sum. Stable means
+they come last), then each Gaussian's macro-tile count in that order and their inclusive prefix sum: where its
+pairs end (kernels/bin.py). Stable means
 equal depths keep the Gaussians' index order, which is how gsplat's (tile << 32 | depth) radix sort breaks
 ties: so the pair lists `bin_pairs` emits in this order and `sort_pairs` groups by tile end up in gsplat's
 order, while the only wide sort is this one over Gaussians, not the one over pairs (several times as many).
@@ -12,7 +13,8 @@ half of a 24M-Gaussian scene: the compaction's scan and scatter cost more than t
 
 torch.sort, torch.cumsum and torch.searchsorted are the implementation (CUB radix sort and scan on the GPU);
 every launch takes its length from the tensors, so the stage needs no host sync and can be captured in a CUDA
-graph. The visible and pair counts stay on the device, in `totals`, for the frame's one sync to read.
+graph. The visible, tile-pair and macro-pair counts stay on the device, in `totals`, for the frame's one sync to
+read: the pairs size the pair buffers, the tile pairs the tiles' lists (kernels/tile_lists.py).
 
 `depth_order_counted` is the same order for frames whose host waits for their counts: it reads the visible
 and pair counts (reduced before the sort, read while it runs), sorts only the visible Gaussians (or, for views
@@ -20,10 +22,10 @@ that see most of the scene, all of them), and returns the counts to the host, so
 exactly. On large scenes seen in part (a fly-over) the capacity route sorts every culled Gaussian and every
 idle pair slot of the path's busiest frame, which costs more than that wait (BENCHMARKS.md, section 10).
 
-Inputs : depths [N] f32 (+inf = culled), tiles_touched [N] i32
+Inputs : depths [N] f32 (+inf = culled), tiles_touched [N] i32, macros_touched [N] i32
 Outputs: order [N] i64 (Gaussian indices, nearest first), offsets [N] i64 (inclusive prefix sum of
-         tiles_touched[order]), totals [2] i64 (visible Gaussians, pairs)
-         (counted: order and offsets [V] for the V visible, and the two counts as host ints)
+         macros_touched[order]), totals [3] i64 (visible Gaussians, tile pairs, macro-tile pairs)
+         (counted: order and offsets [V] for the V visible, and the three counts as host ints)
 """
 
 from __future__ import annotations
@@ -35,22 +37,25 @@ import torch
 def depth_order(
     depths: torch.Tensor,  # [N] f32
     tiles_touched: torch.Tensor,  # [N] i32
+    macros_touched: torch.Tensor,  # [N] i32
     *,
     out: tuple[torch.Tensor, ...],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(order, offsets, totals); `out` from `buffers.order_outputs` (each buffer at least N long)."""
     N = depths.shape[0]
     assert depths.dtype == torch.float32 and tiles_touched.shape == (N,) and tiles_touched.dtype == torch.int32
+    assert macros_touched.shape == (N,) and macros_touched.dtype == torch.int32
     sorted_depths, order, counts, offsets, totals, inf = out
     sorted_depths, order, counts, offsets = sorted_depths[:N], order[:N], counts[:N], offsets[:N]
     if N == 0:
         totals.zero_()
         return order, offsets, totals
     torch.sort(depths, stable=True, out=(sorted_depths, order))
-    torch.index_select(tiles_touched, 0, order, out=counts)
+    torch.index_select(macros_touched, 0, order, out=counts)
     torch.cumsum(counts, 0, dtype=torch.int64, out=offsets)
     torch.searchsorted(sorted_depths, inf, out=totals[0:1])  # the visible ones: every finite depth
-    totals[1:2].copy_(offsets[-1:])
+    torch.sum(tiles_touched, 0, dtype=torch.int64, out=totals[1])
+    totals[2:3].copy_(offsets[-1:])
     return order, offsets, totals
 
 
@@ -58,14 +63,15 @@ def depth_order(
 def depth_order_counted(
     depths: torch.Tensor,  # [N] f32
     tiles_touched: torch.Tensor,  # [N] i32
+    macros_touched: torch.Tensor,  # [N] i32
     *,
     compact: bool = True,
-    host: torch.Tensor | None = None,  # [2] i64, pinned: where the counts are read (CUDA)
-) -> tuple[torch.Tensor, torch.Tensor, int, int]:
-    """(order [V] i64, offsets [V] i64, V, pairs) over the V visible Gaussians.
+    host: torch.Tensor | None = None,  # [3] i64, pinned: where the counts are read (CUDA)
+) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
+    """(order [V] i64, offsets [V] i64, V, tile pairs, macro-tile pairs) over the V visible Gaussians.
 
     The counts do not depend on the order: V counts the finite depths, and the pairs are every Gaussian's tile
-    count summed (culled ones touch none). So they are reduced first and copied to `host` without blocking, and
+    (macro-tile) count summed (culled ones touch none). So they are reduced first and copied to `host` without blocking, and
     the host waits for that copy alone, while the sort queued behind it runs: the GPU is not left idle while the
     host reads them and launches the stages after (a full sync after the sort left it idle 0.5-1 ms a frame,
     BENCHMARKS.md section 21). Without `host` (the CPU) the counts are read with a plain sync.
@@ -76,14 +82,14 @@ def depth_order_counted(
     they leave out of the sort. The same order either way (a stable sort of the same keys)."""
     assert depths.dtype == torch.float32 and tiles_touched.shape == depths.shape
     visible = depths < float("inf")
-    counts = torch.stack([visible.sum(), tiles_touched.sum(dtype=torch.int64)])
+    counts = torch.stack([visible.sum(), tiles_touched.sum(dtype=torch.int64), macros_touched.sum(dtype=torch.int64)])
     ready = None
     if host is not None and depths.is_cuda:
         host.copy_(counts, non_blocking=True)
         ready = torch.cuda.Event()
         ready.record()
 
-    def read() -> tuple[int, int]:
+    def read() -> tuple[int, int, int]:
         if ready is None:
             return tuple(counts.tolist())
         ready.synchronize()
@@ -91,12 +97,12 @@ def depth_order_counted(
 
     if not compact:
         _, order = torch.sort(depths, stable=True)
-        offsets = torch.cumsum(tiles_touched[order], 0, dtype=torch.int64)
-        n_visible, n_pairs = read()
-        return order[:n_visible], offsets[:n_visible], n_visible, n_pairs
-    n_visible, n_pairs = read()
+        offsets = torch.cumsum(macros_touched[order], 0, dtype=torch.int64)
+        n_visible, n_pairs, n_macro_pairs = read()
+        return order[:n_visible], offsets[:n_visible], n_visible, n_pairs, n_macro_pairs
+    n_visible, n_pairs, n_macro_pairs = read()
     index = torch.nonzero_static(visible, size=n_visible).squeeze(1)  # [V] i64, in index order
     _, by_depth = torch.sort(depths[index], stable=True)  # stable: equal depths keep index order
     order = index[by_depth]
-    offsets = torch.cumsum(tiles_touched[order], 0, dtype=torch.int64)
-    return order, offsets, n_visible, n_pairs
+    offsets = torch.cumsum(macros_touched[order], 0, dtype=torch.int64)
+    return order, offsets, n_visible, n_pairs, n_macro_pairs

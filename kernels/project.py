@@ -11,6 +11,9 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
   tiles_touched      exact number of TILE x TILE tiles (8 or 16 px) whose pixel centres the alpha = 1/255
                      ellipse reaches (0 = culled; see `_device.row_tile_span`), walked with the conic as the
                      record stores it (`_device.record_conic`), as `bin_pairs` walks it again
+  macros_touched     the macro-tiles (MACRO_COLS x MACRO_ROWS tiles, kernels/constants.py) `bin_pairs` emits a
+                     pair for: in each band of MACRO_ROWS tile rows, the macro-tile columns from the leftmost to
+                     the rightmost one its rows' tiles reach (`_device.band_hull`)
   record             mean, conic and opacity in the rasterizer's log2 form, colour in fp16 (kernels/buffers.py)
   AdaGScale (opt-in) the same count for the shrunken binning ellipse Q <= s^2 t, s from the colour-weighted
                      alpha mass of the dropped annulus (`_device.adagscale_s2`); lossy, tiles only. Scored
@@ -20,8 +23,8 @@ Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacit
          sh [N,K,3] fp16, camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
 Outputs: records [N,8] (the blend records of kernels/buffers.py), depths [N] (+inf where culled, so that one
          stable sort of all N puts the visible Gaussians first, in depth order), tiles_touched [N] int32,
-         bin_t [N] (the binning threshold t' = s^2 t that `bin_pairs` must walk again; t when AdaGScale is off).
-         Rows with tiles_touched == 0 are left unwritten except tiles_touched and depths.
+         macros_touched [N] int32, bin_t [N] (the binning threshold t' = s^2 t that `bin_pairs` must walk again; t when AdaGScale is off).
+         Rows with tiles_touched == 0 are left unwritten except tiles_touched, macros_touched and depths.
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ import triton.language as tl
 
 from ._device import (
     ALPHA_MIN,
+    MACRO_ROWS,
     HALF_LOG2E,
     LOG2E,
     adagscale_s2,
     alpha_threshold_t,
+    band_hull,
     eval_sh,
     ewa_footprint,
     record_conic,
@@ -60,6 +65,7 @@ def _project_kernel(
     records_ptr,  # [N, 8] f32 out (kernels/buffers.py)
     depths_ptr,  # [N] f32 out
     tiles_touched_ptr,  # [N] i32 out
+    macros_touched_ptr,  # [N] i32 out
     bin_t_ptr,  # [N] f32 out
     tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
     N,
@@ -119,15 +125,27 @@ def _project_kernel(
         t_bin = t
 
     # exact tile count at the binning threshold: walk the tile rows the ellipse spans, with the conic as the
-    # record will hold it (a product each way), which is the conic `bin_pairs` walks again
+    # record will hold it (a product each way), which is the conic `bin_pairs` walks again; and the macro-tiles
+    # it bins to: each band of MACRO_ROWS rows adds its hull's macro-tile columns once its last row is walked
     ra, rb, rc = record_conic(HALF_LOG2E * a, LOG2E * b, HALF_LOG2E * c)
     ty_lo, rows, ry_bin = tile_rows(my, ra, rb, rc, t_bin, visible, n_ty, TILE)
     count = tl.zeros([BLOCK_N], dtype=tl.int32)
+    macros = tl.zeros([BLOCK_N], dtype=tl.int32)
+    hull_lo = tl.full([BLOCK_N], 1 << 30, tl.int32)
+    hull_hi = tl.full([BLOCK_N], -1, tl.int32)
     for r in range(0, tl.max(rows, axis=0)):
-        _, span = row_tile_span(ty_lo + r, mx, my, ra, rb, rc, t_bin, ry_bin, n_tx, TILE)
-        count += tl.where(r < rows, span, 0)
+        ty = ty_lo + r
+        tx_lo, span = row_tile_span(ty, mx, my, ra, rb, rc, t_bin, ry_bin, n_tx, TILE)
+        span = tl.where(r < rows, span, 0)
+        count += span
+        hull_lo, hull_hi = band_hull(hull_lo, hull_hi, tx_lo, span)
+        band_ends = ((ty + 1) % MACRO_ROWS == 0) | (r + 1 >= rows)
+        macros += tl.where(band_ends & (hull_hi >= hull_lo), hull_hi - hull_lo + 1, 0)
+        hull_lo = tl.where(band_ends, 1 << 30, hull_lo)
+        hull_hi = tl.where(band_ends, -1, hull_hi)
     visible = visible & (count > 0)
     tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
+    tl.store(macros_touched_ptr + offs, tl.where(visible, macros, 0), mask=in_range)
     tl.store(depths_ptr + offs, tl.where(visible, zc, float("inf")), mask=in_range)
 
     # view-dependent colour, only for Gaussians that reach a tile (and, with AdaGScale, were not scored)
@@ -178,7 +196,7 @@ def project_gaussians(
 
     Returns:
         records [N,8] (kernels/buffers.py), depths [N] (+inf where culled), tiles_touched [N] int32 (0 = culled),
-        bin_t [N]. Rows with tiles_touched == 0 are unspecified in the other float outputs.
+        macros_touched [N] int32, bin_t [N]. Rows with tiles_touched == 0 are unspecified in the float outputs.
     """
     N = means.shape[0]
     K = sh.shape[1]
@@ -194,16 +212,16 @@ def project_gaussians(
     assert 0 < adagscale_s_min <= 1, adagscale_s_min
     if out is None:
         out = project_outputs(N, means.device)
-    records, depths, tiles_touched, bin_t = out
-    block = 256 if interpreting() else (block or project_block(N))
+    records, depths, tiles_touched, macros_touched, bin_t = out
+    block = 2048 if interpreting() else (block or project_block(N))  # the interpreter: few, wide programs
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
-        records, depths, tiles_touched, bin_t,
+        records, depths, tiles_touched, macros_touched, bin_t,
         bin_t if adagscale_tau is None else adagscale_tau,
         N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(),
         DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, BLOCK_N=block,
     )  # fmt: skip
-    return records, depths, tiles_touched, bin_t
+    return records, depths, tiles_touched, macros_touched, bin_t
 
 
 def project_block(n: int) -> int:

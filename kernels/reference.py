@@ -9,7 +9,16 @@ from __future__ import annotations
 import torch
 
 # the buffers and pair keys, from the one module both read (kernels/buffers.py)
-from .buffers import key_dtype, order_outputs, pack_records, project_outputs, sentinel_key
+from .buffers import (
+    key_dtype,
+    list_scratch_shape,
+    macro_grid,
+    order_outputs,
+    pack_entries,
+    pack_records,
+    project_outputs,
+    sentinel_key,
+)
 
 # the kernels' numbers, from the one module both read (what each means is documented there)
 from .constants import (
@@ -20,6 +29,8 @@ from .constants import (
     FOV_SLACK,
     LOG2_ALPHA_MIN,
     LOG2E,
+    MACRO_COLS,
+    MACRO_ROWS,
     PIXEL_CENTRE,
     SCHEDULE_CLASSES,
     SH_C0,
@@ -225,19 +236,59 @@ def project_gaussians(
         t_bin = torch.where(scored, s2 * tt, tt)
     if out is None:
         out = project_outputs(N, means.device)
-    records, depths, tiles_touched, bin_t = out
+    records, depths, tiles_touched, macros_touched, bin_t = out
     pack_records(torch.stack([mx, my], 1), torch.stack([a, b, c], 1), o, colors, out=records)
     ra, rb, rc = _record_conic(records)  # the count walks the conic as the record holds it, as binning will
     ty_lo, rows, ry = _tile_rows(my, ra, rb, rc, t_bin, visible, n_ty, tile_size)
-    count = torch.zeros(N, dtype=torch.int32, device=means.device)
-    for r in range(int(rows.max()) if N else 0):
-        _, span = _row_tile_span(ty_lo + r, mx, my, ra, rb, rc, t_bin, ry, n_tx, tile_size)
-        count += torch.where(r < rows, span, torch.zeros_like(span))
+    g_of_row, ty, tx_lo, span = _row_spans(ty_lo, rows, mx, my, ra, rb, rc, t_bin, ry, n_tx, tile_size)
+    count = torch.zeros(N, dtype=torch.int64, device=means.device).index_add_(0, g_of_row, span.long())
+    _, hull_lo, hull_hi = _band_hulls(g_of_row, ty, tx_lo, span, ty_lo, rows)
+    macros = torch.zeros(N, dtype=torch.int64, device=means.device)
+    macros.index_add_(0, torch.repeat_interleave(torch.arange(N, device=means.device), _bands(ty_lo, rows)),
+                      (hull_hi - hull_lo + 1).clamp(min=0))  # fmt: skip
     visible &= count > 0
     bin_t.copy_(t_bin)
     depths.copy_(torch.where(visible, zc, torch.full_like(zc, float("inf"))))
     tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
-    return records, depths, tiles_touched, bin_t
+    macros_touched.copy_(torch.where(visible, macros, torch.zeros_like(macros)))
+    return records, depths, tiles_touched, macros_touched, bin_t
+
+
+def _row_spans(ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, tile):
+    """One entry per (Gaussian, tile row it spans), Gaussians in their given order, rows top to bottom:
+    (Gaussian [R] i64, tile row ty [R], first tile tx_lo [R], tiles span [R])."""
+    device = mx.device
+    g_of_row = torch.repeat_interleave(torch.arange(mx.numel(), device=device), rows.long())
+    row_start = torch.cumsum(rows.long(), 0) - rows.long()
+    r = torch.arange(g_of_row.numel(), device=device) - row_start[g_of_row]
+    ty = ty_lo[g_of_row] + r.to(torch.int32)
+    tx_lo, span = _row_tile_span(ty, mx[g_of_row], my[g_of_row], a[g_of_row], b[g_of_row], c[g_of_row],
+                                 t[g_of_row], ry[g_of_row], n_tx, tile)  # fmt: skip
+    return g_of_row, ty, tx_lo, span
+
+
+def _bands(ty_lo, rows):
+    """[N] i64: the bands of MACRO_ROWS tile rows each Gaussian's rows meet."""
+    first = ty_lo.long() // MACRO_ROWS
+    last = (ty_lo.long() + rows.long() - 1) // MACRO_ROWS
+    return torch.where(rows > 0, last - first + 1, torch.zeros_like(first))
+
+
+def _band_hulls(g_of_row, ty, tx_lo, span, ty_lo, rows):
+    """Per (Gaussian, band) in order: (band of each row entry [R] i64 (its index among them), the band's hull of
+    macro-tile columns [hull_lo, hull_hi] over its rows that reach a tile; hull_hi < hull_lo where none does)."""
+    bands = _bands(ty_lo, rows)
+    band_start = torch.cumsum(bands, 0) - bands
+    band = band_start[g_of_row] + ty.long() // MACRO_ROWS - ty_lo.long()[g_of_row] // MACRO_ROWS
+    n = int(bands.sum())
+    has = span > 0
+    big = torch.iinfo(torch.int64).max
+    hull_lo = torch.full((n,), big, dtype=torch.int64, device=ty.device)
+    hull_hi = torch.full((n,), -1, dtype=torch.int64, device=ty.device)
+    hull_lo.scatter_reduce_(0, band[has], tx_lo.long()[has] // MACRO_COLS, "amin")
+    hull_hi.scatter_reduce_(0, band[has], (tx_lo.long() + span.long() - 1)[has] // MACRO_COLS, "amax")
+    hull_lo = torch.where(hull_hi >= 0, hull_lo, torch.zeros_like(hull_lo))
+    return band, hull_lo, hull_hi
 
 
 def _record_conic(records: torch.Tensor):
@@ -292,6 +343,7 @@ def cull_window(
 def depth_order(
     depths: torch.Tensor,
     tiles_touched: torch.Tensor,
+    macros_touched: torch.Tensor,
     *,
     out: tuple[torch.Tensor, ...],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -300,33 +352,40 @@ def depth_order(
     N = depths.shape[0]
     index = torch.arange(N, dtype=torch.int64, device=depths.device)
     order = torch.argsort((depths.contiguous().view(torch.int32).long() << 32) | index)
-    offsets = torch.cumsum(tiles_touched[order].long(), 0)
+    offsets = torch.cumsum(macros_touched[order].long(), 0)
     out[1][:N].copy_(order)
     out[3][:N].copy_(offsets)
     totals = out[4]
     totals[0] = int((tiles_touched > 0).sum())
-    totals[1] = int(offsets[-1]) if N else 0
+    totals[1] = int(tiles_touched.long().sum())
+    totals[2] = int(offsets[-1]) if N else 0
     return out[1][:N], out[3][:N], totals
 
 
 # Twin of `depth_order_counted` in kernels/order.py: the same signature on purpose.
 def depth_order_counted(
-    depths: torch.Tensor, tiles_touched: torch.Tensor, *, compact: bool = True, host: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    depths: torch.Tensor,
+    tiles_touched: torch.Tensor,
+    macros_touched: torch.Tensor,
+    *,
+    compact: bool = True,
+    host: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
     """The visible Gaussians by unique (depth, index) keys: filtered by their tile count rather than by depth.
     `compact` and `host` (how the launcher finds them and reads the counts) are accepted and ignored: the order
     is the same either way."""
     index = torch.nonzero(tiles_touched > 0).squeeze(1)
     order = index[torch.argsort((depths[index].contiguous().view(torch.int32).long() << 32) | index)]
-    offsets = torch.cumsum(tiles_touched[order].long(), 0)
-    return order, offsets, int(order.numel()), int(offsets[-1]) if order.numel() else 0
+    offsets = torch.cumsum(macros_touched[order].long(), 0)
+    n_macro_pairs = int(offsets[-1]) if order.numel() else 0
+    return order, offsets, int(order.numel()), int(tiles_touched.long().sum()), n_macro_pairs
 
 
 # ----------------------------------------------------------------------------------------------- bin
 
 
-# Pairs expanded at a time: the expansion's temporaries take about 100 bytes a pair (int64 indices), so binning
-# in chunks of Gaussians keeps them to a few tens of MB whatever the frame's pair count.
+# Pairs expanded at a time: the expansion's temporaries take about 100 bytes a tile pair (int64 indices), so
+# binning in chunks of Gaussians keeps them to a few tens of MB whatever the frame's pair count.
 BIN_CHUNK_PAIRS = 1 << 18
 
 
@@ -335,7 +394,7 @@ def bin_pairs(
     order: torch.Tensor,
     offsets: torch.Tensor,
     records: torch.Tensor,
-    tiles_touched: torch.Tensor,
+    macros_touched: torch.Tensor,
     width: int,
     height: int,
     *,
@@ -345,71 +404,76 @@ def bin_pairs(
     block: int | None = None,
     cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, Gaussians in `order`, in chunks
-    of about BIN_CHUNK_PAIRS pairs. As the kernel, it writes only slots below the capacity, and does no work for
-    a Gaussian whose slots all lie past it (a frame binned into a capacity too small for its pairs costs no
-    more than the capacity). `block` and `cols`, the kernel's launch knobs, are ignored."""
+    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, whose mask bits are summed into
+    their (Gaussian, macro-tile) pairs, Gaussians in `order`, in chunks of about BIN_CHUNK_PAIRS macro-tile pairs.
+    As the kernel, it writes only slots below the capacity, and does no work for a Gaussian whose slots all lie
+    past it (a frame binned into a capacity too small for its pairs costs no more than the capacity). `block`
+    and `cols`, the kernel's launch knobs, are ignored."""
     keys, _ = out
     capacity = keys.shape[0]
-    padded = torch.cat([tiles_touched, tiles_touched.new_zeros(1)])  # index N (none) has no tiles
+    padded = torch.cat([macros_touched, macros_touched.new_zeros(1)])  # index N (none) has no pairs
     has = padded[order.long()] > 0
     live = order.long()[has]  # visible Gaussians, nearest first
-    base = (offsets[has] - tiles_touched[live]).long()  # each one's first slot: ascending
+    base = (offsets[has] - macros_touched[live]).long()  # each one's first slot: ascending
     inside = int(torch.searchsorted(base, capacity))  # those with a slot below the capacity
     live, base = live[:inside], base[:inside]
-    ends = torch.cumsum(tiles_touched[live].long(), 0)
+    ends = torch.cumsum(macros_touched[live].long(), 0)
     a = 0
     while a < live.numel():
         done = int(ends[a - 1]) if a else 0
         b = max(a + 1, int(torch.searchsorted(ends, done + BIN_CHUNK_PAIRS, right=True)))
-        _bin_chunk(live[a:b], base[a:b], records, tiles_touched, width, height, bin_t, tile_size, out)
+        _bin_chunk(live[a:b], base[a:b], records, macros_touched, width, height, bin_t, tile_size, out)
         a = b
     return out
 
 
-def _bin_chunk(live, base, records, tiles_touched, width, height, bin_t, tile_size, out) -> None:
+def _bin_chunk(live, base, records, macros_touched, width, height, bin_t, tile_size, out) -> None:
     """bin_pairs for the visible Gaussians `live` (in order), whose first slots are `base`."""
     device = records.device
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
-    keys, ids = out
+    n_mx, _ = macro_grid(n_tx, n_ty)
+    keys, entries = out
     capacity = keys.shape[0]
     mx, my = records[live, 0], records[live, 1]
     a, b, c = _record_conic(records[live])
     t = bin_t[live]
     ty_lo, rows, ry = _tile_rows(my, a, b, c, t, torch.ones_like(mx, dtype=torch.bool), n_ty, tile_size)
-    # one entry per (Gaussian, row)
-    g_of_row = torch.repeat_interleave(torch.arange(live.numel(), device=device), rows.long())
-    row_start = torch.cumsum(rows.long(), 0) - rows.long()
-    r = torch.arange(g_of_row.numel(), device=device) - row_start[g_of_row]
-    ty = ty_lo[g_of_row] + r.to(torch.int32)
-    tx_lo, span = _row_tile_span(
-        ty, mx[g_of_row], my[g_of_row], a[g_of_row], b[g_of_row], c[g_of_row], t[g_of_row], ry[g_of_row],
-        n_tx, tile_size,
-    )  # fmt: skip
-    # one entry per (Gaussian, tile)
-    row_of_pair = torch.repeat_interleave(torch.arange(g_of_row.numel(), device=device), span.long())
+    g_of_row, ty, tx_lo, span = _row_spans(ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, tile_size)
+    band, hull_lo, hull_hi = _band_hulls(g_of_row, ty, tx_lo, span, ty_lo, rows)
+    # one macro-tile pair per (Gaussian, band, macro-tile column of its hull), bands top to bottom, left to right
+    n_cols = (hull_hi - hull_lo + 1).clamp(min=0)
+    pair_of_band = torch.cumsum(n_cols, 0) - n_cols  # each band's first pair
+    band_of_pair = torch.repeat_interleave(torch.arange(n_cols.numel(), device=device), n_cols)
+    bx = hull_lo[band_of_pair] + torch.arange(band_of_pair.numel(), device=device) - pair_of_band[band_of_pair]
+    bands = _bands(ty_lo, rows)
+    g_of_band = torch.repeat_interleave(torch.arange(live.numel(), device=device), bands)
+    nth = torch.arange(g_of_band.numel(), device=device) - (torch.cumsum(bands, 0) - bands)[g_of_band]
+    by = ty_lo.long()[g_of_band] // MACRO_ROWS + nth  # each band's macro-tile row
+    # each tile's bit, added to its macro-tile pair's mask
+    row_of_tile = torch.repeat_interleave(torch.arange(g_of_row.numel(), device=device), span.long())
     span_start = torch.cumsum(span.long(), 0) - span.long()
-    col = torch.arange(row_of_pair.numel(), device=device) - span_start[row_of_pair]
-    tile = ty[row_of_pair].long() * n_tx + tx_lo[row_of_pair].long() + col
-    g_local = g_of_row[row_of_pair]
-    # slot within the Gaussian's run: pairs come out grouped by Gaussian, in emission order
-    per_g = torch.bincount(g_local, minlength=live.numel())
-    local_idx = torch.arange(g_local.numel(), device=device) - (torch.cumsum(per_g, 0) - per_g)[g_local]
-    keep = local_idx < tiles_touched[live][g_local].long()  # never write past the Gaussian's slots
-    slots = base[g_local] + local_idx
-    # every slot of a visible Gaussian: its id, and the sentinel where its walk found fewer tiles (kernels/bin.py)
-    all_slots = torch.repeat_interleave(base, tiles_touched[live].long()) + (
-        torch.arange(int(tiles_touched[live].sum()), device=device)
-        - torch.repeat_interleave(torch.cumsum(tiles_touched[live].long(), 0) - tiles_touched[live].long(),
-                                  tiles_touched[live].long())
-    )  # fmt: skip
-    all_ids = torch.repeat_interleave(live.to(torch.int32), tiles_touched[live].long())
+    tx = tx_lo.long()[row_of_tile] + torch.arange(row_of_tile.numel(), device=device) - span_start[row_of_tile]
+    tile_band = band[row_of_tile]
+    pair = pair_of_band[tile_band] + tx // MACRO_COLS - hull_lo[tile_band]
+    bit = (ty.long()[row_of_tile] % MACRO_ROWS) * MACRO_COLS + tx % MACRO_COLS
+    masks = torch.zeros(band_of_pair.numel(), dtype=torch.int64, device=device).index_add_(0, pair, 1 << bit)
+    # slot within the Gaussian's run, pairs grouped by Gaussian in emission order
+    g_of_pair = g_of_band[band_of_pair]
+    per_g = torch.bincount(g_of_pair, minlength=live.numel())
+    local = torch.arange(g_of_pair.numel(), device=device) - (torch.cumsum(per_g, 0) - per_g)[g_of_pair]
+    count = macros_touched[live].long()
+    keep = local < count[g_of_pair]  # never write past the Gaussian's slots
+    slots = base[g_of_pair] + local
+    # every slot of a visible Gaussian: its id, and the sentinel where its walk found fewer (kernels/bin.py)
+    all_g = torch.repeat_interleave(torch.arange(live.numel(), device=device), count)
+    all_slots = base[all_g] + torch.arange(all_g.numel(), device=device) - (torch.cumsum(count, 0) - count)[all_g]
     fits = all_slots < capacity
     keys[all_slots[fits]] = sentinel_key(keys.dtype)
-    ids[all_slots[fits]] = all_ids[fits]
+    entries[all_slots[fits]] = live[all_g[fits]]
     fits = keep & (slots < capacity)
-    keys[slots[fits]] = tile[fits].to(keys.dtype)
+    keys[slots[fits]] = (by[band_of_pair] * n_mx + bx)[fits].to(keys.dtype)
+    entries[slots[fits]] = pack_entries(live[g_of_pair], masks)[fits]
 
 
 # ----------------------------------------------------------------------------------------------- sort
@@ -418,38 +482,68 @@ def _bin_chunk(live, base, records, tiles_touched, width, height, bin_t, tile_si
 # Twin of the launcher in kernels/sort.py: the same signature on purpose (see the module docstring).
 def sort_pairs(
     keys: torch.Tensor,
-    gaussian_ids: torch.Tensor,
+    entries: torch.Tensor,
     *,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stable by construction: one sort of unique keys (tile above the position), not a stable sort."""
+    """Stable by construction: one sort of unique keys (macro-tile above the position), not a stable sort."""
     C = keys.shape[0]
     position = torch.arange(C, dtype=torch.int64, device=keys.device)
     perm = torch.argsort((keys.long() << 32) | position)
-    sorted_keys, sorted_ids = keys[perm], gaussian_ids[perm]
+    sorted_keys, sorted_entries = keys[perm], entries[perm]
     if out is not None:
         out[0][:C].copy_(sorted_keys)
-        out[2][:C].copy_(sorted_ids)
+        out[2][:C].copy_(sorted_entries)
         return out[0][:C], out[2][:C]
-    return sorted_keys, sorted_ids
+    return sorted_keys, sorted_entries
 
 
-# ----------------------------------------------------------------------------------------------- tile ranges
+# ----------------------------------------------------------------------------------------------- tile lists
 
 
-# Twin of the launcher in kernels/tile_ranges.py: the same signature on purpose (see the module docstring).
-def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    tiles = sorted_keys.long()
-    real = tiles < n_tiles
-    counts = torch.bincount(tiles[real], minlength=n_tiles)[:n_tiles]
-    ends = torch.cumsum(counts, 0)
-    starts = ends - counts
-    ranges = torch.stack([starts, ends], 1).to(torch.int32)
-    ranges[counts == 0] = 0
-    if out is None:
-        return ranges
-    out.copy_(ranges)
-    return out
+# Twin of the launcher in kernels/tile_lists.py: the same signature on purpose (see the module docstring).
+def tile_lists(
+    sorted_keys: torch.Tensor,
+    sorted_entries: torch.Tensor,
+    n_tx: int,
+    n_ty: int,
+    *,
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every (set bit, pair) of the sorted pairs, ordered by bit, then by the pair's position: its rank is where
+    its id goes (the kernel's layout, found by one sort here instead of prefix counts). A tile's range runs from
+    the rank of its macro-tile's first pair within the bit to that of its last pair, plus one where that pair has
+    the bit; tiles of a macro-tile with no pair keep [0, 0)."""
+    ids, ranges, _ = out
+    device = sorted_keys.device
+    n_mx, n_my = macro_grid(n_tx, n_ty)
+    bits = MACRO_COLS * MACRO_ROWS
+    key = sorted_keys.long()
+    real = (key >= 0) & (key < n_mx * n_my)
+    masks = torch.where(real, (sorted_entries >> 32) & 0xFFFFFFFF, torch.zeros_like(key))
+    gid = (sorted_entries & 0xFFFFFFFF).to(torch.int32)
+    C = key.numel()
+    has = ((masks[:, None] >> torch.arange(bits, device=device)) & 1).bool()  # [C, 32]
+    pair, bit = torch.nonzero(has, as_tuple=True)
+    rank = torch.empty_like(pair)
+    rank[torch.argsort(bit * C + pair)] = torch.arange(pair.numel(), device=device)
+    fits = rank < ids.shape[0]
+    ids[rank[fits]] = gid[pair[fits]]
+    # the rank a pair's bit b would take: the set (b', pair') before it, counted per bit
+    before_bit = torch.cumsum(has.sum(0), 0) - has.sum(0)  # [32]
+    within = torch.cumsum(has.long(), 0) - has.long()  # [C, 32] the pairs before with the bit
+    first = real & torch.cat([torch.ones(1, dtype=torch.bool, device=device), key[1:] != key[:-1]])
+    last = real & torch.cat([key[1:] != key[:-1], torch.ones(1, dtype=torch.bool, device=device)])
+    ranges.zero_()
+    b = torch.arange(bits, device=device)
+    for at, end in ((first, 0), (last, 1)):
+        i = torch.nonzero(at).squeeze(1)
+        tx = (key[i] % n_mx)[:, None] * MACRO_COLS + b % MACRO_COLS
+        ty = (key[i] // n_mx)[:, None] * MACRO_ROWS + b // MACRO_COLS
+        inside = (tx < n_tx) & (ty < n_ty)
+        value = before_bit + within[i] + (has[i].long() if end else 0)
+        ranges[(ty * n_tx + tx)[inside], end] = value[inside].to(torch.int32)
+    return ids, ranges
 
 
 # ----------------------------------------------------------------------------------------------- schedule
@@ -560,6 +654,8 @@ def rasterize_tiles(
 
 __all__ = [
     "key_dtype",
+    "list_scratch_shape",
+    "macro_grid",
     "sentinel_key",
     "cull_window",
     "project_outputs",
@@ -568,7 +664,7 @@ __all__ = [
     "order_outputs",
     "bin_pairs",
     "sort_pairs",
-    "tile_ranges",
+    "tile_lists",
     "schedule_tiles",
     "rasterize_tiles",
     "eval_sh",

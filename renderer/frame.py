@@ -1,12 +1,13 @@
 """One frame's stages over the renderer's workspace, one class per frame route (renderer/pipeline.py has the
 routes' why):
 
-- `Frame`: what both routes share: stage 1 (project), stages 5-6 (tile_ranges, rasterize), their buffers, and
+- `Frame`: what both routes share: stage 1 (project), stages 5-6 (tile_lists, rasterize), their buffers, and
   the depth pass;
-- `CapacityFrame`: order, bin and sort into workspace buffers of a fixed pair capacity; no stage waits for the
-  host, so the whole frame can be captured as a CUDA graph (renderer/graphs.py);
-- `CountedFrame`: order reads the visible and pair counts (its syncs), and bin and sort run on pair tensors of
-  exactly that count, allocated each frame.
+- `CapacityFrame`: order, bin, sort and the tile lists into workspace buffers of fixed capacities (macro-tile
+  pairs, and the tiles' list entries); no stage waits for the host, so the whole frame can be captured as a CUDA
+  graph (renderer/graphs.py);
+- `CountedFrame`: order reads the visible and pair counts (its syncs), and bin, sort and the tile lists run on
+  tensors of exactly those counts, allocated each frame.
 
 Every workspace tensor a frame holds is a view of a buffer whose address does not change while the image size,
 the frame's Gaussian count and the capacities stay the same, which is what lets `run` be captured once as a
@@ -39,8 +40,9 @@ from .workspace import Workspace
 if TYPE_CHECKING:
     from .pipeline import Renderer
 
-# The pair buffers' workspace names, as many slots as the capacity (`PairBuffers`'s fields, in order)
-PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")
+# The pair buffers' workspace names, as many slots as the pair capacity (`PairBuffers`'s first five fields, in
+# order); then the tiles' lists, as many as the list capacity, and the lists' chunk counts
+PAIR_BUFFERS = ("pair_keys", "pair_entries", "sorted_keys", "sort_perm", "sorted_entries", "tile_ids", "list_scratch")
 
 
 class SlotBuffers:
@@ -62,9 +64,9 @@ class OrderBuffers:
 
     sorted_depths: Tensor  # [N] f32 scratch: the depths, nearest first
     order: Tensor  # [N] i64 Gaussian indices, nearest first (the culled ones, at +inf, last)
-    ordered_counts: Tensor  # [N] i32 scratch: tiles touched, in that order
+    ordered_counts: Tensor  # [N] i32 scratch: macro-tiles touched, in that order
     offsets: Tensor  # [N] i64 inclusive prefix sum of the ordered counts: where each Gaussian's pairs end
-    totals: Tensor  # [2] i64 (visible Gaussians, pairs), left on the device for the frame's one sync
+    totals: Tensor  # [3] i64 (visible Gaussians, tile pairs, macro-tile pairs), for the frame's one sync
     inf: Tensor  # [1] f32 +inf: the visible ones are the depths before it
 
     def out(self) -> tuple[Tensor, ...]:
@@ -73,24 +75,29 @@ class OrderBuffers:
 
 @dataclass
 class PairBuffers:
-    """Stages 3-4's (tile key, Gaussian) pairs: binned (`keys`, `ids`), then stably sorted by key. On the capacity
-    route every field is a workspace buffer of the capacity's length; a counted frame's are tensors of exactly its
-    pair count, and the sort's own outputs (no `perm`)."""
+    """Stages 3-5's pairs: the (macro-tile key, entry) pairs binned (`keys`, `entries`), stably sorted by key,
+    then split into the tiles' lists (`ids`). On the capacity route every field is a workspace buffer, the pairs'
+    of the pair capacity's length and `ids` of the list capacity's; a counted frame's are tensors of exactly its
+    counts, and the sort's own outputs (no `perm`)."""
 
-    keys: Tensor | None  # [C] tile ids (int16 up to 32,767 tiles, else int32), as binned, in depth order
-    ids: Tensor | None  # [C] i32 Gaussian ids, as binned (counted frames: both None until bin allocates them)
-    sorted_keys: Tensor | None = None  # [C] the keys sorted by tile, stable: depth order within a tile
+    keys: Tensor | None  # [C] macro-tile ids (int16 up to 32,767 of them, else int32), as binned, in depth order
+    entries: Tensor | None  # [C] i64 Gaussian id and tile mask (kernels/buffers.py), as binned
+    sorted_keys: Tensor | None = None  # [C] the keys sorted by macro-tile, stable: depth order within one
     perm: Tensor | None = None  # [C] i64 the sort's permutation (capacity route: a buffer of its own)
-    sorted_ids: Tensor | None = None  # [C] i32 the ids in that order: what the rasterizer reads
+    sorted_entries: Tensor | None = None  # [C] i64 the entries in that order
+    ids: Tensor | None = None  # [L] i32 the tiles' lists of Gaussian ids: what the rasterizer reads
+    scratch: Tensor | None = None  # [chunks * 32] i32 the lists' chunk counts (kernels/tile_lists.py)
 
 
 class Frame:
     """One frame's stages over the renderer's workspace: the list of stage calls, and nothing else. A route's
     subclass adds stages 2-4 (`order`, `bin`, `sort`) and their buffers (`_order_and_pair_buffers`)."""
 
-    STAGES = ("project", "order", "bin", "sort", "tile_ranges", "rasterize")
+    STAGES = ("project", "order", "bin", "sort", "tile_lists", "rasterize")
     counted = False  # whether order waits for the counts and the pairs are sized by them (`CountedFrame`)
-    capacity = 0  # pair slots it bins into (the capacity when it was made; counted frames size theirs per frame)
+    capacity = 0  # tile list entries it has room for (the list capacity when it was made; counted frames size
+    # theirs per frame)
+    pair_slots = 0  # macro-tile pair slots it bins into (the pair capacity when it was made)
     pairs: PairBuffers | None
 
     def __init__(self, r: Renderer, src, camera: Camera, settings: RenderSettings, slot: int = 0):
@@ -106,9 +113,11 @@ class Frame:
         self.records = ws.rows("records", n, 8)  # the blend records (kernels/buffers.py)
         self.depths = shared.buffer("depths", n, torch.float32)
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
+        self.macros_touched = ws.buffer("macros_touched", n, torch.int32)
         self.bin_t = ws.buffer("bin_t", n, torch.float32)
-        # stages 2-4: the route's own
-        self.key_dtype = r.k.key_dtype(self.n_tx * self.n_ty)
+        # stages 2-5: the route's own
+        n_mx, n_my = r.k.macro_grid(self.n_tx, self.n_ty)
+        self.key_dtype = r.k.key_dtype(n_mx * n_my)
         self._order_and_pair_buffers(ws, shared)
         # stages 5-6, per tile and pixel
         i32, f32 = torch.int32, torch.float32
@@ -140,8 +149,8 @@ class Frame:
 
     @property
     def sorted_ids(self) -> Tensor | None:
-        """[C] i32 Gaussian ids by tile, in depth order within a tile (once sort ran)."""
-        return self.pairs.sorted_ids if self.pairs is not None else None
+        """[L] i32 the tiles' lists of Gaussian ids, in depth order within a tile (once tile_lists ran)."""
+        return self.pairs.ids if self.pairs is not None else None
 
     def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
@@ -154,8 +163,9 @@ class Frame:
             parts=self.parts,
         )
 
-    def totals(self) -> tuple[int, int]:
-        """(visible Gaussians, pairs) of the frame just run (a capacity frame's host sync)."""
+    def totals(self) -> tuple[int, int, int]:
+        """(visible Gaussians, tile pairs, macro-tile pairs) of the frame just run (a capacity frame's host
+        sync)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ the stages, in frame order
@@ -172,20 +182,21 @@ class Frame:
             src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
             adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
-            out=(self.records, self.depths, self.tiles_touched, self.bin_t),
+            out=(self.records, self.depths, self.tiles_touched, self.macros_touched, self.bin_t),
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 
     def _bin(self, order: Tensor, offsets: Tensor, **tuning) -> None:
-        """Stage 3 over the route's order [V] and offsets [V], into `pairs.keys` and `pairs.ids`."""
+        """Stage 3 over the route's order [V] and offsets [V], into `pairs.keys` and `pairs.entries`."""
         self.r.k.bin_pairs(
-            order, offsets, self.records, self.tiles_touched, self.width, self.height,
-            tile_size=self.tile, bin_t=self.bin_t, out=(self.pairs.keys, self.pairs.ids),
+            order, offsets, self.records, self.macros_touched, self.width, self.height,
+            tile_size=self.tile, bin_t=self.bin_t, out=(self.pairs.keys, self.pairs.entries),
             **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip
 
-    def tile_ranges(self) -> None:
-        self.r.k.tile_ranges(self.pairs.sorted_keys, self.n_tx * self.n_ty, out=self.ranges)
+    def tile_lists(self) -> None:
+        p = self.pairs
+        self.r.k.tile_lists(p.sorted_keys, p.sorted_entries, self.n_tx, self.n_ty, out=(p.ids, self.ranges, p.scratch))
         if self.schedule is None:
             torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
         else:  # the list lengths come with the schedule
@@ -232,20 +243,22 @@ class CapacityFrame(Frame):
         i32, i64, f32, n = torch.int32, torch.int64, torch.float32, self.n
         self.ordered = OrderBuffers(
             shared.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), shared.buffer("ordered_counts", n, i32),
-            ws.buffer("offsets", n, i64), ws.buffer("totals", 2, i64), self.r._inf,
+            ws.buffer("offsets", n, i64), ws.buffer("totals", 3, i64), self.r._inf,
         )  # fmt: skip
-        # stages 3-4, per pair slot
-        self.capacity = cp = self.r.pair_capacity.size
-        kd = self.key_dtype
-        self.pairs = PairBuffers(*(shared.buffer(name, cp, dtype) for name, dtype in
-                                   zip(PAIR_BUFFERS, (kd, i32, kd, i64, i32), strict=True)))  # fmt: skip
+        # stages 3-5, per pair slot, then per list entry
+        self.pair_slots = cp = self.r.macro_capacity.size
+        self.capacity = cl = self.r.pair_capacity.size
+        kd, rows, cols = self.key_dtype, *self.r.k.list_scratch_shape(cp)
+        self.pairs = PairBuffers(*(shared.buffer(name, length, dtype) for name, length, dtype in
+                                   zip(PAIR_BUFFERS, (cp,) * 5 + (cl, rows * cols), (kd, i64, kd, i64, i64, i32, i32),
+                                       strict=True)))  # fmt: skip
 
-    def totals(self) -> tuple[int, int]:
-        n_visible, n_pairs = self.ordered.totals.tolist()
-        return n_visible, n_pairs
+    def totals(self) -> tuple[int, int, int]:
+        n_visible, n_pairs, n_macro_pairs = self.ordered.totals.tolist()
+        return n_visible, n_pairs, n_macro_pairs
 
     def order(self) -> None:
-        self.r.k.depth_order(self.depths, self.tiles_touched, out=self.ordered.out())
+        self.r.k.depth_order(self.depths, self.tiles_touched, self.macros_touched, out=self.ordered.out())
 
     def bin(self, **tuning) -> None:
         self.pairs.keys.fill_(self.r.k.sentinel_key(self.key_dtype))  # the tail past the pair count sorts last
@@ -253,7 +266,7 @@ class CapacityFrame(Frame):
 
     def sort(self) -> None:
         p = self.pairs
-        self.r.k.sort_pairs(p.keys, p.ids, out=(p.sorted_keys, p.perm, p.sorted_ids))
+        self.r.k.sort_pairs(p.keys, p.entries, out=(p.sorted_keys, p.perm, p.sorted_entries))
 
 
 class CountedFrame(Frame):
@@ -264,10 +277,10 @@ class CountedFrame(Frame):
     counted = True
 
     def _order_and_pair_buffers(self, ws: SlotBuffers, shared: Workspace) -> None:
-        self.counts: tuple[int, int] | None = None  # (visible, pairs) once order ran
-        self.pairs = PairBuffers(None, None)  # bin and sort put each frame's tensors in
+        self.counts: tuple[int, int, int] | None = None  # (visible, tile pairs, macro-tile pairs) once order ran
+        self.pairs = PairBuffers(None, None)  # bin, sort and tile_lists put each frame's tensors in
 
-    def totals(self) -> tuple[int, int]:
+    def totals(self) -> tuple[int, int, int]:
         assert self.counts is not None
         return self.counts
 
@@ -275,21 +288,31 @@ class CountedFrame(Frame):
         r = self.r
         # sort all N when the last frame saw most of the scene (`DENSE_ORDER_FROM`): no compaction
         compact = r._last_visible < r.dense_order_from * self.n
-        order = r.k.depth_order_counted(self.depths, self.tiles_touched, compact=compact, host=r.host_counts)
+        order = r.k.depth_order_counted(self.depths, self.tiles_touched, self.macros_touched, compact=compact,
+                                        host=r.host_counts)  # fmt: skip
         self.order_idx, self.offsets, *counts = order
-        self.counts = (counts[0], counts[1])
+        self.counts = (counts[0], counts[1], counts[2])
         # before bin allocates the pairs
         check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
-                          reference=r.backend == "torch")  # fmt: skip
+                          reference=r.backend == "torch", macro_pairs=counts[2])  # fmt: skip
 
     def bin(self, **tuning) -> None:
         # tensors of exactly the pair count, every slot written: no sentinel fill
-        n_pairs, device, p = self.counts[1], self.r.device, self.pairs
+        n_pairs, device, p = self.counts[2], self.r.device, self.pairs
         # both allocated before the last frame's are let go; its sorted pairs stay until sort replaces them
-        p.keys, p.ids = (torch.empty(n_pairs, dtype=self.key_dtype, device=device),
-                         torch.empty(n_pairs, dtype=torch.int32, device=device))  # fmt: skip
+        p.keys, p.entries = (torch.empty(n_pairs, dtype=self.key_dtype, device=device),
+                             torch.empty(n_pairs, dtype=torch.int64, device=device))  # fmt: skip
         self._bin(self.order_idx, self.offsets, **tuning)
 
     def sort(self) -> None:
         p = self.pairs
-        p.sorted_keys, p.sorted_ids = self.r.k.sort_pairs(p.keys, p.ids)
+        p.sorted_keys, p.sorted_entries = self.r.k.sort_pairs(p.keys, p.entries)
+        p.keys = p.entries = None  # the binned pairs are not read again
+
+    def tile_lists(self) -> None:
+        p, device = self.pairs, self.r.device
+        rows, cols = self.r.k.list_scratch_shape(self.counts[2])
+        p.ids = torch.empty(self.counts[1], dtype=torch.int32, device=device)
+        p.scratch = torch.empty(rows * cols, dtype=torch.int32, device=device)
+        super().tile_lists()
+        p.sorted_keys = p.sorted_entries = p.scratch = None  # the lists are what the rasterizer reads

@@ -46,5 +46,5 @@ class FrameKind(NamedTuple):
     height: int
     settings: tuple  # the values of BAKED's fields, in that order
     covars_version: int  # which covariances (a graph holds their address)
-    pair_capacity: int  # the pair buffers' length
+    pair_capacity: tuple[int, int]  # the lists' and the pair buffers' lengths (renderer/launch.py Capacities)
     launch: LaunchConfig  # the kernels' launch knobs

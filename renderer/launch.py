@@ -66,20 +66,21 @@ class Capacity:
 
 
 class Capacities:
-    """The pair capacity of each kind of frame. AdaGScale (each tau and s_min) keeps its own: the sort, the sentinel
-    fill and the tile ranges run over the whole capacity (kernels/sort.py), so a lossy frame that inherited the
-    exact frames' capacity would sort as many slots as they do and gain nothing there from the pairs it removed
-    (the capacity shrinks only below a third in use). Exact frames, whatever else changes, share one, as before;
-    the buffers behind every capacity are the same grow-only ones."""
+    """The capacities of each kind of frame: the tiles' lists (list entries, the frame's tile pairs) and the
+    macro-tile pairs (kernels/bin.py). AdaGScale (each tau and s_min) keeps its own: the sort, the sentinel fill
+    and the tile lists run over the whole capacity (kernels/sort.py), so a lossy frame that inherited the exact
+    frames' capacity would sort as many slots as they do and gain nothing there from the pairs it removed (the
+    capacity shrinks only below a third in use). Exact frames, whatever else changes, share one, as before; the
+    buffers behind every capacity are the same grow-only ones."""
 
     def __init__(self) -> None:
-        self._by_kind: dict[tuple, Capacity] = {}
+        self._by_kind: dict[tuple, tuple[Capacity, Capacity]] = {}
 
-    def of(self, settings: RenderSettings) -> Capacity:
-        """The pair capacity of frames like this one."""
+    def of(self, settings: RenderSettings) -> tuple[Capacity, Capacity]:
+        """(list capacity, pair capacity) of frames like this one."""
         s = settings
         key = (s.adagscale_tau, s.adagscale_s_min) if s.adagscale else ()
-        return self._by_kind.setdefault(key, Capacity())
+        return self._by_kind.setdefault(key, (Capacity(), Capacity()))
 
 
 @dataclass(frozen=True)

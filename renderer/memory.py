@@ -7,20 +7,22 @@ within the process's memory fraction, or MemAvailable of /proc/meminfo on the CP
 other processes are outside it (MARGIN, FIXED_BYTES); the CUDA context is outside torch's memory altogether, and
 `mem_get_info` already leaves it out of the free memory.
 
-Terms (bytes; N Gaussians, K SH coefficients per channel, X pixels, T tiles, P pairs, C the pair capacity, V the
-visible Gaussians, kb bytes a tile key: 2 up to 32,767 tiles, else 4; the names are pipeline.py's):
+Terms (bytes; N Gaussians, K SH coefficients per channel, X pixels, T tiles, P tile pairs (list entries), M
+macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gaussians, kb bytes a pair key: 2 up to
+32,767 macro-tiles, else 4; the names are pipeline.py's):
 
 | term      | what                                                                             | bytes               |
 |-----------|----------------------------------------------------------------------------------|---------------------|
 | scene     | means 12 (on the CPU the renderer shares the scene's own tensor)                 | 12 N                |
 | prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too)          | N (28 + 6 K)        |
-| workspace | per slot: records 32, tiles_touched 4, bin_t 4;                                  | S (40 N + 20 X      |
+| workspace | per slot: records 32, tiles_touched 4, macros_touched 4, bin_t 4;                | S (44 N + 20 X      |
 |           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
 |           | also order 8, offsets 8, totals 16 bytes                                         |                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
-|           | on the capacity route also sorted_depths 4, ordered_counts 4, and the pair       |  (+ 8 N             |
-|           | buffers: keys kb, ids 4, sorted keys kb, permutation 8, sorted ids 4 a slot       |   + (12 + 2 kb) C)  |
+|           | on the capacity route also sorted_depths 4, ordered_counts 4, the pair buffers:  |  (+ 8 N             |
+|           | keys kb, entries 8, sorted keys kb, permutation 8, sorted entries 8, chunk       |   + (24.5 + 2 kb) D |
+|           | counts 0.5 a slot; the tiles' lists: ids 4 an entry                              |   + 4 C)            |
 | transient | a frame's largest temporaries: see `transient_bytes`                             |                     |
 | graphs    | a captured graph's own pool keeps a frame's sort scratch reserved, one per slot  | S x the sorts' scratch|
 | reference | the torch reference pipeline's temporaries (CPU only; measured at 1M Gaussians)  | 250 N               |
@@ -30,8 +32,8 @@ of COUNTED_FROM Gaussians and up render one by one) and on a CPU (renderer/devic
 torch.sort of L keys of kb' bytes, stable, with its int64 indices (ATen's SortStable.cu): its initial indices
 8 L, then CUB's alternate keys and indices (kb' + 8) L.
 
-P and V are not known before a frame: V is taken as N (an overview sees everything), P as
-max(2 N, min(16 N, 400 T)). Measured at 1920x1080, 8 px tiles (BENCHMARKS.md, sections 8 and 13): objects of
+P, M and V are not known before a frame: V is taken as N (an overview sees everything), P as
+max(2 N, min(16 N, 400 T)), M as MACRO_PAIRS_PER_PAIR P. Measured at 1920x1080, 8 px tiles (BENCHMARKS.md, sections 8 and 13): objects of
 94k-500k Gaussians reach 3-15 pairs a Gaussian close up (plant close 1.72M pairs for 114k), composites' overviews
 1.7-1.8 (6M: 10.9M, 24M: 40.5M), fly-overs fewer. Very large splats reach more (fruit_drops, 4.7k Gaussians:
 1.3M pairs, 37 MB of pair memory this misses; FIXED_BYTES covers it). The capacity route sizes its buffers up to
@@ -55,7 +57,8 @@ from dataclasses import dataclass
 import torch
 
 from kernels import rasterizer_variants, schedule_scratch_shape, split_scratch_shape
-from kernels.constants import INT16_TILES
+from kernels.buffers import LIST_CHUNK
+from kernels.constants import INT16_TILES, MACRO_COLS, MACRO_ROWS
 from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
 
 from .device import frames_in_flight
@@ -66,11 +69,14 @@ NOMINAL_FRAME = (1920, 1080)  # the frame assumed when no size is known
 CAPACITY_STEP = 1.5  # launch.Capacity.STEP: the pair capacity is at most this many times the pairs
 PAIRS_PER_GAUSSIAN = (2.0, 16.0)  # the pairs' estimate: between these many a Gaussian ...
 PAIRS_PER_TILE = 400.0  # ... and otherwise this many a tile
+# macro-tile pairs per tile pair: an overview's small Gaussians reach one or two tiles of mostly one macro-tile
+# (0.6-0.7 measured at 6M and 24M), a close-up's tens of tiles of a few macro-tiles (0.1-0.2)
+MACRO_PAIRS_PER_PAIR = 0.75
 REFERENCE_PER_GAUSSIAN = 250  # the torch reference pipeline's temporaries on the CPU, measured at 1M Gaussians
 # The torch reference's pair sort on the CPU (kernels/reference.py `sort_pairs`: unique int64 keys, argsort's values
 # and indices): 48-56 bytes a pair slot, measured at 8M and 2M slots; CUB's is sort_scratch_bytes.
 REFERENCE_SORT_PER_SLOT = 56
-# Tile ranges are int32 offsets into a frame's sorted pairs (kernels/tile_ranges.py): no frame may have more.
+# Tile ranges are int32 offsets into a frame's tile lists (kernels/tile_lists.py): no frame may have more.
 MAX_PAIRS = 2**31 - 1
 
 
@@ -112,13 +118,25 @@ def n_tiles(width: int, height: int, tile: int) -> int:
 
 
 def key_bytes(tiles: int) -> int:
-    """Bytes of a tile key (kernels/bin.py `key_dtype`)."""
-    return 2 if tiles <= INT16_TILES else 4
+    """Bytes of a pair key for an image of `tiles` tiles (kernels/buffers.py `key_dtype`, by macro-tiles)."""
+    return 2 if -(-tiles // (MACRO_COLS * MACRO_ROWS)) <= INT16_TILES else 4
 
 
-def pair_slot_bytes(key: int) -> int:
-    """The pair buffers' bytes per slot of capacity: keys, ids, sorted keys, the sort's permutation, sorted ids."""
-    return key + 4 + key + 8 + 4
+LIST_ENTRY_BYTES = 4  # the tiles' lists: an int32 Gaussian id an entry
+
+
+def pair_buffer_bytes(slots: int, tiles: int) -> int:
+    """The pair buffers of `slots` slots, as allocated (the chunk counts by whole chunks of LIST_CHUNK)."""
+    kb = key_bytes(tiles)
+    return (2 * kb + 24) * slots + 4 * 32 * max(-(-slots // LIST_CHUNK), 1)
+
+
+def macro_pairs(pairs: int) -> int:
+    """The macro-tile pairs assumed for `pairs` tile pairs."""
+    return int(pairs * MACRO_PAIRS_PER_PAIR)
+
+
+_macro_pairs = macro_pairs  # for the functions whose parameter of that name is the frame's count
 
 
 def sort_scratch_bytes(length: int, key: int) -> int:
@@ -132,35 +150,37 @@ def estimated_pairs(n: int, tiles: int) -> int:
 
 
 def workspace_bytes(
-    n: int, capacity: int, width: int, height: int, tile: int, *, slots: int, counted: bool, split: bool = False
-) -> int:
+    n: int, capacity: int, width: int, height: int, tile: int, *, slots: int, counted: bool, split: bool = False,
+    pair_capacity: int | None = None,
+) -> int:  # fmt: skip
     """The renderer's workspace (`Renderer.ws`) after frames of n Gaussians at W x H: exactly what its buffers
-    hold when the largest frame had these sizes (the capacity route's pair buffers at `capacity`); `split`: with
-    the buffer of the longest lists' parts (the scalar loop's, kernels/rasterize.py `split_scratch_shape`)."""
+    hold when the largest frame had these sizes (the capacity route's tile lists at `capacity` entries and pair
+    buffers at `pair_capacity` slots, by default `macro_pairs(capacity)`); `split`: with the buffer of the longest
+    lists' parts (the scalar loop's, kernels/rasterize.py `split_scratch_shape`)."""
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
-    per_slot = 40 * n + 20 * x + 4 * t  # records 32, tiles_touched 4, bin_t 4 a Gaussian
+    per_slot = 44 * n + 20 * x + 4 * t  # records 32, tiles_touched 4, macros_touched 4, bin_t 4 a Gaussian
     shared = 4 * n + 12 * t + 4 * rows * cols
     if split:
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
         shared += max((4 * a * b for a, b in filter(None, shapes)), default=0)
     if not counted:
         per_slot += 16 * n + 16
-        shared += 8 * n + pair_slot_bytes(key_bytes(t)) * capacity
+        d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
+        shared += 8 * n + pair_buffer_bytes(d, t) + LIST_ENTRY_BYTES * capacity
     return slots * per_slot + shared
 
 
 def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: bool, reference: bool = False) -> int:
     """A frame's largest temporaries beyond the workspace.
 
-    Capacity route: the larger of its two sorts' scratch, the depth sort of N float keys and the pair sort of C
-    tile keys (`reference`: the torch reference's, REFERENCE_SORT_PER_SLOT a slot). Counted frames
-    (kernels/order.py `depth_order_counted`, renderer/frame.py `CountedFrame.bin`, kernels/sort.py): at the depth
-    sort, the visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs 12 V and scratch 20 V; at
-    the pair sort, the order and offsets kept 16 V, the pairs binned (kb + 4) P, the sort's outputs (kb + 8) P
-    and scratch (kb + 16) P (the ids gathered after it, 4 P, come when the scratch is gone)."""
+    Capacity route: the larger of its two sorts' scratch, the depth sort of N float keys and the pair sort of its
+    macro-tile pair slots, `macro_pairs(capacity)` (`reference`: the torch reference's, REFERENCE_SORT_PER_SLOT a
+    slot). Counted frames (kernels/order.py `depth_order_counted`, renderer/frame.py `CountedFrame`): at the depth
+    sort, the visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs 12 V and scratch
+    20 V; then `counted_pair_bytes`."""
     if not counted:
-        return max(sort_scratch_bytes(n, 4), pair_sort_bytes(capacity, tiles, reference=reference))
+        return max(sort_scratch_bytes(n, 4), pair_sort_bytes(macro_pairs(capacity), tiles, reference=reference))
     v = n
     depth_sort = n + 8 * v + 4 * v + 12 * v + sort_scratch_bytes(v, 4)
     return max(depth_sort, counted_pair_bytes(v, pairs, tiles, reference=reference))
@@ -171,10 +191,15 @@ def pair_sort_bytes(length: int, tiles: int, *, reference: bool) -> int:
     return REFERENCE_SORT_PER_SLOT * length if reference else sort_scratch_bytes(length, key_bytes(tiles))
 
 
-def counted_pair_bytes(visible: int, pairs: int, tiles: int, *, reference: bool) -> int:
-    """A counted frame's memory at its pair sort (`transient_bytes`) for its visible Gaussians and pairs."""
+def counted_pair_bytes(visible: int, pairs: int, tiles: int, *, reference: bool, macro_pairs: int | None = None) -> int:
+    """A counted frame's memory from its pair sort on, for its visible Gaussians, tile pairs and macro-tile pairs
+    (default `macro_pairs(pairs)`): the order and offsets kept 16 V; at the sort, the pairs binned (kb + 8) M, the
+    sort's outputs (kb + 8) M and scratch; at the tile lists, the sorted pairs, the lists 4 P and chunk counts."""
     kb = key_bytes(tiles)
-    return 16 * visible + (kb + 4) * pairs + (kb + 8) * pairs + pair_sort_bytes(pairs, tiles, reference=reference)
+    m = _macro_pairs(pairs) if macro_pairs is None else macro_pairs
+    at_sort = 2 * (kb + 8) * m + pair_sort_bytes(m, tiles, reference=reference)
+    at_lists = (kb + 8) * m + LIST_ENTRY_BYTES * pairs + 4 * 32 * max(-(-m // LIST_CHUNK), 1)
+    return 16 * visible + max(at_sort, at_lists)
 
 
 def estimate_bytes(
@@ -276,6 +301,9 @@ def check_frame_pairs(
     reference: bool,
     capacity: int = 0,
     held: int = 0,
+    macro_pairs: int | None = None,
+    pair_capacity: int | None = None,
+    pairs_held: int = 0,
 ) -> None:
     """Raise OutOfDeviceMemoryError before a frame's pairs are given memory they would not fit in.
 
@@ -284,15 +312,19 @@ def check_frame_pairs(
     file of 80,000 of them asked 1.15 billion pairs of a 1280x720 frame, and the CPU renderer was killed at
     24 GB. So the renderer checks what the pairs need when it learns their count, before it allocates for them:
     a counted frame its pair tensors and sort (`counted_pair_bytes`); a capacity frame that did not fit the
-    buffers it has, the buffers at their new `capacity` and their sort, less the `held` slots it lets go first.
+    buffers it has, the lists at their new `capacity` and the pair buffers at `pair_capacity` with their sort,
+    less the `held` list entries and `pairs_held` pair slots it lets go first. `macro_pairs`: the frame's
+    macro-tile pairs (default `macro_pairs(pairs)`).
     Against the device's free memory, as `check_fits`; and never more than MAX_PAIRS."""
     tiles = n_tiles(width, height, tile)
     device = torch.device(device)
     if counted:
-        need = counted_pair_bytes(visible, pairs, tiles, reference=reference)
+        need = counted_pair_bytes(visible, pairs, tiles, reference=reference, macro_pairs=macro_pairs)
     else:
-        buffers = pair_slot_bytes(key_bytes(tiles)) * (capacity - held)
-        need = buffers + pair_sort_bytes(capacity, tiles, reference=reference)
+        slots = _macro_pairs(capacity) if pair_capacity is None else pair_capacity
+        buffers = LIST_ENTRY_BYTES * (capacity - held) + pair_buffer_bytes(slots, tiles) - pair_buffer_bytes(
+            pairs_held, tiles) * (pairs_held > 0)
+        need = buffers + pair_sort_bytes(slots, tiles, reference=reference)
     free, is_free = free_memory(device)
     if free is not None and device.type == "cuda":  # what torch's caching allocator holds unused is free to it
         free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)

@@ -4,18 +4,20 @@
                    (AdaGScale, when on: the count at a shrunken binning threshold, lossy, with a tau
                    scaled to the frame: `adagscale_frame_tau`)
     2. order       visible Gaussians nearest first (one stable 32-bit sort), offsets   torch (kernels/order.py)
-    3. bin         one (tile, Gaussian) pair per tile reached, in depth order          Triton (kernels/bin.py)
-    4. sort        stable by tile id alone, int16 keys up to 32,767 tiles              torch (kernels/sort.py)
-    5. tile_ranges [start, end) per tile                                               Triton (kernels/tile_ranges.py)
+    3. bin         one (macro-tile, Gaussian) pair per 8x4-tile block reached, with    Triton (kernels/bin.py)
+                   the mask of its tiles there, in depth order
+    4. sort        stable by macro-tile id alone, int16 keys                           torch (kernels/sort.py)
+    5. tile_lists  each tile's list and [start, end), split from its macro-tile's      Triton (kernels/tile_lists.py)
                    and the order the rasterizer takes the tiles in, longest first      Triton (kernels/schedule.py)
     6. rasterize   front-to-back compositing per tile, RGB float + alpha + RGBA8       Triton (kernels/rasterize.py)
 
 Two routes through the stages (docs/architecture.md, "Two routes through the stages"):
 
-- Capacity frames (scenes under COUNTED_FROM Gaussians). No stage waits for the host: the pair buffers have a
-  capacity, every launch takes its length from the buffers, and the pair count stays on the device until the
-  frame's one sync, at its end, reads it. A frame whose pairs did not fit grows the buffers ahead of need
-  (`Capacity`) and bins again, once, from its stage-2 output (so it is still exact), and the capacity shrinks
+- Capacity frames (scenes under COUNTED_FROM Gaussians). No stage waits for the host: the pair buffers and the
+  tiles' lists have capacities, every launch takes its length from the buffers, and the counts stay on the
+  device until the frame's one sync, at its end, reads them. A frame whose pairs or lists did not fit grows the
+  buffers ahead of need (`Capacity`) and bins again, once, from its stage-2 output (so it is still exact), and
+  the capacity shrinks
   again after a run of frames that use a small part of it. Buffers live in one grow-only workspace, reused
   across frames, so such a frame allocates nothing large; with fixed shapes, a CUDA device replays the whole
   frame as one captured CUDA graph: one launch instead of about twenty.
@@ -125,7 +127,8 @@ class Renderer:
         self.in_flight = frames_in_flight(self.device)  # whether `render_stream` keeps a frame in flight
         self.ws = Workspace(self.device)
         self._capacities = Capacities()  # per pair kind
-        self.pair_capacity = self._capacities.of(RenderSettings())  # slots of the pair buffers, this frame's kind
+        # this frame kind's room: list entries of the tiles' lists (tile pairs), and macro-tile pair slots
+        self.pair_capacity, self.macro_capacity = self._capacities.of(RenderSettings())
         self.launch = LaunchConfig()
         self.frames = FrameCache(self.ws)  # recent frames' stage objects, with their graphs
         self.rebins = 0  # frames binned again because their pairs did not fit the capacity
@@ -133,9 +136,9 @@ class Renderer:
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
         self.params = FrameParams(self.device, SLOTS)
         self._last_visible = self.n  # the last frame's visible Gaussians (AdaGScale's density; all at first)
-        self._host_totals = [torch.zeros(2, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
-        # a counted frame's (visible, pairs), read while its depth sort runs (kernels/order.py); one at a time
-        self.host_counts = torch.zeros(2, dtype=torch.int64, pin_memory=cuda)
+        self._host_totals = [torch.zeros(3, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
+        # a counted frame's (visible, pairs, macro pairs), read while its depth sort runs (kernels/order.py)
+        self.host_counts = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
         self.last_timer: StageTimer | None = None
         self.temporal = TemporalCache(self.ws)
         self._last_output: RenderOutput | None = None
@@ -217,8 +220,8 @@ class Renderer:
         if use_window is None:
             use_window = temporal.wants_window(camera, settings, future is not None, self.scene_radius)
         f, src, timer = self._start(camera, settings, future, slot=0, use_window=use_window)
-        n_visible, n_pairs = f.totals()  # a capacity frame's one host sync (counted frames synced in order)
-        f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, timer)
+        n_visible, n_pairs, n_macro_pairs = f.totals()  # a capacity frame's one host sync (counted: in order)
+        f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
             with timer.stage("depth"):
@@ -251,11 +254,11 @@ class Renderer:
             src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
                                        use_window=use_window)  # fmt: skip
         self.params.upload(camera, settings, slot, self._last_visible)
-        self.pair_capacity = self._capacities.of(settings)
+        self.pair_capacity, self.macro_capacity = self._capacities.of(settings)
         f = self._frame_for(src, camera, settings, slot)
         # a graph holds the whole scene's arrays: a window's frames run stage by stage
         graphs = not f.counted and self.graphs and src.kind == "full" and not settings.depth
-        if graphs and self.pair_capacity.size:
+        if graphs and self.pair_capacity.size and self.macro_capacity.size:
             replayed = self._graphs.run(f, timer)
         else:
             f.run(timer)
@@ -265,26 +268,33 @@ class Renderer:
         return f, src, timer
 
     def _fit_pairs(self, f: Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
-                   timer: StageTimer) -> Frame:  # fmt: skip
-        """After a frame's totals are known: if its pairs did not fit, grow the capacity and bin again from stage
-        2's output (still in the frame's slot), so the frame is exact; then pick the next frame's launch
-        configuration. Returns the frame's stage object (a new one when it was binned again)."""
+                   n_macro_pairs: int, timer: StageTimer) -> Frame:  # fmt: skip
+        """After a frame's totals are known: if its pairs or its tiles' lists did not fit, grow the capacities
+        and bin again from stage 2's output (still in the frame's slot), so the frame is exact; then pick the next
+        frame's launch configuration. Returns the frame's stage object (a new one when it was binned again)."""
         if not f.counted:  # counted frames size their pair tensors exactly: no capacity to check
-            if n_pairs > f.capacity:  # the capacity it was binned with (a streamed frame's may have grown since)
-                if not self.pair_capacity.fits(n_pairs):
+            # the capacities it was binned with (a streamed frame's may have grown since)
+            if n_pairs > f.capacity or n_macro_pairs > f.pair_slots:
+                lists, pairs = self.pair_capacity, self.macro_capacity
+                if not (lists.fits(n_pairs) and pairs.fits(n_macro_pairs)):
+                    grown = (lists.size if lists.fits(n_pairs) else lists.grown(n_pairs),
+                             pairs.size if pairs.fits(n_macro_pairs) else pairs.grown(n_macro_pairs))
                     check_frame_pairs(n_pairs, n_visible, f.width, f.height, f.tile, self.device, counted=False,
-                                      reference=self.backend == "torch", capacity=self.pair_capacity.grown(n_pairs),
-                                      held=self.pair_capacity.size)  # fmt: skip
-                    self.pair_capacity.grow(n_pairs)
+                                      reference=self.backend == "torch", capacity=grown[0], held=lists.size,
+                                      macro_pairs=n_macro_pairs, pair_capacity=grown[1], pairs_held=pairs.size)  # fmt: skip
+                    for capacity, count in ((lists, n_pairs), (pairs, n_macro_pairs)):
+                        if not capacity.fits(count):
+                            capacity.grow(count)
                     f.pairs = None  # binned again below, into new buffers
                     self._release_pairs()
                 f = self._frame_for(src, camera, settings, f.slot)
                 f.run(timer, from_stage="bin")
                 self.rebins += 1
             else:
-                size = self.pair_capacity.size
+                sizes = self.pair_capacity.size, self.macro_capacity.size
                 self.pair_capacity.observe(n_pairs)
-                if self.pair_capacity.size < size:
+                self.macro_capacity.observe(n_macro_pairs)
+                if (self.pair_capacity.size, self.macro_capacity.size) != sizes:
                     self._release_pairs()  # the next frame allocates them at the smaller size
         self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
         self._last_visible = n_visible
@@ -367,12 +377,12 @@ class Renderer:
         A frame binned again is timed to the end of that work, in its own timer, as `render` times it: its end
         then comes after the next frame's launch (whose work the GPU ran first), which `handover_ms` accounts."""
         p.timer.wait()
-        n_visible, n_pairs = self._host_totals[p.slot].tolist()
-        rebin = n_pairs > p.frame.capacity
+        n_visible, n_pairs, n_macro_pairs = self._host_totals[p.slot].tolist()
+        rebin = n_pairs > p.frame.capacity or n_macro_pairs > p.frame.pair_slots
         if rebin and self.device.type == "cuda":
             # the frame after it is in flight, on buffers and a graph that growing the capacity retires
             torch.cuda.synchronize(self.device)
-        f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, p.timer)
+        f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, n_macro_pairs, p.timer)
         if rebin:
             p.timer.stop()
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
@@ -387,7 +397,7 @@ class Renderer:
         # sort exactly what they have (on the capacity route they ran 0.8x the default, BENCHMARKS.md section 12)
         counted = self.counted()
         kind = FrameKind(counted, src.n, camera.width, camera.height, baked_settings(settings), self._covars_version,
-                         self.pair_capacity.size, self.launch)  # fmt: skip
+                         (self.pair_capacity.size, self.macro_capacity.size), self.launch)  # fmt: skip
         route = CountedFrame if counted else CapacityFrame
         return self.frames.frame(slot, kind, src, settings, lambda: route(self, src, camera, settings, slot))
 

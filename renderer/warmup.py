@@ -165,9 +165,9 @@ def _load_order_modules(renderer) -> None:
     depths = torch.rand(n, device=device)
     depths[::2] = float("inf")  # culled
     tiles = torch.ones(n, dtype=torch.int32, device=device)
-    host = torch.zeros(2, dtype=torch.int64, pin_memory=device.type == "cuda")  # not the renderer's: it may render
+    host = torch.zeros(3, dtype=torch.int64, pin_memory=device.type == "cuda")  # not the renderer's: it may render
     for compact in (True, False):
-        renderer.k.depth_order_counted(depths, tiles, compact=compact, host=host)
+        renderer.k.depth_order_counted(depths, tiles, tiles, compact=compact, host=host)
 
 
 def _frame(r, camera: Camera, settings: RenderSettings, config) -> int:

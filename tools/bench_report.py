@@ -131,7 +131,7 @@ def device_name(cuda: bool) -> str:
 
 
 # The renderer's stage names (renderer/pipeline.py), in frame order.
-STAGES = ("cull", "project", "order", "bin", "sort", "tile_ranges", "rasterize", "depth", "total")
+STAGES = ("cull", "project", "order", "bin", "sort", "tile_lists", "rasterize", "depth", "total")
 SHORT = {IN_FLIGHT: "flight", ONE_BY_ONE: "1-by-1"}
 
 

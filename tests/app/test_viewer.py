@@ -35,7 +35,7 @@ def test_opens_with_the_host_path_on_cpu(viewer):
     assert viewer.state.display_path == "host upload (frames are rendered on cpu)"
     assert viewer.frame_texture.size == viewer.get_framebuffer_size()
     assert viewer.state.stats is not None and viewer.state.stats.n_gaussians == len(viewer.scene)
-    assert set(viewer.state.stage_ms) >= {"project", "order", "bin", "sort", "tile_ranges", "rasterize", "total"}
+    assert set(viewer.state.stage_ms) >= {"project", "order", "bin", "sort", "tile_lists", "rasterize", "total"}
 
 
 def test_key_and_mouse_events_move_the_camera(viewer):

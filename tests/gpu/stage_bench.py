@@ -77,7 +77,7 @@ def measure(r: Renderer, cam, sweep: bool = True) -> dict:
         row[f"raster_{tile}px_in_order"] = bench(lambda f=f: f.rasterize(schedule=None))
         row[f"raster_{tile}px_longest_first"] = bench(f.rasterize)
         scratch = (f.schedule, f.tile_counts.view(-1), f.schedule_hist)
-        row[f"schedule_{tile}"] = bench(lambda f=f, o=scratch: r.k.schedule_tiles(f.ranges, out=o))  # in tile_ranges
+        row[f"schedule_{tile}"] = bench(lambda f=f, o=scratch: r.k.schedule_tiles(f.ranges, out=o))  # in tile_lists
         if not sweep:
             continue
         if tile == 8:

@@ -1,0 +1,130 @@
+"""Stage 5, tile lists: each tile's list of Gaussians, and its [start, end) in the list buffer, from the
+macro-tile lists that `sort_pairs` left grouped by macro-tile in depth order.
+
+A sorted pair i carries a Gaussian id and the mask of the macro-tile's 32 tiles it reaches (kernels/bin.py). Its
+id goes to the list of every tile whose bit b is set, at
+    position(i, b) = O_b + R_b(i),   R_b(i) = the pairs before i (in sorted order) with bit b set,
+                                     O_b = the pairs with a bit below b set, summed over bits:
+so the list buffer holds, for bit 0, every macro-tile's tile-0 list in macro-tile order, then those of bit 1,
+and so on. Within one bit the pairs keep their sorted order, so each tile's list is contiguous and in depth
+order: [O_b + R_b(first pair of its macro-tile), O_b + R_b(one past its last pair)). No second sort.
+
+R_b is a prefix count over the sorted pairs, taken in two launches: `_chunk_counts_kernel` counts each bit over
+chunks of LIST_CHUNK pairs; a cumsum over the chunks (torch) gives each chunk's start, from which
+`_scatter_kernel` counts within its chunk ([LIST_CHUNK, 32] bits, a cumsum down the chunk), writes the ids, and,
+at the first and last pair of each macro-tile, its tiles' ranges. Sentinel keys (the unused tail of the pair
+buffer and slots a walk did not reach) belong to no macro-tile; positions at or past the list buffer's length are
+not written (the renderer bins again into longer buffers: `depth_order`'s totals say how long).
+
+Inputs : sorted keys [C] i16/i32 (macro-tile ids), sorted entries [C] i64 (kernels/buffers.py `pack_entries`)
+Outputs: ids [L] i32 (the tiles' lists), ranges [n_tiles, 2] i32 (tiles of no pair: [0, 0))
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ._device import MACRO_COLS, MACRO_ROWS
+from ._launch import interpreting
+from .buffers import LIST_CHUNK, list_scratch_shape, macro_grid
+
+BITS = MACRO_COLS * MACRO_ROWS  # 32
+
+
+@triton.jit(do_not_specialize=["C", "n_macros"])
+def _chunk_counts_kernel(
+    keys_ptr,  # [C] i16/i32, sorted
+    entries_ptr,  # [C] i64
+    counts_ptr,  # [chunks, 32] i32 out
+    C,
+    n_macros,
+    CHUNK: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * CHUNK + tl.arange(0, CHUNK)
+    key = tl.load(keys_ptr + offs, mask=offs < C, other=-1).to(tl.int32)
+    real = (offs < C) & (key >= 0) & (key < n_macros)
+    mask = (tl.load(entries_ptr + offs, mask=real, other=0) >> 32).to(tl.int32)
+    bit = tl.arange(0, MACRO_COLS * MACRO_ROWS)
+    bits = (mask[:, None] >> bit[None, :]) & 1  # [CHUNK, 32]
+    tl.store(counts_ptr + pid * (MACRO_COLS * MACRO_ROWS) + bit, tl.sum(bits, axis=0))
+
+
+@triton.jit(do_not_specialize=["C", "n_macros", "n_chunks", "n_mx", "n_tx", "n_ty", "L"])
+def _scatter_kernel(
+    keys_ptr,  # [C] i16/i32, sorted
+    entries_ptr,  # [C] i64
+    cum_ptr,  # [chunks, 32] i32: inclusive cumsum over chunks of the per-chunk bit counts
+    ids_ptr,  # [L] i32 out
+    ranges_ptr,  # [n_tiles, 2] i32 out, zero-filled by the launcher
+    C,
+    n_macros,
+    n_chunks,
+    n_mx,
+    n_tx,
+    n_ty,
+    L,
+    CHUNK: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * CHUNK + tl.arange(0, CHUNK)
+    m = offs < C
+    key = tl.load(keys_ptr + offs, mask=m, other=-1).to(tl.int32)
+    real = m & (key >= 0) & (key < n_macros)
+    entry = tl.load(entries_ptr + offs, mask=real, other=0)
+    mask = (entry >> 32).to(tl.int32)
+    gid = (entry & 0xFFFFFFFF).to(tl.int32)
+    bit = tl.arange(0, MACRO_COLS * MACRO_ROWS)[None, :]
+    bits = (mask[:, None] >> bit) & 1  # [CHUNK, 32]
+    # O_b: the list entries of the bits below b (the last chunk's inclusive cumsum holds every bit's total)
+    total = tl.load(cum_ptr + (n_chunks - 1) * (MACRO_COLS * MACRO_ROWS) + bit)  # [1, 32]
+    before_bit = tl.cumsum(total, axis=1) - total
+    # R_b at this chunk's first pair: the chunks before it
+    inclusive = tl.cumsum(bits, axis=0)  # [CHUNK, 32]
+    chunk_start = tl.load(cum_ptr + pid * (MACRO_COLS * MACRO_ROWS) + bit) - tl.sum(bits, axis=0)[None, :]
+    start = before_bit + chunk_start + inclusive - bits  # [CHUNK, 32] position(i, b), int32
+    tl.store(ids_ptr + start, gid[:, None] + bit * 0, mask=(bits != 0) & (start < L))
+    # a macro-tile's first pair opens its tiles' ranges, its last pair closes them
+    prev = tl.load(keys_ptr + offs - 1, mask=m & (offs > 0), other=-1).to(tl.int32)
+    nxt = tl.load(keys_ptr + offs + 1, mask=offs + 1 < C, other=-1).to(tl.int32)
+    tx = (key % n_mx)[:, None] * MACRO_COLS + bit % MACRO_COLS
+    ty = (key // n_mx)[:, None] * MACRO_ROWS + bit // MACRO_COLS
+    tile = ty * n_tx + tx
+    inside = real[:, None] & (tx < n_tx) & (ty < n_ty)
+    tl.store(ranges_ptr + tile * 2 + 0, start, mask=inside & (key != prev)[:, None])
+    tl.store(ranges_ptr + tile * 2 + 1, start + bits, mask=inside & (key != nxt)[:, None])
+
+
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
+def tile_lists(
+    sorted_keys: torch.Tensor,  # [C] i16/i32
+    sorted_entries: torch.Tensor,  # [C] i64
+    n_tx: int,
+    n_ty: int,
+    *,
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids [L], ranges [n_tx * n_ty, 2]) from the sorted macro-tile pairs. `out` = (ids [L] i32, ranges
+    [n_tiles, 2] i32, chunk scratch [at least the product of `list_scratch_shape(C)`] i32)."""
+    C = sorted_keys.shape[0]
+    ids, ranges, scratch = out
+    assert sorted_keys.dtype in (torch.int16, torch.int32) and sorted_entries.shape == (C,), sorted_keys.dtype
+    assert sorted_entries.dtype == torch.int64 and ids.dtype == torch.int32 and ranges.shape == (n_tx * n_ty, 2)
+    n_mx, n_my = macro_grid(n_tx, n_ty)
+    # the interpreter's cost is per program, not per element: fewer, longer chunks (within the same scratch)
+    chunk = LIST_CHUNK * (32 if interpreting() else 1)
+    chunks, bits = triton.cdiv(max(C, 1), chunk), MACRO_COLS * MACRO_ROWS
+    assert scratch.numel() >= chunks * bits and scratch.numel() >= list_scratch_shape(C)[0] * bits
+    counts = scratch.view(-1)[: chunks * bits].view(chunks, bits)
+    ranges.zero_()
+    if C == 0:
+        return ids, ranges
+    _chunk_counts_kernel[(chunks,)](sorted_keys, sorted_entries, counts, C, n_mx * n_my, CHUNK=chunk)
+    counts.cumsum_(0)
+    _scatter_kernel[(chunks,)](
+        sorted_keys, sorted_entries, counts, ids, ranges,
+        C, n_mx * n_my, chunks, n_mx, n_tx, n_ty, ids.shape[0], CHUNK=chunk,
+    )  # fmt: skip
+    return ids, ranges

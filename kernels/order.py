@@ -71,7 +71,8 @@ def depth_order_counted(
     """(order [V] i64, offsets [V] i64, V, tile pairs, macro-tile pairs) over the V visible Gaussians.
 
     The counts do not depend on the order: V counts the finite depths, and the pairs are every Gaussian's tile
-    (macro-tile) count summed (culled ones touch none). So they are reduced first and copied to `host` without blocking, and
+    (macro-tile) count summed (culled ones touch none). So they are reduced first and copied to `host` without
+    blocking, and
     the host waits for that copy alone, while the sort queued behind it runs: the GPU is not left idle while the
     host reads them and launches the stages after (a full sync after the sort left it idle 0.5-1 ms a frame,
     BENCHMARKS.md section 21). Without `host` (the CPU) the counts are read with a plain sync.

@@ -23,7 +23,8 @@ Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacit
          sh [N,K,3] fp16, camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
 Outputs: records [N,8] (the blend records of kernels/buffers.py), depths [N] (+inf where culled, so that one
          stable sort of all N puts the visible Gaussians first, in depth order), tiles_touched [N] int32,
-         macros_touched [N] int32, bin_t [N] (the binning threshold t' = s^2 t that `bin_pairs` must walk again; t when AdaGScale is off).
+         macros_touched [N] int32, bin_t [N] (the binning threshold t' = s^2 t that `bin_pairs` must walk again;
+         t when AdaGScale is off).
          Rows with tiles_touched == 0 are left unwritten except tiles_touched, macros_touched and depths.
 """
 
@@ -35,9 +36,9 @@ import triton.language as tl
 
 from ._device import (
     ALPHA_MIN,
-    MACRO_ROWS,
     HALF_LOG2E,
     LOG2E,
+    MACRO_ROWS,
     adagscale_s2,
     alpha_threshold_t,
     band_hull,

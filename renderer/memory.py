@@ -33,7 +33,8 @@ torch.sort of L keys of kb' bytes, stable, with its int64 indices (ATen's SortSt
 8 L, then CUB's alternate keys and indices (kb' + 8) L.
 
 P, M and V are not known before a frame: V is taken as N (an overview sees everything), P as
-max(2 N, min(16 N, 400 T)), M as MACRO_PAIRS_PER_PAIR P. Measured at 1920x1080, 8 px tiles (BENCHMARKS.md, sections 8 and 13): objects of
+max(2 N, min(16 N, 400 T)), M as MACRO_PAIRS_PER_PAIR P. Measured at 1920x1080, 8 px tiles (BENCHMARKS.md,
+sections 8 and 13): objects of
 94k-500k Gaussians reach 3-15 pairs a Gaussian close up (plant close 1.72M pairs for 114k), composites' overviews
 1.7-1.8 (6M: 10.9M, 24M: 40.5M), fly-overs fewer. Very large splats reach more (fruit_drops, 4.7k Gaussians:
 1.3M pairs, 37 MB of pair memory this misses; FIXED_BYTES covers it). The capacity route sizes its buffers up to
@@ -322,8 +323,11 @@ def check_frame_pairs(
         need = counted_pair_bytes(visible, pairs, tiles, reference=reference, macro_pairs=macro_pairs)
     else:
         slots = _macro_pairs(capacity) if pair_capacity is None else pair_capacity
-        buffers = LIST_ENTRY_BYTES * (capacity - held) + pair_buffer_bytes(slots, tiles) - pair_buffer_bytes(
-            pairs_held, tiles) * (pairs_held > 0)
+        buffers = (
+            LIST_ENTRY_BYTES * (capacity - held)
+            + pair_buffer_bytes(slots, tiles)
+            - pair_buffer_bytes(pairs_held, tiles) * (pairs_held > 0)
+        )
         need = buffers + pair_sort_bytes(slots, tiles, reference=reference)
     free, is_free = free_memory(device)
     if free is not None and device.type == "cuda":  # what torch's caching allocator holds unused is free to it

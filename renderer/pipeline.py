@@ -277,11 +277,14 @@ class Renderer:
             if n_pairs > f.capacity or n_macro_pairs > f.pair_slots:
                 lists, pairs = self.pair_capacity, self.macro_capacity
                 if not (lists.fits(n_pairs) and pairs.fits(n_macro_pairs)):
-                    grown = (lists.size if lists.fits(n_pairs) else lists.grown(n_pairs),
-                             pairs.size if pairs.fits(n_macro_pairs) else pairs.grown(n_macro_pairs))
+                    grown = (
+                        lists.size if lists.fits(n_pairs) else lists.grown(n_pairs),
+                        pairs.size if pairs.fits(n_macro_pairs) else pairs.grown(n_macro_pairs),
+                    )
                     check_frame_pairs(n_pairs, n_visible, f.width, f.height, f.tile, self.device, counted=False,
                                       reference=self.backend == "torch", capacity=grown[0], held=lists.size,
-                                      macro_pairs=n_macro_pairs, pair_capacity=grown[1], pairs_held=pairs.size)  # fmt: skip
+                                      macro_pairs=n_macro_pairs, pair_capacity=grown[1],
+                                      pairs_held=pairs.size)  # fmt: skip
                     for capacity, count in ((lists, n_pairs), (pairs, n_macro_pairs)):
                         if not capacity.fits(count):
                             capacity.grow(count)

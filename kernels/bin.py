@@ -111,15 +111,19 @@ def _bin_kernel(
         hull_lo, hull_hi = band_hull(hull_lo, hull_hi, lo3, sp3)
         n_cols = tl.where(hull_hi >= hull_lo, hull_hi - hull_lo + 1, 0)
         n_cols = tl.minimum(n_cols, count - written)  # never past this Gaussian's slots
+        # [BLOCK_N, 1] views made before the loop (made inside it, Triton 3.6 hoisted one out of order)
+        first_key, first_x = (by * n_mx + hull_lo)[:, None], (hull_lo * MACRO_COLS)[:, None]
+        first_slot, n_cols_2d = (base + written)[:, None], n_cols[:, None]
+        lo0, sp0, lo1, sp1 = lo0[:, None], sp0[:, None], lo1[:, None], sp1[:, None]
+        lo2, sp2, lo3, sp3 = lo2[:, None], sp2[:, None], lo3[:, None], sp3[:, None]
         for c0 in range(0, tl.max(n_cols, axis=0), COLS):
             col = c0 + cols  # [1, COLS]
-            bx = hull_lo[:, None] + col  # [BLOCK_N, COLS] macro-tile columns
-            x0 = bx * MACRO_COLS
-            mask = _row_bits(lo0[:, None], sp0[:, None], x0, 0) | _row_bits(lo1[:, None], sp1[:, None], x0, 1)
-            mask = mask | _row_bits(lo2[:, None], sp2[:, None], x0, 2) | _row_bits(lo3[:, None], sp3[:, None], x0, 3)
-            slot = base[:, None] + (written[:, None] + col).to(tl.int64)
-            m = (col < n_cols[:, None]) & (slot < capacity)
-            tl.store(keys_ptr + slot, (by[:, None] * n_mx + bx).to(key_ty), mask=m)
+            x0 = first_x + col * MACRO_COLS  # [BLOCK_N, COLS] each macro-tile's first tile column
+            mask = _row_bits(lo0, sp0, x0, 0) | _row_bits(lo1, sp1, x0, 1)
+            mask = mask | _row_bits(lo2, sp2, x0, 2) | _row_bits(lo3, sp3, x0, 3)
+            slot = first_slot + col.to(tl.int64)
+            m = (col < n_cols_2d) & (slot < capacity)
+            tl.store(keys_ptr + slot, (first_key + col).to(key_ty), mask=m)
             tl.store(entries_ptr + slot, (mask.to(tl.int64) << 32) | gid, mask=m)
         written += n_cols
     # sentinel-fill any slots the walk did not reach (see module docstring)

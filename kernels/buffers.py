@@ -130,7 +130,8 @@ def order_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...
 
 
 def list_scratch_shape(capacity: int) -> tuple[int, int]:
-    """[chunks, 32] int32: `tile_lists`' per-chunk tile-bit counts over `capacity` sorted macro pairs."""
+    """(chunks, 32): the size of `tile_lists`' per-chunk tile-bit counts over `capacity` sorted macro pairs (it
+    holds them bit-major, [32, chunks])."""
     return max((capacity + LIST_CHUNK - 1) // LIST_CHUNK, 1), MACRO_COLS * MACRO_ROWS
 
 

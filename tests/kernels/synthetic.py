@@ -15,6 +15,8 @@ import torch
 
 import kernels
 import kernels.reference as ref
+from kernels.buffers import pack_entries, unpack_entries
+from kernels.constants import MACRO_COLS, MACRO_ROWS
 from tests.analytic import covariance, quat_matrix, upper
 
 
@@ -94,21 +96,43 @@ def gaussians(n: int, *, sh_degree: int = 0, seed: int = 0, device: str = "cpu",
     return (means.to(device), covars.to(device), opac.to(device), sh.to(device, kernels.SH_DTYPE))
 
 
-def projected(n, width, height, device, seed=0, degree=0, tile=8):
-    """Stage 1's outputs for `gaussians(n)` seen by `camera`, from the torch twin: the input the later stages'
-    tests start from, so that they test their own stage only."""
+def projected(n, width, height, device, seed=0, degree=0, tile=8, grow=0.0):
+    """Stage 1's outputs (records, depths, tiles_touched, macros_touched, bin_t) for `gaussians(n)` seen by
+    `camera`, from the torch twin: the input the later stages' tests start from, so that they test their own
+    stage only. grow > 0 scales every Gaussian's axes by e^grow (larger footprints, more macro-tiles each)."""
     means, covars, opac, sh = gaussians(n, sh_degree=degree, seed=seed, device=device)
+    covars = covars * math.exp(2 * grow)
     cam = camera(width, height).packed(device)
     return ref.project_gaussians(means, covars, opac, sh, cam, width, height, sh_degree=degree, tile_size=tile)
 
 
-def random_keys(n_tiles, n, device, dtype=torch.int16, seed=0):
-    """(keys [n], ids [n] i32): random tile ids below n_tiles, the last 3 the unused-slot sentinel, and ids a
-    random permutation (so that an order among equal keys shows)."""
+def tile_grid(width: int, height: int, tile: int) -> tuple[int, int]:
+    """(n_tx, n_ty): the tiles across and down an image."""
+    return -(-width // tile), -(-height // tile)
+
+
+def random_pairs(n_tx, n_ty, n, device, dtype=torch.int16, seed=0, macros=None):
+    """(keys [n], entries [n] i64) of random macro-tile pairs over an n_tx x n_ty tile grid, as `bin_pairs` writes
+    them: keys below `macros` (default: all of the grid's), the last 3 the unused-slot sentinel; entries pack ids,
+    a random permutation (so that an order among equal keys shows), and random masks of the tiles of the pair's
+    macro-tile that lie in the image (bit 31 included; a tenth of them empty, as a hull's column may be). The
+    sentinel slots' masks are random too: nothing may read them."""
     g = torch.Generator().manual_seed(seed)
-    keys = torch.randint(0, n_tiles, (n,), generator=g).to(dtype)
-    keys[-3:] = kernels.sentinel_key(dtype)  # unused slots sort last
-    return keys.to(device), torch.randperm(n, generator=g).to(torch.int32).to(device)
+    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+    keys = torch.randint(0, n_mx * n_my if macros is None else macros, (n,), generator=g)
+    masks = torch.randint(0, 1 << 32, (n,), generator=g, dtype=torch.int64)
+    bit = torch.arange(MACRO_COLS * MACRO_ROWS)
+    tx = (keys % n_mx)[:, None] * MACRO_COLS + bit % MACRO_COLS  # [n, 32] each bit's tile
+    ty = (keys // n_mx)[:, None] * MACRO_ROWS + bit // MACRO_COLS
+    in_image = ((tx < n_tx) & (ty < n_ty)).long() << bit  # [n, 32] the bits real binning may set
+    masks &= in_image.sum(1)
+    masks[torch.rand(n, generator=g) < 0.1] = 0
+    sentinel = kernels.sentinel_key(dtype)
+    keys = keys.to(dtype)
+    keys[-3:] = sentinel  # unused slots sort last
+    masks[-3:] = torch.randint(1, 1 << 32, (3,), generator=g, dtype=torch.int64)
+    ids = torch.randperm(n, generator=g)
+    return keys.to(device), pack_entries(ids, masks).to(device)
 
 
 def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
@@ -121,26 +145,75 @@ def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
                              f"ref {r[idx].tolist()} tri {t[idx].tolist()}")  # fmt: skip
 
 
-def bin_all(impl, proj, width, height, *, tile=8, capacity=None, poison=True):
-    """Stages 2-3 of either implementation on a projection: (keys, ids, n_pairs). The buffers hold `capacity`
-    slots (default: exactly the pair count), filled with the sentinel first as the renderer does."""
-    records, depths, tiles_touched, bin_t = proj
+def bin_all(impl, proj, width, height, *, tile=8, capacity=None):
+    """Stages 2-3 of either implementation on a projection: (keys, entries, n_pairs), n_pairs the macro-tile
+    pairs. The buffers hold `capacity` slots (default: exactly the pair count), the keys filled with the sentinel
+    first as the renderer does, the entries with -1 (so that a slot bin leaves alone shows)."""
+    records, depths, tiles_touched, macros_touched, bin_t = proj
     n = depths.shape[0]
-    order, offsets, totals = impl.depth_order(depths, tiles_touched, out=impl.order_outputs(n, depths.device))
-    n_pairs = int(totals[1])
+    out = impl.order_outputs(n, depths.device)
+    order, offsets, totals = impl.depth_order(depths, tiles_touched, macros_touched, out=out)
+    n_pairs = int(totals[2])
     cap = n_pairs if capacity is None else capacity
-    n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
-    kd = impl.key_dtype(n_tiles)
+    n_mx, n_my = impl.macro_grid(*tile_grid(width, height, tile))
+    kd = impl.key_dtype(n_mx * n_my)
     keys = torch.full((cap,), impl.sentinel_key(kd), dtype=kd, device=records.device)
-    ids = torch.full((cap,), -1, dtype=torch.int32, device=records.device)
-    impl.bin_pairs(order, offsets, records, tiles_touched, width, height, tile_size=tile, bin_t=bin_t,
-                   out=(keys, ids))  # fmt: skip
-    return keys, ids, n_pairs
+    entries = torch.full((cap,), -1, dtype=torch.int64, device=records.device)
+    impl.bin_pairs(order, offsets, records, macros_touched, width, height, tile_size=tile, bin_t=bin_t,
+                   out=(keys, entries))  # fmt: skip
+    return keys, entries, n_pairs
 
 
-def lists_of(impl, proj, width, height, *, tile=8):
-    """Stages 2-5: (sorted ids, ranges) ready for the rasterizer."""
-    keys, ids, _ = bin_all(impl, proj, width, height, tile=tile)
-    sorted_keys, sorted_ids = impl.sort_pairs(keys, ids)
-    n_tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
-    return sorted_ids, impl.tile_ranges(sorted_keys, n_tiles)
+def list_buffers(n_entries, n_tiles, n_pairs, device):
+    """`tile_lists`' out buffers, poisoned (unwritten list entries show as -1): ids [n_entries] i32, ranges
+    [n_tiles, 2] i32 and the chunk scratch of `list_scratch_shape(n_pairs)`."""
+    i32 = dict(dtype=torch.int32, device=device)
+    rows, cols = kernels.list_scratch_shape(n_pairs)
+    return (
+        torch.full((n_entries,), -1, **i32),
+        torch.full((n_tiles, 2), -1, **i32),
+        torch.full((rows * cols,), -1, **i32),
+    )
+
+
+def lists_of(impl, proj, width, height, *, tile=8, capacity=None):
+    """Stages 2-5 of either implementation: (ids, ranges) ready for the rasterizer; the list buffer holds
+    exactly the tile pairs (`depth_order`'s totals), the pair buffers `capacity` slots (see `bin_all`)."""
+    keys, entries, _ = bin_all(impl, proj, width, height, tile=tile, capacity=capacity)
+    sorted_keys, sorted_entries = impl.sort_pairs(keys, entries)
+    n_tx, n_ty = tile_grid(width, height, tile)
+    out = list_buffers(int(proj[2].sum()), n_tx * n_ty, keys.shape[0], keys.device)
+    return impl.tile_lists(sorted_keys, sorted_entries, n_tx, n_ty, out=out)
+
+
+def decode_pairs(keys, entries, n_tx, n_ty) -> torch.Tensor:
+    """[P, 3] i64 (Gaussian, tile column, tile row) of every set mask bit of the pairs with a macro-tile key (the
+    sentinel's are skipped), by the layout kernels/buffers.py states: the id in the entry's low 32 bits, the mask
+    in the high 32, bit MACRO_COLS * row + column of the macro-tile key // n_mx, key % n_mx."""
+    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+    key = keys.long().cpu()
+    ids, masks = unpack_entries(entries.cpu())
+    real = (key >= 0) & (key < n_mx * n_my)
+    bit = torch.arange(MACRO_COLS * MACRO_ROWS)
+    pair, b = torch.nonzero(((masks[:, None] >> bit) & 1).bool() & real[:, None], as_tuple=True)
+    row, col = b // MACRO_COLS, b % MACRO_COLS
+    return torch.stack([ids[pair], (key[pair] % n_mx) * MACRO_COLS + col, (key[pair] // n_mx) * MACRO_ROWS + row], 1)
+
+
+def tile_sets(proj, width, height, *, tile=8) -> dict[int, set[tuple[int, int]]]:
+    """{Gaussian: {(tile column, tile row)}} of every Gaussian with tiles_touched > 0: the tiles its footprint
+    reaches, from the twin's row walk (kernels/reference.py `_tile_rows`, `_row_spans`, which
+    tests/kernels/test_tile_walk.py checks against brute force) on the records' conic and bin_t, expanded one tile
+    at a time here. Macro-tiles play no part: the later stages' macro-tile outputs are derived from these sets."""
+    records, _, tiles_touched, _, bin_t = proj
+    n_tx, n_ty = tile_grid(width, height, tile)
+    live = torch.nonzero(tiles_touched > 0).flatten()
+    mx, my = records[live, 0], records[live, 1]
+    a, b, c = ref._record_conic(records[live])
+    t = bin_t[live]
+    ty_lo, rows, ry = ref._tile_rows(my, a, b, c, t, torch.ones_like(t, dtype=torch.bool), n_ty, tile)
+    g_of_row, ty, tx_lo, span = ref._row_spans(ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, tile)
+    sets: dict[int, set[tuple[int, int]]] = {g: set() for g in live.tolist()}
+    for g, y, x0, s in zip(live[g_of_row].tolist(), ty.tolist(), tx_lo.tolist(), span.tolist()):
+        sets[g].update((x, y) for x in range(x0, x0 + s))
+    return sets

@@ -15,7 +15,7 @@ import kernels
 import kernels.reference as ref
 from kernels.buffers import unpack_records
 from tests.conftest import nan_like
-from tests.kernels.synthetic import assert_close_rows, bin_all, camera, gaussians
+from tests.kernels.synthetic import assert_close_rows, bin_all, camera, decode_pairs, gaussians, tile_grid
 
 # a threshold and a floor like renderer/settings.py's defaults: what these tests check holds at any in range
 TAU = 0.1
@@ -34,49 +34,53 @@ def project(impl, n, width, height, device, *, tau, s_min=S_MIN, seed=0, degree=
 
 
 def emit(impl, proj, width, height):
-    """(keys, ids) of the pairs binned at the projection's thresholds."""
-    keys, ids, _ = bin_all(impl, proj, width, height)
-    return keys, ids
+    """(keys, entries) of the macro-tile pairs binned at the projection's thresholds (8 px tiles)."""
+    keys, entries, _ = bin_all(impl, proj, width, height)
+    return keys, entries
 
 
-def pair_set(keys, ids):
-    return set(zip(ids.tolist(), keys.tolist()))
+def tile_pairs(keys, entries, width, height, tile=8):
+    """{(Gaussian, tile id)} of the tiles the pairs' masks hold."""
+    n_tx, n_ty = tile_grid(width, height, tile)
+    return {(g, y * n_tx + x) for g, x, y in decode_pairs(keys, entries, n_tx, n_ty).tolist()}
 
 
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])
 def test_tau_zero_is_exact_binning(impl, device):
-    """s = 1 exactly when tau = 0: counts, thresholds and keys equal the exact path's bit for bit."""
+    """s = 1 exactly when tau = 0: counts, thresholds and pairs equal the exact path's bit for bit."""
     width, height = 128, 96
     exact = project(impl, 3000, width, height, device, tau=None, grow=0.5)
     zero = project(impl, 3000, width, height, device, tau=0.0, grow=0.5)
     live = exact[2] > 0
-    assert torch.equal(zero[2], exact[2])
-    assert torch.equal(zero[3][live], exact[3][live])
-    for got, want in zip(zero[:3], exact[:3]):
+    assert torch.equal(zero[2], exact[2]) and torch.equal(zero[3], exact[3])  # tiles and macro-tiles touched
+    assert torch.equal(zero[4][live], exact[4][live])  # bin_t
+    for got, want in zip(zero[:2], exact[:2]):  # records, depths
         assert torch.equal(got[live], want[live])
-    keys, ids = emit(impl, zero, width, height)
-    want_k, want_i = emit(impl, exact, width, height)
-    assert torch.equal(ids, want_i) and torch.equal(keys, want_k)
+    keys, entries = emit(impl, zero, width, height)
+    want_k, want_e = emit(impl, exact, width, height)
+    assert torch.equal(entries, want_e) and torch.equal(keys, want_k)
 
 
 def test_triton_matches_reference(device):
-    """New outputs (bin_t, counts at t') agree; keys agree given the same projection."""
+    """New outputs (bin_t, counts at t') agree; pairs agree given the same projection."""
     width, height = 128, 96
     tau = TAU
     want = project(ref, 3000, width, height, device, tau=tau, degree=2, grow=0.5)
     got = project(kernels, 3000, width, height, device, tau=tau, degree=2, grow=0.5)
     diff = (want[2] - got[2]).abs()
-    # float-rounding boundary cases only, bounded as in test_project.py
+    # float-rounding boundary cases only, bounded as in test_project.py; a macro-tile count moves only with them
     assert int((diff > 1).sum()) == 0 and int((diff == 1).sum()) <= 3, diff.nonzero()[:5]
+    macro_diff = (want[3] - got[3]).abs()
+    assert int((macro_diff > 1).sum()) == 0 and not bool(((macro_diff > 0) & (diff == 0)).any())
     rows = (want[2] > 0) & (got[2] > 0)
-    assert_close_rows("bin_t", want[3], got[3], rows)
+    assert_close_rows("bin_t", want[4], got[4], rows)
     _, _, opacities, want_colors = unpack_records(want[0])
     assert_close_rows("colors", want_colors, unpack_records(got[0])[3], rows, rtol=2.0**-10)  # fp16 in the record
-    shrunk = (want[3][rows] < 0.999 * ref._alpha_threshold_t(opacities[rows])).float().mean()
+    shrunk = (want[4][rows] < 0.999 * ref._alpha_threshold_t(opacities[rows])).float().mean()
     assert shrunk > 0.3, f"only {shrunk:.0%} of the Gaussians shrank: the test does not exercise AdaGScale"
-    keys_t, ids_t = emit(kernels, want, width, height)
-    keys_r, ids_r = emit(ref, want, width, height)
-    assert torch.equal(ids_t, ids_r) and torch.equal(keys_t, keys_r)
+    keys_t, entries_t = emit(kernels, want, width, height)
+    keys_r, entries_r = emit(ref, want, width, height)
+    assert torch.equal(entries_t, entries_r) and torch.equal(keys_t, keys_r)
     assert (keys_t != kernels.sentinel_key(keys_t.dtype)).all()
 
 
@@ -90,9 +94,10 @@ def test_tau_on_the_device_is_the_same_tau(impl, device):
     as_float = tuple(t.clone() for t in as_float)
     on_device = project(impl, 1500, width, height, device, tau=torch.tensor([0.3], device=device), grow=0.5)
     live = as_float[2] > 0
-    assert torch.equal(on_device[2], as_float[2]) and torch.equal(on_device[3][live], as_float[3][live])
+    assert torch.equal(on_device[2], as_float[2]) and torch.equal(on_device[3], as_float[3])
+    assert torch.equal(on_device[4][live], as_float[4][live])
     other = project(impl, 1500, width, height, device, tau=torch.tensor([0.03], device=device), grow=0.5)
-    assert (other[3][live] > on_device[3][live]).any() and int(other[2].sum()) > int(on_device[2].sum())
+    assert (other[4][live] > on_device[4][live]).any() and int(other[2].sum()) > int(on_device[2].sum())
 
 
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "torch"])
@@ -104,8 +109,8 @@ def test_centre_tile_kept_and_only_tiles_dropped(impl, device):
     for seed, grow in ((1, 0.0), (2, 0.7)):
         exact = project(impl, 2000, width, height, device, tau=None, seed=seed, grow=grow)
         shrunk = project(impl, 2000, width, height, device, tau=1e6, s_min=0.01, seed=seed, grow=grow)
-        exact_pairs = pair_set(*emit(impl, exact, width, height))
-        shrunk_pairs = pair_set(*emit(impl, shrunk, width, height))
+        exact_pairs = tile_pairs(*emit(impl, exact, width, height), width, height)
+        shrunk_pairs = tile_pairs(*emit(impl, shrunk, width, height), width, height)
         assert shrunk_pairs <= exact_pairs
         assert len(shrunk_pairs) < 0.8 * len(exact_pairs)
         m = exact[0][:, :2]  # the records' screen means
@@ -159,7 +164,7 @@ def test_one_tile_footprints_keep_their_exact_tiles(impl, device):
 
     exact, shrunk = run(None), run(1e6)
     live = exact[2] > 0
-    m, t = exact[0][:, :2].double(), exact[3].double()
+    m, t = exact[0][:, :2].double(), exact[4].double()
     a, b, c = (v.double() for v in ref._record_conic(exact[0]))  # the conic the count walked
 
     def box_tiles(scale):  # the tile box at scale * t, in float64 (no float boundary case at scale 1 +- 1e-4)
@@ -170,8 +175,8 @@ def test_one_tile_footprints_keep_their_exact_tiles(impl, device):
     one = live & (box_tiles(1 + 1e-4) == 1)  # a one-tile box, however the kernel rounds
     many = live & (box_tiles(1 - 1e-4) > 1)
     assert int(one.sum()) > 300 and int(many.sum()) > 300
-    assert torch.equal(shrunk[3][one], exact[3][one]), "a one-tile footprint was scored"
-    assert torch.equal(shrunk[2][one], exact[2][one])
+    assert torch.equal(shrunk[4][one], exact[4][one]), "a one-tile footprint was scored"
+    assert torch.equal(shrunk[2][one], exact[2][one]) and torch.equal(shrunk[3][one], exact[3][one])
     edge_rows = torch.arange(means.shape[0], device=device) >= 3000
     off_screen = edge_rows & one & ((m[:, 0] < 0) | (m[:, 1] < 0))
     assert int(off_screen.sum()) >= 48, "the edge Gaussians do not exercise the off-screen case"
@@ -180,7 +185,7 @@ def test_one_tile_footprints_keep_their_exact_tiles(impl, device):
     floor = ref.CENTRE_SLACK * 0.25 * (a + c + 2 * b.abs())
     reach = torch.sqrt(floor * c / (a * c - b * b))  # half-width of that ellipse's box in x
     assert (m[:, 0][off_screen & (m[:, 0] < 0)] + reach[off_screen & (m[:, 0] < 0)] < 0.5).all()
-    assert (shrunk[3][many] < 0.9 * exact[3][many]).float().mean() > 0.5, "larger footprints did not shrink"
+    assert (shrunk[4][many] < 0.9 * exact[4][many]).float().mean() > 0.5, "larger footprints did not shrink"
     for got, want in zip(shrunk[:2], exact[:2]):  # the same records and depths, whatever the gate decided
         assert torch.equal(got[shrunk[2] > 0], want[shrunk[2] > 0])
 
@@ -222,7 +227,7 @@ def test_triton_kernel_score_is_minimal(device):
     """The kernel's s is the smallest admissible one: S(s) <= tau, and S at a 1% smaller s exceeds tau
     unless a floor (s_min or the centre tile) set it."""
     width, height, tau, s_min = 128, 96, 0.3, S_MIN
-    records, _, tt, bin_t = project(kernels, 3000, width, height, device, tau=tau, grow=0.5)
+    records, _, tt, _, bin_t = project(kernels, 3000, width, height, device, tau=tau, grow=0.5)
     live = tt > 0
     _, conics, opacities, colors = unpack_records(records)
     a, b, c = conics[live].double().unbind(-1)

@@ -2,6 +2,8 @@
 derived another way (tests/analytic.py): the EWA conic of hand cases, the pixel-centre convention and the SH
 basis from the real spherical harmonics' definition."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -9,9 +11,10 @@ import torch
 import kernels
 import kernels.reference as ref
 from kernels.buffers import unpack_records
+from kernels.constants import MACRO_COLS, MACRO_ROWS
 from tests.analytic import covariance, ewa_conic, rodrigues, sh_basis, upper
 from tests.conftest import nan_like
-from tests.kernels.synthetic import PinholeCamera, assert_close_rows, camera, gaussians, look_at
+from tests.kernels.synthetic import PinholeCamera, assert_close_rows, camera, gaussians, look_at, tile_sets
 
 FP16_STEP = 2.0**-10  # twice fp16's relative rounding: the colour's tolerance (it is stored in fp16)
 FP16_ROUNDING = 2.0**-11  # fp16's relative rounding (unit roundoff)
@@ -45,10 +48,13 @@ def test_project_matches_reference(n, size, degree, tile, device):
     diff = (tt_want - tt_got).abs()
     assert int((diff > 1).sum()) == 0, f"tile counts differ by more than 1 on rows {torch.nonzero(diff > 1)[:5]}"
     assert int((diff == 1).sum()) <= max(1, n // 1000), f"{int((diff == 1).sum())} rows differ by one tile"
+    # a tile more or less moves the macro-tile count by one at most, and only on those rows
+    macro_diff = (want[3] - got[3]).abs()
+    assert int((macro_diff > 1).sum()) == 0 and not bool(((macro_diff > 0) & (diff == 0)).any()), "macro counts"
     rows = (tt_want > 0) & (tt_got > 0)
     # the records compared by what they hold; the colour is fp16 in both, so one rounding step apart at most
     names = ["means2d", "conics", "opacities", "colors", "depths", "bin_t"]
-    held = [(*unpack_records(p[0]), p[1], p[3]) for p in (want, got)]
+    held = [(*unpack_records(p[0]), p[1], p[4]) for p in (want, got)]
     for name, w, g in zip(names, *held):
         assert torch.isfinite(g[rows]).all(), f"{name}: non-finite values on visible rows (unwritten?)"
         assert_close_rows(name, w, g, rows, rtol=FP16_STEP if name == "colors" else 1e-4)
@@ -80,7 +86,48 @@ def test_project_edge_cases_culled(device):
     assert tiles[2] == 0, "far off-screen must be culled"
     assert tiles[5] == 0, "opacity below 1/255 must be culled"
     assert tiles[3] == 12, "the huge Gaussian covers all 4x3 tiles"
+    assert got[3][3] == 1, "and they lie in one macro-tile of 8x4"
+    assert (got[3][[0, 2, 5]] == 0).all(), "a culled Gaussian touches no macro-tile"
     assert tiles[4] >= 1 and tiles[6] >= 1
+
+
+def band_hull_count(tiles: set[tuple[int, int]]) -> int:
+    """The macro-tile pairs binning emits for a tile set, counted from the set: in each band of MACRO_ROWS tile
+    rows, the macro-tile columns from its leftmost tile's to its rightmost tile's, gaps included."""
+    bands: dict[int, tuple[int, int]] = {}
+    for x, y in tiles:
+        lo, hi = bands.get(y // MACRO_ROWS, (x, x))
+        bands[y // MACRO_ROWS] = (min(lo, x), max(hi, x))
+    return sum(hi // MACRO_COLS - lo // MACRO_COLS + 1 for lo, hi in bands.values())
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("size,tile,grow", [((120, 84), 8, 1.0), ((120, 84), 16, 1.5), ((128, 96), 8, 0.0)], ids=str)
+def test_macros_touched_is_the_band_hull_of_the_tiles(impl, size, tile, grow, device):
+    """macros_touched against a count from each Gaussian's tile set, walked by the twin's rows on the
+    implementation's own records and thresholds (tests/kernels/synthetic.py `tile_sets`) and grouped here: per
+    band of MACRO_ROWS tile rows, the macro-tile columns from the leftmost tile's to the rightmost's. The image's
+    15 x 11 tiles (8 x 6 at 16 px) end in partial macro-tiles; grown footprints span several bands and columns."""
+    width, height = size
+    n = 2000
+    means, covars, opac, sh = gaussians(n, seed=4, device=device)
+    cam = camera(width, height).packed(device)
+    out = tuple(nan_like(t) for t in kernels.project_outputs(n, device))
+    proj = impl.project_gaussians(means, covars * math.exp(2 * grow), opac, sh, cam, width, height, sh_degree=0,
+                                  tile_size=tile, out=out)  # fmt: skip
+    sets = tile_sets(proj, width, height, tile=tile)
+    tiles_touched, macros_touched = proj[2].tolist(), proj[3].tolist()
+    # the torch walk on the kernel's records may round a tile boundary the other way, rarely (test_tile_walk.py)
+    alike = [g for g, tiles in sets.items() if len(tiles) == tiles_touched[g]]
+    assert len(sets) - len(alike) <= (0 if impl is ref else max(1, n // 1000)), "tile counts differ from the walk"
+    wrong = {g: (macros_touched[g], band_hull_count(sets[g])) for g in alike}
+    wrong = {g: pair for g, pair in wrong.items() if pair[0] != pair[1]}
+    assert not wrong, f"{len(wrong)} Gaussians' (macros_touched, hull count), e.g. {list(wrong.items())[:5]}"
+    assert all(macros_touched[g] == 0 for g in range(n) if g not in sets), "a culled Gaussian touches none"
+    # the case must exercise several bands, and several columns in a band where the image has them
+    bands = [len({y // MACRO_ROWS for _, y in sets[g]}) for g in alike]
+    several_columns = max(macros_touched) > max(bands) or kernels.macro_grid(-(-width // tile), 1)[0] == 1
+    assert len(alike) > n // 4 and max(bands) >= 2 and several_columns
 
 
 def test_project_near_plane_is_inclusive(device):

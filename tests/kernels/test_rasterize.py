@@ -260,7 +260,7 @@ def test_opaque_stacks_against_the_definition(tile, device):
     the 1e-4 stop itself: a change to either number in kernels/constants.py fails here, though kernel and twin
     read it alike and still agree with each other."""
     proj, width, height = opaque_stacks(device)
-    records, depths, tiles_touched, _ = proj
+    records, depths, tiles_touched, _, _ = proj
     assert (tiles_touched > 0).all()
     # the definition is given what the rasterizer is given: the records' mean, conic, opacity and (fp16) colour
     means2d, conics, opacities, colors = unpack_records(records)

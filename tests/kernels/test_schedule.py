@@ -11,11 +11,14 @@ from tests.conftest import nan_like
 
 
 def ranges_of(lengths: list[int], device) -> torch.Tensor:
-    """[n, 2] i32 ranges of consecutive lists with these lengths (empty ones [0, 0), as tile_ranges writes)."""
+    """[n, 2] i32 ranges of consecutive lists with these lengths. Empty ones come in both forms tile_lists
+    writes: every other one [0, 0) (a tile of a macro-tile with no pair), the others [x, x) where the lists
+    stand (an empty tile of a macro-tile with pairs)."""
     length = torch.tensor(lengths, dtype=torch.int64)
     end = torch.cumsum(length, 0)
     ranges = torch.stack([end - length, end], 1)
-    ranges[length == 0] = 0
+    empty = torch.nonzero(length == 0).flatten()
+    ranges[empty[::2]] = 0
     return ranges.to(torch.int32).to(device)
 
 

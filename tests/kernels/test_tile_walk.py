@@ -117,7 +117,7 @@ def footprints(width, height, tile, device):
     image's edges): (means2d, conic_opacity, t)."""
     parts = []
     for seed, grow in ((0, 0.0), (1, 1.0), (2, 2.5)):
-        records, _, tt, bin_t = projected(700, width, height, device, seed=seed, tile=tile)
+        records, _, tt, _, bin_t = projected(700, width, height, device, seed=seed, tile=tile)
         means2d, conics, opacities, _ = unpack_records(records)
         co = torch.cat([conics, opacities[:, None]], 1)
         if grow:  # the same ellipses, scaled: Q / s^2 <= t

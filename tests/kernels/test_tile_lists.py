@@ -1,0 +1,181 @@
+"""Stage 5, tile lists: the sorted macro-tile pairs split into the tiles' lists (Triton) against the torch twin,
+and both against lists built without macro-tiles: on random pairs, each tile's list read off the pairs one bit
+at a time; on binned Gaussians, the old way, the Gaussians whose tiles (walked one by one) include the tile, in
+(depth, index) order."""
+
+import importlib
+
+import pytest
+import torch
+
+import kernels
+import kernels.reference as ref
+from kernels.buffers import LIST_CHUNK, pack_entries, unpack_entries
+from kernels.constants import MACRO_COLS, MACRO_ROWS
+from tests.kernels.synthetic import bin_all, list_buffers, projected, random_pairs, tile_grid, tile_sets
+
+IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="torch")]
+GUARD = -5  # what a guard region past the list buffer holds
+
+
+def run(impl, sorted_keys, sorted_entries, n_tx, n_ty, n_entries):
+    """tile_lists into poisoned buffers (list entries -1), the list buffer n_entries long."""
+    out = list_buffers(n_entries, n_tx * n_ty, sorted_keys.shape[0], sorted_keys.device)
+    return impl.tile_lists(sorted_keys, sorted_entries, n_tx, n_ty, out=out)
+
+
+def sorted_random_pairs(n_tx, n_ty, n, device, dtype=torch.int16, seed=0, macros=None, cleared=()):
+    """random_pairs, stably sorted by key (as `sort_pairs` leaves them), and their set bits' count; `cleared`:
+    (key, bit) whose pairs lose that bit, leaving an empty tile in a macro-tile with pairs."""
+    keys, entries = random_pairs(n_tx, n_ty, n, device, dtype, seed, macros)
+    ids, masks = unpack_entries(entries)
+    for key, bit in cleared:
+        masks[keys == key] &= ~(1 << bit)
+    entries = pack_entries(ids, masks)
+    sk, se = ref.sort_pairs(keys, entries)
+    real = sk.long() < kernels.sentinel_key(dtype)
+    return sk, se, sum(bin(m).count("1") for m in unpack_entries(se[real])[1].tolist())
+
+
+def lists_from_pairs(sorted_keys, sorted_entries, n_tx, n_ty) -> list[list[int]]:
+    """Each tile's list read off the sorted pairs one pair and one bit at a time: the ids of its macro-tile's
+    pairs whose mask has the tile's bit (MACRO_COLS * row + column), in the pairs' order."""
+    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+    lists: list[list[int]] = [[] for _ in range(n_tx * n_ty)]
+    ids, masks = unpack_entries(sorted_entries.cpu())
+    for key, g, m in zip(sorted_keys.tolist(), ids.tolist(), masks.tolist()):
+        if key >= n_mx * n_my:
+            continue  # the sentinel: no macro-tile's
+        by, bx = divmod(key, n_mx)
+        for row in range(MACRO_ROWS):
+            for col in range(MACRO_COLS):
+                if (m >> (MACRO_COLS * row + col)) & 1:
+                    lists[(by * MACRO_ROWS + row) * n_tx + bx * MACRO_COLS + col].append(g)
+    return lists
+
+
+def check_lists(ids, ranges, want, sorted_keys, n_tx, n_ty):
+    """ids[start:end] is `want`'s list for every tile, and the ranges lay the lists out bit-major, back to back
+    from 0: for bit 0, every macro-tile with pairs in key order, then bit 1, ...; the tiles of a macro-tile with
+    no pair have [0, 0)."""
+    ids, ranges = ids.tolist(), ranges.tolist()
+    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+    keys = set(sorted_keys.tolist())
+    wrong = [t for t, (start, end) in enumerate(ranges) if ids[start:end] != want[t]]
+    assert not wrong, f"{len(wrong)} tiles' lists differ, e.g. tile {wrong[0]}: {ids[slice(*ranges[wrong[0]])]}"
+    cursor = 0
+    for bit in range(MACRO_COLS * MACRO_ROWS):
+        row, col = divmod(bit, MACRO_COLS)
+        for key in range(n_mx * n_my):
+            by, bx = divmod(key, n_mx)
+            tx, ty = bx * MACRO_COLS + col, by * MACRO_ROWS + row
+            if tx >= n_tx or ty >= n_ty:
+                continue
+            start, end = ranges[ty * n_tx + tx]
+            if key not in keys:
+                assert (start, end) == (0, 0), f"tile ({tx}, {ty}) of a macro-tile with no pair: {(start, end)}"
+                continue
+            assert start == cursor, f"tile ({tx}, {ty}) starts at {start}, not {cursor} (bit {bit}, key {key})"
+            cursor = end
+    assert cursor == len(ids) == sum(map(len, want)), "the lists do not fill the buffer exactly"
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32])
+def test_random_pairs_match_twin_and_their_tiles(dtype, device):
+    """21 x 10 tiles: 3 x 3 macro-tiles, the right column 5 tiles wide and the bottom band 2 rows high; the last 2
+    macro-tiles get no pair, a tenth of the pairs have an empty mask, two tiles of macro-tiles with pairs get no
+    Gaussian, and 3 sentinel slots with random masks end the pairs (nothing may read them)."""
+    n_tx, n_ty = 21, 10
+    sk, se, n_entries = sorted_random_pairs(n_tx, n_ty, 3000, device, dtype, seed=2, macros=7,
+                                            cleared=((0, 5), (4, 31)))  # fmt: skip
+    got = run(kernels, sk, se, n_tx, n_ty, n_entries)
+    want = run(ref, sk, se, n_tx, n_ty, n_entries)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    check_lists(*got, lists_from_pairs(sk, se, n_tx, n_ty), sk, n_tx, n_ty)
+    empty_inside = (got[1][:, 0] == got[1][:, 1]) & (got[1][:, 0] > 0)
+    assert int(empty_inside.sum()) == 2, "the case must hold [x, x) ranges of empty tiles"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("n,size,tile,grow", [(1000, (120, 84), 8, 1.0), (1000, (120, 84), 16, 1.5),
+                                              (3000, (128, 96), 8, 0.0)], ids=str)  # fmt: skip
+def test_lists_are_each_tiles_gaussians_in_depth_order(impl, n, size, tile, grow, device):
+    """Stages 2-5 of each implementation, into pair buffers with a sentinel tail, give every tile the list of the
+    Gaussians whose tiles include it, nearest first, equal depths by index: the tile sets from the twin's row
+    walk, one tile at a time (tests/kernels/synthetic.py `tile_sets`). 120 x 84 ends in partial macro-tiles."""
+    width, height = size
+    proj = projected(n, width, height, device, seed=3, tile=tile, grow=grow)
+    depths = proj[1]
+    depths[torch.nonzero(proj[2] > 0).flatten()[::4]] = 2.5  # ties
+    n_tx, n_ty = tile_grid(width, height, tile)
+    n_pairs = int(proj[3].sum())
+    keys, entries, _ = bin_all(impl, proj, width, height, tile=tile, capacity=n_pairs + 37)
+    sk, se = impl.sort_pairs(keys, entries)
+    assert (sk[-37:] == kernels.sentinel_key(sk.dtype)).all()
+    ids, ranges = run(impl, sk, se, n_tx, n_ty, int(proj[2].sum()))
+    d = depths.tolist()
+    sets = tile_sets(proj, width, height, tile=tile)
+    want: list[list[int]] = [[] for _ in range(n_tx * n_ty)]
+    for g in sorted(sets, key=lambda g: (d[g], g)):
+        for x, y in sets[g]:
+            want[y * n_tx + x].append(g)
+    check_lists(ids, ranges, want, sk, n_tx, n_ty)
+    if impl is kernels:  # the twin on the same pairs, exactly
+        twin = run(ref, sk, se, n_tx, n_ty, ids.shape[0])
+        assert torch.equal(ids, twin[0]) and torch.equal(ranges, twin[1])
+    lengths = [len(w) for w in want]
+    assert max(lengths) > 20 and lengths.count(0) < len(lengths) // 2
+    assert any(d[a] == d[b] for w in want for a, b in zip(w, w[1:])), "the case must hold ties within a list"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_short_list_buffer_is_filled_to_its_end(impl, device):
+    """A list buffer shorter than the entries gets the entries that fall in it and nothing past its end (the
+    renderer sizes it again from depth_order's totals); the ranges are those of the full lists."""
+    width, height = 120, 84
+    n_tx, n_ty = tile_grid(width, height, 8)
+    proj = projected(1000, width, height, device, seed=5, grow=1.0)
+    keys, entries, n_pairs = bin_all(kernels, proj, width, height)
+    sk, se = ref.sort_pairs(keys, entries)
+    n_entries = int(proj[2].sum())
+    full_ids, full_ranges = run(impl, sk, se, n_tx, n_ty, n_entries)
+    short, guard = n_entries // 2, 11
+    ids = torch.full((short + guard,), GUARD, dtype=torch.int32, device=device)
+    _, ranges, scratch = list_buffers(0, n_tx * n_ty, n_pairs, device)
+    impl.tile_lists(sk, se, n_tx, n_ty, out=(ids[:short], ranges, scratch))
+    assert torch.equal(ids[:short], full_ids[:short]), "the entries before the end"
+    assert (ids[short:] == GUARD).all(), "written past the list buffer"
+    assert torch.equal(ranges, full_ranges)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_empty_input(impl, device):
+    """No pairs: every tile's range is [0, 0), the list buffer untouched."""
+    ids = torch.full((4,), GUARD, dtype=torch.int32, device=device)
+    _, ranges, scratch = list_buffers(0, 6, 0, device)
+    got_ids, got_ranges = impl.tile_lists(torch.empty(0, dtype=torch.int16, device=device),
+                                          torch.empty(0, dtype=torch.int64, device=device), 3, 2,
+                                          out=(ids, ranges, scratch))  # fmt: skip
+    assert got_ranges.shape == (6, 2) and (got_ranges == 0).all() and (got_ids == GUARD).all()
+
+
+@pytest.mark.parametrize("chunk", [1, 32], ids=["compiled-chunks", "interpreter-chunks"])
+def test_chunks_of_either_length_with_the_nominal_scratch(chunk, device, monkeypatch):
+    """The launcher counts bits over chunks of LIST_CHUNK pairs on the GPU and of 32 LIST_CHUNK in the
+    interpreter, in a scratch of `list_scratch_shape(C)` (sized for the former): 20,000 pairs in 9 macro-tiles
+    cross many chunk boundaries in the middle of a macro-tile's run, and 3 of the interpreter's chunks. The
+    launcher picks the length by `interpreting()`, replaced here to take each."""
+    if chunk == 32 and device != "cpu":
+        pytest.skip("the interpreter's chunk length: the compiled kernel is not built for it")
+    module = importlib.import_module("kernels.tile_lists")  # the package's `tile_lists` is the launcher
+    monkeypatch.setattr(module, "interpreting", lambda: chunk == 32)
+    n_tx, n_ty, n = 20, 12, 20_000
+    sk, se, n_entries = sorted_random_pairs(n_tx, n_ty, n, device, torch.int16, seed=4)
+    assert n > 2 * 32 * LIST_CHUNK
+    rows, cols = kernels.list_scratch_shape(n)
+    scratch = torch.full((rows * cols,), -1, dtype=torch.int32, device=device)  # exactly the nominal size
+    ids, ranges, _ = list_buffers(n_entries, n_tx * n_ty, n, device)
+    got = kernels.tile_lists(sk, se, n_tx, n_ty, out=(ids, ranges, scratch))
+    want = run(ref, sk, se, n_tx, n_ty, n_entries)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    check_lists(*got, lists_from_pairs(sk, se, n_tx, n_ty), sk, n_tx, n_ty)

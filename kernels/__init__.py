@@ -17,7 +17,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from .bin import bin_config, bin_pairs  # noqa: E402
+from .bin import bin_config, bin_pairs, bins_macro_tiles  # noqa: E402
 from .buffers import (  # noqa: E402
     SH_DTYPE,
     SH_MAX,
@@ -35,13 +35,14 @@ from .project import project_block, project_gaussians  # noqa: E402
 from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
-from .tile_lists import tile_lists  # noqa: E402
+from .tile_lists import tile_lists, tile_ranges  # noqa: E402
 
 __all__ = [
     "SH_DTYPE",
     "SH_MAX",
     "bin_config",
     "bin_pairs",
+    "bins_macro_tiles",
     "cull_window",
     "depth_order",
     "depth_order_counted",
@@ -62,4 +63,5 @@ __all__ = [
     "sort_pairs",
     "split_scratch_shape",
     "tile_lists",
+    "tile_ranges",
 ]

@@ -1,30 +1,40 @@
-"""Stage 3, bin: one (macro-tile, Gaussian) pair per macro-tile each visible Gaussian reaches, in depth order.
+"""Stage 3, bin: the (tile, Gaussian) or (macro-tile, Gaussian) pairs of every visible Gaussian, in depth order.
 
-A macro-tile is a block of MACRO_COLS x MACRO_ROWS tiles (8 x 4, kernels/constants.py). The Gaussians are
-visited in the order `depth_order` produced (nearest first, depth ties by Gaussian index). The r-th of them owns
-the pair slots [offsets[r] - count, offsets[r]) (offsets = inclusive prefix sum of the macro-tile counts in that
-order) and walks the same exact ellipse-tile test as `project_gaussians`, a band of MACRO_ROWS tile rows at a
-time; for each macro-tile column of the band's hull (`_device.band_hull`, left to right) it writes
-    key   = macro-tile id, by * macro columns + bx   (int16 up to 32,767 macro-tiles, else int32)
-    entry = int64: the Gaussian index in the low 32 bits, in the high 32 the mask of the macro-tile's tiles it
-            reaches (bit MACRO_COLS * row + column within the macro-tile; kernels/buffers.py `pack_entries`)
-A stable sort by key then leaves each macro-tile's pairs in depth order with ties by index, and stage 5
-(`tile_lists`) splits them into the tiles' lists, which are then gsplat's. A Gaussian of a close-up reaches tens
-of tiles but a few macro-tiles, so there are several times fewer pairs to write and sort than (tile, Gaussian)
-pairs; an overview's small Gaussians reach one or two tiles, mostly of one macro-tile.
+The Gaussians are visited in the order `depth_order` produced (nearest first, depth ties by Gaussian index). The
+r-th of them owns the pair slots [offsets[r] - count, offsets[r]) (offsets = inclusive prefix sum of the counts in
+that order) and walks the same exact ellipse-tile test as `project_gaussians`. Two forms, by the frame's launch
+configuration (`LaunchConfig.macro`, renderer/launch.py), told apart here by the values' dtype:
+
+- tiles (values int32, counts = tiles_touched): one pair per tile, row by row, tiles left to right,
+      key = tile id      (int16 when the image has at most 32,767 tiles, else int32)
+      id  = Gaussian index
+  A stable sort by key then leaves each tile's pairs in depth order with ties by index, which is gsplat's order;
+  the key holds no depth, so it is 2 or 4 bytes instead of the 8 of a (tile << 32 | depth) key.
+- macro-tiles (values int64, counts = macros_touched): one pair per macro-tile, a block of MACRO_COLS x
+  MACRO_ROWS tiles (8 x 4, kernels/constants.py), walked a band of MACRO_ROWS tile rows at a time; for each
+  macro-tile column of the band's hull (`_device.band_hull`, left to right)
+      key   = macro-tile id, by * macro columns + bx   (int16 up to 32,767 macro-tiles, else int32)
+      entry = the Gaussian index in the low 32 bits, in the high 32 the mask of the macro-tile's tiles it reaches
+              (bit MACRO_COLS * row + column within the macro-tile; kernels/buffers.py `pack_entries`)
+  A stable sort by key leaves each macro-tile's pairs in depth order, and stage 5 (`tile_lists`) splits them into
+  the tiles' lists, the same lists. A close-up's Gaussian reaches tens of tiles but a few macro-tiles: several
+  times fewer pairs to write and sort, and at 4K int16 keys where tiles need int32 ones. An overview's Gaussians
+  reach one or two tiles, mostly of one macro-tile: there the split costs more than the sort saves
+  (BENCHMARKS.md, section 24), so those frames bin per tile.
 
 Slots at or past `capacity` are not written: the pair buffers have a fixed size (so a frame needs no host
 sync to size them, and can be replayed as a CUDA graph), and the renderer compares the true pair count with
 the capacity after the frame, growing the buffers and binning again when it did not fit. Should the walk ever
-find fewer macro-tiles than the count (the two kernels are compiled separately, so float contraction could
+find fewer tiles or macro-tiles than the count (the two kernels are compiled separately, so float contraction could
 differ), the remaining slots get the sentinel key, which sorts last and which `tile_lists` ignores.
 
 The walk is the count's: the conic as the blend record holds it (`_device.record_conic`) and the threshold
 `bin_t` that `project_gaussians` counted with (AdaGScale's shrunken one where it is on).
 
 Inputs : order [M] i64 (Gaussian indices, nearest first; an index N, past the last Gaussian, has no pairs),
-         offsets [M] i64, records [N,8] (kernels/buffers.py), macros_touched [N] i32, bin_t [N]
-Outputs: keys [capacity] i16/i32 (macro-tile ids; untouched past the pair count), entries [capacity] i64
+         offsets [M] i64, records [N,8] (kernels/buffers.py), counts [N] i32 (tiles or macro-tiles touched), bin_t [N]
+Outputs: keys [capacity] i16/i32 (tile or macro-tile ids; untouched past the pair count), values [capacity] (i32
+         Gaussian ids, or i64 entries)
 """
 
 from __future__ import annotations
@@ -59,7 +69,7 @@ def _row_bits(tx_lo, span, x0, j: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])
-def _bin_kernel(
+def _bin_macro_kernel(
     order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
     offsets_ptr,  # [M] i64, inclusive prefix sum of the macro-tile counts in that order
     records_ptr,  # [N, 8] f32 blend records
@@ -136,6 +146,66 @@ def _bin_kernel(
         tl.store(entries_ptr + slot, gid + col * 0, mask=m)
 
 
+@triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])
+def _bin_tiles_kernel(
+    order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
+    offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order
+    records_ptr,  # [N, 8] f32 blend records
+    tiles_touched_ptr,  # [N] i32
+    bin_t_ptr,  # [N] f32 binning thresholds
+    keys_ptr,  # [capacity] i16/i32 out
+    ids_ptr,  # [capacity] i32 out
+    M,
+    N,
+    capacity,
+    width,
+    height,
+    sentinel,
+    TILE: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    COLS: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    r = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    in_range = r < M
+    g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
+    count = tl.load(tiles_touched_ptr + g, mask=in_range & (g < N), other=0)
+    live = count > 0
+    base = tl.load(offsets_ptr + r, mask=live, other=0) - count
+    mx, my, A, B, C, _ = record_geometry(records_ptr, g, live)
+    a, b, c = record_conic(tl.where(live, A, 1.0), B, tl.where(live, C, 1.0))  # a unit conic on idle lanes
+    t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
+    key_ty = keys_ptr.dtype.element_ty
+    gid = g.to(tl.int32)
+
+    n_tx = (width + TILE - 1) // TILE
+    n_ty = (height + TILE - 1) // TILE
+    ty_lo, rows, ry = tile_rows(my, a, b, c, t, live, n_ty, TILE)
+    cols = tl.arange(0, COLS)[None, :]
+    written = tl.zeros([BLOCK_N], dtype=tl.int32)
+    for row in range(0, tl.max(rows, axis=0)):
+        tile_y = ty_lo + row
+        tx_lo, span = row_tile_span(tile_y, mx, my, a, b, c, t, ry, n_tx, TILE)
+        span = tl.where(row < rows, span, 0)
+        span = tl.minimum(span, count - written)  # never past this Gaussian's slots
+        for c0 in range(0, tl.max(span, axis=0), COLS):
+            col = c0 + cols  # [1, COLS]
+            slot = base[:, None] + (written[:, None] + col).to(tl.int64)
+            m = (col < span[:, None]) & (slot < capacity)  # [BLOCK_N, COLS]
+            tile = (tile_y * n_tx + tx_lo)[:, None] + col
+            tl.store(keys_ptr + slot, tile.to(key_ty), mask=m)
+            tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
+        written += span
+    # sentinel-fill any slots the walk did not reach (see module docstring)
+    missing = count - written
+    for c0 in range(0, tl.max(missing, axis=0), COLS):
+        col = c0 + cols
+        slot = base[:, None] + (written[:, None] + col).to(tl.int64)
+        m = (col < missing[:, None]) & (slot < capacity)
+        tl.store(keys_ptr + slot, (sentinel + col * 0).to(key_ty), mask=m)
+        tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
+
+
 def bin_config(n_visible: int, pairs_per_gaussian: float) -> tuple[int, int]:
     """(Gaussians per program, tiles written per step). A program walks its Gaussians' rows in lockstep, so
     fewer visible Gaussians want smaller programs, for more of them, and large footprints (an object seen
@@ -149,6 +219,15 @@ def bin_config(n_visible: int, pairs_per_gaussian: float) -> tuple[int, int]:
     return (32 if n_visible < BIN_SMALL_SCENE else 128), 4
 
 
+def bins_macro_tiles(pairs_per_gaussian: float, previous: bool = False) -> bool:
+    """Whether a frame whose visible Gaussians reach `pairs_per_gaussian` tiles each bins per macro-tile. The split
+    into tile lists costs about as much a pair as the sort and the pair writes save, so it pays where a Gaussian
+    reaches many tiles of few macro-tiles: close-ups, at 4K most (BENCHMARKS.md, section 24). A frame leaves
+    `previous` only past the other threshold, so frames near one do not flip the form (and re-capture a graph)."""
+    return pairs_per_gaussian >= (MACRO_UNTIL if previous else MACRO_FROM)
+
+
+MACRO_FROM, MACRO_UNTIL = 12.0, 9.0  # tiles a visible Gaussian reaches, on average
 BIN_SMALL_SCENE = 1_000_000
 BIN_WIDE_FOOTPRINT = 64.0
 BIN_FEW_WIDE = 16384  # wide Gaussians under this many: 4 a program (at most 4,096 programs, 31 an SM)
@@ -159,7 +238,7 @@ def bin_pairs(
     order: torch.Tensor,  # [M] i64 (or i32)
     offsets: torch.Tensor,  # [M] i64
     records: torch.Tensor,  # [N, 8] f32
-    macros_touched: torch.Tensor,  # [N] i32
+    counts: torch.Tensor,  # [N] i32: tiles_touched (tile pairs) or macros_touched (macro-tile pairs)
     width: int,
     height: int,
     *,
@@ -169,29 +248,34 @@ def bin_pairs(
     block: int | None = None,
     cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Write the macro-tile pairs of every visible Gaussian into `out` = (keys, entries), whose length is the
-    capacity.
+    """Write the pairs of every visible Gaussian into `out` = (keys, values), whose length is the capacity: tile
+    pairs when values are int32 (Gaussian ids), macro-tile pairs when they are int64 (entries).
 
     The caller fills keys with `sentinel_key(keys.dtype)` first when the buffers may be longer than the pair
     count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with.
-    block, cols: Gaussians per program and macro-tiles written per step (launch knobs; `bin_config` picks them).
+    block, cols: Gaussians per program and (macro-)tiles written per step (launch knobs; `bin_config`).
     """
     M, N = order.shape[0], records.shape[0]
     assert order.dtype in (torch.int32, torch.int64) and offsets.shape == (M,) and offsets.dtype == torch.int64
-    assert records.shape == (N, 8) and macros_touched.shape == (N,) and bin_t.shape == (N,), records.shape
-    keys, entries = out
-    assert keys.dtype in (torch.int16, torch.int32) and entries.dtype == torch.int64 and entries.shape == keys.shape
-    n_mx, n_my = macro_grid((width + tile_size - 1) // tile_size, (height + tile_size - 1) // tile_size)
-    assert n_mx * n_my < sentinel_key(keys.dtype), (n_mx * n_my, keys.dtype)
+    assert records.shape == (N, 8) and counts.shape == (N,) and bin_t.shape == (N,), records.shape
+    keys, values = out
+    assert keys.dtype in (torch.int16, torch.int32) and values.dtype in (torch.int32, torch.int64), values.dtype
+    assert values.shape == keys.shape
+    macro = values.dtype == torch.int64
+    n_tx, n_ty = (width + tile_size - 1) // tile_size, (height + tile_size - 1) // tile_size
+    n_mx, n_my = macro_grid(n_tx, n_ty)
+    n_keys = n_mx * n_my if macro else n_tx * n_ty
+    assert n_keys < sentinel_key(keys.dtype), (n_keys, keys.dtype)
     if M == 0:
-        return keys, entries
+        return keys, values
     if interpreting():  # wide programs and steps: the interpreter's cost is per step, not per element
         block, cols = 2048, 16
     elif block is None or cols is None:
         block, cols = bin_config(N, 0.0)
-    _bin_kernel[(triton.cdiv(M, block),)](
-        order, offsets, records, macros_touched, bin_t, keys, entries,
+    kernel = _bin_macro_kernel if macro else _bin_tiles_kernel
+    kernel[(triton.cdiv(M, block),)](
+        order, offsets, records, counts, bin_t, keys, values,
         M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
         TILE=tile_size, BLOCK_N=block, COLS=cols,
     )  # fmt: skip
-    return keys, entries
+    return keys, values

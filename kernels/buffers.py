@@ -135,5 +135,7 @@ def list_scratch_shape(capacity: int) -> tuple[int, int]:
     return max((capacity + LIST_CHUNK - 1) // LIST_CHUNK, 1), MACRO_COLS * MACRO_ROWS
 
 
-# sorted macro pairs a `tile_lists` program expands (kernels/tile_lists.py)
-LIST_CHUNK = 256
+# sorted macro pairs a `tile_lists` program expands (kernels/tile_lists.py), with LIST_WARPS warps: its [LIST_CHUNK,
+# 32] bit tensors fit the registers there (at 256 and 4 warps the kernel took 255 registers and spilled)
+LIST_CHUNK = 64
+LIST_WARPS = 8

@@ -1,8 +1,8 @@
 """Stage 2, order: the visible Gaussians nearest first, and where each one's pairs start.
 
 One stable sort of the N depths (32-bit float keys; culled Gaussians carry +inf from `project_gaussians`, so
-they come last), then each Gaussian's macro-tile count in that order and their inclusive prefix sum: where its
-pairs end (kernels/bin.py). Stable means
+they come last), then each Gaussian's pair count in that order (its macro-tiles, or its tiles where the frame bins
+per tile: kernels/bin.py) and their inclusive prefix sum: where its pairs end. Stable means
 equal depths keep the Gaussians' index order, which is how gsplat's (tile << 32 | depth) radix sort breaks
 ties: so the pair lists `bin_pairs` emits in this order and `sort_pairs` groups by tile end up in gsplat's
 order, while the only wide sort is this one over Gaussians, not the one over pairs (several times as many).
@@ -22,9 +22,9 @@ that see most of the scene, all of them), and returns the counts to the host, so
 exactly. On large scenes seen in part (a fly-over) the capacity route sorts every culled Gaussian and every
 idle pair slot of the path's busiest frame, which costs more than that wait (BENCHMARKS.md, section 10).
 
-Inputs : depths [N] f32 (+inf = culled), tiles_touched [N] i32, macros_touched [N] i32
+Inputs : depths [N] f32 (+inf = culled), tiles_touched [N] i32, pair_counts [N] i32 (macros_touched or tiles_touched)
 Outputs: order [N] i64 (Gaussian indices, nearest first), offsets [N] i64 (inclusive prefix sum of
-         macros_touched[order]), totals [3] i64 (visible Gaussians, tile pairs, macro-tile pairs)
+         pair_counts[order]), totals [3] i64 (visible Gaussians, tile pairs, pairs)
          (counted: order and offsets [V] for the V visible, and the three counts as host ints)
 """
 
@@ -37,21 +37,21 @@ import torch
 def depth_order(
     depths: torch.Tensor,  # [N] f32
     tiles_touched: torch.Tensor,  # [N] i32
-    macros_touched: torch.Tensor,  # [N] i32
+    pair_counts: torch.Tensor,  # [N] i32: each Gaussian's pairs (macros_touched, or tiles_touched: kernels/bin.py)
     *,
     out: tuple[torch.Tensor, ...],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(order, offsets, totals); `out` from `buffers.order_outputs` (each buffer at least N long)."""
     N = depths.shape[0]
     assert depths.dtype == torch.float32 and tiles_touched.shape == (N,) and tiles_touched.dtype == torch.int32
-    assert macros_touched.shape == (N,) and macros_touched.dtype == torch.int32
+    assert pair_counts.shape == (N,) and pair_counts.dtype == torch.int32
     sorted_depths, order, counts, offsets, totals, inf = out
     sorted_depths, order, counts, offsets = sorted_depths[:N], order[:N], counts[:N], offsets[:N]
     if N == 0:
         totals.zero_()
         return order, offsets, totals
     torch.sort(depths, stable=True, out=(sorted_depths, order))
-    torch.index_select(macros_touched, 0, order, out=counts)
+    torch.index_select(pair_counts, 0, order, out=counts)
     torch.cumsum(counts, 0, dtype=torch.int64, out=offsets)
     torch.searchsorted(sorted_depths, inf, out=totals[0:1])  # the visible ones: every finite depth
     torch.sum(tiles_touched, 0, dtype=torch.int64, out=totals[1])
@@ -63,7 +63,7 @@ def depth_order(
 def depth_order_counted(
     depths: torch.Tensor,  # [N] f32
     tiles_touched: torch.Tensor,  # [N] i32
-    macros_touched: torch.Tensor,  # [N] i32
+    pair_counts: torch.Tensor,  # [N] i32: each Gaussian's pairs (macros_touched, or tiles_touched)
     *,
     compact: bool = True,
     host: torch.Tensor | None = None,  # [3] i64, pinned: where the counts are read (CUDA)
@@ -83,7 +83,7 @@ def depth_order_counted(
     they leave out of the sort. The same order either way (a stable sort of the same keys)."""
     assert depths.dtype == torch.float32 and tiles_touched.shape == depths.shape
     visible = depths < float("inf")
-    counts = torch.stack([visible.sum(), tiles_touched.sum(dtype=torch.int64), macros_touched.sum(dtype=torch.int64)])
+    counts = torch.stack([visible.sum(), tiles_touched.sum(dtype=torch.int64), pair_counts.sum(dtype=torch.int64)])
     ready = None
     if host is not None and depths.is_cuda:
         host.copy_(counts, non_blocking=True)
@@ -98,12 +98,12 @@ def depth_order_counted(
 
     if not compact:
         _, order = torch.sort(depths, stable=True)
-        offsets = torch.cumsum(macros_touched[order], 0, dtype=torch.int64)
+        offsets = torch.cumsum(pair_counts[order], 0, dtype=torch.int64)
         n_visible, n_pairs, n_macro_pairs = read()
         return order[:n_visible], offsets[:n_visible], n_visible, n_pairs, n_macro_pairs
     n_visible, n_pairs, n_macro_pairs = read()
     index = torch.nonzero_static(visible, size=n_visible).squeeze(1)  # [V] i64, in index order
     _, by_depth = torch.sort(depths[index], stable=True)  # stable: equal depths keep index order
     order = index[by_depth]
-    offsets = torch.cumsum(macros_touched[order], 0, dtype=torch.int64)
+    offsets = torch.cumsum(pair_counts[order], 0, dtype=torch.int64)
     return order, offsets, n_visible, n_pairs, n_macro_pairs

@@ -343,7 +343,7 @@ def cull_window(
 def depth_order(
     depths: torch.Tensor,
     tiles_touched: torch.Tensor,
-    macros_touched: torch.Tensor,
+    pair_counts: torch.Tensor,
     *,
     out: tuple[torch.Tensor, ...],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -352,7 +352,7 @@ def depth_order(
     N = depths.shape[0]
     index = torch.arange(N, dtype=torch.int64, device=depths.device)
     order = torch.argsort((depths.contiguous().view(torch.int32).long() << 32) | index)
-    offsets = torch.cumsum(macros_touched[order].long(), 0)
+    offsets = torch.cumsum(pair_counts[order].long(), 0)
     out[1][:N].copy_(order)
     out[3][:N].copy_(offsets)
     totals = out[4]
@@ -366,7 +366,7 @@ def depth_order(
 def depth_order_counted(
     depths: torch.Tensor,
     tiles_touched: torch.Tensor,
-    macros_touched: torch.Tensor,
+    pair_counts: torch.Tensor,
     *,
     compact: bool = True,
     host: torch.Tensor | None = None,
@@ -376,7 +376,7 @@ def depth_order_counted(
     is the same either way."""
     index = torch.nonzero(tiles_touched > 0).squeeze(1)
     order = index[torch.argsort((depths[index].contiguous().view(torch.int32).long() << 32) | index)]
-    offsets = torch.cumsum(macros_touched[order].long(), 0)
+    offsets = torch.cumsum(pair_counts[order].long(), 0)
     n_macro_pairs = int(offsets[-1]) if order.numel() else 0
     return order, offsets, int(order.numel()), int(tiles_touched.long().sum()), n_macro_pairs
 
@@ -394,7 +394,7 @@ def bin_pairs(
     order: torch.Tensor,
     offsets: torch.Tensor,
     records: torch.Tensor,
-    macros_touched: torch.Tensor,
+    counts: torch.Tensor,
     width: int,
     height: int,
     *,
@@ -404,30 +404,78 @@ def bin_pairs(
     block: int | None = None,
     cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs, whose mask bits are summed into
-    their (Gaussian, macro-tile) pairs, Gaussians in `order`, in chunks of about BIN_CHUNK_PAIRS macro-tile pairs.
+    """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs (values int32), whose mask bits are
+    summed into their (Gaussian, macro-tile) pairs (values int64), Gaussians in `order`, in chunks of about
+    BIN_CHUNK_PAIRS pairs.
     As the kernel, it writes only slots below the capacity, and does no work for a Gaussian whose slots all lie
     past it (a frame binned into a capacity too small for its pairs costs no more than the capacity). `block`
     and `cols`, the kernel's launch knobs, are ignored."""
-    keys, _ = out
+    keys, values = out
+    macro = values.dtype == torch.int64  # the kernel's two forms (kernels/bin.py)
     capacity = keys.shape[0]
-    padded = torch.cat([macros_touched, macros_touched.new_zeros(1)])  # index N (none) has no pairs
+    padded = torch.cat([counts, counts.new_zeros(1)])  # index N (none) has no pairs
     has = padded[order.long()] > 0
     live = order.long()[has]  # visible Gaussians, nearest first
-    base = (offsets[has] - macros_touched[live]).long()  # each one's first slot: ascending
+    base = (offsets[has] - counts[live]).long()  # each one's first slot: ascending
     inside = int(torch.searchsorted(base, capacity))  # those with a slot below the capacity
     live, base = live[:inside], base[:inside]
-    ends = torch.cumsum(macros_touched[live].long(), 0)
+    ends = torch.cumsum(counts[live].long(), 0)
     a = 0
     while a < live.numel():
         done = int(ends[a - 1]) if a else 0
         b = max(a + 1, int(torch.searchsorted(ends, done + BIN_CHUNK_PAIRS, right=True)))
-        _bin_chunk(live[a:b], base[a:b], records, macros_touched, width, height, bin_t, tile_size, out)
+        chunk = _bin_macro_chunk if macro else _bin_tile_chunk
+        chunk(live[a:b], base[a:b], records, counts, width, height, bin_t, tile_size, out)
         a = b
     return out
 
 
-def _bin_chunk(live, base, records, macros_touched, width, height, bin_t, tile_size, out) -> None:
+def _bin_tile_chunk(live, base, records, tiles_touched, width, height, bin_t, tile_size, out) -> None:
+    """bin_pairs' tile pairs for the visible Gaussians `live` (in order), whose first slots are `base`."""
+    device = records.device
+    n_tx = (width + tile_size - 1) // tile_size
+    n_ty = (height + tile_size - 1) // tile_size
+    keys, ids = out
+    capacity = keys.shape[0]
+    mx, my = records[live, 0], records[live, 1]
+    a, b, c = _record_conic(records[live])
+    t = bin_t[live]
+    ty_lo, rows, ry = _tile_rows(my, a, b, c, t, torch.ones_like(mx, dtype=torch.bool), n_ty, tile_size)
+    # one entry per (Gaussian, row)
+    g_of_row = torch.repeat_interleave(torch.arange(live.numel(), device=device), rows.long())
+    row_start = torch.cumsum(rows.long(), 0) - rows.long()
+    r = torch.arange(g_of_row.numel(), device=device) - row_start[g_of_row]
+    ty = ty_lo[g_of_row] + r.to(torch.int32)
+    tx_lo, span = _row_tile_span(
+        ty, mx[g_of_row], my[g_of_row], a[g_of_row], b[g_of_row], c[g_of_row], t[g_of_row], ry[g_of_row],
+        n_tx, tile_size,
+    )  # fmt: skip
+    # one entry per (Gaussian, tile)
+    row_of_pair = torch.repeat_interleave(torch.arange(g_of_row.numel(), device=device), span.long())
+    span_start = torch.cumsum(span.long(), 0) - span.long()
+    col = torch.arange(row_of_pair.numel(), device=device) - span_start[row_of_pair]
+    tile = ty[row_of_pair].long() * n_tx + tx_lo[row_of_pair].long() + col
+    g_local = g_of_row[row_of_pair]
+    # slot within the Gaussian's run: pairs come out grouped by Gaussian, in emission order
+    per_g = torch.bincount(g_local, minlength=live.numel())
+    local_idx = torch.arange(g_local.numel(), device=device) - (torch.cumsum(per_g, 0) - per_g)[g_local]
+    keep = local_idx < tiles_touched[live][g_local].long()  # never write past the Gaussian's slots
+    slots = base[g_local] + local_idx
+    # every slot of a visible Gaussian: its id, and the sentinel where its walk found fewer tiles (kernels/bin.py)
+    all_slots = torch.repeat_interleave(base, tiles_touched[live].long()) + (
+        torch.arange(int(tiles_touched[live].sum()), device=device)
+        - torch.repeat_interleave(torch.cumsum(tiles_touched[live].long(), 0) - tiles_touched[live].long(),
+                                  tiles_touched[live].long())
+    )  # fmt: skip
+    all_ids = torch.repeat_interleave(live.to(torch.int32), tiles_touched[live].long())
+    fits = all_slots < capacity
+    keys[all_slots[fits]] = sentinel_key(keys.dtype)
+    ids[all_slots[fits]] = all_ids[fits]
+    fits = keep & (slots < capacity)
+    keys[slots[fits]] = tile[fits].to(keys.dtype)
+
+
+def _bin_macro_chunk(live, base, records, macros_touched, width, height, bin_t, tile_size, out) -> None:
     """bin_pairs for the visible Gaussians `live` (in order), whose first slots are `base`."""
     device = records.device
     n_tx = (width + tile_size - 1) // tile_size
@@ -499,6 +547,21 @@ def sort_pairs(
 
 
 # ----------------------------------------------------------------------------------------------- tile lists
+
+
+# Twin of `tile_ranges` in kernels/tile_lists.py: the same signature on purpose.
+def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    tiles = sorted_keys.long()
+    real = tiles < n_tiles
+    counts = torch.bincount(tiles[real], minlength=n_tiles)[:n_tiles]
+    ends = torch.cumsum(counts, 0)
+    starts = ends - counts
+    ranges = torch.stack([starts, ends], 1).to(torch.int32)
+    ranges[counts == 0] = 0
+    if out is None:
+        return ranges
+    out.copy_(ranges)
+    return out
 
 
 # Twin of the launcher in kernels/tile_lists.py: the same signature on purpose (see the module docstring).
@@ -665,6 +728,7 @@ __all__ = [
     "bin_pairs",
     "sort_pairs",
     "tile_lists",
+    "tile_ranges",
     "schedule_tiles",
     "rasterize_tiles",
     "eval_sh",

@@ -1,5 +1,8 @@
-"""Stage 5, tile lists: each tile's list of Gaussians, and its [start, end) in the list buffer, from the
-macro-tile lists that `sort_pairs` left grouped by macro-tile in depth order.
+"""Stage 5, tile lists: each tile's list of Gaussians, and its [start, end) in the list buffer.
+
+A frame binned per tile (kernels/bin.py) has its lists already: the sorted pairs' ids; `tile_ranges` finds each
+tile's run in the sorted keys. A frame binned per macro-tile has the macro-tile lists that `sort_pairs` left
+grouped by macro-tile in depth order, and `tile_lists` splits them:
 
 A sorted pair i carries a Gaussian id and the mask of the macro-tile's 32 tiles it reaches (kernels/bin.py). Its
 id goes to the list of every tile whose bit b is set, at
@@ -17,8 +20,10 @@ at the first and last pair of each macro-tile, its tiles' ranges. Sentinel keys 
 buffer and slots a walk did not reach) belong to no macro-tile; positions at or past the list buffer's length are
 not written (the renderer bins again into longer buffers: `depth_order`'s totals say how long).
 
-Inputs : sorted keys [C] i16/i32 (macro-tile ids), sorted entries [C] i64 (kernels/buffers.py `pack_entries`)
-Outputs: ids [L] i32 (the tiles' lists), ranges [n_tiles, 2] i32 (tiles of no pair: [0, 0))
+Inputs : sorted keys [C] i16/i32 (tile or macro-tile ids), sorted entries [C] i64 (kernels/buffers.py
+         `pack_entries`; macro-tile pairs)
+Outputs: ids [L] i32 (the tiles' lists; tile pairs: the sorted ids), ranges [n_tiles, 2] i32 (tiles of no pair:
+         empty)
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import triton.language as tl
 
 from ._device import MACRO_COLS, MACRO_ROWS
 from ._launch import interpreting
-from .buffers import LIST_CHUNK, list_scratch_shape, macro_grid
+from .buffers import LIST_CHUNK, LIST_WARPS, list_scratch_shape, macro_grid
 
 BITS = MACRO_COLS * MACRO_ROWS  # 32
 
@@ -123,10 +128,53 @@ def tile_lists(
     ranges.zero_()
     if C == 0:
         return ids, ranges
-    _chunk_counts_kernel[(chunks,)](sorted_keys, sorted_entries, counts, C, n_mx * n_my, chunks, CHUNK=chunk)
+    _chunk_counts_kernel[(chunks,)](sorted_keys, sorted_entries, counts, C, n_mx * n_my, chunks, CHUNK=chunk,
+                                    num_warps=LIST_WARPS)  # fmt: skip
     counts.cumsum_(1)
     _scatter_kernel[(chunks,)](
         sorted_keys, sorted_entries, counts, ids, ranges,
-        C, n_mx * n_my, chunks, n_mx, n_tx, n_ty, ids.shape[0], CHUNK=chunk,
+        C, n_mx * n_my, chunks, n_mx, n_tx, n_ty, ids.shape[0], CHUNK=chunk, num_warps=LIST_WARPS,
     )  # fmt: skip
     return ids, ranges
+
+
+@triton.jit(do_not_specialize=["C", "n_tiles"])
+def _tile_ranges_kernel(
+    keys_ptr,  # [C] i16/i32, sorted
+    ranges_ptr,  # [n_tiles, 2] i32 out, zero-filled by the launcher
+    C,
+    n_tiles,
+    BLOCK: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < C
+    tile = tl.load(keys_ptr + offs, mask=m, other=0).to(tl.int32)
+    prev = tl.load(keys_ptr + offs - 1, mask=m & (offs > 0), other=0).to(tl.int32)
+    prev = tl.where(offs > 0, prev, -1)
+    nxt = tl.load(keys_ptr + offs + 1, mask=m & (offs + 1 < C), other=0).to(tl.int32)
+    nxt = tl.where(offs + 1 < C, nxt, -1)
+    real = m & (tile < n_tiles)
+    tl.store(ranges_ptr + tile * 2 + 0, offs.to(tl.int32), mask=real & (tile != prev))
+    tl.store(ranges_ptr + tile * 2 + 1, (offs + 1).to(tl.int32), mask=real & (tile != nxt))
+
+
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
+def tile_ranges(
+    sorted_keys: torch.Tensor,  # [C] i16/i32
+    n_tiles: int,
+    *,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """[n_tiles, 2] int32 ranges into the sorted tile pairs (a frame binned per tile: its sorted ids are the
+    lists). A pair starts its tile's run where the previous key differs and ends it where the next one does."""
+    C = sorted_keys.shape[0]
+    assert sorted_keys.dtype in (torch.int16, torch.int32), sorted_keys.dtype
+    if out is None:
+        out = torch.empty(n_tiles, 2, dtype=torch.int32, device=sorted_keys.device)
+    assert out.shape == (n_tiles, 2)
+    out.zero_()
+    if C > 0:
+        block = 1024
+        _tile_ranges_kernel[(triton.cdiv(C, block),)](sorted_keys, out, C, n_tiles, BLOCK=block)
+    return out

@@ -40,9 +40,14 @@ from .workspace import Workspace
 if TYPE_CHECKING:
     from .pipeline import Renderer
 
-# The pair buffers' workspace names, as many slots as the pair capacity (`PairBuffers`'s first five fields, in
-# order); then the tiles' lists, as many as the list capacity, and the lists' chunk counts
-PAIR_BUFFERS = ("pair_keys", "pair_entries", "sorted_keys", "sort_perm", "sorted_entries", "tile_ids", "list_scratch")
+# The pair buffers' workspace names (`PairBuffers`'s first five fields, in order), by how the frame bins
+# (kernels/bin.py): per tile, as many slots as the list capacity, the sorted ids being the lists; per macro-tile, as
+# many as the pair capacity, then the tiles' lists (the list capacity) and the lists' chunk counts. Apart, so that
+# frames of the two forms do not reallocate each other's buffers.
+TILE_PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")
+MACRO_PAIR_BUFFERS = ("macro_keys", "macro_entries", "sorted_macro_keys", "sort_perm", "sorted_entries", "tile_ids",
+                      "list_scratch")  # fmt: skip
+PAIR_BUFFERS = tuple(dict.fromkeys(TILE_PAIR_BUFFERS + MACRO_PAIR_BUFFERS))
 
 
 class SlotBuffers:
@@ -75,16 +80,18 @@ class OrderBuffers:
 
 @dataclass
 class PairBuffers:
-    """Stages 3-5's pairs: the (macro-tile key, entry) pairs binned (`keys`, `entries`), stably sorted by key,
-    then split into the tiles' lists (`ids`). On the capacity route every field is a workspace buffer, the pairs'
-    of the pair capacity's length and `ids` of the list capacity's; a counted frame's are tensors of exactly its
-    counts, and the sort's own outputs (no `perm`)."""
+    """Stages 3-5's pairs: the (key, value) pairs binned, stably sorted by key, then the tiles' lists (`ids`).
+    Binned per tile, a value is a Gaussian id and the sorted ids are the lists; per macro-tile, an entry (Gaussian
+    id and tile mask, kernels/buffers.py), split into the lists by `tile_lists`. On the capacity route every field
+    is a workspace buffer, the pairs' of the list capacity's length (per tile) or the pair capacity's (per
+    macro-tile, and `ids` of the list capacity's); a counted frame's are tensors of exactly its counts, and the
+    sort's own outputs (no `perm`)."""
 
-    keys: Tensor | None  # [C] macro-tile ids (int16 up to 32,767 of them, else int32), as binned, in depth order
-    entries: Tensor | None  # [C] i64 Gaussian id and tile mask (kernels/buffers.py), as binned
-    sorted_keys: Tensor | None = None  # [C] the keys sorted by macro-tile, stable: depth order within one
+    keys: Tensor | None  # [C] tile or macro-tile ids (int16 up to 32,767 of them, else int32), in depth order
+    values: Tensor | None  # [C] i32 Gaussian ids, or i64 entries, as binned
+    sorted_keys: Tensor | None = None  # [C] the keys sorted, stable: depth order within a tile (macro-tile)
     perm: Tensor | None = None  # [C] i64 the sort's permutation (capacity route: a buffer of its own)
-    sorted_entries: Tensor | None = None  # [C] i64 the entries in that order
+    sorted_values: Tensor | None = None  # [C] the values in that order
     ids: Tensor | None = None  # [L] i32 the tiles' lists of Gaussian ids: what the rasterizer reads
     scratch: Tensor | None = None  # [chunks * 32] i32 the lists' chunk counts (kernels/tile_lists.py)
 
@@ -115,9 +122,11 @@ class Frame:
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         self.macros_touched = ws.buffer("macros_touched", n, torch.int32)
         self.bin_t = ws.buffer("bin_t", n, torch.float32)
-        # stages 2-5: the route's own
+        # stages 2-5: the route's own; binned per macro-tile or per tile, as the launch configuration says
+        self.macro = self.launch.macro
         n_mx, n_my = r.k.macro_grid(self.n_tx, self.n_ty)
-        self.key_dtype = r.k.key_dtype(n_mx * n_my)
+        self.key_dtype = r.k.key_dtype(n_mx * n_my if self.macro else self.n_tx * self.n_ty)
+        self.pair_counts = self.macros_touched if self.macro else self.tiles_touched  # order's prefix sum
         self._order_and_pair_buffers(ws, shared)
         # stages 5-6, per tile and pixel
         i32, f32 = torch.int32, torch.float32
@@ -165,8 +174,14 @@ class Frame:
 
     def totals(self) -> tuple[int, int, int]:
         """(visible Gaussians, tile pairs, macro-tile pairs) of the frame just run (a capacity frame's host
-        sync)."""
+        sync); macro-tile pairs 0 where it binned per tile."""
         raise NotImplementedError
+
+    def counts_of(self, totals: list[int]) -> tuple[int, int, int]:
+        """`totals` as the frame's (visible, tile pairs, macro-tile pairs): order's third count is the tile pairs
+        again where the frame binned per tile."""
+        n_visible, n_pairs, n_binned = totals
+        return n_visible, n_pairs, n_binned if self.macro else 0
 
     # ------------------------------------------------------------------ the stages, in frame order
 
@@ -187,16 +202,21 @@ class Frame:
         )  # fmt: skip
 
     def _bin(self, order: Tensor, offsets: Tensor, **tuning) -> None:
-        """Stage 3 over the route's order [V] and offsets [V], into `pairs.keys` and `pairs.entries`."""
+        """Stage 3 over the route's order [V] and offsets [V], into `pairs.keys` and `pairs.values`."""
         self.r.k.bin_pairs(
-            order, offsets, self.records, self.macros_touched, self.width, self.height,
-            tile_size=self.tile, bin_t=self.bin_t, out=(self.pairs.keys, self.pairs.entries),
+            order, offsets, self.records, self.pair_counts, self.width, self.height,
+            tile_size=self.tile, bin_t=self.bin_t, out=(self.pairs.keys, self.pairs.values),
             **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip
 
     def tile_lists(self) -> None:
         p = self.pairs
-        self.r.k.tile_lists(p.sorted_keys, p.sorted_entries, self.n_tx, self.n_ty, out=(p.ids, self.ranges, p.scratch))
+        if self.macro:
+            self.r.k.tile_lists(p.sorted_keys, p.sorted_values, self.n_tx, self.n_ty,
+                                out=(p.ids, self.ranges, p.scratch))  # fmt: skip
+        else:  # binned per tile: the sorted ids are the lists
+            p.ids = p.sorted_values
+            self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges)
         if self.schedule is None:
             torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
         else:  # the list lengths come with the schedule
@@ -245,20 +265,24 @@ class CapacityFrame(Frame):
             shared.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), shared.buffer("ordered_counts", n, i32),
             ws.buffer("offsets", n, i64), ws.buffer("totals", 3, i64), self.r._inf,
         )  # fmt: skip
-        # stages 3-5, per pair slot, then per list entry
-        self.pair_slots = cp = self.r.macro_capacity.size
+        # stages 3-5: per tile, pairs of the list capacity; per macro-tile, pairs of the pair capacity, then lists
         self.capacity = cl = self.r.pair_capacity.size
-        kd, rows, cols = self.key_dtype, *self.r.k.list_scratch_shape(cp)
-        self.pairs = PairBuffers(*(shared.buffer(name, length, dtype) for name, length, dtype in
-                                   zip(PAIR_BUFFERS, (cp,) * 5 + (cl, rows * cols), (kd, i64, kd, i64, i64, i32, i32),
-                                       strict=True)))  # fmt: skip
+        kd = self.key_dtype
+        if self.macro:
+            self.pair_slots = cp = self.r.macro_capacity.size
+            rows, cols = self.r.k.list_scratch_shape(cp)
+            lengths, dtypes = (cp,) * 5 + (cl, rows * cols), (kd, i64, kd, i64, i64, i32, i32)
+            self.pairs = PairBuffers(*(shared.buffer(name, length, dtype) for name, length, dtype in
+                                       zip(MACRO_PAIR_BUFFERS, lengths, dtypes, strict=True)))  # fmt: skip
+        else:
+            self.pairs = PairBuffers(*(shared.buffer(name, cl, dtype) for name, dtype in
+                                       zip(TILE_PAIR_BUFFERS, (kd, i32, kd, i64, i32), strict=True)))  # fmt: skip
 
     def totals(self) -> tuple[int, int, int]:
-        n_visible, n_pairs, n_macro_pairs = self.ordered.totals.tolist()
-        return n_visible, n_pairs, n_macro_pairs
+        return self.counts_of(self.ordered.totals.tolist())
 
     def order(self) -> None:
-        self.r.k.depth_order(self.depths, self.tiles_touched, self.macros_touched, out=self.ordered.out())
+        self.r.k.depth_order(self.depths, self.tiles_touched, self.pair_counts, out=self.ordered.out())
 
     def bin(self, **tuning) -> None:
         self.pairs.keys.fill_(self.r.k.sentinel_key(self.key_dtype))  # the tail past the pair count sorts last
@@ -266,7 +290,7 @@ class CapacityFrame(Frame):
 
     def sort(self) -> None:
         p = self.pairs
-        self.r.k.sort_pairs(p.keys, p.entries, out=(p.sorted_keys, p.perm, p.sorted_entries))
+        self.r.k.sort_pairs(p.keys, p.values, out=(p.sorted_keys, p.perm, p.sorted_values))
 
 
 class CountedFrame(Frame):
@@ -288,31 +312,36 @@ class CountedFrame(Frame):
         r = self.r
         # sort all N when the last frame saw most of the scene (`DENSE_ORDER_FROM`): no compaction
         compact = r._last_visible < r.dense_order_from * self.n
-        order = r.k.depth_order_counted(self.depths, self.tiles_touched, self.macros_touched, compact=compact,
+        order = r.k.depth_order_counted(self.depths, self.tiles_touched, self.pair_counts, compact=compact,
                                         host=r.host_counts)  # fmt: skip
         self.order_idx, self.offsets, *counts = order
-        self.counts = (counts[0], counts[1], counts[2])
+        self.binned = counts[2]  # the pairs bin writes: tile pairs, or macro-tile pairs
+        self.counts = self.counts_of(counts)
         # before bin allocates the pairs
         check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
-                          reference=r.backend == "torch", macro_pairs=counts[2])  # fmt: skip
+                          reference=r.backend == "torch", macro_pairs=self.counts[2])  # fmt: skip
 
     def bin(self, **tuning) -> None:
         # tensors of exactly the pair count, every slot written: no sentinel fill
-        n_pairs, device, p = self.counts[2], self.r.device, self.pairs
+        n_pairs, device, p = self.binned, self.r.device, self.pairs
         # both allocated before the last frame's are let go; its sorted pairs stay until sort replaces them
-        p.keys, p.entries = (torch.empty(n_pairs, dtype=self.key_dtype, device=device),
-                             torch.empty(n_pairs, dtype=torch.int64, device=device))  # fmt: skip
+        values = torch.int64 if self.macro else torch.int32
+        p.keys, p.values = (torch.empty(n_pairs, dtype=self.key_dtype, device=device),
+                            torch.empty(n_pairs, dtype=values, device=device))  # fmt: skip
         self._bin(self.order_idx, self.offsets, **tuning)
 
     def sort(self) -> None:
         p = self.pairs
-        p.sorted_keys, p.sorted_entries = self.r.k.sort_pairs(p.keys, p.entries)
-        p.keys = p.entries = None  # the binned pairs are not read again
+        p.sorted_keys, p.sorted_values = self.r.k.sort_pairs(p.keys, p.values)
+        p.keys = p.values = None  # the binned pairs are not read again
 
     def tile_lists(self) -> None:
         p, device = self.pairs, self.r.device
-        rows, cols = self.r.k.list_scratch_shape(self.counts[2])
-        p.ids = torch.empty(self.counts[1], dtype=torch.int32, device=device)
-        p.scratch = torch.empty(rows * cols, dtype=torch.int32, device=device)
+        if self.macro:
+            rows, cols = self.r.k.list_scratch_shape(self.counts[2])
+            p.ids = torch.empty(self.counts[1], dtype=torch.int32, device=device)
+            p.scratch = torch.empty(rows * cols, dtype=torch.int32, device=device)
         super().tile_lists()
-        p.sorted_keys = p.sorted_entries = p.scratch = None  # the lists are what the rasterizer reads
+        p.sorted_keys = p.scratch = None  # the lists are what the rasterizer reads
+        if self.macro:
+            p.sorted_values = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 
-from kernels import bin_config, list_class, project_block
+from kernels import bin_config, bins_macro_tiles, list_class, project_block
 
 from .settings import RenderSettings
 
@@ -86,12 +86,14 @@ class Capacities:
 @dataclass(frozen=True)
 class LaunchConfig:
     """The kernels' launch knobs for the next frame, chosen from the last frame's counts (measured rules in
-    kernels/project.py, bin.py and rasterize.py). None of them changes the image."""
+    kernels/project.py, bin.py and rasterize.py). None of them changes the image: `macro` changes how the tiles'
+    lists are built, not what they hold."""
 
     project_block: int = 128
     bin_block: int = 128
     bin_cols: int = 4
     lists: int = 0  # tile lists short (0), medium (1) or long (2): the rasterizer's configuration
+    macro: bool = False  # bin per macro-tile (kernels/bin.py `bins_macro_tiles`), else per tile
 
     @staticmethod
     def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
@@ -100,7 +102,7 @@ class LaunchConfig:
         footprint = n_pairs / max(n_visible, 1)
         lists = list_class(n_pairs / max(n_tiles, 1), footprint, tile, previous.lists)
         block, cols = bin_config(n_visible, footprint)
-        return LaunchConfig(project_block(n), block, cols, lists)
+        return LaunchConfig(project_block(n), block, cols, lists, bins_macro_tiles(footprint, previous.macro))
 
     @staticmethod
     @functools.cache
@@ -134,4 +136,4 @@ class LaunchConfig:
         if windows:
             blocks = {project_block(int(m)) for m in grid(n, 2.0)}
             found |= {replace(c, project_block=b) for c in found for b in blocks}
-        return tuple(sorted(found, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols)))
+        return tuple(sorted(found, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols, c.macro)))

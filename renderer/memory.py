@@ -118,9 +118,16 @@ def n_tiles(width: int, height: int, tile: int) -> int:
     return ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
 
 
-def key_bytes(tiles: int) -> int:
-    """Bytes of a pair key for an image of `tiles` tiles (kernels/buffers.py `key_dtype`, by macro-tiles)."""
-    return 2 if -(-tiles // (MACRO_COLS * MACRO_ROWS)) <= INT16_TILES else 4
+def key_bytes(tiles: int, *, macro: bool = True) -> int:
+    """Bytes of a pair key for an image of `tiles` tiles (kernels/buffers.py `key_dtype`): of a macro-tile pair,
+    or of a tile pair (`macro` False)."""
+    keys = -(-tiles // (MACRO_COLS * MACRO_ROWS)) if macro else tiles
+    return 2 if keys <= INT16_TILES else 4
+
+
+def tile_pair_buffer_bytes(slots: int, tiles: int) -> int:
+    """The pair buffers of a frame binned per tile: keys, ids, sorted keys, permutation, sorted ids a slot."""
+    return (2 * key_bytes(tiles, macro=False) + 16) * slots
 
 
 LIST_ENTRY_BYTES = 4  # the tiles' lists: an int32 Gaussian id an entry
@@ -168,7 +175,9 @@ def workspace_bytes(
     if not counted:
         per_slot += 16 * n + 16
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
-        shared += 8 * n + pair_buffer_bytes(d, t) + LIST_ENTRY_BYTES * capacity
+        # a frame binned per macro-tile, or per tile (kernels/bin.py); a path that changes form holds both a while
+        macro = pair_buffer_bytes(d, t) + LIST_ENTRY_BYTES * capacity
+        shared += 8 * n + max(macro, tile_pair_buffer_bytes(capacity, t))
     return slots * per_slot + shared
 
 
@@ -181,26 +190,32 @@ def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: b
     sort, the visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs 12 V and scratch
     20 V; then `counted_pair_bytes`."""
     if not counted:
-        return max(sort_scratch_bytes(n, 4), pair_sort_bytes(macro_pairs(capacity), tiles, reference=reference))
+        pair_sort = max(pair_sort_bytes(macro_pairs(capacity), tiles, reference=reference),
+                        pair_sort_bytes(capacity, tiles, reference=reference, macro=False))  # fmt: skip
+        return max(sort_scratch_bytes(n, 4), pair_sort)
     v = n
     depth_sort = n + 8 * v + 4 * v + 12 * v + sort_scratch_bytes(v, 4)
     return max(depth_sort, counted_pair_bytes(v, pairs, tiles, reference=reference))
 
 
-def pair_sort_bytes(length: int, tiles: int, *, reference: bool) -> int:
+def pair_sort_bytes(length: int, tiles: int, *, reference: bool, macro: bool = True) -> int:
     """The pair sort's temporaries for `length` pair slots: CUB's, or the torch reference's."""
-    return REFERENCE_SORT_PER_SLOT * length if reference else sort_scratch_bytes(length, key_bytes(tiles))
+    return REFERENCE_SORT_PER_SLOT * length if reference else sort_scratch_bytes(length, key_bytes(tiles, macro=macro))
 
 
 def counted_pair_bytes(visible: int, pairs: int, tiles: int, *, reference: bool, macro_pairs: int | None = None) -> int:
     """A counted frame's memory from its pair sort on, for its visible Gaussians, tile pairs and macro-tile pairs
     (default `macro_pairs(pairs)`): the order and offsets kept 16 V; at the sort, the pairs binned (kb + 8) M, the
     sort's outputs (kb + 8) M and scratch; at the tile lists, the sorted pairs, the lists 4 P and chunk counts."""
-    kb = key_bytes(tiles)
+    kb, kt = key_bytes(tiles), key_bytes(tiles, macro=False)
     m = _macro_pairs(pairs) if macro_pairs is None else macro_pairs
     at_sort = 2 * (kb + 8) * m + pair_sort_bytes(m, tiles, reference=reference)
     at_lists = (kb + 8) * m + LIST_ENTRY_BYTES * pairs + 4 * 32 * max(-(-m // LIST_CHUNK), 1)
-    return 16 * visible + max(at_sort, at_lists)
+    # binned per tile (macro_pairs 0, or not known): the pairs (kt + 4) P, the sort's outputs and scratch
+    per_tile = (kt + 4) * pairs + (kt + 8) * pairs + pair_sort_bytes(pairs, tiles, reference=reference, macro=False)
+    if macro_pairs == 0:
+        return 16 * visible + per_tile
+    return 16 * visible + max(at_sort, at_lists, per_tile if macro_pairs is None else 0)
 
 
 def estimate_bytes(
@@ -315,12 +330,15 @@ def check_frame_pairs(
     a counted frame its pair tensors and sort (`counted_pair_bytes`); a capacity frame that did not fit the
     buffers it has, the lists at their new `capacity` and the pair buffers at `pair_capacity` with their sort,
     less the `held` list entries and `pairs_held` pair slots it lets go first. `macro_pairs`: the frame's
-    macro-tile pairs (default `macro_pairs(pairs)`).
+    macro-tile pairs (default `macro_pairs(pairs)`; 0: the frame binned per tile).
     Against the device's free memory, as `check_fits`; and never more than MAX_PAIRS."""
     tiles = n_tiles(width, height, tile)
     device = torch.device(device)
     if counted:
         need = counted_pair_bytes(visible, pairs, tiles, reference=reference, macro_pairs=macro_pairs)
+    elif macro_pairs == 0:  # a frame binned per tile: its pair buffers hold the lists
+        need = tile_pair_buffer_bytes(capacity - held, tiles) + pair_sort_bytes(capacity, tiles, reference=reference,
+                                                                                  macro=False)  # fmt: skip
     else:
         slots = _macro_pairs(capacity) if pair_capacity is None else pair_capacity
         buffers = (

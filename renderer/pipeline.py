@@ -380,7 +380,7 @@ class Renderer:
         A frame binned again is timed to the end of that work, in its own timer, as `render` times it: its end
         then comes after the next frame's launch (whose work the GPU ran first), which `handover_ms` accounts."""
         p.timer.wait()
-        n_visible, n_pairs, n_macro_pairs = self._host_totals[p.slot].tolist()
+        n_visible, n_pairs, n_macro_pairs = p.frame.counts_of(self._host_totals[p.slot].tolist())
         rebin = n_pairs > p.frame.capacity or n_macro_pairs > p.frame.pair_slots
         if rebin and self.device.type == "cuda":
             # the frame after it is in flight, on buffers and a graph that growing the capacity retires

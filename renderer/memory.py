@@ -175,7 +175,7 @@ def workspace_bytes(
     if not counted:
         per_slot += 16 * n + 16
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
-        # a frame binned per macro-tile, or per tile (kernels/bin.py); a path that changes form holds both a while
+        # a frame binned per macro-tile, or per tile (kernels/bin.py): one form's buffers at a time
         macro = pair_buffer_bytes(d, t) + LIST_ENTRY_BYTES * capacity
         shared += 8 * n + max(macro, tile_pair_buffer_bytes(capacity, t))
     return slots * per_slot + shared

@@ -130,6 +130,7 @@ class Renderer:
         # this frame kind's room: list entries of the tiles' lists (tile pairs), and macro-tile pair slots
         self.pair_capacity, self.macro_capacity = self._capacities.of(RenderSettings())
         self.launch = LaunchConfig()
+        self._pair_form = self.launch.macro  # the binning form whose pair buffers the workspace holds
         self.frames = FrameCache(self.ws)  # recent frames' stage objects, with their graphs
         self.rebins = 0  # frames binned again because their pairs did not fit the capacity
         # per slot: the camera and background reach the device through one pinned staging copy per frame, and
@@ -402,6 +403,11 @@ class Renderer:
         kind = FrameKind(counted, src.n, camera.width, camera.height, baked_settings(settings), self._covars_version,
                          (self.pair_capacity.size, self.macro_capacity.size), self.launch)  # fmt: skip
         route = CountedFrame if counted else CapacityFrame
+        if not counted and self.launch.macro != self._pair_form:
+            # the two binning forms keep their pairs in buffers of their own (renderer/frame.py): a path that changes
+            # form lets the other's go rather than hold both
+            self._release_pairs()
+            self._pair_form = self.launch.macro
         return self.frames.frame(slot, kind, src, settings, lambda: route(self, src, camera, settings, slot))
 
 

@@ -111,6 +111,15 @@ def tile_grid(width: int, height: int, tile: int) -> tuple[int, int]:
     return -(-width // tile), -(-height // tile)
 
 
+def random_keys(n_tiles, n, device, dtype=torch.int16, seed=0):
+    """(keys [n], ids [n] i32) of random tile pairs: tile ids below n_tiles, the last 3 the unused-slot sentinel,
+    and ids a random permutation (so that an order among equal keys shows)."""
+    g = torch.Generator().manual_seed(seed)
+    keys = torch.randint(0, n_tiles, (n,), generator=g).to(dtype)
+    keys[-3:] = kernels.sentinel_key(dtype)  # unused slots sort last
+    return keys.to(device), torch.randperm(n, generator=g).to(torch.int32).to(device)
+
+
 def random_pairs(n_tx, n_ty, n, device, dtype=torch.int16, seed=0, macros=None):
     """(keys [n], entries [n] i64) of random macro-tile pairs over an n_tx x n_ty tile grid, as `bin_pairs` writes
     them: keys below `macros` (default: all of the grid's), the last 3 the unused-slot sentinel; entries pack ids,
@@ -145,23 +154,37 @@ def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
                              f"ref {r[idx].tolist()} tri {t[idx].tolist()}")  # fmt: skip
 
 
-def bin_all(impl, proj, width, height, *, tile=8, capacity=None):
-    """Stages 2-3 of either implementation on a projection: (keys, entries, n_pairs), n_pairs the macro-tile
-    pairs. The buffers hold `capacity` slots (default: exactly the pair count), the keys filled with the sentinel
-    first as the renderer does, the entries with -1 (so that a slot bin leaves alone shows)."""
+FORMS = ("tiles", "macro-tiles")  # stage 3's two forms (kernels/bin.py), told apart by the values' dtype
+
+
+def bin_all(impl, proj, width, height, *, tile=8, capacity=None, form="macro-tiles"):
+    """Stages 2-3 of either implementation on a projection, in either form: (keys, values, n_pairs). Tiles: keys
+    are tile ids, values int32 Gaussian ids, one pair per tiles_touched; macro-tiles: keys are macro-tile ids,
+    values int64 entries, one pair per macros_touched. The buffers hold `capacity` slots (default: exactly the
+    pair count), the keys filled with the sentinel first as the renderer does, the values with -1 (so that a slot
+    bin leaves alone shows)."""
+    assert form in FORMS, form
     records, depths, tiles_touched, macros_touched, bin_t = proj
+    macro = form == "macro-tiles"
+    counts = macros_touched if macro else tiles_touched
     n = depths.shape[0]
     out = impl.order_outputs(n, depths.device)
-    order, offsets, totals = impl.depth_order(depths, tiles_touched, macros_touched, out=out)
+    order, offsets, totals = impl.depth_order(depths, tiles_touched, counts, out=out)
     n_pairs = int(totals[2])
     cap = n_pairs if capacity is None else capacity
-    n_mx, n_my = impl.macro_grid(*tile_grid(width, height, tile))
-    kd = impl.key_dtype(n_mx * n_my)
+    n_tx, n_ty = tile_grid(width, height, tile)
+    n_mx, n_my = impl.macro_grid(n_tx, n_ty)
+    kd = impl.key_dtype(n_mx * n_my if macro else n_tx * n_ty)
     keys = torch.full((cap,), impl.sentinel_key(kd), dtype=kd, device=records.device)
-    entries = torch.full((cap,), -1, dtype=torch.int64, device=records.device)
-    impl.bin_pairs(order, offsets, records, macros_touched, width, height, tile_size=tile, bin_t=bin_t,
-                   out=(keys, entries))  # fmt: skip
-    return keys, entries, n_pairs
+    values = torch.full((cap,), -1, dtype=torch.int64 if macro else torch.int32, device=records.device)
+    impl.bin_pairs(order, offsets, records, counts, width, height, tile_size=tile, bin_t=bin_t,
+                   out=(keys, values))  # fmt: skip
+    return keys, values, n_pairs
+
+
+def gaussian_ids(values: torch.Tensor) -> torch.Tensor:
+    """[C] i64: the Gaussian of each pair, of either form (int32 ids, or int64 entries' low 32 bits)."""
+    return unpack_entries(values)[0] if values.dtype == torch.int64 else values.long()
 
 
 def list_buffers(n_entries, n_tiles, n_pairs, device):
@@ -176,23 +199,31 @@ def list_buffers(n_entries, n_tiles, n_pairs, device):
     )
 
 
-def lists_of(impl, proj, width, height, *, tile=8, capacity=None):
-    """Stages 2-5 of either implementation: (ids, ranges) ready for the rasterizer; the list buffer holds
-    exactly the tile pairs (`depth_order`'s totals), the pair buffers `capacity` slots (see `bin_all`)."""
-    keys, entries, _ = bin_all(impl, proj, width, height, tile=tile, capacity=capacity)
-    sorted_keys, sorted_entries = impl.sort_pairs(keys, entries)
+def lists_of(impl, proj, width, height, *, tile=8, capacity=None, form="macro-tiles"):
+    """Stages 2-5 of either implementation, in either form: (ids, ranges) ready for the rasterizer. Tiles: the
+    sorted pairs' ids and `tile_ranges`; macro-tiles: `tile_lists`, its list buffer exactly the tile pairs long
+    (`depth_order`'s totals). The pair buffers hold `capacity` slots (see `bin_all`)."""
+    keys, values, _ = bin_all(impl, proj, width, height, tile=tile, capacity=capacity, form=form)
+    sorted_keys, sorted_values = impl.sort_pairs(keys, values)
     n_tx, n_ty = tile_grid(width, height, tile)
+    if form == "tiles":
+        return sorted_values, impl.tile_ranges(sorted_keys, n_tx * n_ty)
     out = list_buffers(int(proj[2].sum()), n_tx * n_ty, keys.shape[0], keys.device)
-    return impl.tile_lists(sorted_keys, sorted_entries, n_tx, n_ty, out=out)
+    return impl.tile_lists(sorted_keys, sorted_values, n_tx, n_ty, out=out)
 
 
-def decode_pairs(keys, entries, n_tx, n_ty) -> torch.Tensor:
-    """[P, 3] i64 (Gaussian, tile column, tile row) of every set mask bit of the pairs with a macro-tile key (the
-    sentinel's are skipped), by the layout kernels/buffers.py states: the id in the entry's low 32 bits, the mask
-    in the high 32, bit MACRO_COLS * row + column of the macro-tile key // n_mx, key % n_mx."""
-    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+def decode_pairs(keys, values, n_tx, n_ty) -> torch.Tensor:
+    """[P, 3] i64 (Gaussian, tile column, tile row) of every tile the pairs of either form hold, the sentinel's
+    skipped. Tile pairs (values int32 ids): the key is the tile, row key // n_tx, column key % n_tx. Macro-tile
+    pairs (values int64 entries), by the layout kernels/buffers.py states: every set mask bit, the id in the
+    entry's low 32 bits, the mask in the high 32, bit MACRO_COLS * row + column of the macro-tile key // n_mx,
+    key % n_mx."""
     key = keys.long().cpu()
-    ids, masks = unpack_entries(entries.cpu())
+    if values.dtype == torch.int32:
+        real = (key >= 0) & (key < n_tx * n_ty)
+        return torch.stack([values.long().cpu()[real], key[real] % n_tx, key[real] // n_tx], 1)
+    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+    ids, masks = unpack_entries(values.cpu())
     real = (key >= 0) & (key < n_mx * n_my)
     bit = torch.arange(MACRO_COLS * MACRO_ROWS)
     pair, b = torch.nonzero(((masks[:, None] >> bit) & 1).bool() & real[:, None], as_tuple=True)

@@ -1,6 +1,6 @@
-"""Stage 3, bin: macro-tile pair emission in depth order (Triton) against the torch twin, and the pairs against
-each Gaussian's tiles, walked one tile at a time (tests/kernels/synthetic.py `tile_sets`), and a brute-force
-pixel test."""
+"""Stage 3, bin, in both forms (tile pairs, macro-tile pairs): pair emission in depth order (Triton) against the
+torch twin, the pairs against each Gaussian's tiles, walked one tile at a time (tests/kernels/synthetic.py
+`tile_sets`), a brute-force pixel test, and the per-frame rule that picks the form."""
 
 from collections import Counter
 
@@ -9,58 +9,67 @@ import torch
 
 import kernels
 import kernels.reference as ref
+from kernels.bin import MACRO_FROM, MACRO_UNTIL
 from kernels.buffers import unpack_entries, unpack_records
-from tests.kernels.synthetic import bin_all, decode_pairs, projected, tile_grid, tile_sets
+from tests.kernels.synthetic import FORMS, bin_all, decode_pairs, gaussian_ids, projected, tile_grid, tile_sets
 
 # (120, 84): 15 x 11 tiles at 8 px, 8 x 6 at 16 px, so the last macro-tile column and band are partial
 CASES = [(1, (16, 16), 8, 0.0), (300, (37, 53), 8, 0.0), (300, (37, 53), 16, 0.0), (3000, (128, 96), 8, 0.0),
          (1000, (120, 84), 8, 1.0), (1000, (120, 84), 16, 1.5)]  # fmt: skip
+IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="reference")]
 
 
+def pair_counts(proj, form):
+    """[N] i32: each Gaussian's pairs in `form`, tiles_touched or macros_touched."""
+    return proj[2] if form == "tiles" else proj[3]
+
+
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("n,size,tile,grow", CASES, ids=str)
-def test_bin_matches_reference(n, size, tile, grow, device):
+def test_bin_matches_reference(n, size, tile, grow, form, device):
     width, height = size
     proj = projected(n, width, height, device, tile=tile, grow=grow)
-    want_k, want_e, n_pairs = bin_all(ref, proj, width, height, tile=tile, capacity=None)
-    got_k, got_e, got_n = bin_all(kernels, proj, width, height, tile=tile, capacity=n_pairs + 5)
-    assert got_n == n_pairs
-    assert torch.equal(got_e[:n_pairs], want_e)
+    want_k, want_v, n_pairs = bin_all(ref, proj, width, height, tile=tile, capacity=None, form=form)
+    got_k, got_v, got_n = bin_all(kernels, proj, width, height, tile=tile, capacity=n_pairs + 5, form=form)
+    assert got_n == n_pairs == int(pair_counts(proj, form).sum())
+    assert torch.equal(got_v[:n_pairs], want_v)
     assert torch.equal(got_k[:n_pairs], want_k), f"{int((got_k[:n_pairs] != want_k).sum())} of {n_pairs} keys differ"
     sentinel = kernels.sentinel_key(got_k.dtype)
     assert (got_k[:n_pairs] != sentinel).all(), "every slot holds a real pair when counts agree"
-    assert (got_k[n_pairs:] == sentinel).all() and (got_e[n_pairs:] == -1).all(), "nothing written past the pairs"
+    assert (got_k[n_pairs:] == sentinel).all() and (got_v[n_pairs:] == -1).all(), "nothing written past the pairs"
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("size,tile,grow", [((64, 48), 8, 0.0), ((120, 84), 8, 1.0), ((120, 84), 16, 1.5)], ids=str)
-def test_masks_decode_to_each_gaussians_tiles(size, tile, grow, device):
+def test_pairs_decode_to_each_gaussians_tiles(size, tile, grow, form, device):
     """Read back tile by tile, each Gaussian's pairs hold exactly the tiles its footprint reaches, each once and
-    none outside the image; its masks' popcounts sum to its tiles_touched, and it has macros_touched pairs, each
-    in another macro-tile."""
+    none outside the image, tiles_touched of them; it has its count of pairs (tiles_touched, or macros_touched:
+    the masks' popcounts then sum to tiles_touched), no two of them with one key."""
     width, height = size
     proj = projected(1500, width, height, device, seed=8, tile=tile, grow=grow)
-    keys, entries, n_pairs = bin_all(kernels, proj, width, height, tile=tile)
+    keys, values, n_pairs = bin_all(kernels, proj, width, height, tile=tile, form=form)
     n_tx, n_ty = tile_grid(width, height, tile)
-    decoded = decode_pairs(keys, entries, n_tx, n_ty)
-    assert (decoded[:, 1] < n_tx).all() and (decoded[:, 2] < n_ty).all(), "a bit set for a tile outside the image"
+    decoded = decode_pairs(keys, values, n_tx, n_ty)
+    assert (decoded[:, 1] < n_tx).all() and (decoded[:, 2] < n_ty).all(), "a tile outside the image"
     got: dict[int, list[tuple[int, int]]] = {}
     for g, x, y in decoded.tolist():
         got.setdefault(g, []).append((x, y))
     want = tile_sets(proj, width, height, tile=tile)
     assert {g: sorted(t) for g, t in got.items()} == {g: sorted(t) for g, t in want.items()}
-    ids, masks = unpack_entries(entries.cpu())
-    tiles_touched, macros_touched = proj[2].tolist(), proj[3].tolist()
-    popcounts = Counter()
-    for g, m in zip(ids.tolist(), masks.tolist()):
-        popcounts[g] += bin(m).count("1")
-    assert all(popcounts[g] == tiles_touched[g] for g in range(len(tiles_touched))), "popcounts != tiles_touched"
-    pairs = Counter(ids.tolist())
-    assert all(pairs[g] == macros_touched[g] for g in range(len(macros_touched))), "pairs != macros_touched"
-    assert len(set(zip(ids.tolist(), keys.tolist()))) == n_pairs, "a Gaussian with two pairs in one macro-tile"
-    # the case must reach bit 31 (the entry's sign bit) and Gaussians of several macro-tiles
-    assert bool((entries < 0).any()) and max(macros_touched) >= 2
+    tiles_touched, counts = proj[2].tolist(), pair_counts(proj, form).tolist()
+    held = Counter(decoded[:, 0].tolist())
+    assert all(held[g] == tiles_touched[g] for g in range(len(tiles_touched))), "tiles held != tiles_touched"
+    ids = gaussian_ids(values).tolist()
+    pairs = Counter(ids)
+    assert all(pairs[g] == counts[g] for g in range(len(counts))), f"pairs != the {form}' counts"
+    assert len(set(zip(ids, keys.tolist()))) == n_pairs, "a Gaussian with two pairs of one key"
+    assert max(counts) >= 2, "the case must hold Gaussians of several pairs"
+    if form == "macro-tiles":
+        assert bool((values < 0).any()), "the case must reach bit 31, the entry's sign bit"
 
 
-def test_pairs_come_in_depth_order_with_ties_by_index(device):
+@pytest.mark.parametrize("form", FORMS)
+def test_pairs_come_in_depth_order_with_ties_by_index(form, device):
     """Pairs are emitted nearest Gaussian first, each one's pairs together; equal depths keep the Gaussians' index
     order (gsplat's ties)."""
     width, height = 120, 84
@@ -68,8 +77,8 @@ def test_pairs_come_in_depth_order_with_ties_by_index(device):
     depths = proj[1]
     visible = torch.nonzero(proj[2] > 0).flatten()
     depths[visible[::3]] = 2.5  # a third of the visible Gaussians at one depth
-    _, entries, _ = bin_all(kernels, proj, width, height)
-    g = unpack_entries(entries)[0]
+    _, values, _ = bin_all(kernels, proj, width, height, form=form)
+    g = gaussian_ids(values)
     d = depths[g]
     assert (d[1:] >= d[:-1]).all(), "pairs not in depth order"
     tie = d[1:] == d[:-1]
@@ -78,53 +87,57 @@ def test_pairs_come_in_depth_order_with_ties_by_index(device):
     assert runs.numel() == torch.unique(g).numel() < g.numel(), "a Gaussian's pairs not together"
 
 
-@pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "reference"])
-def test_capacity_bounds_the_writes(impl, device):
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("impl", IMPLS)
+def test_capacity_bounds_the_writes(impl, form, device):
     """A buffer shorter than the pair count, ending within a Gaussian's pairs, is filled up to its end and not
     past it (the renderer grows it)."""
     width, height = 120, 84
     proj = projected(300, width, height, device, seed=5, grow=1.0)
-    full_k, full_e, n_pairs = bin_all(kernels, proj, width, height)
-    ids = unpack_entries(full_e)[0]
+    full_k, full_v, n_pairs = bin_all(kernels, proj, width, height, form=form)
+    ids = gaussian_ids(full_v)
     cap = next(i for i in range(n_pairs // 2, n_pairs) if ids[i] == ids[i - 1])  # cuts a Gaussian's run
     guard = 7
-    records, depths, tt, macros, bin_t = proj
-    order, offsets, _ = impl.depth_order(depths, tt, macros, out=impl.order_outputs(300, device))
+    records, depths, tt, _, bin_t = proj
+    counts = pair_counts(proj, form)
+    order, offsets, _ = impl.depth_order(depths, tt, counts, out=impl.order_outputs(300, device))
     keys = torch.full((cap + guard,), -5, dtype=full_k.dtype, device=device)
-    entries = torch.full((cap + guard,), -5, dtype=torch.int64, device=device)
-    impl.bin_pairs(order, offsets, records, macros, width, height, bin_t=bin_t, out=(keys[:cap], entries[:cap]))
-    assert torch.equal(keys[:cap], full_k[:cap]) and torch.equal(entries[:cap], full_e[:cap])
-    assert (keys[cap:] == -5).all() and (entries[cap:] == -5).all()
+    values = torch.full((cap + guard,), -5, dtype=full_v.dtype, device=device)
+    impl.bin_pairs(order, offsets, records, counts, width, height, bin_t=bin_t, out=(keys[:cap], values[:cap]))
+    assert torch.equal(keys[:cap], full_k[:cap]) and torch.equal(values[:cap], full_v[:cap])
+    assert (keys[cap:] == -5).all() and (values[cap:] == -5).all()
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("capacity", ["all", "half", "none"])
-def test_reference_bins_chunk_by_chunk_as_in_one_go(capacity, monkeypatch):
+def test_reference_bins_chunk_by_chunk_as_in_one_go(capacity, form, monkeypatch):
     """The twin expands its pairs a chunk of Gaussians at a time (BIN_CHUNK_PAIRS), skipping the Gaussians whose
-    slots all lie past the capacity: chunks of two pairs give the keys and entries of one chunk of them all, into
+    slots all lie past the capacity: chunks of two pairs give the keys and values of one chunk of them all, into
     the whole capacity, half of it and none."""
     width, height = 120, 84
     proj = projected(300, width, height, "cpu", seed=5, grow=1.0)
-    _, _, n_pairs = bin_all(ref, proj, width, height)
+    _, _, n_pairs = bin_all(ref, proj, width, height, form=form)
     cap = {"all": n_pairs, "half": n_pairs // 2, "none": 0}[capacity]
     monkeypatch.setattr(ref, "BIN_CHUNK_PAIRS", 1 << 30)
-    want_k, want_e, _ = bin_all(ref, proj, width, height, capacity=cap)
+    want_k, want_v, _ = bin_all(ref, proj, width, height, capacity=cap, form=form)
     monkeypatch.setattr(ref, "BIN_CHUNK_PAIRS", 2)  # smaller than some Gaussians' pairs: one Gaussian a chunk too
-    got_k, got_e, _ = bin_all(ref, proj, width, height, capacity=cap)
-    assert torch.equal(got_k, want_k) and torch.equal(got_e, want_e)
-    assert n_pairs > 50 * 2 and int(proj[3].max()) > 2  # many chunks, some of one Gaussian
+    got_k, got_v, _ = bin_all(ref, proj, width, height, capacity=cap, form=form)
+    assert torch.equal(got_k, want_k) and torch.equal(got_v, want_v)
+    assert n_pairs > 50 * 2 and int(pair_counts(proj, form).max()) > 2  # many chunks, some of one Gaussian
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("tile", [8, 16])
-def test_pairs_cover_every_contributing_pixel(tile, device):
-    """No (Gaussian, tile) pair the masks hold is missing that the rasterizer would blend: brute force
+def test_pairs_cover_every_contributing_pixel(tile, form, device):
+    """No (Gaussian, tile) pair the pairs hold is missing that the rasterizer would blend: brute force
     alpha >= 1/255 at every pixel centre."""
     width, height = 64, 48
     proj = projected(400, width, height, device, seed=3, tile=tile)
     records, _, tiles_touched, _, _ = proj
     means2d, conics, opacities, _ = unpack_records(records)  # what the rasterizer is given
-    keys, entries, _ = bin_all(kernels, proj, width, height, tile=tile)
+    keys, values, _ = bin_all(kernels, proj, width, height, tile=tile, form=form)
     n_tx, n_ty = tile_grid(width, height, tile)
-    pairs = {(g, y * n_tx + x) for g, x, y in decode_pairs(keys, entries, n_tx, n_ty).tolist()}
+    pairs = {(g, y * n_tx + x) for g, x, y in decode_pairs(keys, values, n_tx, n_ty).tolist()}
     ys, xs = torch.meshgrid(torch.arange(height, device=device), torch.arange(width, device=device), indexing="ij")
     px, py = xs.flatten().float() + 0.5, ys.flatten().float() + 0.5
     pix_tile = (ys.flatten() // tile) * n_tx + xs.flatten() // tile
@@ -144,39 +157,72 @@ def test_pairs_cover_every_contributing_pixel(tile, device):
     assert spare <= 0.08 * len(pairs) + 2, f"{spare} of {len(pairs)} pairs reach no pixel centre"
 
 
-@pytest.mark.parametrize("impl", [kernels, ref], ids=["triton", "reference"])
-def test_sentinel_fill_when_walk_finds_fewer(impl, device):
-    """If a macro-tile count exceeds what the walk finds, the extra slots get the sentinel key and the
-    Gaussian's id with an empty mask (never garbage)."""
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("impl", IMPLS)
+def test_sentinel_fill_when_walk_finds_fewer(impl, form, device):
+    """If a count exceeds what the walk finds, the extra slots get the sentinel key and the Gaussian's id (with
+    an empty mask, for macro-tile pairs): never garbage."""
     width, height = 120, 84
-    records, depths, tiles_touched, macros_touched, bin_t = projected(50, width, height, device, seed=1, grow=1.0)
+    exact = projected(50, width, height, device, seed=1, grow=1.0)
+    records, depths, tiles_touched, macros_touched, bin_t = exact
     live = tiles_touched > 0
-    inflated = macros_touched + live.to(torch.int32)  # one more slot per live Gaussian
-    proj = (records, depths, tiles_touched, inflated, bin_t)
-    keys, entries, _ = bin_all(impl, proj, width, height)
+    if form == "tiles":  # one more slot per live Gaussian
+        proj = (records, depths, tiles_touched + live.to(torch.int32), macros_touched, bin_t)
+    else:
+        proj = (records, depths, tiles_touched, macros_touched + live.to(torch.int32), bin_t)
+    keys, values, _ = bin_all(impl, proj, width, height, form=form)
     sentinel = keys == kernels.sentinel_key(keys.dtype)
-    ids, masks = unpack_entries(entries[sentinel])
+    ids = gaussian_ids(values[sentinel])
     assert sorted(ids.tolist()) == torch.nonzero(live).flatten().tolist(), "one sentinel slot per live Gaussian"
-    assert (masks == 0).all(), "a sentinel slot with tiles"
-    # the real pairs are those of the exact count, each Gaussian's first macros_touched slots
-    exact_k, exact_e, _ = bin_all(impl, projected(50, width, height, device, seed=1, grow=1.0), width, height)
-    assert torch.equal(keys[~sentinel], exact_k) and torch.equal(entries[~sentinel], exact_e)
+    if form == "macro-tiles":
+        assert (unpack_entries(values[sentinel])[1] == 0).all(), "a sentinel slot with tiles"
+    # the real pairs are those of the exact count, each Gaussian's first slots
+    exact_k, exact_v, _ = bin_all(impl, exact, width, height, form=form)
+    assert torch.equal(keys[~sentinel], exact_k) and torch.equal(values[~sentinel], exact_v)
     if impl is kernels:
-        want_k, want_e, _ = bin_all(ref, proj, width, height)
-        assert torch.equal(keys, want_k) and torch.equal(entries, want_e)
+        want_k, want_v, _ = bin_all(ref, proj, width, height, form=form)
+        assert torch.equal(keys, want_k) and torch.equal(values, want_v)
 
 
-def test_key_width_follows_the_macro_tile_count():
-    """int16 keys while every macro-tile id and the sentinel above them fit."""
+def test_key_width_follows_the_tile_or_macro_tile_count():
+    """int16 keys while every tile (tile pairs) or macro-tile id (macro-tile pairs) and the sentinel above them
+    fit: the launcher refuses narrower keys, by the count of the form its values' dtype picks."""
     assert kernels.macro_grid(240, 135) == (30, 34)  # 1920 x 1080 at 8 px: the last band of 3 tile rows
     assert kernels.macro_grid(960, 540) == (120, 135)  # 7680 x 4320 at 8 px
+    assert kernels.key_dtype(240 * 135) == torch.int16  # 1920 x 1080's tiles at 8 px
     assert kernels.key_dtype(120 * 135) == torch.int16
     assert kernels.key_dtype(32767) == torch.int16 and kernels.key_dtype(32768) == torch.int32
     assert kernels.sentinel_key(torch.int16) == 32767 > 32766
-    # keys too narrow for the image's macro-tiles are refused: 16384 x 8192 at 8 px has 256 x 256 of them
-    i64 = torch.empty(0, dtype=torch.int64)
-    none = (i64, i64, torch.empty(0, 8), torch.empty(0, dtype=torch.int32))  # order, offsets, records, macros
-    narrow = (torch.empty(0, dtype=torch.int16), i64)
+    i64, i32 = torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int32)
+    none = (i64, i64, torch.empty(0, 8), i32)  # order, offsets, records, counts
+    k16, k32 = torch.empty(0, dtype=torch.int16), i32
+    # 3840 x 2160 at 8 px: 129,600 tiles, too many for int16 keys, but 60 x 68 macro-tiles
     with pytest.raises(AssertionError):
-        kernels.bin_pairs(*none, 16384, 8192, bin_t=torch.empty(0), out=narrow)
-    kernels.bin_pairs(*none, 16384, 8192, bin_t=torch.empty(0), out=(torch.empty(0, dtype=torch.int32), i64))
+        kernels.bin_pairs(*none, 3840, 2160, bin_t=torch.empty(0), out=(k16, i32))
+    kernels.bin_pairs(*none, 3840, 2160, bin_t=torch.empty(0), out=(k32, i32))
+    kernels.bin_pairs(*none, 3840, 2160, bin_t=torch.empty(0), out=(k16, i64))
+    # 16384 x 8192 at 8 px has 256 x 256 macro-tiles
+    with pytest.raises(AssertionError):
+        kernels.bin_pairs(*none, 16384, 8192, bin_t=torch.empty(0), out=(k16, i64))
+    kernels.bin_pairs(*none, 16384, 8192, bin_t=torch.empty(0), out=(k32, i64))
+
+
+def test_frames_bin_per_macro_tile_from_macro_from_and_stay_down_to_macro_until():
+    """`bins_macro_tiles`: a frame switches to macro-tile pairs where its visible Gaussians reach MACRO_FROM tiles
+    each on average, and, once there, stays until they reach fewer than MACRO_UNTIL (hysteresis), over a run of
+    frames whose footprints grow, shrink and grow again."""
+    assert 1.0 < MACRO_UNTIL < MACRO_FROM
+    mid = (MACRO_FROM + MACRO_UNTIL) / 2
+    frames = [  # (tiles a Gaussian reaches, the form the frame bins in)
+        (1.0, False), (MACRO_UNTIL, False), (mid, False), (MACRO_FROM - 0.01, False),  # tiles up to MACRO_FROM
+        (MACRO_FROM, True), (2 * MACRO_FROM, True),  # from it up: macro-tiles
+        (mid, True), (MACRO_UNTIL, True),  # kept down to MACRO_UNTIL
+        (MACRO_UNTIL - 0.01, False), (mid, False),  # below it, tiles again, and not back in between
+        (MACRO_FROM, True),
+    ]  # fmt: skip
+    previous = False
+    for pairs_per_gaussian, want in frames:
+        got = kernels.bins_macro_tiles(pairs_per_gaussian, previous)
+        assert got is want, f"{pairs_per_gaussian} tiles a Gaussian after {previous}: {got}"
+        previous = got
+    assert kernels.bins_macro_tiles(MACRO_FROM) and not kernels.bins_macro_tiles(mid), "previous defaults to tiles"

@@ -1,7 +1,8 @@
-"""Stage 5, tile lists: the sorted macro-tile pairs split into the tiles' lists (Triton) against the torch twin,
-and both against lists built without macro-tiles: on random pairs, each tile's list read off the pairs one bit
-at a time; on binned Gaussians, the old way, the Gaussians whose tiles (walked one by one) include the tile, in
-(depth, index) order."""
+"""Stage 5, tile lists, for either form of stage 3. Macro-tile pairs: the sorted pairs split into the tiles' lists
+(Triton) against the torch twin, and both against lists built without macro-tiles: on random pairs, each tile's
+list read off the pairs one bit at a time; on binned Gaussians, the Gaussians whose tiles (walked one by one)
+include the tile, in (depth, index) order. Tile pairs: `tile_ranges` against its twin, and the sorted ids in those
+ranges against the same lists. And the two forms against each other: the same lists on the same projection."""
 
 import importlib
 
@@ -12,7 +13,18 @@ import kernels
 import kernels.reference as ref
 from kernels.buffers import LIST_CHUNK, pack_entries, unpack_entries
 from kernels.constants import MACRO_COLS, MACRO_ROWS
-from tests.kernels.synthetic import bin_all, list_buffers, projected, random_pairs, tile_grid, tile_sets
+from tests.conftest import nan_like
+from tests.kernels.synthetic import (
+    FORMS,
+    bin_all,
+    list_buffers,
+    lists_of,
+    projected,
+    random_keys,
+    random_pairs,
+    tile_grid,
+    tile_sets,
+)
 
 IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="torch")]
 GUARD = -5  # what a guard region past the list buffer holds
@@ -80,6 +92,22 @@ def check_lists(ids, ranges, want, sorted_keys, n_tx, n_ty):
     assert cursor == len(ids) == sum(map(len, want)), "the lists do not fill the buffer exactly"
 
 
+def check_tile_layout(ids, ranges, want):
+    """ids[start:end] is `want`'s list for every tile, and the ranges lie back to back from 0 in tile order (the
+    sorted tile pairs), covering the real pairs exactly; tiles of no pair have [0, 0)."""
+    ids, ranges = ids.tolist(), ranges.tolist()
+    wrong = [t for t, (start, end) in enumerate(ranges) if ids[start:end] != want[t]]
+    assert not wrong, f"{len(wrong)} tiles' lists differ, e.g. tile {wrong[0]}: {ids[slice(*ranges[wrong[0]])]}"
+    cursor = 0
+    for t, (start, end) in enumerate(ranges):
+        if not want[t]:
+            assert (start, end) == (0, 0), f"tile {t} of no pair: {(start, end)}"
+            continue
+        assert start == cursor, f"tile {t} starts at {start}, not {cursor}"
+        cursor = end
+    assert cursor == sum(map(len, want)), "the ranges do not cover the pairs exactly"
+
+
 @pytest.mark.parametrize("dtype", [torch.int16, torch.int32])
 def test_random_pairs_match_twin_and_their_tiles(dtype, device):
     """21 x 10 tiles: 3 x 3 macro-tiles, the right column 5 tiles wide and the bottom band 2 rows high; the last 2
@@ -96,36 +124,70 @@ def test_random_pairs_match_twin_and_their_tiles(dtype, device):
     assert int(empty_inside.sum()) == 2, "the case must hold [x, x) ranges of empty tiles"
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("n,size,tile,grow", [(1000, (120, 84), 8, 1.0), (1000, (120, 84), 16, 1.5),
                                               (3000, (128, 96), 8, 0.0)], ids=str)  # fmt: skip
-def test_lists_are_each_tiles_gaussians_in_depth_order(impl, n, size, tile, grow, device):
-    """Stages 2-5 of each implementation, into pair buffers with a sentinel tail, give every tile the list of the
-    Gaussians whose tiles include it, nearest first, equal depths by index: the tile sets from the twin's row
-    walk, one tile at a time (tests/kernels/synthetic.py `tile_sets`). 120 x 84 ends in partial macro-tiles."""
+def test_lists_are_each_tiles_gaussians_in_depth_order(impl, n, size, tile, grow, form, device):
+    """Stages 2-5 of each implementation in each form, into pair buffers with a sentinel tail, give every tile the
+    list of the Gaussians whose tiles include it, nearest first, equal depths by index: the tile sets from the
+    twin's row walk, one tile at a time (tests/kernels/synthetic.py `tile_sets`). 120 x 84 ends in partial
+    macro-tiles. Tile pairs: the sorted ids in `tile_ranges`; macro-tile pairs: `tile_lists`."""
     width, height = size
     proj = projected(n, width, height, device, seed=3, tile=tile, grow=grow)
     depths = proj[1]
     depths[torch.nonzero(proj[2] > 0).flatten()[::4]] = 2.5  # ties
     n_tx, n_ty = tile_grid(width, height, tile)
-    n_pairs = int(proj[3].sum())
-    keys, entries, _ = bin_all(impl, proj, width, height, tile=tile, capacity=n_pairs + 37)
-    sk, se = impl.sort_pairs(keys, entries)
+    n_pairs = int(proj[2 if form == "tiles" else 3].sum())
+    keys, values, _ = bin_all(impl, proj, width, height, tile=tile, capacity=n_pairs + 37, form=form)
+    sk, sv = impl.sort_pairs(keys, values)
     assert (sk[-37:] == kernels.sentinel_key(sk.dtype)).all()
-    ids, ranges = run(impl, sk, se, n_tx, n_ty, int(proj[2].sum()))
     d = depths.tolist()
     sets = tile_sets(proj, width, height, tile=tile)
     want: list[list[int]] = [[] for _ in range(n_tx * n_ty)]
     for g in sorted(sets, key=lambda g: (d[g], g)):
         for x, y in sets[g]:
             want[y * n_tx + x].append(g)
-    check_lists(ids, ranges, want, sk, n_tx, n_ty)
-    if impl is kernels:  # the twin on the same pairs, exactly
-        twin = run(ref, sk, se, n_tx, n_ty, ids.shape[0])
-        assert torch.equal(ids, twin[0]) and torch.equal(ranges, twin[1])
+    if form == "tiles":
+        out = nan_like(torch.empty(n_tx * n_ty, 2, dtype=torch.int32, device=device))
+        ids, ranges = sv, impl.tile_ranges(sk, n_tx * n_ty, out=out)
+        check_tile_layout(ids, ranges, want)
+        twin = sv, ref.tile_ranges(sk, n_tx * n_ty)
+    else:
+        ids, ranges = run(impl, sk, sv, n_tx, n_ty, int(proj[2].sum()))
+        check_lists(ids, ranges, want, sk, n_tx, n_ty)
+        twin = run(ref, sk, sv, n_tx, n_ty, ids.shape[0])
+    assert torch.equal(ids, twin[0]) and torch.equal(ranges, twin[1]), "the twin on the same pairs, exactly"
     lengths = [len(w) for w in want]
     assert max(lengths) > 20 and lengths.count(0) < len(lengths) // 2
     assert any(d[a] == d[b] for w in want for a, b in zip(w, w[1:])), "the case must hold ties within a list"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("size,tile,grow", [((120, 84), 8, 1.0), ((120, 84), 16, 1.5), ((200, 76), 16, 1.0)],
+                         ids=str)  # fmt: skip
+def test_both_forms_give_the_same_lists(impl, size, tile, grow, device):
+    """A projection binned per tile (the sorted ids in `tile_ranges`) and per macro-tile (`tile_lists`) gives
+    every tile the same list, in the same order, equal depths included: on 120 x 84 at 8 px (15 x 11 tiles:
+    the last macro-tile column 7 tiles wide, the last band 3 rows high), at 16 px (8 x 6 tiles: one macro-tile
+    column, the last band 2 rows high), and 200 x 76 at 16 px (13 x 5 tiles: the last column 5 tiles wide, the
+    last band 1 row high)."""
+    width, height = size
+    proj = projected(800, width, height, device, seed=11, tile=tile, grow=grow)
+    depths = proj[1]
+    depths[torch.nonzero(proj[2] > 0).flatten()[::3]] = 2.5  # ties
+    n_tx, n_ty = tile_grid(width, height, tile)
+    tile_ids, tile_ranges = lists_of(impl, proj, width, height, tile=tile, form="tiles")
+    macro_ids, macro_ranges = lists_of(impl, proj, width, height, tile=tile, form="macro-tiles")
+    per_tile = [tile_ids[s:e].tolist() for s, e in tile_ranges.tolist()]
+    per_macro = [macro_ids[s:e].tolist() for s, e in macro_ranges.tolist()]
+    for t in range(n_tx * n_ty):
+        assert per_tile[t] == per_macro[t], f"tile {t}: {per_tile[t]} per tile, {per_macro[t]} per macro-tile"
+    assert sum(map(len, per_tile)) == int(proj[2].sum()), "the lists hold every tile pair"
+    # the case must hold Gaussians over several macro-tiles, long lists, and ties within them
+    assert int(proj[3].max()) >= 2 and max(map(len, per_tile)) > 10
+    d = depths.tolist()
+    assert any(d[a] == d[b] for w in per_tile for a, b in zip(w, w[1:])), "the case must hold ties within a list"
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -179,3 +241,27 @@ def test_chunks_of_either_length_with_the_nominal_scratch(chunk, device, monkeyp
     want = run(ref, sk, se, n_tx, n_ty, n_entries)
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
     check_lists(*got, lists_from_pairs(sk, se, n_tx, n_ty), sk, n_tx, n_ty)
+
+
+def test_tile_ranges_match_reference_with_empty_tiles_and_sentinels(device):
+    """Random sorted tile pairs: the launcher's ranges (into a poisoned buffer) are the twin's, the last 5 tiles
+    (of no pair) [0, 0), the 3 sentinel slots in no range, and each range holds exactly its tile's keys."""
+    n_tiles = 37
+    keys, ids = random_keys(n_tiles - 5, 3000, device, seed=2)  # the last 5 tiles stay empty
+    sk, _ = ref.sort_pairs(keys, ids)
+    want = ref.tile_ranges(sk, n_tiles)
+    got = kernels.tile_ranges(sk, n_tiles, out=nan_like(torch.empty(n_tiles, 2, dtype=torch.int32, device=device)))
+    assert torch.equal(got, want)
+    assert (got[-5:] == 0).all()
+    assert int((got[:, 1] - got[:, 0]).sum()) == 3000 - 3, "sentinel keys belong to no tile"
+    for t in range(n_tiles - 5):  # every range holds exactly that tile's keys, and all of them
+        assert got[t, 1] > got[t, 0] and (sk[got[t, 0] : got[t, 1]] == t).all()
+        assert int((sk == t).sum()) == int(got[t, 1] - got[t, 0])
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_tile_ranges_empty_input(impl, device):
+    """No tile pairs: every tile's range is [0, 0), whatever the buffer held."""
+    out = nan_like(torch.empty(6, 2, dtype=torch.int32, device=device))
+    got = impl.tile_ranges(torch.empty(0, dtype=torch.int16, device=device), 6, out=out)
+    assert got.shape == (6, 2) and (got == 0).all()

@@ -54,8 +54,11 @@ def depth_order(
     torch.index_select(pair_counts, 0, order, out=counts)
     torch.cumsum(counts, 0, dtype=torch.int64, out=offsets)
     torch.searchsorted(sorted_depths, inf, out=totals[0:1])  # the visible ones: every finite depth
-    torch.sum(tiles_touched, 0, dtype=torch.int64, out=totals[1])
     totals[2:3].copy_(offsets[-1:])
+    if pair_counts is tiles_touched:  # pairs per tile: the tile pairs are the pairs, no second reduction
+        totals[1:2].copy_(offsets[-1:])
+    else:
+        torch.sum(tiles_touched, 0, dtype=torch.int64, out=totals[1])
     return order, offsets, totals
 
 

@@ -82,6 +82,7 @@ def _project_kernel(
     DEGREE: tl.constexpr,
     TILE: tl.constexpr,
     ADAGSCALE: tl.constexpr,
+    MACROS: tl.constexpr,  # count macros_touched (the frame bins per macro-tile)
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
@@ -139,14 +140,16 @@ def _project_kernel(
         tx_lo, span = row_tile_span(ty, mx, my, ra, rb, rc, t_bin, ry_bin, n_tx, TILE)
         span = tl.where(r < rows, span, 0)
         count += span
-        hull_lo, hull_hi = band_hull(hull_lo, hull_hi, tx_lo, span)
-        band_ends = ((ty + 1) % MACRO_ROWS == 0) | (r + 1 >= rows)
-        macros += tl.where(band_ends & (hull_hi >= hull_lo), hull_hi - hull_lo + 1, 0)
-        hull_lo = tl.where(band_ends, 1 << 30, hull_lo)
-        hull_hi = tl.where(band_ends, -1, hull_hi)
+        if MACROS:
+            hull_lo, hull_hi = band_hull(hull_lo, hull_hi, tx_lo, span)
+            band_ends = ((ty + 1) % MACRO_ROWS == 0) | (r + 1 >= rows)
+            macros += tl.where(band_ends & (hull_hi >= hull_lo), hull_hi - hull_lo + 1, 0)
+            hull_lo = tl.where(band_ends, 1 << 30, hull_lo)
+            hull_hi = tl.where(band_ends, -1, hull_hi)
     visible = visible & (count > 0)
     tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
-    tl.store(macros_touched_ptr + offs, tl.where(visible, macros, 0), mask=in_range)
+    if MACROS:
+        tl.store(macros_touched_ptr + offs, tl.where(visible, macros, 0), mask=in_range)
     tl.store(depths_ptr + offs, tl.where(visible, zc, float("inf")), mask=in_range)
 
     # view-dependent colour, only for Gaussians that reach a tile (and, with AdaGScale, were not scored)
@@ -198,6 +201,7 @@ def project_gaussians(
     Returns:
         records [N,8] (kernels/buffers.py), depths [N] (+inf where culled), tiles_touched [N] int32 (0 = culled),
         macros_touched [N] int32, bin_t [N]. Rows with tiles_touched == 0 are unspecified in the float outputs.
+        `out` may hold None for macros_touched: a frame that bins per tile does not count them.
     """
     N = means.shape[0]
     K = sh.shape[1]
@@ -217,10 +221,11 @@ def project_gaussians(
     block = 2048 if interpreting() else (block or project_block(N))  # the interpreter: few, wide programs
     _project_kernel[(triton.cdiv(N, block),)](
         means, covars, opacities, sh, camera,
-        records, depths, tiles_touched, macros_touched, bin_t,
+        records, depths, tiles_touched, tiles_touched if macros_touched is None else macros_touched, bin_t,
         bin_t if adagscale_tau is None else adagscale_tau,
         N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(),
-        DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, BLOCK_N=block,
+        DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, MACROS=macros_touched is not None,
+        BLOCK_N=block,
     )  # fmt: skip
     return records, depths, tiles_touched, macros_touched, bin_t
 

@@ -250,7 +250,8 @@ def project_gaussians(
     bin_t.copy_(t_bin)
     depths.copy_(torch.where(visible, zc, torch.full_like(zc, float("inf"))))
     tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
-    macros_touched.copy_(torch.where(visible, macros, torch.zeros_like(macros)))
+    if macros_touched is not None:  # None: the frame bins per tile (kernels/project.py)
+        macros_touched.copy_(torch.where(visible, macros, torch.zeros_like(macros)))
     return records, depths, tiles_touched, macros_touched, bin_t
 
 

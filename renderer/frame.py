@@ -197,7 +197,8 @@ class Frame:
             src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
             adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
-            out=(self.records, self.depths, self.tiles_touched, self.macros_touched, self.bin_t),
+            out=(self.records, self.depths, self.tiles_touched, self.macros_touched if self.macro else None,
+                 self.bin_t),
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 

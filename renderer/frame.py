@@ -197,6 +197,11 @@ class Frame:
     def tile_lists(self) -> None:
         p = self.pairs
         self.r.k.tile_lists(p.sorted_keys, p.sorted_entries, self.n_tx, self.n_ty, out=(p.ids, self.ranges, p.scratch))
+        if not self.counted:
+            # a frame whose lists outgrew the list capacity gets ranges past its end (tile_lists writes no entry
+            # there, but every range): cut them to the buffer, so that the rasterizer, which runs before the
+            # frame's sync finds the overflow and bins it again, reads only the buffer (its image is discarded)
+            self.ranges.clamp_(max=p.ids.shape[0])
         if self.schedule is None:
             torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
         else:  # the list lengths come with the schedule

@@ -172,9 +172,9 @@ def test_warm_up_runs_a_counted_scenes_order_both_ways_at_the_scenes_size(monkey
     calls = []
     order = ref.depth_order_counted
 
-    def spy(depths, tiles_touched, *, compact=True, **kwargs):
+    def spy(depths, tiles_touched, macros_touched, *, compact=True, **kwargs):
         calls.append((depths.numel(), compact, bool(torch.isinf(depths).any()), bool(torch.isfinite(depths).any())))
-        return order(depths, tiles_touched, compact=compact, **kwargs)
+        return order(depths, tiles_touched, macros_touched, compact=compact, **kwargs)
 
     monkeypatch.setattr(ref, "depth_order_counted", spy)
     real = Renderer(tiny_scene(), device="cpu", backend="torch")

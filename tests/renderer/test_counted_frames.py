@@ -73,7 +73,7 @@ def test_counted_frames_equal_capacity_frames(scene_path, device, backend, dense
         assert got.stats.n_visible == want.stats.n_visible and got.stats.n_pairs == want.stats.n_pairs
         assert torch.equal(got.image, want.image) and torch.equal(got.alpha, want.alpha)
         assert torch.equal(got.tile_counts, want.tile_counts)
-    assert counted.pair_capacity.size == 0, "counted frames use no pair capacity"
+    assert counted.pair_capacity.size == counted.macro_capacity.size == 0, "counted frames use no capacity"
     assert want.stats.n_pairs == 0 and got.stats.n_pairs == 0, "the last view sees nothing"
 
 
@@ -83,8 +83,8 @@ def test_auto_mode_counts_from_the_threshold(scene_path, device, monkeypatch):
     cam = orbit_path(scene, 32, 24, 2)[0]
     r = Renderer(scene, device=device, backend="torch")
     r.render(cam)
-    assert r.pair_capacity.size > 0, "below the threshold: the capacity route"
+    assert r.pair_capacity.size > 0 and r.macro_capacity.size > 0, "below the threshold: the capacity route"
     monkeypatch.setattr(routes, "COUNTED_FROM", len(scene))
     r2 = Renderer(scene, device=device, backend="torch")
     out = r2.render(cam)
-    assert r2.pair_capacity.size == 0 and out.stats.n_pairs > 0, "at the threshold: counted"
+    assert r2.pair_capacity.size == r2.macro_capacity.size == 0 and out.stats.n_pairs > 0, "at the threshold: counted"

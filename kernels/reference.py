@@ -240,12 +240,23 @@ def project_gaussians(
     pack_records(torch.stack([mx, my], 1), torch.stack([a, b, c], 1), o, colors, out=records)
     ra, rb, rc = _record_conic(records)  # the count walks the conic as the record holds it, as binning will
     ty_lo, rows, ry = _tile_rows(my, ra, rb, rc, t_bin, visible, n_ty, tile_size)
-    g_of_row, ty, tx_lo, span = _row_spans(ty_lo, rows, mx, my, ra, rb, rc, t_bin, ry, n_tx, tile_size)
-    count = torch.zeros(N, dtype=torch.int64, device=means.device).index_add_(0, g_of_row, span.long())
-    _, hull_lo, hull_hi = _band_hulls(g_of_row, ty, tx_lo, span, ty_lo, rows)
+    # row by row for every Gaussian at once (memory N, whatever the footprints): its tiles, and per band of
+    # MACRO_ROWS rows the macro-tile columns from the leftmost to the rightmost tile reached
+    count = torch.zeros(N, dtype=torch.int64, device=means.device)
     macros = torch.zeros(N, dtype=torch.int64, device=means.device)
-    macros.index_add_(0, torch.repeat_interleave(torch.arange(N, device=means.device), _bands(ty_lo, rows)),
-                      (hull_hi - hull_lo + 1).clamp(min=0))  # fmt: skip
+    hull_lo = torch.full((N,), 1 << 30, dtype=torch.int64, device=means.device)
+    hull_hi = torch.full((N,), -1, dtype=torch.int64, device=means.device)
+    for r in range(int(rows.max()) if N else 0):
+        tx_lo, span = _row_tile_span(ty_lo + r, mx, my, ra, rb, rc, t_bin, ry, n_tx, tile_size)
+        span = torch.where(r < rows, span, torch.zeros_like(span)).long()
+        count += span
+        reached = span > 0
+        hull_lo = torch.where(reached, torch.minimum(hull_lo, tx_lo.long() // MACRO_COLS), hull_lo)
+        hull_hi = torch.where(reached, torch.maximum(hull_hi, (tx_lo.long() + span - 1) // MACRO_COLS), hull_hi)
+        band_ends = ((ty_lo.long() + r + 1) % MACRO_ROWS == 0) | (r + 1 >= rows)
+        macros += torch.where(band_ends & (hull_hi >= hull_lo), hull_hi - hull_lo + 1, torch.zeros_like(macros))
+        hull_lo = torch.where(band_ends, torch.full_like(hull_lo, 1 << 30), hull_lo)
+        hull_hi = torch.where(band_ends, torch.full_like(hull_hi, -1), hull_hi)
     visible &= count > 0
     bin_t.copy_(t_bin)
     depths.copy_(torch.where(visible, zc, torch.full_like(zc, float("inf"))))
@@ -565,6 +576,11 @@ def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | 
     return out
 
 
+# Sorted pairs the twin of `tile_lists` expands at a time: its [chunk, 32] bit and position tensors take about
+# 400 bytes a pair.
+LIST_REF_CHUNK = 1 << 14
+
+
 # Twin of the launcher in kernels/tile_lists.py: the same signature on purpose (see the module docstring).
 def tile_lists(
     sorted_keys: torch.Tensor,
@@ -575,38 +591,50 @@ def tile_lists(
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Every (set bit, pair) of the sorted pairs, ordered by bit, then by the pair's position: its rank is where
-    its id goes (the kernel's layout, found by one sort here instead of prefix counts). A tile's range runs from
-    the rank of its macro-tile's first pair within the bit to that of its last pair, plus one where that pair has
-    the bit; tiles of a macro-tile with no pair keep [0, 0)."""
+    its id goes (the kernel's layout). Here the ranks come from a pass over the pairs LIST_REF_CHUNK at a time with
+    running per-bit counts (so the [chunk, 32] bit tensors stay a few MB whatever the pair count), after a first
+    pass that totals each bit. A tile's range runs from the rank of its macro-tile's first pair within the bit to
+    that of its last pair, plus one where that pair has the bit, cut to the list buffer's length; tiles of a
+    macro-tile with no pair keep [0, 0)."""
     ids, ranges, _ = out
     device = sorted_keys.device
     n_mx, n_my = macro_grid(n_tx, n_ty)
     bits = MACRO_COLS * MACRO_ROWS
-    key = sorted_keys.long()
-    real = (key >= 0) & (key < n_mx * n_my)
-    masks = torch.where(real, (sorted_entries >> 32) & 0xFFFFFFFF, torch.zeros_like(key))
-    gid = (sorted_entries & 0xFFFFFFFF).to(torch.int32)
-    C = key.numel()
-    has = ((masks[:, None] >> torch.arange(bits, device=device)) & 1).bool()  # [C, 32]
-    pair, bit = torch.nonzero(has, as_tuple=True)
-    rank = torch.empty_like(pair)
-    rank[torch.argsort(bit * C + pair)] = torch.arange(pair.numel(), device=device)
-    fits = rank < ids.shape[0]
-    ids[rank[fits]] = gid[pair[fits]]
-    # the rank a pair's bit b would take: the set (b', pair') before it, counted per bit
-    before_bit = torch.cumsum(has.sum(0), 0) - has.sum(0)  # [32]
-    within = torch.cumsum(has.long(), 0) - has.long()  # [C, 32] the pairs before with the bit
-    first = real & torch.cat([torch.ones(1, dtype=torch.bool, device=device), key[1:] != key[:-1]])
-    last = real & torch.cat([key[1:] != key[:-1], torch.ones(1, dtype=torch.bool, device=device)])
-    ranges.zero_()
     b = torch.arange(bits, device=device)
-    for at, end in ((first, 0), (last, 1)):
-        i = torch.nonzero(at).squeeze(1)
-        tx = (key[i] % n_mx)[:, None] * MACRO_COLS + b % MACRO_COLS
-        ty = (key[i] // n_mx)[:, None] * MACRO_ROWS + b // MACRO_COLS
-        inside = (tx < n_tx) & (ty < n_ty)
-        value = before_bit + within[i] + (has[i].long() if end else 0)
-        ranges[(ty * n_tx + tx)[inside], end] = value[inside].to(torch.int32)
+    C, L = sorted_keys.numel(), ids.shape[0]
+
+    def chunk_bits(lo: int, hi: int):
+        key = sorted_keys[lo:hi].long()
+        real = (key >= 0) & (key < n_mx * n_my)
+        masks = torch.where(real, (sorted_entries[lo:hi] >> 32) & 0xFFFFFFFF, torch.zeros_like(key))
+        return key, real, ((masks[:, None] >> b) & 1).bool()  # [c, 32]
+
+    totals = torch.zeros(bits, dtype=torch.int64, device=device)
+    for lo in range(0, C, LIST_REF_CHUNK):
+        totals += chunk_bits(lo, lo + LIST_REF_CHUNK)[2].sum(0)
+    before_bit = torch.cumsum(totals, 0) - totals  # [32] the entries of the bits below
+    running = torch.zeros(bits, dtype=torch.int64, device=device)  # the pairs before this chunk with the bit
+    ranges.zero_()
+    for lo in range(0, C, LIST_REF_CHUNK):
+        hi = min(lo + LIST_REF_CHUNK, C)
+        key, real, has = chunk_bits(lo, hi)
+        start = before_bit + running + torch.cumsum(has.long(), 0) - has.long()  # [c, 32]: position(i, b)
+        running += has.sum(0)
+        pair, bit = torch.nonzero(has, as_tuple=True)
+        at = start[pair, bit]
+        fits = at < L
+        ids[at[fits]] = (sorted_entries[lo:hi][pair[fits]] & 0xFFFFFFFF).to(torch.int32)
+        prev = sorted_keys[lo - 1 : lo].long() if lo else key.new_full((1,), -1)
+        nxt = sorted_keys[hi : hi + 1].long() if hi < C else key.new_full((1,), -1)
+        first = real & (key != torch.cat([prev, key[:-1]]))
+        last = real & (key != torch.cat([key[1:], nxt]))
+        for where, end in ((first, 0), (last, 1)):
+            i = torch.nonzero(where).squeeze(1)
+            tx = (key[i] % n_mx)[:, None] * MACRO_COLS + b % MACRO_COLS
+            ty = (key[i] // n_mx)[:, None] * MACRO_ROWS + b // MACRO_COLS
+            inside = (tx < n_tx) & (ty < n_ty)
+            value = (start[i] + (has[i].long() if end else 0)).clamp(max=L)
+            ranges[(ty * n_tx + tx)[inside], end] = value[inside].to(torch.int32)
     return ids, ranges
 
 

@@ -18,7 +18,8 @@ dimension of [chunks, 32] it took 0.2-0.5 ms, 32 serial scans); the cumsum gives
 `_scatter_kernel` counts within its chunk ([LIST_CHUNK, 32] bits, a cumsum down the chunk), writes the ids, and,
 at the first and last pair of each macro-tile, its tiles' ranges. Sentinel keys (the unused tail of the pair
 buffer and slots a walk did not reach) belong to no macro-tile; positions at or past the list buffer's length are
-not written (the renderer bins again into longer buffers: `depth_order`'s totals say how long).
+not written, and ranges are cut to L (the renderer bins again into longer buffers: `depth_order`'s totals say
+how long).
 
 Inputs : sorted keys [C] i16/i32 (tile or macro-tile ids), sorted entries [C] i64 (kernels/buffers.py
          `pack_entries`; macro-tile pairs)
@@ -100,8 +101,10 @@ def _scatter_kernel(
     ty = (key // n_mx)[:, None] * MACRO_ROWS + bit // MACRO_COLS
     tile = ty * n_tx + tx
     inside = real[:, None] & (tx < n_tx) & (ty < n_ty)
-    tl.store(ranges_ptr + tile * 2 + 0, start, mask=inside & (key != prev)[:, None])
-    tl.store(ranges_ptr + tile * 2 + 1, start + bits, mask=inside & (key != nxt)[:, None])
+    # cut to the list buffer: a frame whose lists outgrew it is binned again after its sync, but its rasterizer,
+    # which runs before, must read only the buffer (its image is discarded)
+    tl.store(ranges_ptr + tile * 2 + 0, tl.minimum(start, L), mask=inside & (key != prev)[:, None])
+    tl.store(ranges_ptr + tile * 2 + 1, tl.minimum(start + bits, L), mask=inside & (key != nxt)[:, None])
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.

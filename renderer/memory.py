@@ -17,7 +17,7 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 | prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too)          | N (28 + 6 K)        |
 | workspace | per slot: records 32, tiles_touched 4, macros_touched 4, bin_t 4;                | S (44 N + 20 X      |
 |           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
-|           | also order 8, offsets 8, totals 16 bytes                                         |                     |
+|           | also order 8, offsets 8, totals 24 bytes                                         |                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
 |           | on the capacity route also sorted_depths 4, ordered_counts 4, the pair buffers:  |  (+ 8 N             |
@@ -173,7 +173,7 @@ def workspace_bytes(
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
         shared += max((4 * a * b for a, b in filter(None, shapes)), default=0)
     if not counted:
-        per_slot += 16 * n + 16
+        per_slot += 16 * n + 24  # order 8, offsets 8 a Gaussian; totals: 3 int64
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
         # a frame binned per macro-tile, or per tile (kernels/bin.py): one form's buffers at a time
         macro = pair_buffer_bytes(d, t) + LIST_ENTRY_BYTES * capacity

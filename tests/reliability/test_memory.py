@@ -28,18 +28,22 @@ def test_estimate_terms():
     tiles = 240 * 135  # 32,400: int16 keys
     pairs = max(2 * n, min(16 * n, 400 * tiles))  # 12.96M
     assert pairs == 12_960_000
-    capacity = int(1.5 * pairs)
+    capacity = int(1.5 * pairs)  # the tiles' lists: 4 bytes an entry
+    slots = int(0.75 * capacity)  # the macro-tile pairs' slots: 1,013 macro-tiles, int16 keys
+    pair_buffers = (2 + 8 + 2 + 8 + 8) * slots + 4 * 32 * -(-slots // 256)  # and the lists' chunk counts
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
-    per_slot = 56 * n + 20 * w * h + 4 * tiles + 16
-    assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + 20 * capacity
+    per_slot = 60 * n + 20 * w * h + 4 * tiles + 24
+    assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + pair_buffers + 4 * capacity
     assert cpu.workspace == cuda.workspace - per_slot  # a CPU renderer keeps no frame in flight: one slot
-    assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
-    assert cpu.transient == max(20 * n, 56 * capacity)  # the torch reference's pair sort: 56 bytes a slot
+    assert cuda.transient == max(20 * n, 18 * slots) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
+    assert cpu.transient == max(20 * n, 56 * slots)  # the torch reference's pair sort: 56 bytes a slot
     assert cpu.reference == 250 * n and cuda.reference == 0
     counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each
-    assert counted.transient == max(v + 44 * v, 16 * v + 34 * p) and counted.graphs == 0
-    assert counted.workspace == 40 * v + 20 * w * h + 4 * tiles + 4 * v + 12 * tiles + hist  # one slot, no pairs
+    m = int(0.75 * p)  # macro-tile pairs: binned and sorted (keys 2, entries 8 each) and the sort's scratch 18
+    at_sort, at_lists = 2 * 10 * m + 18 * m, 10 * m + 4 * p + 4 * 32 * -(-m // 256)
+    assert counted.transient == max(v + 44 * v, 16 * v + max(at_sort, at_lists)) and counted.graphs == 0
+    assert counted.workspace == 44 * v + 20 * w * h + 4 * tiles + 4 * v + 12 * tiles + hist  # one slot, no pairs
     assert estimate_bytes(10, 1, None, None, "cpu").workspace == estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
     assert estimate_bytes(10, 1, 3840, 2160, "cpu").workspace > estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
 
@@ -70,8 +74,10 @@ def test_workspace_term_is_what_the_renderer_allocates(scene_path, route):
     counted = route == "counted"
 
     def expected(slots):
-        cap = r.pair_capacity.size
-        return memory.workspace_bytes(len(scene), cap, 40, 24, 8, slots=slots, counted=counted)
+        lists, pairs = r.pair_capacity.size, r.macro_capacity.size
+        assert counted or 0 < pairs < lists, (lists, pairs)  # the capacity route sized both
+        return memory.workspace_bytes(len(scene), lists, 40, 24, 8, slots=slots, counted=counted,
+                                      pair_capacity=pairs)  # fmt: skip
 
     assert r.ws.nbytes() == expected(1) > 0
     for _ in r.render_stream(cams):  # on a CPU one by one, in one slot (renderer/device.py `frames_in_flight`)
@@ -184,32 +190,57 @@ def wide_scene(n=40, log_scale=0.0):
 
 
 def test_frame_pairs_terms_and_message(monkeypatch):
-    """What check_frame_pairs counts, by hand: a capacity frame's new buffers (20 bytes a slot, int16 keys) less
-    the slots it lets go, and the pair sort at the new capacity (CUB's 18 bytes a slot, the reference's 56); a
-    counted frame's pair tensors and sort. The refusal is one line with the sizes; past MAX_PAIRS, whatever is
-    free."""
+    """What check_frame_pairs counts, by hand: a capacity frame's new buffers, the tiles' lists (4 bytes an entry)
+    and the macro-tile pair buffers (28 bytes a slot with int16 keys, and 128 bytes of chunk counts a 256 slots),
+    less those it lets go, and the pair sort at the new pair capacity (CUB's 18 bytes a slot, the reference's 56);
+    a counted frame's pair tensors, sort and lists, whichever peak is higher. The refusal is one line with the
+    sizes; past MAX_PAIRS, whatever is free."""
     free = 100 << 20
     monkeypatch.setattr(memory, "mem_available", lambda: free)
-    tiles = 160 * 90  # 1280x720 at 8 px
+    tiles = 160 * 90  # 1280x720 at 8 px: 450 macro-tiles, int16 keys
+
+    def pair_buffers(slots):
+        return 28 * slots + 128 * -(-slots // 256)
+
+    def check(entries, slots, reference):
+        check_frame_pairs(entries, 10, 1280, 720, 8, "cpu", counted=False, reference=reference, capacity=entries,
+                          held=1000, pair_capacity=slots, pairs_held=800)  # fmt: skip
+
     for reference, sort in ((True, 56), (False, 18)):
-        # exactly what fits: (20 (C - held) + sort C) x MARGIN == free
-        c = int(free / memory.MARGIN + 20 * 1000) // (20 + sort)
-        check_frame_pairs(c, 10, 1280, 720, 8, "cpu", counted=False, reference=reference, capacity=c, held=1000)
+        # exactly what fits: (4 (C - 1000) + buffers(D) - buffers(800) + sort D) x MARGIN == free, at the lists'
+        # edge (D fixed, C the most that fits) and at the pair slots' (C fixed, D the most)
+        slots = 600_000
+        rest = pair_buffers(slots) - pair_buffers(800) + sort * slots
+        c = int((free / memory.MARGIN - rest) / 4) + 1000
+        check(c, slots, reference)
+        with pytest.raises(OutOfDeviceMemoryError):
+            check(c + 1, slots, reference)
+        budget = free / memory.MARGIN - 4 * (c // 2 - 1000) + pair_buffers(800)
+        d = int(budget / (28 + sort))  # about; then the exact edge
+        while pair_buffers(d) + sort * d > budget:
+            d -= 1
+        check(c // 2, d, reference)
         with pytest.raises(OutOfDeviceMemoryError) as e:
-            check_frame_pairs(c + 9, 10, 1280, 720, 8, "cpu", counted=False, reference=reference, capacity=c + 9,
-                              held=1000)  # fmt: skip
+            check(c // 2, d + 1, reference)
     msg = str(e.value)
     assert "\n" not in msg and isinstance(e.value, MemoryError)
-    assert msg.startswith(f"a 1280x720 frame needs {c + 9:,} Gaussian-tile pairs ({(c + 9) / 10:,.0f} tiles for each "
-                          "of its 10 visible Gaussians): about ") and msg.endswith("but only 0.10 GB is free "
+    assert msg.startswith(f"a 1280x720 frame needs {c // 2:,} Gaussian-tile pairs ({c // 2 / 10:,.0f} tiles for "
+                          "each of its 10 visible Gaussians): about ") and msg.endswith("but only 0.10 GB is free "
                           "(Gaussians this large on screen need a smaller frame)")  # fmt: skip
+    # counted: the order kept 16 V; at the sort the binned and sorted pairs (2 + 8 bytes each) and the reference's
+    # sort 56 M; at the lists the sorted pairs, the lists 4 P and the chunk counts
     v, p = 1000, 2_000_000
-    need = 16 * v + (2 + 4) * p + (2 + 8) * p + 56 * p
-    assert memory.counted_pair_bytes(v, p, tiles, reference=True) == need
-    monkeypatch.setattr(memory, "mem_available", lambda: int(need * memory.MARGIN) + 1)
-    check_frame_pairs(p, v, 1280, 720, 8, "cpu", counted=True, reference=True)
-    with pytest.raises(OutOfDeviceMemoryError, match="2,000,001 Gaussian-tile pairs"):
-        check_frame_pairs(p + 1, v, 1280, 720, 8, "cpu", counted=True, reference=True)
+    for m, edge in ((1_500_000, "sort"), (100_000, "lists")):  # 1.5M: the default, 0.75 P
+        at_sort, at_lists = 2 * 10 * m + 56 * m, 10 * m + 4 * p + 128 * -(-m // 256)
+        assert (at_sort > at_lists) == (edge == "sort")
+        need = 16 * v + max(at_sort, at_lists)
+        assert memory.counted_pair_bytes(v, p, tiles, reference=True, macro_pairs=m) == need
+        monkeypatch.setattr(memory, "mem_available", lambda need=need: int(need * memory.MARGIN) + 1)
+        check_frame_pairs(p, v, 1280, 720, 8, "cpu", counted=True, reference=True, macro_pairs=m)
+        more = (p, m + 1) if edge == "sort" else (p + 1, m)
+        with pytest.raises(OutOfDeviceMemoryError, match=f"{more[0]:,} Gaussian-tile pairs"):
+            check_frame_pairs(more[0], v, 1280, 720, 8, "cpu", counted=True, reference=True, macro_pairs=more[1])
+    assert memory.counted_pair_bytes(v, p, tiles, reference=True) == 16 * v + 76 * 1_500_000
     monkeypatch.setattr(memory, "mem_available", lambda: None)  # unknown free memory: only the index limit
     check_frame_pairs(memory.MAX_PAIRS, v, 1280, 720, 8, "cpu", counted=True, reference=True)
     with pytest.raises(OutOfDeviceMemoryError, match="more than the 2,147,483,647 a frame can index$"):
@@ -236,7 +267,7 @@ def test_a_frame_whose_pairs_do_not_fit_is_refused_before_they_get_memory(route,
         r.render(cam)
     pairs = int(str(e.value).split(" needs ")[1].split(" ")[0].replace(",", ""))
     assert pairs > 40 * tiles // 3, pairs  # each Gaussian reaches over a third of the tiles
-    assert r.pair_capacity.size == 0  # the capacity did not grow
+    assert r.pair_capacity.size == r.macro_capacity.size == 0  # neither capacity grew
     assert not [a for a in allocated if a and a[0] == pairs]  # no counted pair tensor either
     monkeypatch.setattr(memory, "mem_available", lambda: 1 << 30)
     assert r.render(cam).stats.n_pairs == pairs

@@ -22,7 +22,7 @@ ANOTHER_VALUE = {
 
 
 def kind(settings: RenderSettings, **parts) -> FrameKind:
-    base = dict(counted=False, n=100, width=64, height=48, covars_version=0, pair_capacity=1024,
+    base = dict(counted=False, n=100, width=64, height=48, covars_version=0, pair_capacity=(1024, 768),
                 launch=LaunchConfig())  # fmt: skip
     return FrameKind(settings=baked_settings(settings.validate()), **{**base, **parts})
 
@@ -51,7 +51,8 @@ def test_exempt_settings_leave_the_kind_alone():
 
 def test_each_part_beyond_the_settings_changes_the_kind():
     default = kind(RenderSettings())
-    others = dict(counted=True, n=101, width=65, height=49, covars_version=1, pair_capacity=2048,
+    others = dict(counted=True, n=101, width=65, height=49, covars_version=1, pair_capacity=(2048, 768),
                   launch=LaunchConfig(lists=1))  # fmt: skip
     for part, value in others.items():
         assert kind(RenderSettings(), **{part: value}) != default, part
+    assert kind(RenderSettings(), pair_capacity=(1024, 1536)) != default, "the macro-tile pair capacity"

@@ -1,9 +1,12 @@
-"""The frame's workspace: buffers reused across frames, and the pair capacity that replaces a mid-frame sync.
+"""The frame's workspace: buffers reused across frames, and the capacities that replace a mid-frame sync.
 
-A frame bins its pairs into buffers of a fixed capacity and learns their true count only at its end; when they
-did not fit it must grow and bin again, giving the same image as a renderer that never overflowed."""
+A frame bins its macro-tile pairs into buffers of one capacity (`Renderer.macro_capacity`), splits them into
+the tiles' lists in a buffer of another (`Renderer.pair_capacity`, list entries: the frame's tile pairs), and
+learns both counts only at its end; when either did not fit it must grow and bin again, once, giving the same
+image as a renderer that never overflowed."""
 
 import numpy as np
+import pytest
 import torch
 
 import renderer.launch as launch
@@ -19,14 +22,15 @@ def test_buffers_are_reused_across_frames(scene_path, device):
     r = Renderer(scene, device=device, backend="torch")
     cams = orbit_path(scene, 32, 32, 4)
     first = r.render(cams[0])
-    image_ptr, capacity, nbytes = first.image.data_ptr(), r.pair_capacity.size, r.ws.nbytes()
+    image_ptr, nbytes = first.image.data_ptr(), r.ws.nbytes()
+    capacities = r.pair_capacity.size, r.macro_capacity.size
     generation = r.ws.generation
-    assert capacity >= first.stats.n_pairs > 0 and first.stats.n_visible > 0
+    assert capacities[0] >= first.stats.n_pairs > 0 and first.stats.n_visible > 0 and capacities[1] > 0
     for cam in cams[1:]:
         out = r.render(cam)
         assert out.image.data_ptr() == image_ptr
         assert out.stats.n_pairs <= r.pair_capacity.size
-    assert r.pair_capacity.size == capacity and r.ws.nbytes() == nbytes, "no buffer grew"
+    assert (r.pair_capacity.size, r.macro_capacity.size) == capacities and r.ws.nbytes() == nbytes, "no buffer grew"
     assert r.ws.generation == generation, "no buffer was replaced"
 
 
@@ -53,15 +57,15 @@ def test_capacity_shrinks_after_a_run_of_small_frames(scene_path, device, monkey
     scene = load_scene(scene_path("playbot_crop.ply"))
     r = Renderer(scene, device=device, backend="torch")
     big = r.render(orbit_path(scene, 48, 32, 2, radius=40.0)[0]).stats.n_pairs  # the whole scene in view
-    grown = r.pair_capacity.size
+    grown = r.pair_capacity.size, r.macro_capacity.size
     c = scene.center().numpy()
     away = Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=48, height=32)
     small = []
     for i in range(3):
-        assert r.pair_capacity.size == grown, f"shrank after {i} frames"
+        assert (r.pair_capacity.size, r.macro_capacity.size) == grown, f"shrank after {i} frames"
         small.append(r.render(away).stats.n_pairs)
     assert big > 10_000 and small == [0, 0, 0]
-    assert r.pair_capacity.size < grown
+    assert r.pair_capacity.size < grown[0] and r.macro_capacity.size < grown[1], "both shrink"
     assert torch.equal(r.render(away).image, r.render(away, RenderSettings(tile_size=16)).image)
 
 
@@ -73,14 +77,15 @@ def test_adagscale_frames_keep_their_own_capacity(scene_path, device):
     r = Renderer(scene, device=device, backend="torch")
     cam = orbit_path(scene, 96, 64, 3)[1]
     exact = r.render(cam)
-    want, n_exact, cap_exact = exact.image.clone(), exact.stats.n_pairs, r.pair_capacity.size
+    want, n_exact = exact.image.clone(), exact.stats.n_pairs
+    cap_exact = r.pair_capacity.size, r.macro_capacity.size
     lossy = RenderSettings(adagscale=True, adagscale_tau=1.0)
     n_lossy = r.render(cam, lossy).stats.n_pairs
     assert n_lossy < 0.9 * n_exact, (n_lossy, n_exact)
     assert r.pair_capacity.size == max(int(n_lossy * launch.Capacity.HEADROOM), launch.Capacity.MINIMUM)
-    assert r.pair_capacity.size < cap_exact
+    assert r.pair_capacity.size < cap_exact[0] and r.macro_capacity.size < cap_exact[1]
     again = r.render(cam)
-    assert r.pair_capacity.size == cap_exact and torch.equal(again.image, want)
+    assert (r.pair_capacity.size, r.macro_capacity.size) == cap_exact and torch.equal(again.image, want)
     assert r.render(cam, lossy).stats.n_pairs == n_lossy  # its capacity kept too: no regrowth
 
 
@@ -126,17 +131,73 @@ def test_frames_stay_exact_through_growth_with_one_rebin_each(scene_path, device
             for t in (0.12, 0.18, 0.25, 0.35, 0.5, 0.7, 1.0)]  # fmt: skip
     roomy = Renderer(scene, device=device, backend="torch")
     roomy.pair_capacity.grow(10_000_000)
+    roomy.macro_capacity.grow(10_000_000)
     growing = Renderer(scene, device=device, backend="torch")
     pairs = []
     for k, cam in enumerate(cams):
-        rebins = growing.rebins
+        rebins, growths = growing.rebins, growing.pair_capacity.growths + growing.macro_capacity.growths
         out = growing.render(cam)
         pairs.append(out.stats.n_pairs)
-        assert growing.rebins - rebins <= 1, k
+        grew = growing.pair_capacity.growths + growing.macro_capacity.growths - growths
+        assert growing.rebins - rebins == (grew > 0), (k, grew)  # a rebin, once, exactly when a capacity grew
         assert out.stats.n_pairs <= growing.pair_capacity.size
         assert torch.equal(out.image, roomy.render(cam).image), k
+    assert roomy.rebins == 0
     assert pairs[-1] > 5 * pairs[0], pairs  # the path does need room
-    assert growing.rebins == growing.pair_capacity.growths  # the first frame's sizing included
     # a growth for every frame that needed more, had each grown only to what it needed
     needed_more = sum(b > a for a, b in zip(pairs, pairs[1:])) + 1
     assert growing.pair_capacity.growths < needed_more, (growing.pair_capacity.growths, pairs)
+    assert growing.rebins < needed_more, (growing.rebins, pairs)
+
+
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+@pytest.mark.parametrize("short", ["macro pairs", "lists", "both"])
+def test_a_frame_that_overflows_either_capacity_is_binned_again_once(scene_path, device, short, backend):
+    """After a first frame sized both capacities, one or both is cut far below the frame's need: its macro-tile
+    pairs do not fit their slots while its list entries fit theirs, or the other way round, or neither fits.
+    The frame is binned again exactly once, only the capacity that was cut grows, and the image equals a roomy
+    renderer's (whose capacities held the frame from the start); the next frame fits without a rebin."""
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))  # 1,024 real Gaussians: the interpreter is slow
+    cam = orbit_path(scene, 40, 30, 3)[1]
+    roomy = Renderer(scene, device=device, backend=backend)
+    roomy.pair_capacity.grow(100_000)
+    roomy.macro_capacity.grow(100_000)
+    want = roomy.render(cam)
+    assert roomy.rebins == 0
+    r = Renderer(scene, device=device, backend=backend)
+    r.render(cam)  # sizes both capacities (binned again from 0 once: a rebin)
+    rebins = r.rebins
+    fitted = []  # (the frame as binned first, its counts, the frame it became) of each frame's `_fit_pairs`
+    fit_pairs = r._fit_pairs
+
+    def spy(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer):
+        binned = (f.capacity, f.pair_slots)
+        after = fit_pairs(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer)
+        fitted.append((binned, (n_pairs, n_macro_pairs), (after.capacity, after.pair_slots)))
+        return after
+
+    r._fit_pairs = spy
+    lists, pairs = r.pair_capacity, r.macro_capacity
+    cut = {"macro pairs": [pairs], "lists": [lists], "both": [lists, pairs]}[short]
+    kept = [c for c in (lists, pairs) if c not in cut]
+    sizes = {id(c): c.size for c in kept}
+    for c in cut:
+        c.size = 64  # far below this frame's 1,000s
+    out = r.render(cam)
+    assert out.stats.n_pairs == want.stats.n_pairs
+    if backend == "torch":
+        assert torch.equal(out.image, want.image) and torch.equal(out.tile_counts, want.tile_counts)
+    else:  # up to float rounding: the launch configuration (from the last frame) may differ from roomy's
+        assert psnr(out.image, want.image) >= 100.0, psnr(out.image, want.image)
+    assert r.rebins - rebins == 1
+    [(binned, counts, rebinned)] = fitted
+    assert all(count > 64 for count in counts), counts  # what was cut is too short
+    assert all(count <= c.size for c, count in zip((lists, pairs), counts)), "and what was kept is not"
+    assert binned == (lists.size if lists in kept else 64, pairs.size if pairs in kept else 64)
+    assert all(c.size == sizes[id(c)] for c in kept), "the capacity that fitted did not grow"
+    assert all(c.size >= max(int(1.2 * n), launch.Capacity.MINIMUM) for c, n in zip((lists, pairs), counts))
+    assert rebinned == (lists.size, pairs.size), "binned again at both capacities as they are now"
+    again = r.render(cam)
+    assert r.rebins - rebins == 1 and len(fitted) == 2 and fitted[1][0] == fitted[1][2], "the next frame fits"
+    assert torch.equal(again.image, out.image)

@@ -85,9 +85,10 @@ def test_output_is_intact_while_the_next_frame_runs(scene, device):
     assert ptrs[0] != ptrs[1] and ptrs[0] == ptrs[2] and ptrs[1] == ptrs[3], "slots alternate"
 
 
-def test_overflowing_frame_is_binned_again_before_it_is_yielded(scene, device):
-    """A capacity far too small, set while a frame is in flight: that frame and the next come out exact, and
-    the capacity grows to hold them."""
+@pytest.mark.parametrize("short", ["lists", "macro pairs"])
+def test_overflowing_frame_is_binned_again_before_it_is_yielded(scene, device, short):
+    """A capacity far too small (the tiles' lists, or the macro-tile pairs), set while a frame is in flight: that
+    frame and the next come out exact, and the capacity grows to hold them."""
     cams = orbit_path(scene, *SIZE, 6)
     want = one_by_one(scene, cams, device)
     r = Renderer(scene, device=device)
@@ -95,10 +96,12 @@ def test_overflowing_frame_is_binned_again_before_it_is_yielded(scene, device):
     for k, out in enumerate(r.render_stream(cams)):
         got.append(out.image.clone())
         if k == 2:  # frame 3 is in flight, with the capacity frame 2 left; frame 4 launches with this one
-            r.pair_capacity.size = 64
+            rebins = r.rebins
+            capacity = r.pair_capacity if short == "lists" else r.macro_capacity
+            capacity.size = 64
     for k in range(len(cams)):
         assert psnr(got[k], want[k]) >= 100.0, (k, psnr(got[k], want[k]))
-    assert r.pair_capacity.size > 64
+    assert capacity.size > 64 and r.rebins > rebins
 
 
 def test_temporal_reuse_in_a_stream_gets_the_cameras_ahead(scene, device):
@@ -150,7 +153,7 @@ def test_a_frame_binned_again_is_timed_to_its_end(scene, monkeypatch):
     monkeypatch.setattr(Frame, "rasterize", rasterize_on_the_clock)
     cams = orbit_path(scene, *SIZE, 4)
     r = Renderer(scene, device="cpu")  # the CPU's timers read the clock above (a GPU's are CUDA events)
-    assert r.pair_capacity.size == 0
+    assert r.pair_capacity.size == r.macro_capacity.size == 0
     timers = [out.timer for out in r.render_stream(cams)]
     totals = [t.elapsed_ms()["total"] for t in timers]
     assert all(ms >= 1000.0 for ms in totals), totals

@@ -82,7 +82,8 @@ def test_warm_up_renders_every_setting_under_every_configuration(monkeypatch):
     settings = [RenderSettings(), RenderSettings(tile_size=16, adagscale=True, depth=True)]
     report = warmup.warm_up(real, [(40, 24)], settings, force=True)
     assert not built or all(r is not real for r, *_ in built)
-    assert real.ws.nbytes() == 0 and real.pair_capacity.size == 0 and real.launch == LaunchConfig()
+    assert real.ws.nbytes() == 0 and real.launch == LaunchConfig()
+    assert real.pair_capacity.size == real.macro_capacity.size == 0
     # a frame's configuration comes from the frame before, whatever its tile size: each settings' frames run under
     # the configurations of both
     configs = set(LaunchConfig.reachable(real.n, 5 * 3, 8)) | set(LaunchConfig.reachable(real.n, 3 * 2, 16))
@@ -172,9 +173,9 @@ def test_warm_up_runs_a_counted_scenes_order_both_ways_at_the_scenes_size(monkey
     calls = []
     order = ref.depth_order_counted
 
-    def spy(depths, tiles_touched, *, compact=True, **kwargs):
+    def spy(depths, tiles_touched, macros_touched, *, compact=True, **kwargs):
         calls.append((depths.numel(), compact, bool(torch.isinf(depths).any()), bool(torch.isfinite(depths).any())))
-        return order(depths, tiles_touched, compact=compact, **kwargs)
+        return order(depths, tiles_touched, macros_touched, compact=compact, **kwargs)
 
     monkeypatch.setattr(ref, "depth_order_counted", spy)
     real = Renderer(tiny_scene(), device="cpu", backend="torch")

@@ -259,7 +259,7 @@ class Renderer:
         f = self._frame_for(src, camera, settings, slot)
         # a graph holds the whole scene's arrays: a window's frames run stage by stage
         graphs = not f.counted and self.graphs and src.kind == "full" and not settings.depth
-        if graphs and self.pair_capacity.size and self.macro_capacity.size:
+        if graphs and self.pair_capacity.size and (self.macro_capacity.size or not f.macro):
             replayed = self._graphs.run(f, timer)
         else:
             f.run(timer)

@@ -291,7 +291,13 @@ class Renderer:
                             capacity.grow(count)
                     f.pairs = None  # binned again below, into new buffers
                     self._release_pairs()
-                f = self._frame_for(src, camera, settings, f.slot)
+                # binned again in its own form and launch configuration: its project and order ran for them (a
+                # streamed frame's may differ from the frame launched after it, which chose the current ones)
+                current, self.launch = self.launch, f.launch
+                try:
+                    f = self._frame_for(src, camera, settings, f.slot)
+                finally:
+                    self.launch = current
                 f.run(timer, from_stage="bin")
                 self.rebins += 1
             else:

@@ -104,6 +104,28 @@ def test_overflowing_frame_is_binned_again_before_it_is_yielded(scene, device, s
     assert capacity.size > 64 and r.rebins > rebins
 
 
+def test_a_frame_binned_again_keeps_its_own_binning_form(scene, device, monkeypatch):
+    """Frames in flight that alternate binning form (per tile, per macro-tile: kernels/bin.py), each overflowing
+    its capacities: a frame is binned again in the form its projection and order ran for, not in the form the
+    frame launched after it chose (binning a per-tile frame's order per macro-tile wrote past its buffers on the
+    H200). Every frame comes out exact."""
+    import renderer.launch
+
+    forms = iter([False, True] * 20)
+    monkeypatch.setattr(renderer.launch, "bins_macro_tiles", lambda footprint, previous=False: next(forms))
+    cams = orbit_path(scene, *SIZE, 6)
+    want = one_by_one(scene, cams, device)
+    r = Renderer(scene, device=device)
+    got, seen = [], set()
+    for out in r.render_stream(cams):
+        got.append(out.image.clone())
+        seen.add(r.launch.macro)
+        r.pair_capacity.size = r.macro_capacity.size = 64  # the frame in flight and the next overflow both
+    for k in range(len(cams)):
+        assert psnr(got[k], want[k]) >= 100.0, (k, psnr(got[k], want[k]))
+    assert seen == {False, True} and r.rebins >= len(cams) - 1
+
+
 def test_temporal_reuse_in_a_stream_gets_the_cameras_ahead(scene, device):
     """A stream with a temporal window asked for: its window frames are rendered through `render`, with the
     cameras ahead passed on (the trial's window is built from them), its plain frames stream; the images are

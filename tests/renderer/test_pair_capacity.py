@@ -1,9 +1,11 @@
 """The frame's workspace: buffers reused across frames, and the capacities that replace a mid-frame sync.
 
-A frame bins its macro-tile pairs into buffers of one capacity (`Renderer.macro_capacity`), splits them into
-the tiles' lists in a buffer of another (`Renderer.pair_capacity`, list entries: the frame's tile pairs), and
-learns both counts only at its end; when either did not fit it must grow and bin again, once, giving the same
-image as a renderer that never overflowed."""
+A frame binned per macro-tile (kernels/bin.py) bins its macro-tile pairs into buffers of one capacity
+(`Renderer.macro_capacity`), splits them into the tiles' lists in a buffer of another (`Renderer.pair_capacity`,
+list entries: the frame's tile pairs), and learns both counts only at its end; when either did not fit it must
+grow and bin again, once, giving the same image as a renderer that never overflowed. A frame binned per tile has
+only the list capacity (its sorted pairs are the lists). Which form a frame takes follows its footprint
+(`bins_macro_tiles`); the tests here force it (`form`): per macro-tile unless a test asks for both."""
 
 import numpy as np
 import pytest
@@ -14,6 +16,27 @@ from renderer import Camera, Renderer, RenderSettings
 from renderer.paths import orbit_path, scene_frame
 from scenes import load_scene
 from tools.metrics import psnr
+
+
+@pytest.fixture(autouse=True, params=["macro-tiles"])
+def form(request, monkeypatch):
+    """Every frame binned in the form asked for (a test parametrizes `form` indirectly to run both)."""
+    macro = request.param == "macro-tiles"
+    monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: macro)
+    monkeypatch.setattr(launch.LaunchConfig, "__init__", _first_frame_in(macro))
+    return request.param
+
+
+def _first_frame_in(macro: bool):
+    """LaunchConfig's constructor with `macro` as the first frame's default (the default config is per tile)."""
+    init = launch.LaunchConfig.__init__
+
+    def __init__(self, *args, **kwargs):
+        if len(args) < 5:  # `macro` is the fifth field
+            kwargs.setdefault("macro", macro)
+        init(self, *args, **kwargs)
+
+    return __init__
 
 
 def test_buffers_are_reused_across_frames(scene_path, device):
@@ -34,7 +57,8 @@ def test_buffers_are_reused_across_frames(scene_path, device):
     assert r.ws.generation == generation, "no buffer was replaced"
 
 
-def test_overflow_grows_and_bins_again(scene_path, device):
+@pytest.mark.parametrize("form", ["tiles", "macro-tiles"], indirect=True)
+def test_overflow_grows_and_bins_again(scene_path, device, form):
     """A capacity far too small for the frame: the frame still comes out exact, and the capacity grows."""
     scene = load_scene(scene_path("playbot_crop.ply"))
     scene = scene.subset(torch.arange(0, len(scene), 4))  # 1,024 real Gaussians: the interpreter is slow
@@ -119,7 +143,8 @@ def test_capacity_shrinks_to_headroom_over_the_recent_need():
     assert c.size == max(int((5_000 + launch.Capacity.SHRINK_AFTER - 1) * launch.Capacity.HEADROOM), 1024)
 
 
-def test_frames_stay_exact_through_growth_with_one_rebin_each(scene_path, device):
+@pytest.mark.parametrize("form", ["tiles", "macro-tiles"], indirect=True)
+def test_frames_stay_exact_through_growth_with_one_rebin_each(scene_path, device, form):
     """Flying out from close up, every frame binned into a capacity sized by the frames before it: each frame
     equals a renderer's that never grew (its capacity held the whole path from the start), a frame that did not
     fit is binned again once, and the capacity grows in geometric steps, not on every frame that needs more."""

@@ -52,6 +52,36 @@ assert _ROWS == 4, "the band walk below writes out its four rows"
 
 
 @triton.jit
+def _program_gaussians(order_ptr, offsets_ptr, records_ptr, counts_ptr, bin_t_ptr, M, N, BLOCK_N: tl.constexpr):
+    """This program's BLOCK_N Gaussians in depth order: (index g, pair count, first slot, live, screen mean,
+    conic, binning threshold); idle lanes (past M, or culled) get no pairs and a unit conic."""
+    pid = tl.program_id(0).to(tl.int64)
+    r = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+    in_range = r < M
+    g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
+    count = tl.load(counts_ptr + g, mask=in_range & (g < N), other=0)
+    live = count > 0
+    base = tl.load(offsets_ptr + r, mask=live, other=0) - count
+    mx, my, A, B, C, _ = record_geometry(records_ptr, g, live)
+    a, b, c = record_conic(tl.where(live, A, 1.0), B, tl.where(live, C, 1.0))
+    t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
+    return g, count, base, live, mx, my, a, b, c, t
+
+
+@triton.jit
+def _fill_missing(keys_ptr, values_ptr, value, base, written, count, capacity, sentinel, COLS: tl.constexpr):
+    """The sentinel key (and `value`, [BLOCK_N, 1]) in the slots a walk did not reach (see module docstring)."""
+    cols = tl.arange(0, COLS)[None, :]
+    missing = count - written
+    for c0 in range(0, tl.max(missing, axis=0), COLS):
+        col = c0 + cols
+        slot = base[:, None] + (written[:, None] + col).to(tl.int64)
+        m = (col < missing[:, None]) & (slot < capacity)
+        tl.store(keys_ptr + slot, (sentinel + col * 0).to(keys_ptr.dtype.element_ty), mask=m)
+        tl.store(values_ptr + slot, value + col * 0, mask=m)
+
+
+@triton.jit
 def _band_row(by, j: tl.constexpr, ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, TILE: tl.constexpr):
     """Row j of band `by`: its tiles [tx_lo, tx_lo + span), span 0 outside the Gaussian's rows."""
     ty = by * MACRO_ROWS + j
@@ -87,16 +117,9 @@ def _bin_macro_kernel(
     BLOCK_N: tl.constexpr,
     COLS: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    r = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    in_range = r < M
-    g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
-    count = tl.load(macros_touched_ptr + g, mask=in_range & (g < N), other=0)
-    live = count > 0
-    base = tl.load(offsets_ptr + r, mask=live, other=0) - count
-    mx, my, A, B, C, _ = record_geometry(records_ptr, g, live)
-    a, b, c = record_conic(tl.where(live, A, 1.0), B, tl.where(live, C, 1.0))  # a unit conic on idle lanes
-    t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
+    g, count, base, live, mx, my, a, b, c, t = _program_gaussians(
+        order_ptr, offsets_ptr, records_ptr, macros_touched_ptr, bin_t_ptr, M, N, BLOCK_N
+    )
     key_ty = keys_ptr.dtype.element_ty
     gid = g[:, None]
 
@@ -136,14 +159,7 @@ def _bin_macro_kernel(
             tl.store(keys_ptr + slot, (first_key + col).to(key_ty), mask=m)
             tl.store(entries_ptr + slot, (mask.to(tl.int64) << 32) | gid, mask=m)
         written += n_cols
-    # sentinel-fill any slots the walk did not reach (see module docstring)
-    missing = count - written
-    for c0 in range(0, tl.max(missing, axis=0), COLS):
-        col = c0 + cols
-        slot = base[:, None] + (written[:, None] + col).to(tl.int64)
-        m = (col < missing[:, None]) & (slot < capacity)
-        tl.store(keys_ptr + slot, (sentinel + col * 0).to(key_ty), mask=m)
-        tl.store(entries_ptr + slot, gid + col * 0, mask=m)
+    _fill_missing(keys_ptr, entries_ptr, gid, base, written, count, capacity, sentinel, COLS)
 
 
 @triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])
@@ -165,16 +181,9 @@ def _bin_tiles_kernel(
     BLOCK_N: tl.constexpr,
     COLS: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    r = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    in_range = r < M
-    g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
-    count = tl.load(tiles_touched_ptr + g, mask=in_range & (g < N), other=0)
-    live = count > 0
-    base = tl.load(offsets_ptr + r, mask=live, other=0) - count
-    mx, my, A, B, C, _ = record_geometry(records_ptr, g, live)
-    a, b, c = record_conic(tl.where(live, A, 1.0), B, tl.where(live, C, 1.0))  # a unit conic on idle lanes
-    t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
+    g, count, base, live, mx, my, a, b, c, t = _program_gaussians(
+        order_ptr, offsets_ptr, records_ptr, tiles_touched_ptr, bin_t_ptr, M, N, BLOCK_N
+    )
     key_ty = keys_ptr.dtype.element_ty
     gid = g.to(tl.int32)
 
@@ -196,14 +205,7 @@ def _bin_tiles_kernel(
             tl.store(keys_ptr + slot, tile.to(key_ty), mask=m)
             tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
         written += span
-    # sentinel-fill any slots the walk did not reach (see module docstring)
-    missing = count - written
-    for c0 in range(0, tl.max(missing, axis=0), COLS):
-        col = c0 + cols
-        slot = base[:, None] + (written[:, None] + col).to(tl.int64)
-        m = (col < missing[:, None]) & (slot < capacity)
-        tl.store(keys_ptr + slot, (sentinel + col * 0).to(key_ty), mask=m)
-        tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
+    _fill_missing(keys_ptr, ids_ptr, gid[:, None], base, written, count, capacity, sentinel, COLS)
 
 
 def bin_config(n_visible: int, pairs_per_gaussian: float) -> tuple[int, int]:

@@ -44,7 +44,8 @@ CLAMP_TILES = 4.0
 # tiles and a few macro-tiles, so the pairs that are emitted and sorted are several times fewer.
 MACRO_COLS = 8
 MACRO_ROWS = 4
-# Images with at most this many macro-tiles bin with int16 keys (every size up to 16384 x 8192 at 8 px tiles).
+# Pair keys are int16 where the image has at most this many tiles (per-tile pairs: 1920x1080 at 8 px has 32,400)
+# or macro-tiles (macro-tile pairs: 7680x4320 at 8 px has 16,200).
 INT16_TILES = 32767
 
 # ----------------------------------------------------------------------------------------------- schedule

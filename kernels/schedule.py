@@ -16,7 +16,7 @@ at a time, cost 46 us a frame on the H200, as much as it saved):
      share of it starts (the blocks before it), and each tile's rank among the block's tiles of its class
      (one cumulative sum over a [tiles, classes] one-hot matrix).
 
-Inputs : ranges [n_tiles, 2] i32 (from `tile_ranges`)
+Inputs : ranges [n_tiles, 2] i32 (from `tile_lists` or `tile_ranges`, kernels/tile_lists.py)
 Outputs: schedule [n_tiles] i32 (the tile of program p, a permutation of the tile ids),
          tile_counts [n_tiles] i32 (list length per tile), histograms [blocks, CLASS_SLOTS] i32 (scratch)
 """

@@ -193,7 +193,8 @@ def test_both_forms_give_the_same_lists(impl, size, tile, grow, device):
 @pytest.mark.parametrize("impl", IMPLS)
 def test_a_short_list_buffer_is_filled_to_its_end(impl, device):
     """A list buffer shorter than the entries gets the entries that fall in it and nothing past its end (the
-    renderer sizes it again from depth_order's totals); the ranges are those of the full lists."""
+    renderer sizes it again from depth_order's totals); the ranges are those of the full lists cut to the buffer,
+    so that the rasterizer, which runs before the renderer finds the overflow, reads nothing past it."""
     width, height = 120, 84
     n_tx, n_ty = tile_grid(width, height, 8)
     proj = projected(1000, width, height, device, seed=5, grow=1.0)
@@ -207,7 +208,7 @@ def test_a_short_list_buffer_is_filled_to_its_end(impl, device):
     impl.tile_lists(sk, se, n_tx, n_ty, out=(ids[:short], ranges, scratch))
     assert torch.equal(ids[:short], full_ids[:short]), "the entries before the end"
     assert (ids[short:] == GUARD).all(), "written past the list buffer"
-    assert torch.equal(ranges, full_ranges)
+    assert torch.equal(ranges, full_ranges.clamp(max=short)) and int(full_ranges.max()) > short
 
 
 @pytest.mark.parametrize("impl", IMPLS)

@@ -159,12 +159,13 @@ def estimated_pairs(n: int, tiles: int) -> int:
 
 def workspace_bytes(
     n: int, capacity: int, width: int, height: int, tile: int, *, slots: int, counted: bool, split: bool = False,
-    pair_capacity: int | None = None,
+    pair_capacity: int | None = None, macro: bool | None = None,
 ) -> int:  # fmt: skip
     """The renderer's workspace (`Renderer.ws`) after frames of n Gaussians at W x H: exactly what its buffers
     hold when the largest frame had these sizes (the capacity route's tile lists at `capacity` entries and pair
     buffers at `pair_capacity` slots, by default `macro_pairs(capacity)`); `split`: with the buffer of the longest
-    lists' parts (the scalar loop's, kernels/rasterize.py `split_scratch_shape`)."""
+    lists' parts (the scalar loop's, kernels/rasterize.py `split_scratch_shape`); `macro`: the frames bin per
+    macro-tile (True) or per tile (False), or either (None: the larger)."""
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
     per_slot = 44 * n + 20 * x + 4 * t  # records 32, tiles_touched 4, macros_touched 4, bin_t 4 a Gaussian
@@ -176,8 +177,9 @@ def workspace_bytes(
         per_slot += 16 * n + 24  # order 8, offsets 8 a Gaussian; totals: 3 int64
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
         # a frame binned per macro-tile, or per tile (kernels/bin.py): one form's buffers at a time
-        macro = pair_buffer_bytes(d, t) + LIST_ENTRY_BYTES * capacity
-        shared += 8 * n + max(macro, tile_pair_buffer_bytes(capacity, t))
+        forms = {True: pair_buffer_bytes(d, t) + LIST_ENTRY_BYTES * capacity,
+                 False: tile_pair_buffer_bytes(capacity, t)}  # fmt: skip
+        shared += 8 * n + (max(forms.values()) if macro is None else forms[macro])
     return slots * per_slot + shared
 
 

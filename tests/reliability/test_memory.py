@@ -30,19 +30,23 @@ def test_estimate_terms():
     assert pairs == 12_960_000
     capacity = int(1.5 * pairs)  # the tiles' lists: 4 bytes an entry
     slots = int(0.75 * capacity)  # the macro-tile pairs' slots: 1,013 macro-tiles, int16 keys
-    pair_buffers = (2 + 8 + 2 + 8 + 8) * slots + 4 * 32 * -(-slots // 256)  # and the lists' chunk counts
+    pair_buffers = (2 + 8 + 2 + 8 + 8) * slots + 4 * 32 * -(-slots // 64)  # and the lists' chunk counts
+    tile_pairs = (2 + 4 + 2 + 8 + 4) * capacity  # binned per tile: keys, ids, sorted keys, permutation, sorted ids
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
     per_slot = 60 * n + 20 * w * h + 4 * tiles + 24
-    assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + pair_buffers + 4 * capacity
+    forms = max(pair_buffers + 4 * capacity, tile_pairs)  # either form, the larger
+    assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + forms
     assert cpu.workspace == cuda.workspace - per_slot  # a CPU renderer keeps no frame in flight: one slot
-    assert cuda.transient == max(20 * n, 18 * slots) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
-    assert cpu.transient == max(20 * n, 56 * slots)  # the torch reference's pair sort: 56 bytes a slot
+    # the larger pair sort: of the macro-tile pair slots, or of the per-tile pairs (18 bytes a slot either way)
+    assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
+    assert cpu.transient == max(20 * n, 56 * capacity)  # the torch reference's pair sort: 56 bytes a slot
     assert cpu.reference == 250 * n and cuda.reference == 0
     counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each
     m = int(0.75 * p)  # macro-tile pairs: binned and sorted (keys 2, entries 8 each) and the sort's scratch 18
-    at_sort, at_lists = 2 * 10 * m + 18 * m, 10 * m + 4 * p + 4 * 32 * -(-m // 256)
-    assert counted.transient == max(v + 44 * v, 16 * v + max(at_sort, at_lists)) and counted.graphs == 0
+    at_sort, at_lists = 2 * 10 * m + 18 * m, 10 * m + 4 * p + 4 * 32 * -(-m // 64)
+    per_tile = 6 * p + 10 * p + 18 * p  # binned per tile: pairs (keys 2, ids 4), the sort's outputs and scratch
+    assert counted.transient == max(v + 44 * v, 16 * v + max(at_sort, at_lists, per_tile)) and counted.graphs == 0
     assert counted.workspace == 44 * v + 20 * w * h + 4 * tiles + 4 * v + 12 * tiles + hist  # one slot, no pairs
     assert estimate_bytes(10, 1, None, None, "cpu").workspace == estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
     assert estimate_bytes(10, 1, 3840, 2160, "cpu").workspace > estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
@@ -59,13 +63,17 @@ def test_scene_and_prepared_terms_are_what_the_renderer_keeps():
     assert est.prepared == sum(t.numel() * t.element_size() for t in own)
 
 
-@pytest.mark.parametrize("route", ["capacity", "counted"])
-def test_workspace_term_is_what_the_renderer_allocates(scene_path, route):
+@pytest.mark.parametrize("route", ["capacity", "capacity per macro-tile", "counted"])
+def test_workspace_term_is_what_the_renderer_allocates(scene_path, route, monkeypatch):
     """The workspace term, from the sizes the frames had, equals the bytes the renderer's workspace holds: after
     one frame (one slot) and after a stream of frames (two slots on the capacity route, with a frame in flight)."""
     from renderer.paths import orbit_path
     from scenes import load_scene
 
+    import renderer.launch
+
+    macro = route == "capacity per macro-tile"  # the path's footprints bin per tile: force the other form
+    monkeypatch.setattr(renderer.launch, "bins_macro_tiles", lambda footprint, previous=False: macro)
     scene = load_scene(scene_path("lastchance.splat"))
     r = Renderer(scene, device="cpu", backend="torch")
     r.frame_mode = "counted" if route == "counted" else "graph"
@@ -75,10 +83,12 @@ def test_workspace_term_is_what_the_renderer_allocates(scene_path, route):
 
     def expected(slots):
         lists, pairs = r.pair_capacity.size, r.macro_capacity.size
-        assert counted or 0 < pairs < lists, (lists, pairs)  # the capacity route sized both
+        assert counted or (0 < pairs < lists if macro else lists > 0 == pairs), (lists, pairs)
         return memory.workspace_bytes(len(scene), lists, 40, 24, 8, slots=slots, counted=counted,
-                                      pair_capacity=pairs)  # fmt: skip
+                                      pair_capacity=pairs, macro=macro)  # fmt: skip
 
+    if macro:  # the first frame bins per tile (the first configuration's form); the second sizes the pairs
+        r.render(cams[0])
     assert r.ws.nbytes() == expected(1) > 0
     for _ in r.render_stream(cams):  # on a CPU one by one, in one slot (renderer/device.py `frames_in_flight`)
         pass
@@ -191,7 +201,7 @@ def wide_scene(n=40, log_scale=0.0):
 
 def test_frame_pairs_terms_and_message(monkeypatch):
     """What check_frame_pairs counts, by hand: a capacity frame's new buffers, the tiles' lists (4 bytes an entry)
-    and the macro-tile pair buffers (28 bytes a slot with int16 keys, and 128 bytes of chunk counts a 256 slots),
+    and the macro-tile pair buffers (28 bytes a slot with int16 keys, and 128 bytes of chunk counts a 64 slots),
     less those it lets go, and the pair sort at the new pair capacity (CUB's 18 bytes a slot, the reference's 56);
     a counted frame's pair tensors, sort and lists, whichever peak is higher. The refusal is one line with the
     sizes; past MAX_PAIRS, whatever is free."""
@@ -200,7 +210,7 @@ def test_frame_pairs_terms_and_message(monkeypatch):
     tiles = 160 * 90  # 1280x720 at 8 px: 450 macro-tiles, int16 keys
 
     def pair_buffers(slots):
-        return 28 * slots + 128 * -(-slots // 256)
+        return 28 * slots + 128 * -(-slots // 64)
 
     def check(entries, slots, reference):
         check_frame_pairs(entries, 10, 1280, 720, 8, "cpu", counted=False, reference=reference, capacity=entries,
@@ -231,7 +241,7 @@ def test_frame_pairs_terms_and_message(monkeypatch):
     # sort 56 M; at the lists the sorted pairs, the lists 4 P and the chunk counts
     v, p = 1000, 2_000_000
     for m, edge in ((1_500_000, "sort"), (100_000, "lists")):  # 1.5M: the default, 0.75 P
-        at_sort, at_lists = 2 * 10 * m + 56 * m, 10 * m + 4 * p + 128 * -(-m // 256)
+        at_sort, at_lists = 2 * 10 * m + 56 * m, 10 * m + 4 * p + 128 * -(-m // 64)
         assert (at_sort > at_lists) == (edge == "sort")
         need = 16 * v + max(at_sort, at_lists)
         assert memory.counted_pair_bytes(v, p, tiles, reference=True, macro_pairs=m) == need
@@ -240,7 +250,10 @@ def test_frame_pairs_terms_and_message(monkeypatch):
         more = (p, m + 1) if edge == "sort" else (p + 1, m)
         with pytest.raises(OutOfDeviceMemoryError, match=f"{more[0]:,} Gaussian-tile pairs"):
             check_frame_pairs(more[0], v, 1280, 720, 8, "cpu", counted=True, reference=True, macro_pairs=more[1])
-    assert memory.counted_pair_bytes(v, p, tiles, reference=True) == 16 * v + 76 * 1_500_000
+    # the form not known (macro_pairs None): the larger of a frame binned per macro-tile (0.75 P pairs) and one
+    # binned per tile (pairs 2 + 4 bytes each, the sort's outputs 2 + 8 and the reference's sort 56)
+    assert memory.counted_pair_bytes(v, p, tiles, reference=True) == 16 * v + max(76 * 1_500_000, (6 + 10 + 56) * p)
+    assert memory.counted_pair_bytes(v, p, tiles, reference=True, macro_pairs=0) == 16 * v + (6 + 10 + 56) * p
     monkeypatch.setattr(memory, "mem_available", lambda: None)  # unknown free memory: only the index limit
     check_frame_pairs(memory.MAX_PAIRS, v, 1280, 720, 8, "cpu", counted=True, reference=True)
     with pytest.raises(OutOfDeviceMemoryError, match="more than the 2,147,483,647 a frame can index$"):

@@ -67,10 +67,9 @@ def test_scene_and_prepared_terms_are_what_the_renderer_keeps():
 def test_workspace_term_is_what_the_renderer_allocates(scene_path, route, monkeypatch):
     """The workspace term, from the sizes the frames had, equals the bytes the renderer's workspace holds: after
     one frame (one slot) and after a stream of frames (two slots on the capacity route, with a frame in flight)."""
+    import renderer.launch
     from renderer.paths import orbit_path
     from scenes import load_scene
-
-    import renderer.launch
 
     macro = route == "capacity per macro-tile"  # the path's footprints bin per tile: force the other form
     monkeypatch.setattr(renderer.launch, "bins_macro_tiles", lambda footprint, previous=False: macro)

@@ -1,0 +1,85 @@
+"""Every configuration of the binning and tile-list kernels compiles for sm_90 (the H200), here on the CPU.
+
+The tests run the kernels in Triton's interpreter, which compiles nothing, so a kernel that Triton cannot lower
+for the GPU passes every CPU test and fails only there: the macro-tile bin kernel did, at 4 Gaussians a program
+("operand #1 does not dominate this use", Triton 3.6; BENCHMARKS.md, section 24). Triton compiles for a target it
+is given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch
+configuration the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, both key
+widths, both tile sizes; tile_lists at its chunk and warps; stage 1 with and without the macro-tile count).
+"""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CHILD = r"""
+import importlib, itertools, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+bin_ = importlib.import_module("kernels.bin")
+lists = importlib.import_module("kernels.tile_lists")
+project = importlib.import_module("kernels.project")
+from kernels.buffers import LIST_CHUNK, LIST_WARPS
+TARGET = GPUTarget("cuda", 90, 32)
+
+
+def compile_one(fn, signature, constexprs, num_warps=4):
+    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    try:
+        triton.compile(src, target=TARGET, options=dict(num_warps=num_warps))
+        return None
+    except Exception as e:  # noqa: BLE001 - reported
+        return f"{fn.__name__} {constexprs}: {str(e).splitlines()[-1][:200]}"
+
+
+def signature(names, types):
+    return dict(zip(names, types))
+
+
+configs = sorted({bin_.bin_config(n, f) for n in (1, 10_000, 100_000, 3_000_000) for f in (1.0, 20.0, 100.0, 2000.0)})
+failures, compiled = [], 0
+scalars = ["M", "N", "capacity", "width", "height", "sentinel"]
+for (block, cols), tile, (fn, counts, values, key) in itertools.product(configs, (8, 16), [
+        (bin_._bin_tiles_kernel, "tiles_touched_ptr", ("ids_ptr", "*i32"), "*i16"),
+        (bin_._bin_tiles_kernel, "tiles_touched_ptr", ("ids_ptr", "*i32"), "*i32"),
+        (bin_._bin_macro_kernel, "macros_touched_ptr", ("entries_ptr", "*i64"), "*i16")]):
+    sig = {"order_ptr": "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32", counts: "*i32", "bin_t_ptr": "*fp32",
+           "keys_ptr": key, values[0]: values[1], **{s: "i32" for s in scalars}, "capacity": "i64",
+           "TILE": "constexpr", "BLOCK_N": "constexpr", "COLS": "constexpr"}
+    failures.append(compile_one(fn, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols}))
+    compiled += 1
+for key in ("*i16", "*i32"):
+    sig = {"keys_ptr": key, "entries_ptr": "*i64", "counts_ptr": "*i32", "C": "i32", "n_macros": "i32",
+           "n_chunks": "i32", "CHUNK": "constexpr"}
+    failures.append(compile_one(lists._chunk_counts_kernel, sig, {"CHUNK": LIST_CHUNK}, LIST_WARPS))
+    sig = {"keys_ptr": key, "entries_ptr": "*i64", "cum_ptr": "*i32", "ids_ptr": "*i32", "ranges_ptr": "*i32",
+           **{s: "i32" for s in ("C", "n_macros", "n_chunks", "n_mx", "n_tx", "n_ty", "L")}, "CHUNK": "constexpr"}
+    failures.append(compile_one(lists._scatter_kernel, sig, {"CHUNK": LIST_CHUNK}, LIST_WARPS))
+    compiled += 2
+sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "sh_ptr": "*fp16", "camera_ptr": "*fp32",
+       "records_ptr": "*fp32", "depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "macros_touched_ptr": "*i32",
+       "bin_t_ptr": "*fp32", "tau_ptr": "*fp32", "N": "i32", "width": "i32", "height": "i32", "near": "fp32",
+       "far": "fp32", "eps2d": "fp32", "s_min": "fp32", "sh_n": "i32", "sh_k": "i32", "sh_c": "i32",
+       "DEGREE": "constexpr", "TILE": "constexpr", "ADAGSCALE": "constexpr", "MACROS": "constexpr",
+       "BLOCK_N": "constexpr"}
+for macros in (False, True):
+    failures.append(compile_one(project._project_kernel, sig, {"DEGREE": 3, "TILE": 8, "ADAGSCALE": False,
+                                                                "MACROS": macros, "BLOCK_N": 128}))
+    compiled += 1
+failures = [f for f in failures if f]
+print(f"compiled {compiled}, failed {len(failures)}")
+print("\n".join(failures))
+sys.exit(1 if failures else 0)
+"""
+
+
+def test_binning_and_list_kernels_compile_for_sm90():
+    env = {**os.environ, "TRITON_INTERPRET": "0", "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": ROOT}
+    done = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    summary = [line for line in done.stdout.splitlines() if line]
+    assert done.returncode == 0, "\n".join(summary or done.stderr.splitlines()[-5:])
+    assert summary[0].startswith("compiled ") and int(summary[0].split()[1].rstrip(",")) >= 20, summary

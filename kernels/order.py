@@ -14,7 +14,8 @@ half of a 24M-Gaussian scene: the compaction's scan and scatter cost more than t
 torch.sort, torch.cumsum and torch.searchsorted are the implementation (CUB radix sort and scan on the GPU);
 every launch takes its length from the tensors, so the stage needs no host sync and can be captured in a CUDA
 graph. The visible, tile-pair and macro-pair counts stay on the device, in `totals`, for the frame's one sync to
-read: the pairs size the pair buffers, the tile pairs the tiles' lists (kernels/tile_lists.py).
+read: the pairs size the pair buffers, the tile pairs the tiles' lists (kernels/tile_lists.py). Counted frames
+count with one Triton kernel of their own (`count_totals`).
 
 `depth_order_counted` is the same order for frames whose host waits for their counts: it reads the visible
 and pair counts (reduced before the sort, read while it runs), sorts only the visible Gaussians (or, for views
@@ -31,6 +32,8 @@ Outputs: order [N] i64 (Gaussian indices, nearest first), offsets [N] i64 (inclu
 from __future__ import annotations
 
 import torch
+import triton
+import triton.language as tl
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -85,8 +88,7 @@ def depth_order_counted(
     scene, where finding the visible ones and gathering their depths and indices costs more than the culled keys
     they leave out of the sort. The same order either way (a stable sort of the same keys)."""
     assert depths.dtype == torch.float32 and tiles_touched.shape == depths.shape
-    visible = depths < float("inf")
-    counts = torch.stack([visible.sum(), tiles_touched.sum(dtype=torch.int64), pair_counts.sum(dtype=torch.int64)])
+    counts = count_totals(depths, tiles_touched, pair_counts)
     ready = None
     if host is not None and depths.is_cuda:
         host.copy_(counts, non_blocking=True)
@@ -105,8 +107,50 @@ def depth_order_counted(
         n_visible, n_pairs, n_macro_pairs = read()
         return order[:n_visible], offsets[:n_visible], n_visible, n_pairs, n_macro_pairs
     n_visible, n_pairs, n_macro_pairs = read()
-    index = torch.nonzero_static(visible, size=n_visible).squeeze(1)  # [V] i64, in index order
+    index = torch.nonzero_static(depths < float("inf"), size=n_visible).squeeze(1)  # [V] i64, in index order
     _, by_depth = torch.sort(depths[index], stable=True)  # stable: equal depths keep index order
     order = index[by_depth]
     offsets = torch.cumsum(pair_counts[order], 0, dtype=torch.int64)
     return order, offsets, n_visible, n_pairs, n_macro_pairs
+
+
+# Gaussians a counting program reads: 24M Gaussians make about 5,900 programs, three atomics each.
+COUNT_BLOCK = 4096
+
+
+@triton.jit(do_not_specialize=["N"])
+def _count_kernel(
+    depths_ptr,  # [N] f32, +inf = culled
+    tiles_touched_ptr,  # [N] i32
+    pair_counts_ptr,  # [N] i32 (read only when it is not tiles_touched)
+    totals_ptr,  # [3] i64, zeroed: (visible, tile pairs, pairs) out
+    N,
+    SAME: tl.constexpr,  # pair_counts is tiles_touched
+    BLOCK: tl.constexpr,
+):
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = i < N
+    depth = tl.load(depths_ptr + i, mask=m, other=float("inf"))
+    tiles = tl.sum(tl.load(tiles_touched_ptr + i, mask=m, other=0).to(tl.int64))
+    tl.atomic_add(totals_ptr + 0, tl.sum((depth < float("inf")).to(tl.int64)))
+    tl.atomic_add(totals_ptr + 1, tiles)
+    if SAME:
+        tl.atomic_add(totals_ptr + 2, tiles)
+    else:
+        tl.atomic_add(totals_ptr + 2, tl.sum(tl.load(pair_counts_ptr + i, mask=m, other=0).to(tl.int64)))
+
+
+def count_totals(depths: torch.Tensor, tiles_touched: torch.Tensor, pair_counts: torch.Tensor) -> torch.Tensor:
+    """[3] i64 on the device: (visible Gaussians, tile pairs, pairs), for `depth_order_counted`.
+
+    One pass over the three arrays. In torch it took a compare, three sums that each first widen their [N]
+    int32 array to int64 in a copy of its own, and a stack: eight kernels, 0.12 ms of GPU time on a 6M-Gaussian
+    scene, and about 0.4 ms of the host's time while the GPU waited for the counts (BENCHMARKS.md, section 25).
+    The sums are of integers, so the atomics' order changes nothing."""
+    N = depths.shape[0]
+    totals = torch.zeros(3, dtype=torch.int64, device=depths.device)
+    if N:
+        _count_kernel[(triton.cdiv(N, COUNT_BLOCK),)](depths, tiles_touched, pair_counts, totals, N,
+                                                      SAME=pair_counts is tiles_touched, BLOCK=COUNT_BLOCK,
+                                                      num_warps=8)  # fmt: skip
+    return totals

@@ -5,7 +5,8 @@ for the GPU passes every CPU test and fails only there: the macro-tile bin kerne
 ("operand #1 does not dominate this use", Triton 3.6; BENCHMARKS.md, section 24). Triton compiles for a target it
 is given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch
 configuration the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, both key
-widths, both tile sizes; tile_lists at its chunk and warps; stage 1 with and without the macro-tile count).
+widths, both tile sizes; tile_lists at its chunk and warps; stage 1 with and without the macro-tile count; the
+counted frames' count, kernels/order.py).
 """
 
 import os
@@ -22,6 +23,7 @@ from triton.compiler import ASTSource
 bin_ = importlib.import_module("kernels.bin")
 lists = importlib.import_module("kernels.tile_lists")
 project = importlib.import_module("kernels.project")
+order = importlib.import_module("kernels.order")
 from kernels.buffers import LIST_CHUNK, LIST_WARPS
 TARGET = GPUTarget("cuda", 90, 32)
 
@@ -68,6 +70,11 @@ sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "s
 for macros in (False, True):
     failures.append(compile_one(project._project_kernel, sig, {"DEGREE": 3, "TILE": 8, "ADAGSCALE": False,
                                                                 "MACROS": macros, "BLOCK_N": 128}))
+    compiled += 1
+for same in (False, True):
+    sig = {"depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "pair_counts_ptr": "*i32", "totals_ptr": "*i64",
+           "N": "i32", "SAME": "constexpr", "BLOCK": "constexpr"}
+    failures.append(compile_one(order._count_kernel, sig, {"SAME": same, "BLOCK": order.COUNT_BLOCK}, 8))
     compiled += 1
 failures = [f for f in failures if f]
 print(f"compiled {compiled}, failed {len(failures)}")

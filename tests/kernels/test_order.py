@@ -62,3 +62,15 @@ def test_depth_order_counted(impl, compact, form, device):
     assert order.tolist() == want_order and offsets.tolist() == want_offsets
     empty = impl.depth_order_counted(depths[:0], tt[:0], counts[:0], compact=compact, host=host)
     assert empty[0].numel() == 0 and empty[1].numel() == 0 and list(empty[2:]) == [0, 0, 0]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_count_totals_over_several_programs(form, device, monkeypatch):
+    """The counted route's counts, one kernel of atomics: over programs of 256 Gaussians (2000 make eight, the
+    last one part full), the same three totals as Python's count."""
+    import kernels.order as order
+
+    monkeypatch.setattr(order, "COUNT_BLOCK", 256)
+    depths, tt, counts = tied_projection(device, form)
+    assert order.count_totals(depths, tt, counts).tolist() == expected(depths, tt, counts)[2]
+    assert order.count_totals(depths[:0], tt[:0], counts[:0]).tolist() == [0, 0, 0]

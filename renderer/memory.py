@@ -53,6 +53,7 @@ pairs get memory only after their count has been checked against what is free.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -79,6 +80,11 @@ REFERENCE_PER_GAUSSIAN = 250  # the torch reference pipeline's temporaries on th
 REFERENCE_SORT_PER_SLOT = 56
 # Tile ranges are int32 offsets into a frame's tile lists (kernels/tile_lists.py): no frame may have more.
 MAX_PAIRS = 2**31 - 1
+# A counted frame checks its pairs every frame. Asking CUDA what is free (`mem_get_info`) and torch's allocator what
+# it holds unused (`memory_reserved`, which builds every one of the allocator's statistics) took 0.1-1 ms of the
+# host's time a frame on the H200, while the GPU waited for the frame's next stage (BENCHMARKS.md, section 25). So
+# the answer is kept this long, and trusted for frames that need at most half of it; a larger need asks again.
+FREE_KEPT_SECONDS = 1.0
 
 
 class OutOfDeviceMemoryError(MemoryError):
@@ -285,6 +291,27 @@ def free_bytes(device: torch.device | str) -> int | None:
     return None
 
 
+# device -> (when, bytes free to torch then): the last answer of `_free_to_torch` on a CUDA device
+_FREE_KEPT: dict[str, tuple[float, int]] = {}
+
+
+def _free_to_torch(device: torch.device) -> tuple[int | None, str]:
+    """`free_memory`, plus what torch's caching allocator holds unused on a CUDA device (free to its allocations);
+    kept for `_known_free`."""
+    free, is_free = free_memory(device)
+    if free is not None and device.type == "cuda":
+        free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        _FREE_KEPT[str(device)] = (time.monotonic(), free)
+    return free, is_free
+
+
+def _known_free(device: torch.device) -> int:
+    """What `_free_to_torch` said on this CUDA device within FREE_KEPT_SECONDS; 0 when nothing was asked then
+    (and on other devices, whose answers are cheap and may move with a test's WARPSPLAT_MAX_MEMORY)."""
+    when, free = _FREE_KEPT.get(str(device), (0.0, 0))
+    return free if device.type == "cuda" and time.monotonic() - when < FREE_KEPT_SECONDS else 0
+
+
 def check_fits(
     n_gaussians: int,
     sh_coeffs: int,
@@ -333,7 +360,8 @@ def check_frame_pairs(
     buffers it has, the lists at their new `capacity` and the pair buffers at `pair_capacity` with their sort,
     less the `held` list entries and `pairs_held` pair slots it lets go first. `macro_pairs`: the frame's
     macro-tile pairs (default `macro_pairs(pairs)`; 0: the frame binned per tile).
-    Against the device's free memory, as `check_fits`; and never more than MAX_PAIRS."""
+    Against the device's free memory, as `check_fits` (on CUDA asked again only after FREE_KEPT_SECONDS, or for a
+    frame that needs more than half of the last answer); and never more than MAX_PAIRS."""
     tiles = n_tiles(width, height, tile)
     device = torch.device(device)
     if counted:
@@ -349,9 +377,9 @@ def check_frame_pairs(
             - pair_buffer_bytes(pairs_held, tiles) * (pairs_held > 0)
         )
         need = buffers + pair_sort_bytes(slots, tiles, reference=reference)
-    free, is_free = free_memory(device)
-    if free is not None and device.type == "cuda":  # what torch's caching allocator holds unused is free to it
-        free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    if pairs <= MAX_PAIRS and _known_free(device) >= 2 * need * MARGIN:
+        return
+    free, is_free = _free_to_torch(device)
     what = (f"a {width}x{height} frame needs {pairs:,} Gaussian-tile pairs ({pairs / max(visible, 1):,.0f} tiles "
             f"for each of its {visible:,} visible Gaussians)")  # fmt: skip
     if pairs > MAX_PAIRS:

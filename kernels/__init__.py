@@ -17,7 +17,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from .bin import bin_config, bin_pairs, bins_macro_tiles  # noqa: E402
+from .bin import bin_config, bin_pairs, bins_macro_tiles, expected_macro_pairs  # noqa: E402
 from .buffers import (  # noqa: E402
     SH_DTYPE,
     SH_MAX,
@@ -44,6 +44,7 @@ __all__ = [
     "bin_pairs",
     "bins_macro_tiles",
     "cull_window",
+    "expected_macro_pairs",
     "depth_order",
     "depth_order_counted",
     "order_outputs",

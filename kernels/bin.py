@@ -39,6 +39,8 @@ Outputs: keys [capacity] i16/i32 (tile or macro-tile ids; untouched past the pai
 
 from __future__ import annotations
 
+import math
+
 import torch
 import triton
 import triton.language as tl
@@ -46,6 +48,7 @@ import triton.language as tl
 from ._device import MACRO_COLS, MACRO_ROWS, band_hull, record_conic, record_geometry, row_tile_span, tile_rows
 from ._launch import interpreting
 from .buffers import macro_grid, sentinel_key
+from .constants import MACRO_COLS as _COLS
 from .constants import MACRO_ROWS as _ROWS
 
 assert _ROWS == 4, "the band walk below writes out its four rows"
@@ -230,6 +233,19 @@ def bins_macro_tiles(pairs_per_gaussian: float, previous: bool = False) -> bool:
 
 
 MACRO_FROM, MACRO_UNTIL = 12.0, 9.0  # tiles a visible Gaussian reaches, on average
+
+
+def expected_macro_pairs(n_visible: int, tile_pairs: int) -> int:
+    """About how many macro-tile pairs a frame of `n_visible` Gaussians reaching `tile_pairs` tiles makes, before
+    it is binned so (stage 1 counts macro-tiles only for such frames): each Gaussian taken as a square of k tiles,
+    k its frame's mean, which reaches (sqrt(k) / MACRO_COLS + 1) x (sqrt(k) / MACRO_ROWS + 1) blocks on average
+    (and no more than its k tiles). It errs high for round Gaussians (1.25-1.4x on the bundled plant's orbits)
+    and low for long thin ones along the columns; the renderer sizes the first frame of the form with it."""
+    k = tile_pairs / max(n_visible, 1)
+    per_gaussian = min(k, (math.sqrt(k) / _COLS + 1) * (math.sqrt(k) / _ROWS + 1))
+    return int(math.ceil(n_visible * per_gaussian))
+
+
 BIN_SMALL_SCENE = 1_000_000
 BIN_WIDE_FOOTPRINT = 64.0
 BIN_FEW_WIDE = 16384  # wide Gaussians under this many: 4 a program (at most 4,096 programs, 31 an SM)

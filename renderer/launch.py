@@ -53,6 +53,12 @@ class Capacity:
         self.growths += 1
         self._low_frames = self._recent = 0
 
+    def make_room(self, count: int) -> None:
+        """Before the first frame that counts into it: room for an expected `count` (a new capacity only), so that
+        frame need not bin again."""
+        if not self.size:
+            self.size = self.grown(count)  # not a growth: nothing was binned into it yet
+
     def observe(self, count: int) -> None:
         """After a frame whose count fitted: shrink after a long enough run of frames that used little of it."""
         if count * self.SHRINK_BELOW >= self.size:

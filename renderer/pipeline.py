@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import torch
 
+from kernels import expected_macro_pairs
 from scenes import GaussianScene
 
 from .camera import Camera
@@ -306,7 +307,12 @@ class Renderer:
                 self.macro_capacity.observe(n_macro_pairs)
                 if (self.pair_capacity.size, self.macro_capacity.size) != sizes:
                     self._release_pairs()  # the next frame allocates them at the smaller size
-        self.launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
+        launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
+        if launch.macro and not f.macro and not f.counted:
+            # the first frame binned per macro-tile would otherwise find no room, bin again, and be one more kind
+            # of frame before graphs replay (a close-up's first frames in flight took 2-3 ms: BENCHMARKS.md, 25)
+            self.macro_capacity.make_room(expected_macro_pairs(n_visible, n_pairs))
+        self.launch = launch
         self._last_visible = n_visible
         return f
 

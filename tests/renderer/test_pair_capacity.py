@@ -226,3 +226,28 @@ def test_a_frame_that_overflows_either_capacity_is_binned_again_once(scene_path,
     again = r.render(cam)
     assert r.rebins - rebins == 1 and len(fitted) == 2 and fitted[1][0] == fitted[1][2], "the next frame fits"
     assert torch.equal(again.image, out.image)
+
+
+def test_the_first_frame_binned_per_macro_tile_has_room(scene_path, device, monkeypatch):
+    """A view's first frame bins per tile (the default configuration); when its footprint moves the next frame to
+    macro-tiles, the renderer makes room for the macro-tile pairs that footprint makes (`expected_macro_pairs`)
+    before that frame, so it does not bin again: one rebin on the path (the first frame's), where there were two,
+    each a new kind of frame that delayed the graphs' replay. The images are exact either way."""
+    from kernels import expected_macro_pairs
+
+    monkeypatch.setattr(launch.LaunchConfig, "__init__", _first_frame_in(False))
+    monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: True)
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    cams = orbit_path(scene, 48, 32, 3)
+    r = Renderer(scene, device=device, backend="torch")
+    roomy = Renderer(scene, device=device, backend="torch")
+    roomy.pair_capacity.grow(10_000_000)
+    roomy.macro_capacity.grow(10_000_000)
+    first = r.render(cams[0])
+    assert not first.stats.n_pairs or r.launch.macro
+    expected = expected_macro_pairs(first.stats.n_visible, first.stats.n_pairs)
+    assert first.stats.n_pairs / 32 <= expected <= first.stats.n_pairs
+    assert r.macro_capacity.size >= expected and r.macro_capacity.growths == 0  # room made, not grown
+    for cam in cams:
+        assert torch.equal(r.render(cam).image, roomy.render(cam).image)
+    assert r.rebins == 1, "only the first frame, binned per tile into no room, was binned again"

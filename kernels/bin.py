@@ -211,15 +211,20 @@ def _bin_tiles_kernel(
     _fill_missing(keys_ptr, ids_ptr, gid[:, None], base, written, count, capacity, sentinel, COLS)
 
 
-def bin_config(n_visible: int, pairs_per_gaussian: float) -> tuple[int, int]:
+def bin_config(n_visible: int, pairs_per_gaussian: float, wide: bool = False) -> tuple[int, int]:
     """(Gaussians per program, tiles written per step). A program walks its Gaussians' rows in lockstep, so
     fewer visible Gaussians want smaller programs, for more of them, and large footprints (an object seen
     close up) want wide steps. Measured on the H200 on real frames' orders (BENCHMARKS.md, sections 8 and 22):
     128 x 4 is fastest from about 2M visible Gaussians up (the composites: 0.13 ms against 0.22 at 32 x 4 on
     the 6M fly-over); 32 x 4 below (a 418k-Gaussian close-up at 4K: 0.12 ms against 0.16); and a few thousand
     Gaussians of a thousand tiles each want 4 a program and 32 a step (fruit_drops close at 4K, 4k Gaussians
-    and 5.3M pairs: 0.18 ms, where 32 x 16 took 0.66: 129 programs, one an SM)."""
-    if pairs_per_gaussian > BIN_WIDE_FOOTPRINT:
+    and 5.3M pairs: 0.18 ms, where 32 x 16 took 0.66: 129 programs, one an SM).
+
+    `wide`: the frame before took wide steps. It keeps them down to BIN_NARROW_BELOW tiles a Gaussian, so that
+    frames near the threshold do not flip the configuration: each flip is a new kind of frame, run once without
+    its graph (fruit_drops' orbit, 58-106 tiles a Gaussian, flipped twice a lap: a 1.3-1.9 ms frame where the
+    others took 0.27; BENCHMARKS.md, section 25)."""
+    if pairs_per_gaussian > (BIN_NARROW_BELOW if wide else BIN_WIDE_FOOTPRINT):
         return (4, 32) if n_visible < BIN_FEW_WIDE else (32, 16)
     return (32 if n_visible < BIN_SMALL_SCENE else 128), 4
 
@@ -248,6 +253,7 @@ def expected_macro_pairs(n_visible: int, tile_pairs: int) -> int:
 
 BIN_SMALL_SCENE = 1_000_000
 BIN_WIDE_FOOTPRINT = 64.0
+BIN_NARROW_BELOW = 40.0  # once wide, until the footprint falls under this
 BIN_FEW_WIDE = 16384  # wide Gaussians under this many: 4 a program (at most 4,096 programs, 31 an SM)
 
 

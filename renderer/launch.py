@@ -103,11 +103,12 @@ class LaunchConfig:
 
     @staticmethod
     def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
-        """The configuration for a frame like this one. The list class moves with hysteresis (`list_class`), so a
-        frame near a threshold does not flip the rasterizer (and re-capture the frame's graph) back and forth."""
+        """The configuration for a frame like this one. The list class, the bin steps' width and the binning form
+        move with hysteresis (`list_class`, `bin_config`, `bins_macro_tiles`), so a frame near a threshold does not
+        flip them (and re-capture the frame's graph) back and forth."""
         footprint = n_pairs / max(n_visible, 1)
         lists = list_class(n_pairs / max(n_tiles, 1), footprint, tile, previous.lists)
-        block, cols = bin_config(n_visible, footprint)
+        block, cols = bin_config(n_visible, footprint, wide=previous.bin_cols > 4)
         return LaunchConfig(project_block(n), block, cols, lists, bins_macro_tiles(footprint, previous.macro))
 
     @staticmethod

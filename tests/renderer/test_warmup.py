@@ -186,3 +186,18 @@ def test_warm_up_runs_a_counted_scenes_order_both_ways_at_the_scenes_size(monkey
     warmup.warm_up(real, [(40, 24)], [RenderSettings()], force=True)
     at_size = {(compact, culled, seen) for n, compact, culled, seen in calls if n == real.n}
     assert at_size == {(True, True, True), (False, True, True)}, calls
+
+
+def test_no_knob_flips_back_and_forth_near_its_threshold():
+    """fruit_drops' orbit at 1080p: 4,680 Gaussians reaching 58-106 tiles each, around the bin stage's wide-step
+    threshold (64). Each change of configuration is a new kind of frame, run once without its graph; with
+    hysteresis the lap changes it at most once, into the configuration it then keeps."""
+    n, tiles, tile = 4_680, 32_400, 8
+    lap = [105.8, 105.0, 98.3, 83.4, 64.4, 58.4, 72.0, 83.0, 86.5, 81.7, 73.2, 65.4, 58.7, 67.7, 95.9, 102.9]
+    config, configs = LaunchConfig(), []
+    for footprint in lap + lap:
+        config = LaunchConfig.after(config, n, n, int(n * footprint), tiles, tile)
+        configs.append(config)
+    assert len(set(configs)) == 1 and configs[0].bin_cols == 32, set(configs)
+    # falling well under it, the steps narrow
+    assert LaunchConfig.after(config, n, n, n * 30, tiles, tile).bin_cols == 4

@@ -244,8 +244,9 @@ def expected_macro_pairs(n_visible: int, tile_pairs: int) -> int:
     """About how many macro-tile pairs a frame of `n_visible` Gaussians reaching `tile_pairs` tiles makes, before
     it is binned so (stage 1 counts macro-tiles only for such frames): each Gaussian taken as a square of k tiles,
     k its frame's mean, which reaches (sqrt(k) / MACRO_COLS + 1) x (sqrt(k) / MACRO_ROWS + 1) blocks on average
-    (and no more than its k tiles). It errs high for round Gaussians (1.25-1.4x on the bundled plant's orbits)
-    and low for long thin ones along the columns; the renderer sizes the first frame of the form with it."""
+    (and no more than its k tiles). It errs high for round Gaussians (1.25-1.4x on the bundled plant's orbit and
+    close paths at 320x180 and 640x360) and low for long thin ones down a column of tiles, which reach more blocks;
+    the renderer sizes the first frame binned per macro-tile with it."""
     k = tile_pairs / max(n_visible, 1)
     per_gaussian = min(k, (math.sqrt(k) / _COLS + 1) * (math.sqrt(k) / _ROWS + 1))
     return int(math.ceil(n_visible * per_gaussian))

@@ -18,6 +18,10 @@
    every phase does, render only included; the median). A phase's cost is its time minus render only's, by
    the same measure, the medians over the rounds. The issue's budget: <= 0.5 ms a frame both ways. A negative
    cost means the phases were not measured alike: it fails the check as well.
+3. Worst frames in the viewer's own loop: a fresh renderer with the viewer's settings, through the viewer's
+   route, timed along the path as the bench times a row (FLIGHT_WARM frames, then two passes, every frame
+   waited for): issue 25's bounds, the first pass's worst frame at most 3x the median plus 1 ms and the second
+   pass's p99 at most 1.5x the median, fail the check when they do not hold.
 
 A headless pyglet window cannot host moderngl on the GPU machine (it has no X server), hence EGL. Without
 CUDA the script runs the host path only, at a small size (a check of the script itself). Prints a short table
@@ -42,14 +46,17 @@ import torch  # noqa: E402
 import app  # noqa: E402, F401  (sets pyglet's options; nothing here opens a window)
 from app.interop import DEFAULT_INTEROP, CudaGLBuffer, CudaGLTexture, FrameTexture, HostTexture  # noqa: E402
 from app.present import Presenter  # noqa: E402
+from app.state import viewer_settings  # noqa: E402
 from renderer import Camera, Renderer, RenderSettings, default_camera, look_at_pose, up_vector  # noqa: E402
 from renderer.paths import axis_angle  # noqa: E402
 from renderer.warmup import warm_up  # noqa: E402
 from scenes import bundled_scene_path, load_scene  # noqa: E402
+from tools.bench_report import percentile  # noqa: E402
 
 BUDGET_MS = 0.5
 ROUNDS = 3
 RENDER_ONLY = "render only"
+FLIGHT_WARM = 6  # frames before the flight's first pass, as the bench warms a row (tools/bench.py)
 
 
 def fly_through(scene, width: int, height: int, n: int) -> list[Camera]:
@@ -146,6 +153,41 @@ class Phase:
         return statistics.median(self.throughput), statistics.median(self.synced)
 
 
+def flight_passes(phase: Phase, cams) -> tuple[list[float], list[float]]:
+    """The viewer's loop along the path, timed as the bench times a row: the phase's renderer fresh (its kernels
+    compiled), FLIGHT_WARM frames, then two passes, every frame waited for (rendered, uploaded, presented, one at
+    a time as the viewer draws them): (first pass, second pass), ms a frame."""
+    for cam in cams[:FLIGHT_WARM]:
+        phase.frame(cam)
+    passes = []
+    for _ in range(2):
+        phase.sync()
+        times = []
+        for cam in cams:
+            t = time.perf_counter()
+            phase.frame(cam)
+            phase.sync()
+            times.append((time.perf_counter() - t) * 1e3)
+        passes.append(times)
+    return passes[0], passes[1]
+
+
+def flight_verdict(first: list[float], second: list[float]) -> tuple[dict, list[str]]:
+    """Issue 25's bounds on the worst frames: the first pass's worst frame at most 3x the median plus 1 ms, the
+    second pass's p99 at most 1.5x the median (the median: the second pass's). ({measure: ms or ratio}, failures);
+    stall: the worst frame over the same camera's frame in the other pass, as the bench reports it."""
+    median = statistics.median(second)
+    row = dict(median=median, p99=percentile(second, 99), first_p99=percentile(first, 99), first_max=max(first),
+               stall=max(max(a, b) / min(a, b) for a, b in zip(first, second, strict=True)))  # fmt: skip
+    failures = []
+    if row["first_max"] > 3 * median + 1.0:
+        failures.append(f"viewer loop: first pass's worst frame {row['first_max']:.3f} ms, over 3 x the median "
+                        f"{median:.3f} + 1 ms")  # fmt: skip
+    if row["p99"] > 1.5 * median:
+        failures.append(f"viewer loop: second pass's p99 {row['p99']:.3f} ms, over 1.5 x the median {median:.3f}")
+    return row, failures
+
+
 def present_costs(rows: dict[str, tuple[float, float]], budget: dict[str, float]) -> tuple[dict, list[str]]:
     """Each phase's cost over render only, both ways ({name: (back to back, waited for)}: ms a frame), and the
     failures: a cost over the phase's budget (`budget`: {name: ms}), or a negative one (the phases were not timed
@@ -199,6 +241,7 @@ def main() -> int:
     cams = fly_through(scene, w, h, n)
     presenter = Presenter(ctx)
     textures, budget = {}, {}
+    viewer_route = "host upload + present"  # the viewer's where interop is not there (no CUDA)
     phases = [Phase(RENDER_ONLY, ctx, renderer, None, presenter, fbo)]
     for name, cls in (("interop texture + present", CudaGLTexture if cuda else None),
                       ("interop pixel buffer + present", CudaGLBuffer if cuda else None),
@@ -209,6 +252,7 @@ def main() -> int:
             if cls is DEFAULT_INTEROP:  # the viewer's route: the one the budget is for
                 budget[name + " (the viewer's)"] = BUDGET_MS
                 phases[-1].name += " (the viewer's)"
+                viewer_route = name
     warm_up(renderer, [(w, h)], [RenderSettings()])
     phases[0].warm(cams)  # the renderer: graphs captured, capacities grown, launch configurations seen
     for phase in phases:
@@ -216,6 +260,13 @@ def main() -> int:
     for _ in range(ROUNDS):
         for phase in phases:
             phase.time_round(cams)
+    # the viewer's own loop: a fresh renderer with the viewer's settings, through the viewer's route
+    viewer = Renderer(scene, frame_size=(w, h))
+    loop = Phase(f"viewer loop, {viewer_route}", ctx, viewer, textures[viewer_route], presenter, fbo)
+    loop.settings = viewer_settings(cuda)
+    warm_up(viewer, [(w, h)], [loop.settings])
+    flight, flight_failures = flight_verdict(*flight_passes(loop, cams))
+    failures += flight_failures
     for tex in textures.values():
         tex.release()
     fbo.release()
@@ -238,6 +289,10 @@ def main() -> int:
             print(
                 f"{name}: {tp_cost:+.3f} / {med_cost:+.3f} ms a frame at {w}x{h}: {verdict} the {BUDGET_MS} ms budget"
             )
+    how = "AdaGScale" if loop.settings.adagscale else "exact"
+    print(f"{loop.name} ({how}), ms a frame waited for: median {flight['median']:.3f}, second pass p99 "
+          f"{flight['p99']:.3f}, first pass p99 {flight['first_p99']:.3f} and worst {flight['first_max']:.3f}, "
+          f"stall {flight['stall']:.2f}x")  # fmt: skip
     print(f"bit-exact texture and framebuffer at {w}x{h}, {w - 3}x{h - 1}: {'yes' if exact else 'NO'}")
     for f in failures:
         print("FAIL:", f)

@@ -1,9 +1,10 @@
-"""The interop check's verdict (tests/app/gpu_interop_check.py `present_costs`), on fabricated timings: it must be
-able to fail, on a cost over the budget and on a negative cost (the phases not timed alike), both ways."""
+"""The interop check's verdicts (tests/app/gpu_interop_check.py `present_costs`, `flight_verdict`), on fabricated
+timings: they must be able to fail, on a cost over the budget and on a negative cost (the phases not timed alike),
+both ways, and on a viewer loop's stall or uneven second pass."""
 
 from __future__ import annotations
 
-from tests.app.gpu_interop_check import BUDGET_MS, RENDER_ONLY, present_costs
+from tests.app.gpu_interop_check import BUDGET_MS, RENDER_ONLY, flight_verdict, present_costs
 
 VIEWER = "interop texture + present (the viewer's)"
 BUDGET = {VIEWER: BUDGET_MS}
@@ -33,3 +34,24 @@ def test_over_budget_fails_only_the_route_with_a_budget():
 def test_a_negative_cost_fails_whatever_the_route():
     _, failures = present_costs({RENDER_ONLY: (1.0, 1.0), "host upload + present": (5.0, 0.99)}, BUDGET)
     assert len(failures) == 1 and "negative cost -0.010 ms" in failures[0] and "waited for" in failures[0]
+
+
+def test_a_smooth_viewer_loop_passes():
+    second = [1.0] * 99 + [1.4]
+    row, failures = flight_verdict([1.1] * 99 + [3.9], second)  # 3.9 <= 3 x 1.0 + 1
+    assert failures == [] and row["median"] == 1.0 and row["first_max"] == 3.9
+    assert abs(row["stall"] - 3.9 / 1.4) < 1e-9
+
+
+def test_a_stall_in_the_first_pass_fails():
+    """A 423 ms frame (a compile inside a flight) against a 0.78 ms median."""
+    _, failures = flight_verdict([0.8] * 50 + [423.0] + [0.8] * 49, [0.78] * 100)
+    assert len(failures) == 1 and "first pass's worst frame 423.000 ms" in failures[0]
+
+
+def test_an_uneven_second_pass_fails():
+    """Growth frames of 3 ms in every pass (within the first pass's bound, 3 x 0.8 + 1 ms): the second pass's p99
+    over 1.5x its median."""
+    second = [0.8] * 95 + [3.0] * 5
+    _, failures = flight_verdict(second, second)
+    assert len(failures) == 1 and "second pass's p99 3.000 ms" in failures[0]

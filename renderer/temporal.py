@@ -56,6 +56,7 @@ class TemporalStats:
     window_choice: str = ""  # "measuring", "on" (windows measured faster) or "off"; "" without a window asked for
     window_ms: float = 0.0  # the measured cost of a window's frame (build amortised), and of a plain frame; 0 =
     plain_ms: float = 0.0  # not measured yet
+    window_decisions: int = 0  # decisions the choice took since the renderer was made (trials and re-checks)
 
     def hit_rate(self) -> float:
         """Frames served from a window (not counting re-presented ones) over frames rendered."""
@@ -118,9 +119,11 @@ class TemporalCache:
         self.window, self.last_pose = None, None
 
     def reset(self) -> None:
+        """A new path: forget the window, the last pose and frame, and the counters. The window choice stays: what
+        it measured is this scene's cost on this machine, and its re-checks keep it current (a fresh trial per
+        path would cost three slow frames each time; renderer/window_choice.py)."""
         self.window, self.last_pose, self.last_key = None, None, None
         self.stats = TemporalStats()
-        self.choice = WindowChoice()
 
     # ------------------------------------------------------------------ unchanged view
 
@@ -143,6 +146,7 @@ class TemporalCache:
         use = self.choice.wants_window(key, camera.T_world_camera, scene_radius, settings.temporal_window)
         st, c = self.stats, self.choice
         st.window_choice, st.window_ms, st.plain_ms = c.state(), c.window_ms() or 0.0, c.plain_ms() or 0.0
+        st.window_decisions = c.decisions
         return use
 
     def record(self, timer, steady: bool) -> None:

@@ -17,9 +17,17 @@ frames replay as graphs). So the renderer times both, with the CUDA events each 
    completed (a predicted window that the camera leaves early serves fewer). The window is taken up only if
    that is under the plain frames' median by MARGIN; once in use, it is dropped as soon as it measures above
    them by MARGIN (its own frames keep being timed).
-4. re-check: after RECHECK_FRAMES frames, or when the camera's speed changes by SPEED_CHANGE times either way
-   (a window pays more the slower the camera moves), the side not in use is timed again (2 or 1 above) and
-   the decision is taken again. A change of image size, settings or path knowledge starts over at 1.
+4. re-check: the side not in use is timed again (2 or 1 above) and the decision is taken again
+   - after RECHECK_FRAMES frames; each re-check from "off" that declines the window again doubles that wait, up
+     to RECHECK_MAX (a trial's three window frames cost 1.5-3x a plain one each: on a core where the window
+     keeps losing, re-checking every 300 frames alone cost 1-3% of the frames, BENCHMARKS.md section 26), and a
+     window taken up sets it back;
+   - when the camera's speed changes by SPEED_CHANGE times: either way while windows are in use (a window pays
+     more the slower the camera moves), and only when it slows while they are not (a faster camera makes
+     windows that cover more and serve fewer frames: a window that lost cannot win from that).
+   A change of image size, settings or path knowledge starts over at 1. A new path on the same renderer does
+   not (`TemporalCache.reset`): what was measured is this scene's cost on this machine, and the re-checks keep
+   it current.
 
 The timings arrive late (a frame's events complete after it is handed over), so frames are counted when they
 are launched and their times when they are read; a decision waits for the times it needs. Every frame is
@@ -39,6 +47,7 @@ TRIAL_HITS = 2  # frames served by the trial window after the one that built it
 PLAIN_SAMPLES = 3  # steady plain frames behind a decision
 MARGIN = 0.02  # a window must be this much faster to be taken up, or this much slower to be dropped
 RECHECK_FRAMES = 300
+RECHECK_MAX = 8 * RECHECK_FRAMES  # the longest wait between re-checks from "off" (40 s at 60 frames/s)
 SPEED_CHANGE = 3.0
 SPEED_FLOOR = 1e-3  # radians (or scene radii) per frame below which the camera counts as at rest
 SPEED_FRAMES = 5  # the camera's speed is the median over this many frames (one jump does not count)
@@ -70,6 +79,8 @@ class WindowChoice:
         self.decided_speed: float | None = None
         self.last_pose: np.ndarray | None = None
         self.decisions = 0
+        self.recheck_after = RECHECK_FRAMES  # frames from a decision to the next re-check (item 4)
+        self.from_off = False  # whether the trial under way is a re-check from "off"
 
     # ------------------------------------------------------------------ per frame
 
@@ -82,7 +93,8 @@ class WindowChoice:
         self._track_speed(pose, scene_radius)
         self._poll()
         self.since_check += 1
-        if self.phase in ("on", "off") and (self.since_check > RECHECK_FRAMES or self._speed_changed()):
+        if self.phase in ("on", "off") and (self.since_check > self.recheck_after or self._speed_changed()):
+            self.from_off = self.phase == "off"
             self._start_trial("plain" if self.phase == "on" else "window")
         if self.phase == "window" and self.trial_frames >= 1 + TRIAL_HITS:
             # the trial window served its frames: time plain ones, unless those of the frames since the last
@@ -145,6 +157,11 @@ class WindowChoice:
         w, p = self.window_ms(), self.plain_ms()
         assert w is not None and p is not None
         self.phase = "on" if w < p * (1.0 - MARGIN) else "off"
+        if self.phase == "on":
+            self.recheck_after = RECHECK_FRAMES
+        elif self.from_off:  # declined again: wait twice as long before the next trial
+            self.recheck_after = min(2 * self.recheck_after, RECHECK_MAX)
+        self.from_off = False
         self.current = 0
         self.since_check = 0
         self.decided_speed = self._speed()
@@ -175,7 +192,9 @@ class WindowChoice:
         return max(statistics.median(self.speeds), SPEED_FLOOR) if self.speeds else SPEED_FLOOR
 
     def _speed_changed(self) -> bool:
+        """The camera's speed moved SPEED_CHANGE times from the decision's: either way while windows are in use,
+        only down while they are not (item 4)."""
         if self.decided_speed is None or len(self.speeds) < SPEED_FRAMES:
             return False
         ratio = self._speed() / self.decided_speed
-        return ratio > SPEED_CHANGE or ratio < 1.0 / SPEED_CHANGE
+        return ratio < 1.0 / SPEED_CHANGE or (ratio > SPEED_CHANGE and self.phase == "on")

@@ -382,7 +382,8 @@ def future_cameras(res: PathResult, cams) -> dict:
 def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int, baseline: int) -> None:
     """The timed passes (tools/bench_timing.py): frame times, wall frames/s, per-stage medians of the second pass,
     peak memory above `baseline` and temporal reuse counters. Each pass renders the path from its start with
-    temporal reuse reset, as `warpsplat render` would."""
+    temporal reuse reset (window and counters), as `warpsplat render` would; the window choice measured in the
+    warm-up stays, as it does in the viewer (a `warpsplat render` run pays for its trial once: three frames)."""
     from renderer.graphs import CAPTURE_AFTER
     from renderer.pipeline import SLOTS
 

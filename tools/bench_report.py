@@ -285,13 +285,15 @@ def print_temporal(results, main_size) -> None:
         return
     print("\ntemporal reuse (second pass): the window's measured choice (renderer/window_choice.py) and the costs "
           "behind it (ms a frame, window against plain), frames that asked for a window and ran plain, window hit "
-          "rate, builds; Gaussians projected per frame (median)")  # fmt: skip
+          "rate, builds, the choice's decisions since the renderer was made (its trial, in the warm-up, and re-checks); "
+          "Gaussians projected per frame (median)")  # fmt: skip
     for r in temporal:
         t = r.temporal
         choice = t.get("window_choice") or "-"
         costs = f"{t.get('window_ms', 0.0):6.3f} {t.get('plain_ms', 0.0):6.3f}"
         print(f"{label(r, main_size)} {r.variant:24} {choice:9} {costs} {t.get('frames_window_declined', 0):5d} "
-              f"{100 * t['window_hit_rate']:5.1f}% {t['window_builds']:5d} {r.projected:12,}")  # fmt: skip
+              f"{100 * t['window_hit_rate']:5.1f}% {t['window_builds']:5d} "
+              f"{t.get('window_decisions', 0):4d} {r.projected:12,}")  # fmt: skip
 
 
 def write_json(args, results, anchors, cuda, sizes, n_frames, higs) -> None:

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from renderer import look_at_pose
-from renderer.window_choice import MARGIN, PLAIN_SAMPLES, RECHECK_FRAMES, SPEED_FRAMES, TRIAL_HITS, WindowChoice
+from renderer.window_choice import (
+    MARGIN, PLAIN_SAMPLES, RECHECK_FRAMES, RECHECK_MAX, SPEED_FRAMES, TRIAL_HITS, WindowChoice,
+)
 
 K = 8
 KEY = ("size", "settings", True)
@@ -180,17 +182,50 @@ def test_the_side_not_in_use_is_timed_again_after_recheck_frames():
     assert d.choice.state() == "off" and d.choice.decisions == 3
 
 
-def test_a_change_in_camera_speed_rechecks_at_once_and_a_single_jump_does_not():
-    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0}, step=0.01)
+def test_a_slower_camera_rechecks_at_once_and_a_single_jump_does_not():
+    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0}, step=0.05)
     d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + SPEED_FRAMES)
     assert d.choice.state() == "off" and d.choice.decisions == 1
     d.i += 400  # one jump (a path that starts over): the median speed over SPEED_FRAMES frames ignores it
     d.run(3)
     assert d.choice.state() == "off"
-    d.step = 0.05  # five times as fast: measured again within SPEED_FRAMES frames
-    kinds = d.run(SPEED_FRAMES + 1)
-    assert kinds[1:4] == ["build"] + ["hit"] * TRIAL_HITS  # the window timed again at the new speed
+    d.step = 0.01  # five times slower: measured again within SPEED_FRAMES frames
+    kinds = d.run(SPEED_FRAMES + TRIAL_HITS + 2)
+    start = kinds.index("build")  # the window timed again at the new speed, once the median speed fell
+    assert start < SPEED_FRAMES and kinds[start : start + 1 + TRIAL_HITS] == ["build"] + ["hit"] * TRIAL_HITS
     assert d.choice.decisions == 2 and d.choice.state() == "off"  # and declined again: it is still slower
+
+
+def test_a_faster_camera_rechecks_a_window_in_use_but_not_one_declined():
+    """A faster camera makes windows that cover more and serve fewer frames: it cannot turn a lost window into a
+    win, so from "off" it is no reason to pay for a trial; from "on" the plain frames are timed again."""
+    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0}, step=0.01)
+    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + SPEED_FRAMES)
+    assert d.choice.state() == "off" and d.choice.decisions == 1
+    d.step = 0.05
+    assert d.run(3 * SPEED_FRAMES) == ["plain"] * (3 * SPEED_FRAMES) and d.choice.decisions == 1
+    on = Driver({"build": 5.0, "hit": 1.0, "plain": 2.0}, step=0.01)
+    on.run(1 + TRIAL_HITS + PLAIN_SAMPLES + SPEED_FRAMES)
+    assert on.choice.state() == "on" and on.choice.decisions == 1
+    on.step = 0.05
+    kinds = on.run(SPEED_FRAMES + PLAIN_SAMPLES + 2)
+    assert kinds.count("plain") >= PLAIN_SAMPLES and on.choice.decisions == 2
+
+
+def test_each_recheck_that_declines_again_waits_twice_as_long_and_a_win_resets_the_wait():
+    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0})
+    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1)
+    assert d.choice.state() == "off" and d.choice.recheck_after == RECHECK_FRAMES
+    kinds = d.run(RECHECK_FRAMES * (1 + 2 + 4 + 8 + 8) + 50)  # five re-checks from "off", each declined again
+    trials = [i for i, k in enumerate(kinds) if k == "build"]
+    gaps = [b - a for a, b in zip(trials, trials[1:])]
+    assert len(trials) == 5 and kinds.count("hit") == 5 * TRIAL_HITS
+    trial = 1 + TRIAL_HITS  # a re-check's own window frames, counted in the wait that follows them
+    assert [g - trial for g in gaps] == [2 * RECHECK_FRAMES + 1, 4 * RECHECK_FRAMES + 1, RECHECK_MAX + 1,
+                                         RECHECK_MAX + 1]  # fmt: skip
+    d.costs.update(build=3.0, hit=1.0)  # the view changed: the next re-check takes the window up
+    d.run(RECHECK_MAX + 1 + TRIAL_HITS + 2)
+    assert d.choice.state() == "on" and d.choice.recheck_after == RECHECK_FRAMES
 
 
 def test_a_new_key_starts_over():
@@ -211,3 +246,18 @@ def test_speed_is_rotation_plus_translation_in_scene_radii():
     c._track_speed(p0, 2.0)
     c._track_speed(turned, 2.0)
     assert c.speeds[-1] == pytest.approx(a + 0.1)
+
+
+def test_a_new_path_keeps_the_measured_choice_and_forgets_the_rest():
+    """`TemporalCache.reset` (a new path on the same renderer): the counters, window and poses go; the choice
+    stays, so the next path does not pay for a trial again."""
+    from renderer.temporal import TemporalCache
+
+    cache = TemporalCache(ws=None)
+    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0})
+    cache.choice = d.choice
+    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1)
+    cache.stats.frames, cache.last_pose = 9, pose(0)
+    cache.reset()
+    assert cache.choice is d.choice and cache.choice.state() == "off" and cache.choice.decisions == 1
+    assert cache.stats.frames == 0 and cache.last_pose is None and cache.window is None

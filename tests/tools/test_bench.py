@@ -337,10 +337,10 @@ def test_temporal_table_says_whether_the_window_is_in_use(capsys):
     from tools.bench_report import print_temporal
 
     stats = dict(window_choice="off", window_ms=1.25, plain_ms=0.75, frames_window_declined=37,
-                 window_hit_rate=0.0, window_builds=1)  # fmt: skip
+                 window_hit_rate=0.0, window_builds=1, window_decisions=2)  # fmt: skip
     row = SimpleNamespace(scene="plant.splat", path="orbit", size=(64, 48), variant="temporal K=8 known",
                           temporal=stats, projected=1234)  # fmt: skip
     print_temporal([row, SimpleNamespace(temporal={})], (64, 48))
     lines = capsys.readouterr().out.strip().splitlines()
     assert "measured choice" in lines[0] and len(lines) == 2
-    assert lines[1].split()[-7:] == ["off", "1.250", "0.750", "37", "0.0%", "1", "1,234"], lines[1]
+    assert lines[1].split()[-8:] == ["off", "1.250", "0.750", "37", "0.0%", "1", "2", "1,234"], lines[1]

@@ -12,6 +12,7 @@ from .frame import Frame
 from .timing import StageTimer
 
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph (>= 2: see `FrameGraphs.capture`)
+KINDS_REMEMBERED = 32  # kinds captured before, which are captured again on their first frame when they come back
 
 
 class FrameGraphs:
@@ -24,21 +25,29 @@ class FrameGraphs:
         self._stream: torch.cuda.Stream | None = None  # captures run on a stream of their own
         self._last_kind = None  # the kind of frame (`Frame.kind`) replayed or run last
         self._kind_run = 0  # frames in a row of that kind, in either slot
+        self._captured: dict = {}  # kinds captured before (their graphs may have been retired since), oldest first
 
     def run(self, f: Frame, timer: StageTimer) -> bool:
         """The whole frame as one captured graph. A kind of frame is captured on its CAPTURE_AFTER-th frame in
         a row: a capture costs about one eager frame of host time, too much to pay for a configuration that a
         moving camera passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower
-        than no graphs). True when the frame was a replay of a graph captured before (its steady form)."""
+        than no graphs). A kind captured before whose graph was retired (its buffers moved: a change of binning
+        form, a growth) is captured again on its first frame: it came back, so it is a view's, not one passed
+        through, and its eager frames were most of a fly-through's slow frames (BENCHMARKS.md, section 26).
+        True when the frame was a replay of a graph captured before (its steady form)."""
         self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
         self._last_kind = f.kind
-        if f.graph is None and self._kind_run < CAPTURE_AFTER:
+        if f.graph is None and self._kind_run < CAPTURE_AFTER and f.kind not in self._captured:
             f.run(timer)
             return False
         captured = f.graph is None
         if captured:
             try:
                 f.graph = self.capture(f)
+                self._captured.pop(f.kind, None)
+                self._captured[f.kind] = True
+                while len(self._captured) > KINDS_REMEMBERED:
+                    self._captured.pop(next(iter(self._captured)))
             except Exception as e:  # a driver, torch or Triton that cannot capture: render eagerly from now on
                 warnings.warn(f"CUDA graph capture failed ({str(e).splitlines()[0]}); rendering without graphs",
                               stacklevel=4)  # fmt: skip

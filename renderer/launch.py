@@ -5,6 +5,8 @@ it."""
 from __future__ import annotations
 
 import functools
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from kernels import bin_config, bins_macro_tiles, list_class, project_block
@@ -20,8 +22,16 @@ class Capacity:
     ahead of need: to HEADROOM x the count, and at least STEP x the old size, so that a view growing denser
     frame after frame (a fly-in) grows a few times in geometric steps instead of on every few frames. Each
     growth is a new kind of frame for CUDA graphs, which costs a capture (renderer/graphs.py); each frame that
-    did not fit costs one rebin. After SHRINK_AFTER frames in a row that used under 1/SHRINK_BELOW of it, it
-    shrinks to HEADROOM x their largest count (sorting idle capacity costs time).
+    did not fit costs one rebin. After SHRINK_AFTER frames in a row, and SHRINK_SECONDS, that used under
+    1/SHRINK_BELOW of it, it shrinks to HEADROOM x their largest count (sorting idle capacity costs time); the
+    next growth goes straight back to the size it shrank from (`high`), which the view needed not long ago.
+
+    Why both bounds and the way back: a shrink and each growth after it are a new kind of frame, about three slow
+    frames each (a rebin or a capture, and eager frames before it). With 30 frames and steps of 1.5x, the
+    interop check's fly-through (from the scene's default view 0.9 of the way in, then again from the start)
+    shrank 30 frames into every pass and grew back four times: 20-28 frames of 2-3.6 ms against a median of
+    0.6 in its second pass (BENCHMARKS.md, section 26). A view that stays sparse for seconds still gives the
+    room back.
 
     NOTE: the steps trade memory for fewer growths: the capacity ends within STEP x the largest count of a path
     (x HEADROOM right after a growth), and each slot costs bytes of buffers and of the sort's scratch: a per-tile
@@ -30,22 +40,26 @@ class Capacity:
     HEADROOM = 1.2
     STEP = 1.5
     SHRINK_AFTER = 30
+    SHRINK_SECONDS = 3.0
     SHRINK_BELOW = 3
     MINIMUM = 1024
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.size = 0  # 0 until the first frame measures its need
         self.growths = 0  # times it grew (a rebin and a new kind of frame each)
+        self.high = 0  # the size it last shrank from: where a growth after the shrink goes at once
+        self._clock = clock
         self._low_frames = 0
+        self._low_since = 0.0
         self._recent = 0
 
     def fits(self, count: int) -> bool:
         return count <= self.size
 
     def grown(self, count: int) -> int:
-        """The size `grow(count)` makes it."""
+        """The size `grow(count)` makes it (count did not fit)."""
         step = int(self.size * self.STEP) if self.size else 0
-        return max(int(count * self.HEADROOM), step, self.MINIMUM)
+        return max(int(count * self.HEADROOM), step, self.high, self.MINIMUM)
 
     def grow(self, count: int) -> None:
         """Make room for `count` and more (called when it did not fit)."""
@@ -54,9 +68,9 @@ class Capacity:
         self._low_frames = self._recent = 0
 
     def make_room(self, count: int) -> None:
-        """Before the first frame that counts into it: room for an expected `count` (a new capacity only), so that
-        frame need not bin again."""
-        if not self.size:
+        """Before the first frame that counts into it (its buffers are allocated anew): room for an expected
+        `count`, so that frame need not bin again."""
+        if not self.fits(count):
             self.size = self.grown(count)  # not a growth: nothing was binned into it yet
 
     def observe(self, count: int) -> None:
@@ -64,9 +78,13 @@ class Capacity:
         if count * self.SHRINK_BELOW >= self.size:
             self._low_frames = self._recent = 0
             return
+        now = self._clock()
+        if not self._low_frames:
+            self._low_since = now
         self._low_frames += 1
         self._recent = max(self._recent, count)
-        if self._low_frames >= self.SHRINK_AFTER:
+        if self._low_frames >= self.SHRINK_AFTER and now - self._low_since >= self.SHRINK_SECONDS:
+            self.high = max(self.high, self.size)
             self.size = max(int(self._recent * self.HEADROOM), self.MINIMUM)
             self._low_frames = self._recent = 0
 

@@ -304,7 +304,8 @@ class Renderer:
             else:
                 sizes = self.pair_capacity.size, self.macro_capacity.size
                 self.pair_capacity.observe(n_pairs)
-                self.macro_capacity.observe(n_macro_pairs)
+                if f.macro:  # frames binned per tile leave it idle: it keeps its size for the next macro-tile frames
+                    self.macro_capacity.observe(n_macro_pairs)
                 if (self.pair_capacity.size, self.macro_capacity.size) != sizes:
                     self._release_pairs()  # the next frame allocates them at the smaller size
         launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)

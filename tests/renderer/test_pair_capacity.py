@@ -78,6 +78,7 @@ def test_overflow_grows_and_bins_again(scene_path, device, form):
 def test_capacity_shrinks_after_a_run_of_small_frames(scene_path, device, monkeypatch):
     """A frame that needed many pairs, then frames that need few: the idle capacity is given back."""
     monkeypatch.setattr(launch.Capacity, "SHRINK_AFTER", 3)
+    monkeypatch.setattr(launch.Capacity, "SHRINK_SECONDS", 0.0)
     scene = load_scene(scene_path("playbot_crop.ply"))
     r = Renderer(scene, device=device, backend="torch")
     big = r.render(orbit_path(scene, 48, 32, 2, radius=40.0)[0]).stats.n_pairs  # the whole scene in view
@@ -134,13 +135,75 @@ def test_capacity_grows_ahead_of_need_in_geometric_steps():
     assert creeping.size <= launch.Capacity.STEP * launch.Capacity.HEADROOM * count
 
 
+class Clock:
+    """A monotonic clock the test moves by hand (seconds)."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
 def test_capacity_shrinks_to_headroom_over_the_recent_need():
-    c = launch.Capacity()
+    clock = Clock()
+    c = launch.Capacity(clock)
     c.grow(100_000)
     for k in range(launch.Capacity.SHRINK_AFTER):
         assert c.size == 120_000, k
         c.observe(5_000 + k)
+        clock.t += launch.Capacity.SHRINK_SECONDS / (launch.Capacity.SHRINK_AFTER - 1)
     assert c.size == max(int((5_000 + launch.Capacity.SHRINK_AFTER - 1) * launch.Capacity.HEADROOM), 1024)
+
+
+def test_capacity_shrinks_only_after_enough_frames_and_enough_time():
+    """A fast renderer passes SHRINK_AFTER frames in a blink: a view that is sparse for a moment (the start of a
+    fly-in) keeps the room; seconds of it give the room back; one dense frame starts the count again."""
+    clock = Clock()
+    c = launch.Capacity(clock)
+    c.grow(100_000)
+    for _ in range(10 * launch.Capacity.SHRINK_AFTER):  # 300 frames at 1 ms
+        c.observe(1_000)
+        clock.t += 1e-3
+    assert c.size == 120_000
+    clock.t += launch.Capacity.SHRINK_SECONDS
+    c.observe(90_000)  # dense again: the sparse run is over
+    c.observe(1_000)
+    assert c.size == 120_000
+    for _ in range(launch.Capacity.SHRINK_AFTER):
+        c.observe(1_000)
+    assert c.size == 120_000  # enough frames, but the run began this instant
+    clock.t += launch.Capacity.SHRINK_SECONDS
+    c.observe(1_000)
+    assert c.size == 1_200 and c.high == 120_000
+
+
+def test_a_growth_after_a_shrink_goes_back_to_the_size_it_shrank_from():
+    """Flying out and back in: the room the close view needed comes back in one growth, not in steps of 1.5x
+    (each a rebin and a new kind of frame)."""
+    clock = Clock()
+    c = launch.Capacity(clock)
+    c.grow(1_000_000)
+    clock.t = 0.0
+    for _ in range(launch.Capacity.SHRINK_AFTER + 1):
+        c.observe(50_000)
+        clock.t += launch.Capacity.SHRINK_SECONDS
+    assert c.size == 60_000 and c.high == 1_200_000
+    growths = c.growths
+    c.grow(70_000)
+    assert c.size == 1_200_000 and c.growths == growths + 1
+    c.grow(2_000_000)  # more than it ever held: headroom as usual
+    assert c.size == 2_400_000
+
+
+def test_make_room_sizes_a_capacity_too_small_for_the_expected_count_and_leaves_a_roomy_one():
+    c = launch.Capacity()
+    c.make_room(10_000)
+    assert c.size == 12_000 and c.growths == 0
+    c.make_room(5_000)
+    assert c.size == 12_000
+    c.make_room(20_000)  # a form switch back to macro-tiles after the capacity shrank: room again, not a rebin
+    assert c.size == 24_000 and c.growths == 0
 
 
 @pytest.mark.parametrize("form", ["tiles", "macro-tiles"], indirect=True)
@@ -251,3 +314,36 @@ def test_the_first_frame_binned_per_macro_tile_has_room(scene_path, device, monk
     for cam in cams:
         assert torch.equal(r.render(cam).image, roomy.render(cam).image)
     assert r.rebins == 1, "only the first frame, binned per tile into no room, was binned again"
+
+
+def test_a_kind_captured_before_is_captured_again_on_its_first_frame():
+    """renderer/graphs.py: a new kind runs eagerly until its CAPTURE_AFTER-th frame in a row; a kind whose graph
+    was captured before and retired (buffers moved) is captured at once when it comes back."""
+    from renderer.graphs import CAPTURE_AFTER, FrameGraphs
+
+    class FakeGraph:
+        def replay(self):
+            pass
+
+    class FakeFrame:
+        def __init__(self, kind):
+            self.kind, self.graph, self.eager = kind, None, 0
+
+        def run(self, timer):
+            self.eager += 1
+
+    graphs = FrameGraphs(torch.device("cpu"), enabled=True)
+    captures = []
+    graphs.capture = lambda f: captures.append(f.kind) or FakeGraph()
+    a = FakeFrame("A")
+    assert [graphs.run(a, None) for _ in range(CAPTURE_AFTER + 1)] == [False] * CAPTURE_AFTER + [True]
+    assert a.eager == CAPTURE_AFTER - 1 and captures == ["A"]
+    b = FakeFrame("B")  # a kind passed through: eager, never captured
+    graphs.run(b, None)
+    assert b.eager == 1 and captures == ["A"]
+    again = FakeFrame("A")  # A's frame objects were retired; the kind comes back
+    assert graphs.run(again, None) is False and again.eager == 0 and captures == ["A", "A"]
+    assert graphs.run(again, None) is True
+    new = FakeFrame("C")
+    graphs.run(new, None)
+    assert new.eager == 1 and captures == ["A", "A"]

@@ -120,6 +120,16 @@ class LaunchConfig:
     macro: bool = False  # bin per macro-tile (kernels/bin.py `bins_macro_tiles`), else per tile
 
     @staticmethod
+    def first(counted: bool) -> LaunchConfig:
+        """A renderer's first frame's configuration, before any count. On the capacity route it bins per macro-tile:
+        its capacities are sized by it, and a macro-tile frame holds fewer pair bytes than a per-tile one at any
+        footprint over about 1.5 tiles a Gaussian (the tiles' lists cost 4 bytes an entry there, against about 32
+        per tile pair); a 4K close-up's peak went from 707 to 396 MB (BENCHMARKS.md, section 26). The frame after it
+        takes its form from its footprint as if it had been binned per tile (`Renderer._fit_pairs`), so a path
+        settles where it did. Counted frames size their pairs exactly and keep the per-tile default."""
+        return LaunchConfig(macro=not counted)
+
+    @staticmethod
     def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
         """The configuration for a frame like this one. The list class, the bin steps' width and the binning form
         move with hysteresis (`list_class`, `bin_config`, `bins_macro_tiles`), so a frame near a threshold does not
@@ -132,8 +142,8 @@ class LaunchConfig:
     @staticmethod
     @functools.cache
     def reachable(n: int, n_tiles: int, tile: int, *, windows: bool = False) -> tuple[LaunchConfig, ...]:
-        """Every configuration frames of n Gaussians on n_tiles tiles may run with: the first frame's, and what
-        `after` chooses from there, its rule explored over grids of the counts (visible Gaussians 0..n, pairs per
+        """Every configuration frames of n Gaussians on n_tiles tiles may run with: the first frame's (either
+        route's), and what `after` chooses from there, its rule explored over grids of the counts (visible Gaussians 0..n, pairs per
         visible Gaussian 1..n_tiles; neighbouring pair counts at most 1.1x apart, finer than any of its classes)
         from each configuration found until no new one appears. The warm-up compiles every one
         (renderer/warmup.py), so a knob that `after` derives from these counts is warmed with no change here.
@@ -150,7 +160,7 @@ class LaunchConfig:
         # (visible, pairs): whole visible counts, pairs per visible Gaussian on a float grid (the list class turns
         # on fractions of a tile per Gaussian: kernels/rasterize.py `list_class`)
         counts = [(0, 0)] + [(int(v), int(int(v) * p)) for v in grid(n, 1.25) for p in grid(n_tiles, 1.1)]
-        found, frontier = {LaunchConfig()}, [LaunchConfig()]
+        found, frontier = {LaunchConfig.first(False), LaunchConfig()}, [LaunchConfig()]  # first(True) is the default
         while frontier:
             prev = frontier.pop()
             for v, p in counts:

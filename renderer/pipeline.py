@@ -44,7 +44,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -130,7 +130,8 @@ class Renderer:
         self._capacities = Capacities()  # per pair kind
         # this frame kind's room: list entries of the tiles' lists (tile pairs), and macro-tile pair slots
         self.pair_capacity, self.macro_capacity = self._capacities.of(RenderSettings())
-        self.launch = LaunchConfig()
+        self.launch = LaunchConfig.first(self.counted())
+        self._first_frame = True  # the next frame is the first: the one after it takes its form from the footprint
         self._pair_form = self.launch.macro  # the binning form whose pair buffers the workspace holds
         self.frames = FrameCache(self.ws)  # recent frames' stage objects, with their graphs
         self.rebins = 0  # frames binned again because their pairs did not fit the capacity
@@ -308,7 +309,10 @@ class Renderer:
                     self.macro_capacity.observe(n_macro_pairs)
                 if (self.pair_capacity.size, self.macro_capacity.size) != sizes:
                     self._release_pairs()  # the next frame allocates them at the smaller size
-        launch = LaunchConfig.after(self.launch, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
+        previous = self.launch
+        if self._first_frame:  # binned per macro-tile for its memory alone (`LaunchConfig.first`)
+            previous, self._first_frame = replace(previous, macro=False), False
+        launch = LaunchConfig.after(previous, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
         if launch.macro and not f.macro and not f.counted:
             # the first frame binned per macro-tile would otherwise find no room, bin again, and be one more kind
             # of frame before graphs replay (a close-up's first frames in flight took 2-3 ms: BENCHMARKS.md, 25)

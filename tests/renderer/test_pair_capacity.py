@@ -24,6 +24,7 @@ def form(request, monkeypatch):
     macro = request.param == "macro-tiles"
     monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: macro)
     monkeypatch.setattr(launch.LaunchConfig, "__init__", _first_frame_in(macro))
+    monkeypatch.setattr(launch.LaunchConfig, "first", staticmethod(lambda counted: launch.LaunchConfig(macro=macro)))
     return request.param
 
 
@@ -292,13 +293,14 @@ def test_a_frame_that_overflows_either_capacity_is_binned_again_once(scene_path,
 
 
 def test_the_first_frame_binned_per_macro_tile_has_room(scene_path, device, monkeypatch):
-    """A view's first frame bins per tile (the default configuration); when its footprint moves the next frame to
+    """A view whose frames bin per tile (here its first, forced so); when its footprint moves the next frame to
     macro-tiles, the renderer makes room for the macro-tile pairs that footprint makes (`expected_macro_pairs`)
     before that frame, so it does not bin again: one rebin on the path (the first frame's), where there were two,
     each a new kind of frame that delayed the graphs' replay. The images are exact either way."""
     from kernels import expected_macro_pairs
 
     monkeypatch.setattr(launch.LaunchConfig, "__init__", _first_frame_in(False))
+    monkeypatch.setattr(launch.LaunchConfig, "first", staticmethod(lambda counted: launch.LaunchConfig(macro=False)))
     monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: True)
     scene = load_scene(scene_path("playbot_crop.ply"))
     cams = orbit_path(scene, 48, 32, 3)
@@ -347,3 +349,27 @@ def test_a_kind_captured_before_is_captured_again_on_its_first_frame():
     new = FakeFrame("C")
     graphs.run(new, None)
     assert new.eager == 1 and captures == ["A", "A"]
+
+
+def test_the_first_frame_bins_per_macro_tile_and_the_next_takes_the_footprints_form(scene_path, device, monkeypatch):
+    """`LaunchConfig.first`: a renderer's first frame (capacity route) bins per macro-tile, which sizes its
+    capacities with fewer pair bytes; the next frame's form is the footprint's as if from a per-tile frame, so a view
+    inside the hysteresis band (here every footprint) goes per tile, where a per-tile start would have kept it. The
+    images equal a per-tile renderer's."""
+    from kernels import bin as kbin
+
+    monkeypatch.undo()  # this test runs the real rules, not the `form` fixture's
+    band = (kbin.MACRO_UNTIL + kbin.MACRO_FROM) / 2
+    monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: kbin.bins_macro_tiles(band, previous))
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    cams = orbit_path(scene, 48, 32, 3)
+    r = Renderer(scene, device=device, backend="torch")
+    assert r.launch == launch.LaunchConfig.first(False) and r.launch.macro
+    tiles = Renderer(scene, device=device, backend="torch")
+    tiles.launch = launch.LaunchConfig()
+    forms = []
+    for cam in cams:
+        forms.append(r.launch.macro)
+        assert torch.equal(r.render(cam).image, tiles.render(cam).image)
+    assert forms == [True, False, False], forms
+    assert tiles.launch.macro is False  # the per-tile start stays per tile in the band

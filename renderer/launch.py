@@ -120,14 +120,16 @@ class LaunchConfig:
     macro: bool = False  # bin per macro-tile (kernels/bin.py `bins_macro_tiles`), else per tile
 
     @staticmethod
-    def first(counted: bool) -> LaunchConfig:
-        """A renderer's first frame's configuration, before any count. On the capacity route it bins per macro-tile:
+    def first(counted: bool, cuda: bool) -> LaunchConfig:
+        """A renderer's first frame's configuration, before any count. On a GPU's capacity route it bins per macro-tile:
         its capacities are sized by it, and a macro-tile frame holds fewer pair bytes than a per-tile one at any
         footprint over about 1.5 tiles a Gaussian (the tiles' lists cost 4 bytes an entry there, against about 32
         per tile pair); a 4K close-up's peak went from 707 to 396 MB (BENCHMARKS.md, section 26). The frame after it
         takes its form from its footprint as if it had been binned per tile (`Renderer._fit_pairs`), so a path
-        settles where it did. Counted frames size their pairs exactly and keep the per-tile default."""
-        return LaunchConfig(macro=not counted)
+        settles where it did. Counted frames size their pairs exactly and keep the per-tile default, and so does the
+        CPU, whose torch reference bins macro-tiles through larger temporaries (a 131k-Gaussian file's render took
+        +186 MiB of host memory with its first frame so, against +94-117 per tile)."""
+        return LaunchConfig(macro=cuda and not counted)
 
     @staticmethod
     def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
@@ -160,7 +162,7 @@ class LaunchConfig:
         # (visible, pairs): whole visible counts, pairs per visible Gaussian on a float grid (the list class turns
         # on fractions of a tile per Gaussian: kernels/rasterize.py `list_class`)
         counts = [(0, 0)] + [(int(v), int(int(v) * p)) for v in grid(n, 1.25) for p in grid(n_tiles, 1.1)]
-        found, frontier = {LaunchConfig.first(False), LaunchConfig()}, [LaunchConfig()]  # first(True) is the default
+        found, frontier = {LaunchConfig.first(False, cuda=True), LaunchConfig()}, [LaunchConfig()]
         while frontier:
             prev = frontier.pop()
             for v, p in counts:

@@ -130,7 +130,7 @@ class Renderer:
         self._capacities = Capacities()  # per pair kind
         # this frame kind's room: list entries of the tiles' lists (tile pairs), and macro-tile pair slots
         self.pair_capacity, self.macro_capacity = self._capacities.of(RenderSettings())
-        self.launch = LaunchConfig.first(self.counted())
+        self.launch = LaunchConfig.first(self.counted(), cuda=self.device.type == "cuda")
         self._first_frame = True  # the next frame is the first: the one after it takes its form from the footprint
         self._pair_form = self.launch.macro  # the binning form whose pair buffers the workspace holds
         self.frames = FrameCache(self.ws)  # recent frames' stage objects, with their graphs

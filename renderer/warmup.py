@@ -140,7 +140,7 @@ def warm_up(
             for s in settings:
                 for config in configs:
                     report.frames += _frame(warmers[1], cams[1], s, config)
-                report.frames += _frame(warmers[0], cams[0], s, LaunchConfig.first(route == "counted"))
+                report.frames += _frame(warmers[0], cams[0], s, LaunchConfig.first(route == "counted", cuda=cuda))
                 done += 1
                 if progress is not None:
                     progress(done, total)

@@ -24,7 +24,7 @@ def form(request, monkeypatch):
     macro = request.param == "macro-tiles"
     monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: macro)
     monkeypatch.setattr(launch.LaunchConfig, "__init__", _first_frame_in(macro))
-    monkeypatch.setattr(launch.LaunchConfig, "first", staticmethod(lambda counted: launch.LaunchConfig(macro=macro)))
+    monkeypatch.setattr(launch.LaunchConfig, "first", staticmethod(lambda counted, cuda: launch.LaunchConfig(macro=macro)))
     return request.param
 
 
@@ -300,7 +300,7 @@ def test_the_first_frame_binned_per_macro_tile_has_room(scene_path, device, monk
     from kernels import expected_macro_pairs
 
     monkeypatch.setattr(launch.LaunchConfig, "__init__", _first_frame_in(False))
-    monkeypatch.setattr(launch.LaunchConfig, "first", staticmethod(lambda counted: launch.LaunchConfig(macro=False)))
+    monkeypatch.setattr(launch.LaunchConfig, "first", staticmethod(lambda counted, cuda: launch.LaunchConfig(macro=False)))
     monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: True)
     scene = load_scene(scene_path("playbot_crop.ply"))
     cams = orbit_path(scene, 48, 32, 3)
@@ -363,8 +363,11 @@ def test_the_first_frame_bins_per_macro_tile_and_the_next_takes_the_footprints_f
     monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: kbin.bins_macro_tiles(band, previous))
     scene = load_scene(scene_path("playbot_crop.ply"))
     cams = orbit_path(scene, 48, 32, 3)
+    assert launch.LaunchConfig.first(False, cuda=True).macro  # a GPU's capacity route
+    assert not launch.LaunchConfig.first(True, cuda=True).macro and not launch.LaunchConfig.first(False, cuda=False).macro
     r = Renderer(scene, device=device, backend="torch")
-    assert r.launch == launch.LaunchConfig.first(False) and r.launch.macro
+    assert r.launch == launch.LaunchConfig.first(False, cuda=r.device.type == "cuda")
+    r.launch = launch.LaunchConfig.first(False, cuda=True)  # as on a GPU, whatever runs the test
     tiles = Renderer(scene, device=device, backend="torch")
     tiles.launch = launch.LaunchConfig()
     forms = []

@@ -24,7 +24,7 @@ def test_reachable_holds_every_configuration_a_sequence_of_frames_reaches(n, til
     configuration chosen from the last as the renderer does: every one of them is in the reachable set."""
     reachable = set(LaunchConfig.reachable(n, tiles, tile))
     rng = random.Random(n)
-    seen = {LaunchConfig(), LaunchConfig.first(False)}
+    seen = {LaunchConfig(), LaunchConfig.first(False, cuda=True)}
     for _ in range(200):
         config = LaunchConfig()  # the second frame's is chosen as from this one (Renderer._fit_pairs)
         for _ in range(30):
@@ -41,7 +41,7 @@ def test_reachable_crosses_every_class_a_large_scene_can_take():
     assert {c.lists for c in configs} == {0, 1, 2}
     # kernels/bin.py `bin_config`: few huge Gaussians, many wide ones, narrow ones under 1M visible and above
     assert {(c.bin_block, c.bin_cols) for c in configs} == {(4, 32), (32, 16), (32, 4), (128, 4)}
-    assert LaunchConfig() in configs and LaunchConfig.first(False) in configs
+    assert LaunchConfig() in configs and LaunchConfig.first(False, cuda=True) in configs
     windowed = LaunchConfig.reachable(6_000_000, 32_400, 8, windows=True)
     assert {c.project_block for c in windowed} == {32, 128} > {c.project_block for c in configs}
 
@@ -82,7 +82,7 @@ def test_warm_up_renders_every_setting_under_every_configuration(monkeypatch):
     settings = [RenderSettings(), RenderSettings(tile_size=16, adagscale=True, depth=True)]
     report = warmup.warm_up(real, [(40, 24)], settings, force=True)
     assert not built or all(r is not real for r, *_ in built)
-    assert real.ws.nbytes() == 0 and real.launch == LaunchConfig.first(real.counted())
+    assert real.ws.nbytes() == 0 and real.launch == LaunchConfig.first(real.counted(), cuda=False)
     assert real.pair_capacity.size == real.macro_capacity.size == 0
     # a frame's configuration comes from the frame before, whatever its tile size: each settings' frames run under
     # the configurations of both

@@ -145,9 +145,9 @@ class LaunchConfig:
     @functools.cache
     def reachable(n: int, n_tiles: int, tile: int, *, windows: bool = False) -> tuple[LaunchConfig, ...]:
         """Every configuration frames of n Gaussians on n_tiles tiles may run with: the first frame's (either
-        route's), and what `after` chooses from there, its rule explored over grids of the counts (visible Gaussians 0..n, pairs per
-        visible Gaussian 1..n_tiles; neighbouring pair counts at most 1.1x apart, finer than any of its classes)
-        from each configuration found until no new one appears. The warm-up compiles every one
+        route's), and what `after` chooses from there, its rule explored over grids of the counts (visible
+        Gaussians 0..n, pairs per visible Gaussian 1..n_tiles; neighbouring pair counts at most 1.1x apart, finer
+        than any of its classes) from each configuration found until no new one appears. The warm-up compiles every one
         (renderer/warmup.py), so a knob that `after` derives from these counts is warmed with no change here.
         `windows`: frames may project fewer than n Gaussians (a temporal window's set), which moves project_block
         alone: each configuration is also taken with every block that fewer Gaussians choose."""

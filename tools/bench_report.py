@@ -285,8 +285,8 @@ def print_temporal(results, main_size) -> None:
         return
     print("\ntemporal reuse (second pass): the window's measured choice (renderer/window_choice.py) and the costs "
           "behind it (ms a frame, window against plain), frames that asked for a window and ran plain, window hit "
-          "rate, builds, the choice's decisions since the renderer was made (its trial, in the warm-up, and re-checks); "
-          "Gaussians projected per frame (median)")  # fmt: skip
+          "rate, builds, the choice's decisions since the renderer was made (its trial, in the warm-up, and "
+          "re-checks); Gaussians projected per frame (median)")  # fmt: skip
     for r in temporal:
         t = r.temporal
         choice = t.get("window_choice") or "-"

@@ -24,7 +24,8 @@ def form(request, monkeypatch):
     macro = request.param == "macro-tiles"
     monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: macro)
     monkeypatch.setattr(launch.LaunchConfig, "__init__", _first_frame_in(macro))
-    monkeypatch.setattr(launch.LaunchConfig, "first", staticmethod(lambda counted, cuda: launch.LaunchConfig(macro=macro)))
+    first = staticmethod(lambda counted, cuda: launch.LaunchConfig(macro=macro))
+    monkeypatch.setattr(launch.LaunchConfig, "first", first)
     return request.param
 
 
@@ -300,7 +301,7 @@ def test_the_first_frame_binned_per_macro_tile_has_room(scene_path, device, monk
     from kernels import expected_macro_pairs
 
     monkeypatch.setattr(launch.LaunchConfig, "__init__", _first_frame_in(False))
-    monkeypatch.setattr(launch.LaunchConfig, "first", staticmethod(lambda counted, cuda: launch.LaunchConfig(macro=False)))
+    monkeypatch.setattr(launch.LaunchConfig, "first", staticmethod(lambda counted, cuda: launch.LaunchConfig()))
     monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: True)
     scene = load_scene(scene_path("playbot_crop.ply"))
     cams = orbit_path(scene, 48, 32, 3)
@@ -360,11 +361,13 @@ def test_the_first_frame_bins_per_macro_tile_and_the_next_takes_the_footprints_f
 
     monkeypatch.undo()  # this test runs the real rules, not the `form` fixture's
     band = (kbin.MACRO_UNTIL + kbin.MACRO_FROM) / 2
-    monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: kbin.bins_macro_tiles(band, previous))
+    in_band = lambda footprint, previous=False: kbin.bins_macro_tiles(band, previous)  # noqa: E731
+    monkeypatch.setattr(launch, "bins_macro_tiles", in_band)
     scene = load_scene(scene_path("playbot_crop.ply"))
     cams = orbit_path(scene, 48, 32, 3)
     assert launch.LaunchConfig.first(False, cuda=True).macro  # a GPU's capacity route
-    assert not launch.LaunchConfig.first(True, cuda=True).macro and not launch.LaunchConfig.first(False, cuda=False).macro
+    assert not launch.LaunchConfig.first(True, cuda=True).macro  # counted frames
+    assert not launch.LaunchConfig.first(False, cuda=False).macro  # the CPU
     r = Renderer(scene, device=device, backend="torch")
     assert r.launch == launch.LaunchConfig.first(False, cuda=r.device.type == "cuda")
     r.launch = launch.LaunchConfig.first(False, cuda=True)  # as on a GPU, whatever runs the test

@@ -9,7 +9,13 @@ import pytest
 
 from renderer import look_at_pose
 from renderer.window_choice import (
-    MARGIN, PLAIN_SAMPLES, RECHECK_FRAMES, RECHECK_MAX, SPEED_FRAMES, TRIAL_HITS, WindowChoice,
+    MARGIN,
+    PLAIN_SAMPLES,
+    RECHECK_FRAMES,
+    RECHECK_MAX,
+    SPEED_FRAMES,
+    TRIAL_HITS,
+    WindowChoice,
 )
 
 K = 8

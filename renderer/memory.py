@@ -80,6 +80,10 @@ REFERENCE_PER_GAUSSIAN = 250  # the torch reference pipeline's temporaries on th
 REFERENCE_SORT_PER_SLOT = 56
 # Tile ranges are int32 offsets into a frame's tile lists (kernels/tile_lists.py): no frame may have more.
 MAX_PAIRS = 2**31 - 1
+# The pair buffers of the binning form a path leaves are kept up to this size (renderer/pipeline.py `_frame_for`):
+# 1% of a 24 GB card: a 1080p close-up's per-tile buffers are 122 MB (6.1M slots of 20 bytes), its per-macro-tile
+# ones 34 MB; a scene of millions seen whole per tile (20M slots and more) is let go
+KEPT_FORM_BYTES = 256 << 20
 # A counted frame checks its pairs every frame. Asking CUDA what is free (`mem_get_info`) and torch's allocator what
 # it holds unused (`memory_reserved`, which builds every one of the allocator's statistics) took 0.1-1 ms of the
 # host's time a frame on the H200, while the GPU waited for the frame's next stage (BENCHMARKS.md, section 25). So
@@ -171,7 +175,8 @@ def workspace_bytes(
     hold when the largest frame had these sizes (the capacity route's tile lists at `capacity` entries and pair
     buffers at `pair_capacity` slots, by default `macro_pairs(capacity)`); `split`: with the buffer of the longest
     lists' parts (the scalar loop's, kernels/rasterize.py `split_scratch_shape`); `macro`: the frames bin per
-    macro-tile (True) or per tile (False), or either (None: the larger)."""
+    macro-tile (True) or per tile (False), or a path of both forms (None: the larger, and the smaller beside it
+    where a path that leaves it keeps it)."""
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
     per_slot = 44 * n + 20 * x + 4 * t  # records 32, tiles_touched 4, macros_touched 4, bin_t 4 a Gaussian
@@ -182,10 +187,13 @@ def workspace_bytes(
     if not counted:
         per_slot += 16 * n + 24  # order 8, offsets 8 a Gaussian; totals: 3 int64
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
-        # a frame binned per macro-tile, or per tile (kernels/bin.py): one form's buffers at a time
+        # a frame binned per macro-tile, or per tile (kernels/bin.py); a path that changes form keeps the form it
+        # left while that one's buffers are at most KEPT_FORM_BYTES
         forms = {True: pair_buffer_bytes(d, t) + LIST_ENTRY_BYTES * capacity,
                  False: tile_pair_buffer_bytes(capacity, t)}  # fmt: skip
-        shared += 8 * n + (max(forms.values()) if macro is None else forms[macro])
+        small, large = sorted(forms.values())
+        both = large + (small if small <= KEPT_FORM_BYTES else 0)
+        shared += 8 * n + (both if macro is None else forms[macro])
     return slots * per_slot + shared
 
 

@@ -53,12 +53,19 @@ from scenes import GaussianScene
 
 from .camera import Camera
 from .device import choose_device, frames_in_flight, kernel_module, resolve_backend
-from .frame import PAIR_BUFFERS, CapacityFrame, CountedFrame, Frame
+from .frame import (
+    MACRO_PAIR_BUFFERS,
+    PAIR_BUFFERS,
+    TILE_PAIR_BUFFERS,
+    CapacityFrame,
+    CountedFrame,
+    Frame,
+)
 from .frame_cache import FrameCache
 from .frame_kind import FrameKind, baked_settings
 from .graphs import FrameGraphs
 from .launch import Capacities, LaunchConfig
-from .memory import MemoryEstimate, check_fits, check_frame_pairs
+from .memory import KEPT_FORM_BYTES, MemoryEstimate, check_fits, check_frame_pairs
 from .output import RenderOutput, RenderStats, check_image_size, fill_stats
 from .params import FrameParams
 from .prepare import prepare_scene
@@ -421,9 +428,14 @@ class Renderer:
                          (self.pair_capacity.size, self.macro_capacity.size), self.launch)  # fmt: skip
         route = CountedFrame if counted else CapacityFrame
         if not counted and self.launch.macro != self._pair_form:
-            # the two binning forms keep their pairs in buffers of their own (renderer/frame.py): a path that changes
-            # form lets the other's go rather than hold both
-            self._release_pairs()
+            # the two binning forms keep their pairs in buffers of their own (renderer/frame.py). The form left keeps
+            # its buffers while they are small, so that a path going back to it finds its frames and their graphs
+            # still valid (each change of form in the viewer's fly-through cost a capture, about 3.5 ms, and a
+            # close-up's first frame per macro-tile another: BENCHMARKS.md, section 27); larger ones (4K per tile)
+            # are let go rather than held beside the other form's
+            left = TILE_PAIR_BUFFERS if self.launch.macro else MACRO_PAIR_BUFFERS
+            if self.ws.nbytes(*left) > KEPT_FORM_BYTES:
+                self._release_pairs()
             self._pair_form = self.launch.macro
         return self.frames.frame(slot, kind, src, settings, lambda: route(self, src, camera, settings, slot))
 

@@ -17,14 +17,15 @@ class Workspace:
     def __init__(self, device: torch.device | str):
         self.device = torch.device(device)
         self._buffers: dict[str, torch.Tensor] = {}
-        self.generation = 0  # counts (re)allocations: work captured earlier holds stale addresses
+        self.generation = 0  # counts buffers moved or let go: work captured earlier holds stale addresses
 
     def buffer(self, name: str, n: int, dtype: torch.dtype, *, headroom: float = 1.0) -> torch.Tensor:
         """A 1-D view of n elements of buffer `name` (contents unspecified)."""
         buf = self._buffers.get(name)
         if buf is None or buf.numel() < n or buf.dtype != dtype:
+            if buf is not None:  # a buffer moved; a new one moves nothing that work captured before points at
+                self.generation += 1
             buf = self._buffers[name] = torch.empty(max(int(n * headroom), 1), dtype=dtype, device=self.device)
-            self.generation += 1
         return buf[:n]
 
     def rows(self, name: str, n: int, width: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -38,5 +39,7 @@ class Workspace:
             if self._buffers.pop(name, None) is not None:
                 self.generation += 1
 
-    def nbytes(self) -> int:
-        return sum(b.numel() * b.element_size() for b in self._buffers.values())
+    def nbytes(self, *names: str) -> int:
+        """Bytes held by the buffers `names` (all of them when none are named)."""
+        held = (self._buffers[k] for k in names if k in self._buffers) if names else self._buffers.values()
+        return sum(b.numel() * b.element_size() for b in held)

@@ -34,7 +34,10 @@ def test_estimate_terms():
     tile_pairs = (2 + 4 + 2 + 8 + 4) * capacity  # binned per tile: keys, ids, sorted keys, permutation, sorted ids
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
     per_slot = 60 * n + 20 * w * h + 4 * tiles + 24
-    forms = max(pair_buffers + 4 * capacity, tile_pairs)  # either form, the larger
+    # a path of both forms: the larger (the macro-tile form's, 486 MB), and the per-tile form's (389 MB) only were
+    # it at most KEPT_FORM_BYTES (the form a path leaves is kept while that small)
+    assert pair_buffers + 4 * capacity > tile_pairs > memory.KEPT_FORM_BYTES
+    forms = pair_buffers + 4 * capacity
     # where CUDA runs the rasterizer's compiled loop, the longest lists' parts: 16 MB at 8 px (the tests run on the
     # GPU machine too)
     split = 16 << 20 if torch.cuda.is_available() else 0
@@ -87,9 +90,11 @@ def test_workspace_term_is_what_the_renderer_allocates(scene_path, route, monkey
         lists, pairs = r.pair_capacity.size, r.macro_capacity.size
         assert counted or (0 < pairs < lists if macro else lists > 0 == pairs), (lists, pairs)
         return memory.workspace_bytes(len(scene), lists, 40, 24, 8, slots=slots, counted=counted,
-                                      pair_capacity=pairs, macro=macro)  # fmt: skip
+                                      pair_capacity=pairs, macro=None if macro else False)  # fmt: skip
 
-    if macro:  # the first frame bins per tile (the first configuration's form); the second sizes the pairs
+    # per macro-tile, the first frame bins per tile (the first configuration's form on a CPU), whose small buffers
+    # the renderer keeps (KEPT_FORM_BYTES): the workspace holds both forms' (`macro` None); the second sizes the pairs
+    if macro:
         r.render(cams[0])
     assert r.ws.nbytes() == expected(1) > 0
     for _ in r.render_stream(cams):  # on a CPU one by one, in one slot (renderer/device.py `frames_in_flight`)

@@ -321,23 +321,30 @@ def test_the_first_frame_binned_per_macro_tile_has_room(scene_path, device, monk
 
 def test_a_kind_captured_before_is_captured_again_on_its_first_frame():
     """renderer/graphs.py: a new kind runs eagerly until its CAPTURE_AFTER-th frame in a row; a kind whose graph
-    was captured before and retired (buffers moved) is captured at once when it comes back."""
+    was captured before and retired (buffers moved), or captured at other capacities, is captured at once when it
+    comes back."""
+    from typing import NamedTuple
+
     from renderer.graphs import CAPTURE_AFTER, FrameGraphs
+
+    class Kind(NamedTuple):  # FrameKind's part that matters here
+        name: str
+        pair_capacity: tuple[int, int] = (10, 5)
 
     class FakeGraph:
         def replay(self):
             pass
 
     class FakeFrame:
-        def __init__(self, kind):
-            self.kind, self.graph, self.eager = kind, None, 0
+        def __init__(self, name, capacities=(10, 5)):
+            self.kind, self.graph, self.eager = Kind(name, capacities), None, 0
 
         def run(self, timer):
             self.eager += 1
 
     graphs = FrameGraphs(torch.device("cpu"), enabled=True)
     captures = []
-    graphs.capture = lambda f: captures.append(f.kind) or FakeGraph()
+    graphs.capture = lambda f: captures.append(f.kind.name) or FakeGraph()
     a = FakeFrame("A")
     assert [graphs.run(a, None) for _ in range(CAPTURE_AFTER + 1)] == [False] * CAPTURE_AFTER + [True]
     assert a.eager == CAPTURE_AFTER - 1 and captures == ["A"]
@@ -350,6 +357,8 @@ def test_a_kind_captured_before_is_captured_again_on_its_first_frame():
     new = FakeFrame("C")
     graphs.run(new, None)
     assert new.eager == 1 and captures == ["A", "A"]
+    grown = FakeFrame("A", (20, 8))  # A again after the capacities grew: its buffers are new, the view is not
+    assert graphs.run(grown, None) is False and grown.eager == 0 and captures == ["A", "A", "A"]
 
 
 def test_the_first_frame_bins_per_macro_tile_and_the_next_takes_the_footprints_form(scene_path, device, monkeypatch):
@@ -379,3 +388,38 @@ def test_the_first_frame_bins_per_macro_tile_and_the_next_takes_the_footprints_f
         assert torch.equal(r.render(cam).image, tiles.render(cam).image)
     assert forms == [True, False, False], forms
     assert tiles.launch.macro is False  # the per-tile start stays per tile in the band
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["small form kept", "large form let go"])
+def test_a_path_back_in_a_form_it_left_finds_its_frames_where_that_form_was_small(scene_path, device, monkeypatch,
+                                                                                  kept):  # fmt: skip
+    """A path that changes binning form keeps the form it left while that form's buffers are at most
+    KEPT_FORM_BYTES: back in it, no buffer moved and its earlier frame (with its graph, on a GPU) is found again,
+    where letting the buffers go retired every frame at each change (the viewer's fly-through paid a capture, ~3.5
+    ms, at each). Past the budget (here 0 bytes) the form left is let go, as before. Images exact either way."""
+    import renderer.pipeline
+
+    if not kept:
+        monkeypatch.setattr(renderer.pipeline, "KEPT_FORM_BYTES", 0)
+    form = {"macro": True}
+    monkeypatch.setattr(launch, "bins_macro_tiles", lambda footprint, previous=False: form["macro"])
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    cam = orbit_path(scene, 48, 32, 3)[1]
+    r = Renderer(scene, device=device, backend="torch")
+    want = Renderer(scene, device=device, backend="torch").render(cam).image
+    for macro in (True, False) * 2:  # each form's capacities sized by frames of it (the first change makes room)
+        form["macro"] = macro
+        for _ in range(3):
+            assert torch.equal(r.render(cam).image, want)
+    frames, generation = dict(r.frames.frames), r.ws.generation
+    assert {f.macro for f in frames.values()} == ({True, False} if kept else {False})
+    for macro in (True, False, True):  # back and forth: the next frame takes the form
+        form["macro"] = macro
+        r.render(cam)
+        assert torch.equal(r.render(cam).image, want)
+        assert r.launch.macro == macro
+    if kept:
+        assert r.ws.generation == generation, "no buffer moved"
+        assert all(r.frames.frames.get(key) is f for key, f in frames.items()), "the earlier frames were found"
+    else:
+        assert r.ws.generation > generation and {f.macro for f in r.frames.frames.values()} == {True}

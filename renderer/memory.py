@@ -243,17 +243,21 @@ def estimate_bytes(
     *,
     counted: bool = False,
     tile_size: int = 8,
+    in_flight: bool | None = None,
 ) -> MemoryEstimate:
     """The memory a Renderer needs on `device` for N Gaussians with K SH coefficients per channel, rendering
     W x H frames (NOMINAL_FRAME when not given); `counted`: its frames run counted (pipeline.py
-    `runs_counted`). See the module docstring for each term."""
+    `runs_counted`); `in_flight`: with a second frame in flight where the device keeps one (None: the capacity
+    route's frames, which always stream there; counted frames stream only where that estimate fits,
+    `Renderer.streams`). See the module docstring for each term."""
     n, k = int(n_gaussians), int(sh_coeffs)
     w, h = (width, height) if width and height else NOMINAL_FRAME
     cuda = torch.device(device).type == "cuda"
     tiles = n_tiles(w, h, tile_size)
     pairs = estimated_pairs(n, tiles)
     capacity = 0 if counted else int(pairs * CAPACITY_STEP)
-    slots = 2 if frames_in_flight(torch.device(device)) and not counted else 1  # the second: a frame in flight
+    streams = (not counted) if in_flight is None else in_flight
+    slots = 2 if frames_in_flight(torch.device(device)) and streams else 1  # the second: a frame in flight
     transient = transient_bytes(n, pairs, capacity, tiles, counted=counted, reference=not cuda)
     return MemoryEstimate(
         scene=12 * n if cuda else 0,
@@ -328,10 +332,11 @@ def check_fits(
     device: torch.device | str = "cpu",
     *,
     counted: bool = False,
+    in_flight: bool | None = None,
 ) -> MemoryEstimate:
     """Raise OutOfDeviceMemoryError, before any allocation, if a Renderer of this scene would not fit on
     `device`; return the estimate otherwise (and where the free memory is unknown)."""
-    est = estimate_bytes(n_gaussians, sh_coeffs, width, height, device, counted=counted)
+    est = estimate_bytes(n_gaussians, sh_coeffs, width, height, device, counted=counted, in_flight=in_flight)
     free, is_free = free_memory(device)
     if free is not None and est.total > free:
         w, h = (width, height) if width and height else NOMINAL_FRAME

@@ -65,7 +65,7 @@ from .frame_cache import FrameCache
 from .frame_kind import FrameKind, baked_settings
 from .graphs import FrameGraphs
 from .launch import Capacities, LaunchConfig
-from .memory import KEPT_FORM_BYTES, MemoryEstimate, check_fits, check_frame_pairs
+from .memory import KEPT_FORM_BYTES, MemoryEstimate, OutOfDeviceMemoryError, check_fits, check_frame_pairs
 from .output import RenderOutput, RenderStats, check_image_size, fill_stats
 from .params import FrameParams
 from .prepare import prepare_scene
@@ -84,6 +84,17 @@ def check_scene_fits(scene: GaussianScene, device: torch.device | str | None = N
     device = choose_device(device)
     w, h = frame_size or (None, None)
     return check_fits(len(scene), scene.sh.shape[1], w, h, device, counted=runs_counted(len(scene), "auto"))
+
+
+def _fits(scene: GaussianScene, device: torch.device, frame_size: tuple[int, int] | None, *, counted: bool,
+          in_flight: bool | None = None) -> bool:  # fmt: skip
+    """Whether `check_scene_fits`'s estimate for the route (`counted` or not, `in_flight` or not) fits the device."""
+    w, h = frame_size or (None, None)
+    try:
+        check_fits(len(scene), scene.sh.shape[1], w, h, device, counted=counted, in_flight=in_flight)
+    except OutOfDeviceMemoryError:
+        return False
+    return True
 
 
 # Workspace slots: `render` uses slot 0; `render_stream` alternates 0 and 1, so that the frame in flight and the
@@ -114,6 +125,7 @@ class Renderer:
         scene = scene.validate().drop_invalid(name="scene")  # readers already did; scenes built in memory did not
         self.device = choose_device(device)
         check_scene_fits(scene, self.device, frame_size)  # one-line MemoryError before any work
+        self._frame_size = frame_size
         self.backend = resolve_backend(backend, self.device)
         self.k = kernel_module(self.backend)
         self.scene = scene
@@ -343,12 +355,25 @@ class Renderer:
 
     def streams(self, settings: RenderSettings) -> bool:
         """Whether `render_stream` keeps frames of these settings in flight: on a GPU (`in_flight`, from
-        renderer/device.py `frames_in_flight`), plain frames on capacities (scenes under COUNTED_FROM, replayed as
-        CUDA graphs). Counted frames sync inside the frame anyway, and depth output and unchanged-frame reuse
-        depend on the frame before: those go one by one. With a temporal window asked for, its plain frames
-        stream and the frames a window serves go one by one."""
+        renderer/device.py `frames_in_flight`), plain frames. Depth output and unchanged-frame reuse depend on the
+        frame before: those go one by one. With a temporal window asked for, the capacity route's plain frames
+        stream and the frames a window serves go one by one.
+
+        Counted frames stream too, without a temporal window, where a second slot fits the device
+        (`counted_frames_fit_in_flight`): each waits for its own counts mid-frame, but the GPU then still has the
+        frame before's stages queued, so the host's launches of one frame overlap the GPU's work on the other
+        instead of leaving it idle (one by one the 6M fly-over took 1.7-2.0 ms for 0.97 ms of kernels:
+        BENCHMARKS.md, section 27)."""
         s = settings
-        return self.in_flight and not self.counted() and not s.depth and not s.reuse_unchanged_frame
+        if not self.in_flight or s.depth or s.reuse_unchanged_frame:
+            return False
+        return not self.counted() or (s.temporal_window <= 1 and self.counted_frames_fit_in_flight)
+
+    @functools.cached_property
+    def counted_frames_fit_in_flight(self) -> bool:
+        """Whether the counted route's estimate with a second frame in flight (a second slot's per-Gaussian and
+        per-pixel buffers) fits the device: the route itself needs only one (`check_scene_fits`)."""
+        return _fits(self.scene, self.device, self._frame_size, counted=True, in_flight=True)
 
     @torch.inference_mode()
     def render_stream(
@@ -396,7 +421,8 @@ class Renderer:
         check_image_size(camera.width, camera.height)
         self.temporal.stats.frames += 1
         f, src, timer = self._start(camera, settings, future, slot, use_window=False)
-        self._host_totals[slot].copy_(f.ordered.totals, non_blocking=True)
+        if not f.counted:  # a counted frame has read its counts already
+            self._host_totals[slot].copy_(f.ordered.totals, non_blocking=True)
         timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
         return _Launched(f, src, camera, settings, timer, slot)
 
@@ -405,8 +431,11 @@ class Renderer:
         A frame binned again is timed to the end of that work, in its own timer, as `render` times it: its end
         then comes after the next frame's launch (whose work the GPU ran first), which `handover_ms` accounts."""
         p.timer.wait()
-        n_visible, n_pairs, n_macro_pairs = p.frame.counts_of(self._host_totals[p.slot].tolist())
-        rebin = n_pairs > p.frame.capacity or n_macro_pairs > p.frame.pair_slots
+        if p.frame.counted:  # sized by its counts: nothing to bin again
+            (n_visible, n_pairs, n_macro_pairs), rebin = p.frame.totals(), False
+        else:
+            n_visible, n_pairs, n_macro_pairs = p.frame.counts_of(self._host_totals[p.slot].tolist())
+            rebin = n_pairs > p.frame.capacity or n_macro_pairs > p.frame.pair_slots
         if rebin and self.device.type == "cuda":
             # the frame after it is in flight, on buffers and a graph that growing the capacity retires
             torch.cuda.synchronize(self.device)

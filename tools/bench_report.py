@@ -215,8 +215,9 @@ def print_anchors(results, anchors, main_size, higs) -> None:
         dbw = cell(min(h.psnr_vs_default) if h and h.psnr_vs_default else None, 6, digits=1)
         print(f"{label(r, main_size)} | {cells[0]} | {cells[1]} | {tile} {dbg} {dbw}")
     print(
-        "* the default timed one by one: its frames cannot be kept in flight (counted frames sync inside the "
-        "frame). HiGS dB: its worst sampled frame against gsplat 1.5.3 and against warpsplat's default."
+        "* the default timed one by one: its frames cannot be kept in flight (depth output, unchanged-frame "
+        "reuse, a counted scene with a temporal window, or a second slot that does not fit the device: "
+        "Renderer.streams). HiGS dB: its worst sampled frame against gsplat 1.5.3 and against warpsplat's default."
     )
     print("ranges, anchor / warpsplat:")
     for name in ANCHORS:

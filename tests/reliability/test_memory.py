@@ -48,6 +48,9 @@ def test_estimate_terms():
     assert cpu.transient == max(20 * n, 56 * capacity)  # the torch reference's pair sort: 56 bytes a slot
     assert cpu.reference == 250 * n and cuda.reference == 0
     counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
+    streamed = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True, in_flight=True)
+    per_frame = 44 * 24_000_000 + 20 * w * h + 4 * tiles  # a slot: records, tile counts, bin_t; the outputs
+    assert streamed.workspace == counted.workspace + per_frame, "counted frames in flight: a second slot"
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each
     m = int(0.75 * p)  # macro-tile pairs: binned and sorted (keys 2, entries 8 each) and the sort's scratch 18
     at_sort, at_lists = 2 * 10 * m + 18 * m, 10 * m + 4 * p + 4 * 32 * -(-m // 64)
@@ -100,10 +103,11 @@ def test_workspace_term_is_what_the_renderer_allocates(scene_path, route, monkey
     for _ in r.render_stream(cams):  # on a CPU one by one, in one slot (renderer/device.py `frames_in_flight`)
         pass
     assert r.ws.nbytes() == expected(1)
-    r.in_flight = True  # as on a GPU: a frame in flight, in a second slot on the capacity route
+    r.in_flight = True  # as on a GPU: a frame in flight, in a second slot (counted frames too, where it fits)
+    assert r.counted_frames_fit_in_flight  # a CPU's free memory is not known: the estimate is not refused
     for _ in r.render_stream(cams):
         pass
-    assert r.ws.nbytes() == expected(1 if counted else 2)
+    assert r.ws.nbytes() == expected(2)
 
 
 def test_the_split_lists_parts_are_counted_where_the_scalar_loop_runs(monkeypatch):
@@ -182,10 +186,10 @@ def test_renderer_refuses_before_work(monkeypatch):
     )
     with pytest.raises(OutOfDeviceMemoryError, match="32 Gaussians"):
         Renderer(small_scene(), device="cpu", backend="torch")
-    assert calls == [((32, 4, None, None, torch.device("cpu")), {"counted": False})]
+    assert calls == [((32, 4, None, None, torch.device("cpu")), {"counted": False, "in_flight": None})]
     with pytest.raises(OutOfDeviceMemoryError, match="32 Gaussians .* at 640x480"):
         Renderer(small_scene(), device="cpu", backend="torch", frame_size=(640, 480))
-    assert calls[-1] == ((32, 4, 640, 480, torch.device("cpu")), {"counted": False})
+    assert calls[-1] == ((32, 4, 640, 480, torch.device("cpu")), {"counted": False, "in_flight": None})
 
 
 def test_cli_maps_the_error_to_one_line_exit_2(monkeypatch, tmp_path, capsys, scene_path):

@@ -52,30 +52,45 @@ def scene(scene_path):
     return load_scene(scene_path("playbot_crop.ply"))
 
 
-def one_by_one(scene, cams, device, settings=None):
+def one_by_one(scene, cams, device, settings=None, mode="auto"):
     r = Renderer(scene, device=device)
+    r.frame_mode = mode
     return [r.render(cam, settings).image.clone() for cam in cams]
 
 
-def test_stream_matches_one_by_one(scene, device):
-    """Every streamed frame equals `render`'s for its camera, and is yielded in camera order."""
+ROUTES = ["auto", "counted"]  # this scene's capacity route, and counted frames (each waits for its own counts)
+
+
+@pytest.mark.parametrize("mode", ROUTES)
+def test_stream_matches_one_by_one(scene, device, mode):
+    """Every streamed frame equals `render`'s for its camera, and is yielded in camera order, each launched
+    before the one before it was handed over, on either route."""
     cams = orbit_path(scene, *SIZE, 8)
-    want = one_by_one(scene, cams, device)
+    want = one_by_one(scene, cams, device, mode=mode)
     r = Renderer(scene, device=device)
+    r.frame_mode = mode
     assert r.streams(RenderSettings())
-    got = [out.image.clone() for out in r.render_stream(cams)]
+    launched = []
+    launch = r._launch
+    r._launch = lambda *a, **k: launched.append(1) or launch(*a, **k)
+    got = []
+    for out in r.render_stream(cams):
+        got.append(out.image.clone())
+        assert len(launched) == min(len(got) + 1, len(cams)), "the next frame was launched first"
     assert len(got) == len(cams)
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         assert psnr(g, w) >= 100.0, (k, psnr(g, w))
     assert not torch.equal(got[0], got[4]), "the orbit's frames differ: the comparison can fail"
 
 
-def test_output_is_intact_while_the_next_frame_runs(scene, device):
+@pytest.mark.parametrize("mode", ROUTES)
+def test_output_is_intact_while_the_next_frame_runs(scene, device, mode):
     """Consecutive outputs live in different slots, and a yielded image is not overwritten by the frame already
     launched after it (it is read here, before the generator resumes)."""
     cams = orbit_path(scene, *SIZE, 6)
-    want = one_by_one(scene, cams, device)
+    want = one_by_one(scene, cams, device, mode=mode)
     r = Renderer(scene, device=device)
+    r.frame_mode = mode
     ptrs = []
     for k, out in enumerate(r.render_stream(cams)):
         if torch.device(device).type == "cuda":
@@ -196,5 +211,7 @@ def test_temporal_reuse_streams_its_plain_frames(scene, device):
     r.graphs = True  # as on a GPU (nothing is rendered here)
     assert r.streams(RenderSettings(temporal_window=8))
     assert not r.streams(RenderSettings(depth=True)) and not r.streams(RenderSettings(reuse_unchanged_frame=True))
-    r.frame_mode = "counted"  # counted frames keep their reuse, and sync inside the frame: one by one
-    assert not r.streams(RenderSettings(temporal_window=8))
+    r.frame_mode = "counted"  # counted frames keep their reuse: one by one with a window asked for
+    assert not r.streams(RenderSettings(temporal_window=8)) and r.streams(RenderSettings())
+    r.counted_frames_fit_in_flight = False  # a second slot that does not fit the device: one by one
+    assert not r.streams(RenderSettings())

@@ -340,6 +340,17 @@ class Renderer:
         self._last_visible = n_visible
         return f
 
+    def release_memory(self) -> None:
+        """Let go of what frames hold between paths: every workspace buffer, the kept frames with their graphs
+        (and the graphs' memory pools) and the last output; the capacities keep their sizes, and the next frame
+        allocates what it needs. `warpsplat bench` calls it between rows, so each row's peak is its own rather
+        than on top of the rows before it."""
+        self.frames.clear()
+        self.ws.drop(*self.ws.names())
+        self.temporal.reset()
+        self._last_output = None
+        self._pair_form = self.launch.macro
+
     def _release_pairs(self) -> None:
         """Let go of the pair buffers before they are allocated again at another size: the frames (and graphs)
         binned into them are retired now, so that the new buffers do not come on top of the old ones (a frame

@@ -39,6 +39,10 @@ class Workspace:
             if self._buffers.pop(name, None) is not None:
                 self.generation += 1
 
+    def names(self) -> list[str]:
+        """The buffers held, by name."""
+        return list(self._buffers)
+
     def nbytes(self, *names: str) -> int:
         """Bytes held by the buffers `names` (all of them when none are named)."""
         held = (self._buffers[k] for k in names if k in self._buffers) if names else self._buffers.values()

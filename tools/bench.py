@@ -313,6 +313,9 @@ def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_p
     results = []
     default: dict = {"images": {}, "pairs": {}}  # filled by the default variant, which runs first
     for vname, settings in chosen.items():
+        if results:  # each row's memory its own: not the buffers and graphs of the rows before it
+            renderer.release_memory()
+            free_memory(device)
         res = PathResult(label, path_name, n, vname, size)
         graphs = renderer.graphs
         renderer.graphs = graphs and vname != "graphs=off"

@@ -327,7 +327,8 @@ def write_json(args, results, anchors, cuda, sizes, n_frames, higs) -> None:
                                "handover spans", ONE_BY_ONE: "each frame waited for: CUDA events around the call"},
         "passes": "frame_ms and median/p90/p99: the second pass; first_pass_ms, first_p99_ms, first_max_ms: the "
                   "first, after the warm-up",
-        "peak_mem_mb": "peak GPU memory above the scene's tensors while the row ran (torch's allocator)",
+        "peak_mem_mb": "peak GPU memory above the scene's tensors while the row ran (torch's allocator), the "
+        "renderer's buffers and graphs let go before each row",
         "paths": [r.as_dict(a) for r in results + anchors],
     }  # fmt: skip
     tmp = args.json + ".part"  # its folder exists: `bench.run` checked it (or made the cache folder) first

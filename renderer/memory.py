@@ -28,7 +28,8 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 | reference | the torch reference pipeline's temporaries (CPU only; measured at 1M Gaussians)  | 250 N               |
 
 S, the slots: 2 on a GPU's capacity route (`render_stream` keeps a frame in flight), 1 for counted frames (scenes
-of COUNTED_FROM Gaussians and up render one by one) and on a CPU (renderer/device.py `frames_in_flight`).
+of COUNTED_FROM Gaussians and up: they keep a frame in flight only where the estimate with 2 fits, `in_flight`)
+and on a CPU (renderer/device.py `frames_in_flight`).
 torch.sort of L keys of kb' bytes, stable, with its int64 indices (ATen's SortStable.cu): its initial indices
 8 L, then CUB's alternate keys and indices (kb' + 8) L.
 

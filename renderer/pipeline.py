@@ -367,18 +367,18 @@ class Renderer:
     def streams(self, settings: RenderSettings) -> bool:
         """Whether `render_stream` keeps frames of these settings in flight: on a GPU (`in_flight`, from
         renderer/device.py `frames_in_flight`), plain frames. Depth output and unchanged-frame reuse depend on the
-        frame before: those go one by one. With a temporal window asked for, the capacity route's plain frames
-        stream and the frames a window serves go one by one.
+        frame before: those go one by one. With a temporal window asked for, the plain frames stream and the
+        frames a window serves go one by one (`render_stream`), so a declined window costs nothing (one by one,
+        the composites' rows with a window asked for ran 4-20% slower than the default's streamed frames).
 
-        Counted frames stream too, without a temporal window, where a second slot fits the device
-        (`counted_frames_fit_in_flight`): each waits for its own counts mid-frame, but the GPU then still has the
-        frame before's stages queued, so the host's launches of one frame overlap the GPU's work on the other
-        instead of leaving it idle (one by one the 6M fly-over took 1.7-2.0 ms for 0.97 ms of kernels:
-        BENCHMARKS.md, section 27)."""
+        Counted frames stream where a second slot fits the device (`counted_frames_fit_in_flight`): each waits
+        for its own counts mid-frame, but the GPU then still has the frame before's stages queued, so the host's
+        launches of one frame overlap the GPU's work on the other instead of leaving it idle (one by one the 6M
+        fly-over took 1.7-2.0 ms for 0.97 ms of kernels: BENCHMARKS.md, section 27)."""
         s = settings
         if not self.in_flight or s.depth or s.reuse_unchanged_frame:
             return False
-        return not self.counted() or (s.temporal_window <= 1 and self.counted_frames_fit_in_flight)
+        return not self.counted() or self.counted_frames_fit_in_flight
 
     @functools.cached_property
     def counted_frames_fit_in_flight(self) -> bool:

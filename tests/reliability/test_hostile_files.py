@@ -92,6 +92,21 @@ def run(args: list, env: dict[str, str] | None = None, limits: tuple[str, ...] =
     return Run(int(code), out, err, int(maxrss_kib) / 1024, seconds, float(cpu_s))
 
 
+def least_cpu_s(r: Run, args: list, env: dict[str, str] | None, bound: float = SMALL_FILE_CPU_S) -> float:
+    """The command's CPU time, `r`'s, or where that is over `bound` the least of up to two more runs: the suite's
+    other worker on the same core stretches a command's CPU time (up to 1.9x measured), and noise only adds time,
+    while a command that really costs more is over in every run."""
+    cpu_s = r.cpu_s
+    for _ in range(2):
+        if cpu_s < bound:
+            break
+        again = run(args, env)
+        assert again.code == r.code, again.err
+        print(f"again: {again.cpu_s:.1f} s CPU")
+        cpu_s = min(cpu_s, again.cpu_s)
+    return cpu_s
+
+
 @pytest.fixture(scope="module")
 def startup_mib(tmp_path_factory) -> dict[str, float]:
     """Peak memory of `info` and `render` on a tiny sound file: what any run costs before reading a scene."""
@@ -200,7 +215,8 @@ def test_each_class_through_the_command(case, command, tmp_path, startup_mib):
         assert re.search(line, lines[0]), lines[0]
         assert str(path) in lines[0], lines[0]
     if path.is_file() and path.stat().st_size < 1_000_000:
-        assert r.peak_mib - startup_mib[command] < SMALL_FILE_EXTRA_MIB and r.cpu_s < SMALL_FILE_CPU_S
+        assert r.peak_mib - startup_mib[command] < SMALL_FILE_EXTRA_MIB
+        assert least_cpu_s(r, COMMANDS[command](path, tmp_path), env) < SMALL_FILE_CPU_S
     output = OUTPUTS[command] and tmp_path / OUTPUTS[command]
     if code == 2:
         assert r.peak_mib < startup_mib[command] + REFUSED_EXTRA_MIB
@@ -221,7 +237,8 @@ def test_a_small_files_bound_comes_from_the_file_not_the_machine(bomb, tmp_path,
         r = run(COMMANDS[command](path, tmp_path), {"WARPSPLAT_MAX_MEMORY": "none"})
         print(f"\n{bomb} {command}, no cap: exit {r.code}, {r.cpu_s:.1f} s CPU, peak {r.peak_mib:.0f} MiB")
         assert r.code == 2 and "a trained scene takes at least 8" in r.err and len(r.err.splitlines()) == 1, r.err
-        assert r.peak_mib < startup_mib[command] + REFUSED_EXTRA_MIB and r.cpu_s < SMALL_FILE_CPU_S
+        assert r.peak_mib < startup_mib[command] + REFUSED_EXTRA_MIB
+        assert least_cpu_s(r, COMMANDS[command](path, tmp_path), {"WARPSPLAT_MAX_MEMORY": "none"}) < SMALL_FILE_CPU_S
 
 
 def test_a_point_scene_renders_visibly(tmp_path):

@@ -163,3 +163,29 @@ def test_release_memory_lets_go_of_every_buffer_and_the_next_frame_is_the_same(s
     assert (r.pair_capacity.size, r.macro_capacity.size) == sizes
     got = [r.render(cam).image.clone() for cam in cams]
     assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True)) and r.ws.nbytes() > 0
+
+
+@pytest.mark.parametrize("mode", ["auto", "counted"])
+def test_frames_of_other_sizes_on_one_renderer_are_each_their_own(scene_path, device, mode):
+    """One renderer keeps recent frames' stage objects by kind (renderer/frame_cache.py), the image size among what
+    a kind holds. Sizes with the same tile count (64x48 and 48x64: 48 tiles each, so the same capacities and launch
+    configuration) and a third, visited back and forth, each give a frame of its own shape equal to a fresh
+    renderer's of that size, one frame at a time and streamed; a cache that ignored the size handed back the last
+    size's frame (its image 48x64 where 64x48 was asked)."""
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    base = default_camera(scene, 64, 48)
+    sizes = [(64, 48), (48, 64), (64, 48), (64, 40), (48, 64)]
+    want = {}
+    for w, h in set(sizes):
+        fresh = Renderer(scene, device=device, backend="torch")
+        fresh.frame_mode = mode
+        want[w, h] = fresh.render(base.resized(w, h)).image.clone()
+    r = Renderer(scene, device=device, backend="torch")
+    r.frame_mode = mode
+    for w, h in sizes:
+        got = r.render(base.resized(w, h)).image
+        assert got.shape == (h, w, 3) and torch.equal(got, want[w, h]), (w, h)
+    streamed = [out.image.clone() for out in r.render_stream([base.resized(w, h) for w, h in sizes])]
+    for (w, h), got in zip(sizes, streamed, strict=True):
+        assert got.shape == (h, w, 3) and torch.equal(got, want[w, h]), (w, h)
+    assert {(k.width, k.height) for _, k in r.frames.frames} == set(sizes)

@@ -43,7 +43,8 @@ def test_class_boundaries_are_exact(device):
     lengths = [0, 1]
     for k in range(1, 26):
         lengths += [2**k - 1, 2**k]
-    lengths = lengths[::-1]  # longest tiles last in id order: the schedule must reverse them
+    # ascending: the longest tiles last in id order, so the schedule must reverse them (built descending, as it
+    # was, tile-id order was already the answer and a schedule that kept it passed)
     schedule, counts = run(ranges_of(lengths, "cpu").to(device), device)
     assert counts.tolist() == lengths
     assert schedule.tolist() == expected_schedule(lengths)

@@ -30,6 +30,27 @@ def test_performance_panel_shows_the_render_rate_first():
     assert lines[1].startswith("window     59.9 FPS")
 
 
+def test_performance_rates_are_medians_of_the_newest_times():
+    """The render rate is the median of the last 10 render times and the window rate the median of the last 30
+    frame times: one slow frame (a resize, a scene change, a stall of the window system) among them must not
+    move the rate shown, as a mean would (9 renders of 10 ms and one of 1 s average 109 ms: 9.2 frames/s
+    where the renderer does 100). Older times, here slower ones, count no more: with them the medians would be
+    1.5 s and 500 ms."""
+    from app.panels import performance_lines
+    from app.state import ViewerState
+    from renderer import Camera
+
+    state = ViewerState(camera=Camera.from_fov(64, 48, 60.0))
+    for ms in [2000.0] * 10 + [10.0] * 9 + [1000.0]:
+        state.render_ms.append(ms)
+    for ms in [500.0] * 30 + [10.0] * 29 + [1000.0]:
+        state.frame_ms.append(ms)
+    state.render_size = (320, 180)
+    lines = performance_lines(state)
+    assert lines[0] == "render    100.0 frames/s  (10.00 ms a frame at 320x180)", lines
+    assert lines[1] == "window    100.0 FPS       (re-presents the last frame)", lines
+
+
 def test_performance_panel_says_whether_the_temporal_window_is_in_use():
     from app.panels import window_line
     from renderer.temporal import TemporalStats

@@ -76,6 +76,22 @@ def test_existing_output_refused_without_overwrite(cmd, tmp_path, scene_path, ca
         assert len(load_scene(out)) > 0
 
 
+@pytest.mark.parametrize("flag", ["--alpha-video", "--depth-video"])
+def test_existing_side_video_refused_without_overwrite(flag, tmp_path, scene_path, capsys):
+    """A path render's side videos are outputs like --out: an existing one is refused without --overwrite (one
+    line naming it, exit 2) before anything renders, even when --out itself is new, so a second render into
+    another --out cannot silently replace the alpha or depth video of the first."""
+    out, side = tmp_path / "v.mp4", tmp_path / "side.mp4"
+    side.write_bytes(b"keep me")
+    args = ["render", str(scene_path(SCENE)), "--out", str(out), flag, str(side), *PATH, *RENDER]
+    assert main(args) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and str(side) in err[0] and "--overwrite" in err[0], err
+    assert side.read_bytes() == b"keep me" and not out.exists() and not leftovers(tmp_path)
+    assert main([*args, "--overwrite"]) == 0
+    assert side.read_bytes() != b"keep me" and out.stat().st_size > 0
+
+
 @pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
 def test_failed_rename_leaves_nothing(cmd, monkeypatch, tmp_path, scene_path, capsys):
     """A failure at the very end (here: the rename, as on a full or vanished disk) is one line, exit 2, and

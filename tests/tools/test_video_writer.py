@@ -27,7 +27,15 @@ from tools.cli import main
 from tools.metrics import psnr
 from tools.render_jobs import FrameSink, FrameTimes, Job, summary
 from tools.threads import apply_thread_policy
-from tools.video import DEFAULT_PRESET, DEFAULT_THREADING, DEFAULT_THREADS, X264_PRESETS, Mp4Writer, read_mp4
+from tools.video import (
+    DEFAULT_PRESET,
+    DEFAULT_THREADING,
+    DEFAULT_THREADS,
+    X264_PRESETS,
+    Mp4Writer,
+    concat_mp4,
+    read_mp4,
+)
 
 N = 10  # more frames than FrameSink.SLOTS, so host buffers are reused
 
@@ -183,6 +191,63 @@ def test_interrupt_mid_run_leaves_nothing(small_scene, tmp_path, monkeypatch, ca
     assert orbit(small_scene, tmp_path / "stop.mp4") == 130
     assert "interrupted" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []
+
+
+def grey_frames(levels) -> np.ndarray:
+    """Flat 16x16 frames, one grey level each: which frame a decoded one is shows through the YUV round trip."""
+    return np.stack([np.full((16, 16, 3), v, np.uint8) for v in levels])
+
+
+def test_writer_shows_the_video_only_when_complete(tmp_path):
+    """Mp4Writer encodes into a hidden temporary beside the output and renames it on close: while frames are
+    being written (a render that may yet be killed), nothing is under the output name, so a truncated video
+    never passes for a finished one; after close the output holds every frame and no temporary is left."""
+    out = tmp_path / "v.mp4"
+    writer = Mp4Writer(str(out), 16, 16, 30, crf=0)
+    try:
+        for frame in grey_frames([40, 200]):
+            writer.write(frame)
+        assert not out.exists()
+        assert leftovers(tmp_path) == [os.path.basename(writer.tmp)] and writer.tmp.startswith(
+            str(tmp_path / ".v.mp4.")
+        )
+        writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    assert os.listdir(tmp_path) == ["v.mp4"]
+    frames, _, _ = read_mp4(str(out))
+    np.testing.assert_allclose(frames.mean(axis=(1, 2, 3)), [40, 200], atol=2)
+
+
+def test_joined_video_appears_only_when_complete(tmp_path, monkeypatch):
+    """A multi-worker render's parts are joined by concat_mp4 into a hidden temporary beside the output, renamed
+    once every part is in: the output name never holds a partly joined video (the join may fail on a later part
+    or a full disk). The joined video decodes to every part's frames, in order."""
+    parts = []
+    for k, levels in enumerate([[20, 60, 100], [140, 180, 220]]):
+        part = str(tmp_path / f"part{k}.mp4")
+        writer = Mp4Writer(str(tmp_path / "unused.mp4"), 16, 16, 30, crf=0, temp_path=part)
+        for frame in grey_frames(levels):
+            writer.write(frame)
+        parts.append(writer.finish())
+    out = tmp_path / "joined.mp4"
+    renames = []
+    real = os.replace
+
+    def recording(src, dst, *args, **kwargs):
+        renames.append((os.fspath(src), os.fspath(dst), os.path.exists(dst)))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", recording)
+    assert concat_mp4(parts, str(out)) == 6
+    assert len(renames) == 1, renames
+    src, dst, existed = renames[0]
+    assert dst == str(out) and not existed  # the output name appears only complete
+    assert os.path.dirname(src) == str(tmp_path) and os.path.basename(src).startswith(".joined.mp4."), src
+    assert sorted(os.listdir(tmp_path)) == ["joined.mp4", "part0.mp4", "part1.mp4"]  # no temporary left
+    frames, _, _ = read_mp4(str(out))
+    np.testing.assert_allclose(frames.mean(axis=(1, 2, 3)), [20, 60, 100, 140, 180, 220], atol=2)
 
 
 def test_encoder_options_have_help(capsys):

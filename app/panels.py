@@ -166,6 +166,13 @@ def performance_lines(state: ViewerState) -> list[str]:
     return lines
 
 
+def stage_lines(stage_ms: dict[str, float]) -> list[str]:
+    """The previous frame's time per stage, in the order the frame ran them, "total" last (none before a frame)."""
+    if not stage_ms:
+        return []
+    return ["previous frame, per stage (ms):", *(f"  {name:<10s}{ms:9.3f}" for name, ms in stage_ms.items())]
+
+
 @dataclass
 class GraphScale:
     """What the performance graph shows: the last `seconds` (x from -seconds to 0, now), frame times from `low`
@@ -226,10 +233,8 @@ class PerformancePanel(Panel):
         for line in performance_lines(s):
             imgui.text(line)
         self._graph()
-        if s.stage_ms:
-            imgui.text("previous frame, per stage (ms):")
-            for name, ms in s.stage_ms.items():
-                imgui.text(f"  {name:<10s}{ms:9.3f}")
+        for line in stage_lines(s.stage_ms):
+            imgui.text(line)
         st = s.stats
         if st is not None:
             fmt = lambda v: "n/a" if v is None or v < 0 else f"{v:,}"  # noqa: E731

@@ -36,6 +36,9 @@ def test_opens_with_the_host_path_on_cpu(viewer):
     assert viewer.frame_texture.size == viewer.get_framebuffer_size()
     assert viewer.state.stats is not None and viewer.state.stats.n_gaussians == len(viewer.scene)
     assert set(viewer.state.stage_ms) >= {"project", "order", "bin", "sort", "tile_lists", "rasterize", "total"}
+    # the rate shown and the frame-time graph take the frame's whole time, not one stage's
+    assert viewer.state.render_ms.ms[-1] == viewer.state.stage_ms["total"]
+    assert viewer.state.stage_ms["total"] > max(v for k, v in viewer.state.stage_ms.items() if k != "total")
 
 
 def test_key_and_mouse_events_move_the_camera(viewer):

@@ -51,6 +51,20 @@ def test_performance_rates_are_medians_of_the_newest_times():
     assert lines[1] == "window    100.0 FPS       (re-presents the last frame)", lines
 
 
+def test_stage_lines_put_each_stage_beside_its_own_time():
+    """The overlay's per-stage profile: each stage's name beside its own time, in the frame's order, total last."""
+    from app.panels import stage_lines
+
+    stage_ms = {"project": 0.125, "order": 0.25, "bin": 0.5, "sort": 1.0, "tile_lists": 2.0, "rasterize": 4.0,
+                "total": 7.875}  # fmt: skip
+    lines = stage_lines(stage_ms)
+    assert lines[0] == "previous frame, per stage (ms):"
+    assert lines[1:] == ["  project       0.125", "  order         0.250", "  bin           0.500",
+                         "  sort          1.000", "  tile_lists    2.000", "  rasterize     4.000",
+                         "  total         7.875"]  # fmt: skip
+    assert stage_lines({}) == []
+
+
 def test_performance_panel_says_whether_the_temporal_window_is_in_use():
     from app.panels import window_line
     from renderer.temporal import TemporalStats

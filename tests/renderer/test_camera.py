@@ -72,6 +72,36 @@ def test_default_camera_frames_the_robust_box(scene_path):
     assert np.allclose(uv, [80, 60], atol=1e-3)
 
 
+def test_stray_floaters_do_not_move_the_default_view(scene_path):
+    """A capture's few stray Gaussians far from the object (here 20 of 114k, 100 times the object's size away, in
+    every direction) leave the default view on the object: the framing box leaves out the outermost 0.1% of the
+    means (FRAMING_QUANTILES), so the object fills the same part of the view as without them. A box of every mean
+    would frame the floaters and shrink the object to a speck."""
+    import torch
+
+    from scenes.gaussians import make_scene
+
+    scene = load_scene(scene_path("plant.splat"))
+    lo, hi = scene.means.amin(0), scene.means.amax(0)
+    g = torch.Generator().manual_seed(5)
+    directions = torch.nn.functional.normalize(torch.randn(20, 3, generator=g), dim=1)
+    far = 0.5 * (lo + hi) + 100.0 * float((hi - lo).norm()) * directions
+    pick = torch.arange(20)  # the floaters take the first Gaussians' shapes and colours
+    noisy = make_scene(torch.cat([scene.means, far]), torch.cat([scene.quats, scene.quats[pick]]),
+                       torch.cat([scene.log_scales, scene.log_scales[pick]]),
+                       torch.cat([scene.opacity_logits, scene.opacity_logits[pick]]),
+                       torch.cat([scene.sh, scene.sh[pick]]), up_axis=scene.up_axis)  # fmt: skip
+
+    def span(cam):  # the object's means in the view: the width of their 1-99% box, in pixels
+        V = cam.viewmat
+        p = scene.means.double().numpy() @ V[:3, :3].T + V[:3, 3]
+        u = cam.fx * p[:, 0] / p[:, 2] + cam.cx
+        return float(np.quantile(u, 0.99) - np.quantile(u, 0.01))
+
+    clean, with_floaters = span(default_camera(scene, 160, 120)), span(default_camera(noisy, 160, 120))
+    assert clean > 25 and abs(with_floaters - clean) < 0.05 * clean, (clean, with_floaters)
+
+
 @pytest.mark.parametrize("name", ["guitar.compressed.ply", "angel.sog"])
 def test_default_camera_shows_the_whole_object(scene_path, name):
     """The guitar's neck and the angel's pedestal hold few Gaussians; the view still shows all of the object:

@@ -143,6 +143,22 @@ def test_project_near_plane_is_inclusive(device):
         assert (int(out[2][0]) > 0) == expect_visible, near
 
 
+@pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
+def test_project_far_plane_is_inclusive(impl, device):
+    """gsplat culls z > far: with far = 5, Gaussians at z = 4.99 and 5 are kept and one at 5.01 is culled (+inf
+    depth, no tiles); with the default far all three are kept."""
+    means = torch.tensor([[0.0, 0.0, 4.99], [0.0, 0.0, 5.0], [0.0, 0.0, 5.01]], device=device)
+    covars = torch.tensor([[1e-2, 0, 0, 1e-2, 0, 1e-2]] * 3, device=device)
+    opac = torch.full((3,), 0.9, device=device)
+    sh = torch.zeros(3, 1, 3, dtype=kernels.SH_DTYPE, device=device)
+    cam = camera(32, 32)
+    cam.T_world_camera = np.eye(4)
+    for far, kept in ((5.0, [True, True, False]), (1e10, [True, True, True])):
+        out = impl.project_gaussians(means, covars, opac, sh, cam.packed(device), 32, 32, sh_degree=0, far=far)
+        assert [int(t) > 0 for t in out[2]] == kept, far
+        assert [bool(torch.isfinite(d)) for d in out[1]] == kept, far
+
+
 def project_one(impl, mean, cov3x3, cam: PinholeCamera, device, sh=None, sh_degree=0):
     """One Gaussian (opacity 0.8) through `impl`'s project on NaN-poisoned outputs: (mean2d [2], (a, b, c, o),
     depth, colour [3]) of its record and depth. `sh` [K, 3] is stored in kernels.SH_DTYPE (fp16) for both."""

@@ -288,6 +288,40 @@ def test_opaque_stacks_against_the_definition(tile, device):
     assert not off, f"(max |rgb error|, max |alpha error|) against the definition: {off}"
 
 
+@pytest.mark.parametrize("tile", [8, 16])
+def test_a_gaussian_that_would_take_t_below_the_stop_is_not_blended(tile, device):
+    """The stop from the other side: behind an opaque Gaussian (alpha 0.999: T = 1e-3) at a pixel centre, a
+    second of opacity 0.95 there would take T to 5e-5, under 1e-4, so it is not blended and the pixel keeps the
+    first one's colour and the background's 1e-3; a stop of 1e-5 would blend it (about 1e-3 of its colour). The
+    opaque stacks above cross 1e-4 from far above and far below only, so they cannot tell a lower stop."""
+    width, height = 8, 8
+    cam = PinholeCamera(width, height, 20.0, 20.0, 4.0, 4.0)
+    f32 = dict(dtype=torch.float32, device=device)
+    means = torch.tensor([[0.5 * 2.0 / 20.0, 0.5 * 2.0 / 20.0, 2.0], [0.5 * 3.0 / 20.0, 0.5 * 3.0 / 20.0, 3.0]],
+                         **f32)  # both centred on pixel (4, 4)  # fmt: skip
+    s = torch.tensor([1.5 * 2.0 / 20.0, 1.5 * 3.0 / 20.0], **f32)  # 1.5 px across
+    covars = torch.stack([s * s, 0 * s, 0 * s, s * s, 0 * s, s * s], 1)
+    sh = torch.tensor([[[1.5, -1.5, -1.5]], [[-1.5, 1.5, -1.5]]], **f32)  # red in front, green behind
+    proj = ref.project_gaussians(means, covars, torch.tensor([1.0, 0.95], **f32), sh, cam.packed(device), width,
+                                 height, sh_degree=0)  # fmt: skip
+    records, depths = proj[0], proj[1]
+    means2d, conics, opacities, colors = unpack_records(records)
+    host = [t.cpu().double().numpy() for t in (means2d, conics, opacities, colors)]
+    T_front = 1.0 - ALPHA_CLAMP
+    assert T_STOP / 10 < T_front * (1.0 - float(opacities[1])) < T_STOP, "the second would cross the stop"
+    order = torch.argsort(depths.cpu(), stable=True).numpy()
+    bg = (0.2, 0.5, 0.8)
+    want_rgb, _ = composite(*host, order, width, height, bg)
+    args = (*lists_of(ref, proj, width, height, tile=tile), records)
+    background = torch.tensor(bg, **f32)
+    runs = {"torch": lambda: ref.rasterize_tiles(*args, background, width, height, tile_size=tile)}
+    for v in FORMS:
+        runs[v] = lambda v=v: kernels.rasterize_tiles(*args, background, width, height, tile_size=tile, variant=v)
+    for name, run in runs.items():
+        rgb = run()[0].cpu().double().numpy()
+        assert abs(rgb[4, 4, 1] - want_rgb[4, 4, 1]) < 2e-5, (name, rgb[4, 4], want_rgb[4, 4])
+
+
 # the frames measured in BENCHMARKS.md (section 18): (pairs a tile, tiles a visible Gaussian, the fastest class)
 MEASURED_CLASSES = {
     "plant close": (55.3, 17.4, 0), "playbot close": (75.0, 5.8, 0), "plant close 4K": (42.2, 53.2, 0),

@@ -5,6 +5,7 @@ The window's own tests take the measured choice out of the way (`window_always`)
 timings (`timed`), since speed is measured, never asserted."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -162,6 +163,11 @@ def test_unchanged_view_is_reused_and_any_change_renders(plant):
     assert r.temporal.stats.frames_reused == 1
     other = r.render(cam, RenderSettings(reuse_unchanged_frame=True, background=(1.0, 1.0, 1.0)))
     assert other.stats.source == "full" and not torch.equal(other.image, first)
+    for changed in (cam.resized(W // 2, H // 2), replace(cam, fx=cam.fx * 1.1), replace(cam, cx=cam.cx + 3.0)):
+        r.render(cam, s)  # the view to re-present, if only the pose were compared
+        out = r.render(changed, s)  # the same pose: a resized window, a zoom, a shifted principal point
+        assert out.stats.source == "full" and out.image.shape == (changed.height, changed.width, 3)
+        assert torch.equal(out.image, Renderer(plant, backend="torch").render(changed).image)
     off = Renderer(plant, backend="torch")
     off.render(cam)
     assert off.render(cam).stats.source == "full"  # off by default: a benchmark times every frame

@@ -49,6 +49,9 @@ def test_frames_wait_for_the_starting_settings_then_the_switches_follow(monkeypa
     assert rec.calls[0] == ([(640, 360)], [RenderSettings(adagscale=True)])
     warmed = [s for _, ss in rec.calls[1:] for s in ss]
     assert len(warmed) == n_switches and RenderSettings(adagscale=True) not in warmed
+    # every switch combination once, not merely as many settings (one dropped and another twice would pass that)
+    want = warm.switch_settings(RenderSettings(adagscale=True), 1)[1:]
+    assert sorted(map(repr, warmed)) == sorted(map(repr, want))
     assert all(sizes == [(640, 360)] for sizes, _ in rec.calls)
     w.close()
     w.thread.join(5)

@@ -30,7 +30,7 @@ from .buffers import (  # noqa: E402
     sh_layout,
 )
 from .cull import cull_window  # noqa: E402
-from .order import depth_order, depth_order_counted  # noqa: E402
+from .order import count_blocks, count_visible, depth_order, visible_order  # noqa: E402
 from .project import project_block, project_gaussians  # noqa: E402
 from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
@@ -46,7 +46,8 @@ __all__ = [
     "cull_window",
     "expected_macro_pairs",
     "depth_order",
-    "depth_order_counted",
+    "count_blocks",
+    "count_visible",
     "order_outputs",
     "project_block",
     "key_dtype",
@@ -65,4 +66,5 @@ __all__ = [
     "split_scratch_shape",
     "tile_lists",
     "tile_ranges",
+    "visible_order",
 ]

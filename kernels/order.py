@@ -7,26 +7,26 @@ equal depths keep the Gaussians' index order, which is how gsplat's (tile << 32 
 ties: so the pair lists `bin_pairs` emits in this order and `sort_pairs` groups by tile end up in gsplat's
 order, while the only wide sort is this one over Gaussians, not the one over pairs (several times as many).
 
-Sorting only the visible Gaussians (compacted first) measured slower on the H200, even on a fly-over that sees
-half of a 24M-Gaussian scene: the compaction's scan and scatter cost more than the shorter sort saved
-(BENCHMARKS.md, section 8).
+On the capacity route, sorting only the visible Gaussians (compacted first) measured slower on the H200, even on
+a fly-over that sees half of a 24M-Gaussian scene: the compaction's scan and scatter cost more than the shorter
+sort saved (BENCHMARKS.md, section 8).
 
 torch.sort, torch.cumsum and torch.searchsorted are the implementation (CUB radix sort and scan on the GPU);
 every launch takes its length from the tensors, so the stage needs no host sync and can be captured in a CUDA
 graph. The visible, tile-pair and macro-pair counts stay on the device, in `totals`, for the frame's one sync to
-read: the pairs size the pair buffers, the tile pairs the tiles' lists (kernels/tile_lists.py). Counted frames
-count with one Triton kernel of their own (`count_totals`).
+read: the pairs size the pair buffers, the tile pairs the tiles' lists (kernels/tile_lists.py).
 
-`depth_order_counted` is the same order for frames whose host waits for their counts: it reads the visible
-and pair counts (reduced before the sort, read while it runs), sorts only the visible Gaussians (or, for views
-that see most of the scene, all of them), and returns the counts to the host, so the pair buffers can be sized
-exactly. On large scenes seen in part (a fly-over) the capacity route sorts every culled Gaussian and every
-idle pair slot of the path's busiest frame, which costs more than that wait (BENCHMARKS.md, section 10).
+Counted frames (renderer/frame.py `CountedFrame`) split the stage around the host's one wait. Before it,
+`count_visible` reduces the counts (which do not depend on the order) and gathers the visible Gaussians; the host
+reads the counts, and the stages after it run on exactly them; after it, `visible_order` sorts only the visible
+Gaussians (or, for views that see most of the scene, all of them). On large scenes seen in part (a fly-over)
+the capacity route sorts every culled Gaussian and bins over all of them, which costs more than the wait
+(BENCHMARKS.md, section 10).
 
 Inputs : depths [N] f32 (+inf = culled), tiles_touched [N] i32, pair_counts [N] i32 (macros_touched or tiles_touched)
 Outputs: order [N] i64 (Gaussian indices, nearest first), offsets [N] i64 (inclusive prefix sum of
          pair_counts[order]), totals [3] i64 (visible Gaussians, tile pairs, pairs)
-         (counted: order and offsets [V] for the V visible, and the three counts as host ints)
+         (counted: order and offsets [M] i64, M = V, or N with the culled last)
 """
 
 from __future__ import annotations
@@ -65,57 +65,15 @@ def depth_order(
     return order, offsets, totals
 
 
-# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
-def depth_order_counted(
-    depths: torch.Tensor,  # [N] f32
-    tiles_touched: torch.Tensor,  # [N] i32
-    pair_counts: torch.Tensor,  # [N] i32: each Gaussian's pairs (macros_touched, or tiles_touched)
-    *,
-    compact: bool = True,
-    host: torch.Tensor | None = None,  # [3] i64, pinned: where the counts are read (CUDA)
-) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
-    """(order [V] i64, offsets [V] i64, V, tile pairs, macro-tile pairs) over the V visible Gaussians.
+# ------------------------------------------------------------------------------------- counted frames
 
-    The counts do not depend on the order: V counts the finite depths, and the pairs are every Gaussian's tile
-    (macro-tile) count summed (culled ones touch none). So they are reduced first and copied to `host` without
-    blocking, and
-    the host waits for that copy alone, while the sort queued behind it runs: the GPU is not left idle while the
-    host reads them and launches the stages after (a full sync after the sort left it idle 0.5-1 ms a frame,
-    BENCHMARKS.md section 21). Without `host` (the CPU) the counts are read with a plain sync.
-
-    compact: sort only the visible Gaussians, found once V is known (`nonzero_static`, no sync of its own); else
-    sort all N depths, the culled ones (+inf) last, queued before the wait: for views that see most of the
-    scene, where finding the visible ones and gathering their depths and indices costs more than the culled keys
-    they leave out of the sort. The same order either way (a stable sort of the same keys)."""
-    assert depths.dtype == torch.float32 and tiles_touched.shape == depths.shape
-    counts = count_totals(depths, tiles_touched, pair_counts)
-    ready = None
-    if host is not None and depths.is_cuda:
-        host.copy_(counts, non_blocking=True)
-        ready = torch.cuda.Event()
-        ready.record()
-
-    def read() -> tuple[int, int, int]:
-        if ready is None:
-            return tuple(counts.tolist())
-        ready.synchronize()
-        return tuple(host.tolist())
-
-    if not compact:
-        _, order = torch.sort(depths, stable=True)
-        offsets = torch.cumsum(pair_counts[order], 0, dtype=torch.int64)
-        n_visible, n_pairs, n_macro_pairs = read()
-        return order[:n_visible], offsets[:n_visible], n_visible, n_pairs, n_macro_pairs
-    n_visible, n_pairs, n_macro_pairs = read()
-    index = torch.nonzero_static(depths < float("inf"), size=n_visible).squeeze(1)  # [V] i64, in index order
-    _, by_depth = torch.sort(depths[index], stable=True)  # stable: equal depths keep index order
-    order = index[by_depth]
-    offsets = torch.cumsum(pair_counts[order], 0, dtype=torch.int64)
-    return order, offsets, n_visible, n_pairs, n_macro_pairs
-
-
-# Gaussians a counting program reads: 24M Gaussians make about 5,900 programs, three atomics each.
+# Gaussians a counting (and compacting) program reads: 24M Gaussians make about 5,900 programs, three atomics each.
 COUNT_BLOCK = 4096
+
+
+def count_blocks(n: int) -> int:
+    """The length of `count_visible`'s block_ends for n Gaussians: one entry per counting program."""
+    return triton.cdiv(n, COUNT_BLOCK)
 
 
 @triton.jit(do_not_specialize=["N"])
@@ -124,15 +82,19 @@ def _count_kernel(
     tiles_touched_ptr,  # [N] i32
     pair_counts_ptr,  # [N] i32 (read only when it is not tiles_touched)
     totals_ptr,  # [3] i64, zeroed: (visible, tile pairs, pairs) out
+    block_visible_ptr,  # [programs] i64 out: each program's visible Gaussians
     N,
     SAME: tl.constexpr,  # pair_counts is tiles_touched
     BLOCK: tl.constexpr,
 ):
-    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    pid = tl.program_id(0)
+    i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = i < N
     depth = tl.load(depths_ptr + i, mask=m, other=float("inf"))
+    visible = tl.sum((depth < float("inf")).to(tl.int64))
     tiles = tl.sum(tl.load(tiles_touched_ptr + i, mask=m, other=0).to(tl.int64))
-    tl.atomic_add(totals_ptr + 0, tl.sum((depth < float("inf")).to(tl.int64)))
+    tl.store(block_visible_ptr + pid, visible)
+    tl.atomic_add(totals_ptr + 0, visible)
     tl.atomic_add(totals_ptr + 1, tiles)
     if SAME:
         tl.atomic_add(totals_ptr + 2, tiles)
@@ -140,17 +102,121 @@ def _count_kernel(
         tl.atomic_add(totals_ptr + 2, tl.sum(tl.load(pair_counts_ptr + i, mask=m, other=0).to(tl.int64)))
 
 
-def count_totals(depths: torch.Tensor, tiles_touched: torch.Tensor, pair_counts: torch.Tensor) -> torch.Tensor:
-    """[3] i64 on the device: (visible Gaussians, tile pairs, pairs), for `depth_order_counted`.
+@triton.jit(do_not_specialize=["N"])
+def _compact_kernel(
+    depths_ptr,  # [N] f32, +inf = culled
+    block_ends_ptr,  # [programs] i64: visible Gaussians up to and including each program's
+    cdepths_ptr,  # [>= visible] f32 out: the visible depths, in index order
+    cidx_ptr,  # [>= visible] i32 out: their indices
+    N,
+    BLOCK: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    depth = tl.load(depths_ptr + i, mask=i < N, other=float("inf"))
+    visible = depth < float("inf")
+    rank = tl.cumsum(visible.to(tl.int32), 0)  # inclusive, within the program
+    end = tl.load(block_ends_ptr + pid)
+    slot = end - tl.sum(visible.to(tl.int64)) + rank.to(tl.int64) - 1
+    tl.store(cdepths_ptr + slot, depth, mask=visible)
+    tl.store(cidx_ptr + slot, i.to(tl.int32), mask=visible)
 
-    One pass over the three arrays. In torch it took a compare, three sums that each first widen their [N]
-    int32 array to int64 in a copy of its own, and a stack: eight kernels, 0.12 ms of GPU time on a 6M-Gaussian
-    scene, and about 0.4 ms of the host's time while the GPU waited for the counts (BENCHMARKS.md, section 25).
-    The sums are of integers, so the atomics' order changes nothing."""
+
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
+def count_visible(
+    depths: torch.Tensor,  # [N] f32
+    tiles_touched: torch.Tensor,  # [N] i32
+    pair_counts: torch.Tensor,  # [N] i32: each Gaussian's pairs (macros_touched, or tiles_touched)
+    *,
+    compact: bool,
+    out: tuple[torch.Tensor, ...],
+) -> torch.Tensor:
+    """A counted frame's head, before its host waits: the counts, and (`compact`) the visible Gaussians gathered.
+
+    out = (totals [3] i64, block_ends [count_blocks(N)] i64, cdepths [>= N] f32, cidx [>= N] i32). Writes totals
+    = (visible Gaussians, tile pairs, pairs), which the host reads (the counts do not depend on the order: V
+    counts the finite depths, and the pairs are every Gaussian's count summed; culled ones touch none), and, with
+    `compact`, the V visible depths and their indices in index order into cdepths[:V] and cidx[:V]. Nothing here
+    needs V on the host, so the compaction is queued before the host's wait and runs during it. Returns totals.
+
+    One pass over the three arrays for the counts (in torch a compare, three widening sums and a stack: eight
+    kernels, BENCHMARKS.md section 25), one more over the depths to compact them, each counting program placing its
+    visible Gaussians after the programs' before it (a scan of one entry per program). The sums are of integers,
+    so the atomics' order changes nothing."""
     N = depths.shape[0]
-    totals = torch.zeros(3, dtype=torch.int64, device=depths.device)
-    if N:
-        _count_kernel[(triton.cdiv(N, COUNT_BLOCK),)](depths, tiles_touched, pair_counts, totals, N,
-                                                      SAME=pair_counts is tiles_touched, BLOCK=COUNT_BLOCK,
-                                                      num_warps=8)  # fmt: skip
+    assert depths.dtype == torch.float32 and tiles_touched.shape == (N,) and pair_counts.shape == (N,)
+    totals, block_ends, cdepths, cidx = out
+    assert totals.dtype == torch.int64 and block_ends.dtype == torch.int64 and block_ends.shape[0] >= count_blocks(N)
+    totals.zero_()
+    if N == 0:
+        return totals
+    programs = count_blocks(N)
+    block_ends = block_ends[:programs]
+    _count_kernel[(programs,)](depths, tiles_touched, pair_counts, totals, block_ends, N,
+                               SAME=pair_counts is tiles_touched, BLOCK=COUNT_BLOCK, num_warps=8)  # fmt: skip
+    if compact:
+        assert cdepths.shape[0] >= N and cidx.shape[0] >= N and cidx.dtype == torch.int32
+        torch.cumsum(block_ends, 0, out=block_ends)
+        _compact_kernel[(programs,)](depths, block_ends, cdepths, cidx, N, BLOCK=COUNT_BLOCK, num_warps=8)
     return totals
+
+
+@triton.jit(do_not_specialize=["M"])
+def _ordered_kernel(
+    perm_ptr,  # [M] i64: the sort's permutation
+    cidx_ptr,  # [M] i32: the gathered indices (INDEXED)
+    pair_counts_ptr,  # [N] i32
+    order_ptr,  # [M] i64 out: Gaussian indices, nearest first (INDEXED; else the permutation is the order)
+    counts_ptr,  # [M] i64 out: their pair counts (the culled touch no tiles: 0)
+    M,
+    INDEXED: tl.constexpr,  # the sort ran over the gathered set: its indices are cidx[perm]
+    BLOCK: tl.constexpr,
+):
+    j = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = j < M
+    g = tl.load(perm_ptr + j, mask=m, other=0)
+    if INDEXED:
+        g = tl.load(cidx_ptr + g, mask=m, other=0).to(tl.int64)
+        tl.store(order_ptr + j, g, mask=m)
+    tl.store(counts_ptr + j, tl.load(pair_counts_ptr + g, mask=m, other=0).to(tl.int64), mask=m)
+
+
+ORDER_BLOCK = 1024
+
+
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
+def visible_order(
+    depths: torch.Tensor,  # [N] f32
+    pair_counts: torch.Tensor,  # [N] i32
+    *,
+    compact: bool,
+    out: tuple[torch.Tensor, ...],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A counted frame's order after its wait: (order [M] i64, offsets [M] i64), M = V where `compact` (the
+    gathered visible Gaussians sorted), else N (every depth sorted, the culled (+inf) last, owning no pairs).
+
+    out = (cdepths [>= V] f32, cidx [>= V] i32 from `count_visible`, then sorted_depths, perm, order, counts and
+    offsets, each [M]: f32, then i64). The first V entries are the visible Gaussians nearest first, equal depths in
+    index order (the gathered set is in index order and the sort is stable), offsets the inclusive prefix sum of
+    their pair counts. A sort, one kernel (the order through the gathered indices, and the pair counts in that
+    order, widened to int64 as they are written) and a scan: in torch, a compare, `nonzero_static`, three gathers
+    and a widening copy of the counts took the host longer while the GPU waited for it (BENCHMARKS.md, section
+    30). Not compacted, the sort's permutation is the order itself (`order` is not written)."""
+    N = depths.shape[0]
+    cdepths, cidx, sorted_depths, perm, order, counts, offsets = out
+    M = sorted_depths.shape[0]
+    assert perm.shape == counts.shape == offsets.shape == (M,) and (order.shape == (M,) or not compact)
+    assert M <= N and (compact or M == N), (M, N)
+    order = order if compact else perm
+    if M == 0:
+        return order, offsets
+    torch.sort(cdepths[:M] if compact else depths, stable=True, out=(sorted_depths, perm))
+    _ordered_kernel[(triton.cdiv(M, ORDER_BLOCK),)](perm, cidx, pair_counts, order, counts, M, INDEXED=compact,
+                                                    BLOCK=ORDER_BLOCK)  # fmt: skip
+    torch.cumsum(counts, 0, out=offsets)
+    return order, offsets
+    torch.sort(cdepths[:M] if compact else depths, stable=True, out=(sorted_depths, perm))
+    _ordered_kernel[(triton.cdiv(M, ORDER_BLOCK),)](perm, cidx, pair_counts, order, counts, M, N,
+                                                    INDEXED=compact, BLOCK=ORDER_BLOCK)  # fmt: skip
+    torch.cumsum(counts, 0, out=offsets)
+    return order, offsets

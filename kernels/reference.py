@@ -374,23 +374,49 @@ def depth_order(
     return out[1][:N], out[3][:N], totals
 
 
-# Twin of `depth_order_counted` in kernels/order.py: the same signature on purpose.
-def depth_order_counted(
+def count_blocks(n: int) -> int:
+    """The length of `count_visible`'s block_ends (kernels/order.py): its programs of 4,096 Gaussians."""
+    return (n + 4095) // 4096
+
+
+# Twin of `count_visible` in kernels/order.py: the same signature on purpose.
+def count_visible(
     depths: torch.Tensor,
     tiles_touched: torch.Tensor,
     pair_counts: torch.Tensor,
     *,
-    compact: bool = True,
-    host: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
-    """The visible Gaussians by unique (depth, index) keys: filtered by their tile count rather than by depth.
-    `compact` and `host` (how the launcher finds them and reads the counts) are accepted and ignored: the order
-    is the same either way."""
+    compact: bool,
+    out: tuple[torch.Tensor, ...],
+) -> torch.Tensor:
+    """The visible ones found by their tile count rather than by depth, and the counts as plain sums."""
+    totals, block_ends, cdepths, cidx = out
     index = torch.nonzero(tiles_touched > 0).squeeze(1)
-    order = index[torch.argsort((depths[index].contiguous().view(torch.int32).long() << 32) | index)]
-    offsets = torch.cumsum(pair_counts[order].long(), 0)
-    n_macro_pairs = int(offsets[-1]) if order.numel() else 0
-    return order, offsets, int(order.numel()), int(tiles_touched.long().sum()), n_macro_pairs
+    totals.copy_(torch.tensor([index.numel(), int(tiles_touched.long().sum()), int(pair_counts.long().sum())]))
+    if compact:
+        cdepths[: index.numel()].copy_(depths[index])
+        cidx[: index.numel()].copy_(index)
+    return totals
+
+
+# Twin of `visible_order` in kernels/order.py: the same signature on purpose.
+def visible_order(
+    depths: torch.Tensor,
+    pair_counts: torch.Tensor,
+    *,
+    compact: bool,
+    out: tuple[torch.Tensor, ...],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """By unique (depth, index) keys over the whole scene, not a stable sort of the gathered set: the visible
+    first, then (all N sorted) the culled in index order."""
+    N, (_, _, _, perm, order, counts, offsets) = depths.shape[0], out
+    index = torch.arange(N, dtype=torch.int64, device=depths.device)
+    ranked = torch.argsort((depths.contiguous().view(torch.int32).long() << 32) | index)[: perm.shape[0]]
+    visible = depths[ranked] < float("inf")
+    order = order if compact else perm
+    order.copy_(ranked)
+    counts.copy_(torch.where(visible, pair_counts[ranked].long(), 0))
+    torch.cumsum(counts, 0, out=offsets)
+    return order, offsets
 
 
 # ----------------------------------------------------------------------------------------------- bin
@@ -753,6 +779,9 @@ __all__ = [
     "project_outputs",
     "project_gaussians",
     "depth_order",
+    "count_blocks",
+    "count_visible",
+    "visible_order",
     "order_outputs",
     "bin_pairs",
     "sort_pairs",

@@ -6,8 +6,8 @@ routes' why):
 - `CapacityFrame`: order, bin, sort and the tile lists into workspace buffers of fixed capacities (macro-tile
   pairs, and the tiles' list entries); no stage waits for the host, so the whole frame can be captured as a CUDA
   graph (renderer/graphs.py);
-- `CountedFrame`: order reads the visible and pair counts (its syncs), and bin, sort and the tile lists run on
-  tensors of exactly those counts, allocated each frame.
+- `CountedFrame`: order reads the visible and pair counts (its sync), and the rest of order, bin, sort and the
+  tile lists run on tensors of exactly those counts, allocated each frame.
 
 Every workspace tensor a frame holds is a view of a buffer whose address does not change while the image size,
 the frame's Gaussian count and the capacities stay the same, which is what lets `run` be captured once as a
@@ -295,32 +295,66 @@ class CapacityFrame(Frame):
 
 
 class CountedFrame(Frame):
-    """The counted route: order waits for the visible and pair counts, and bin and sort run on tensors of exactly
-    the pair count (allocated per frame from torch's caching allocator), so nothing is sorted past what the frame
-    has."""
+    """The counted route: order waits for the visible and pair counts, and the stages after it run on tensors of
+    exactly those counts (allocated per frame from torch's caching allocator), so nothing is sorted past what the
+    frame has."""
 
     counted = True
 
     def _order_and_pair_buffers(self, ws: SlotBuffers, shared: Workspace) -> None:
         self.counts: tuple[int, int, int] | None = None  # (visible, tile pairs, macro-tile pairs) once order ran
         self.pairs = PairBuffers(None, None)  # bin, sort and tile_lists put each frame's tensors in
+        self.count_totals = ws.buffer("count_totals", 3, torch.int64)
+        self.block_ends = ws.buffer("block_ends", self.r.k.count_blocks(self.n), torch.int64)
 
     def totals(self) -> tuple[int, int, int]:
         assert self.counts is not None
         return self.counts
 
     def order(self) -> None:
-        r = self.r
-        # sort all N when the last frame saw most of the scene (`DENSE_ORDER_FROM`): no compaction
-        compact = r._last_visible < r.dense_order_from * self.n
-        order = r.k.depth_order_counted(self.depths, self.tiles_touched, self.pair_counts, compact=compact,
-                                        host=r.host_counts)  # fmt: skip
-        self.order_idx, self.offsets, *counts = order
-        self.binned = counts[2]  # the pairs bin writes: tile pairs, or macro-tile pairs
+        """The counts, and the visible Gaussians gathered (`count_visible`, queued before the wait, so the GPU
+        gathers them while the host waits); the wait for the counts alone, through pinned memory (a full sync,
+        with the depth sort queued before it, left the GPU idle 0.5-1 ms a frame: BENCHMARKS.md, section 21); then
+        the order of exactly the visible Gaussians (`visible_order`). Where the last frame saw most of the scene
+        (`DENSE_ORDER_FROM`) all N are sorted instead, queued before the wait. On the CPU the counts are a plain
+        read."""
+        r, n = self.r, self.n
+        compact = r._last_visible < r.dense_order_from * n
+        # the visible Gaussians' depths and indices, gathered before the wait: allocated per frame, let go before
+        # bin allocates the pairs (8 bytes a Gaussian, outside the frame's peak at the pair sort)
+        self.gathered = (torch.empty(n if compact else 0, dtype=torch.float32, device=r.device),
+                         torch.empty(n if compact else 0, dtype=torch.int32, device=r.device))  # fmt: skip
+        totals = r.k.count_visible(self.depths, self.tiles_touched, self.pair_counts, compact=compact,
+                                   out=(self.count_totals, self.block_ends, *self.gathered))  # fmt: skip
+        if self.depths.is_cuda:
+            r.host_counts.copy_(totals, non_blocking=True)
+            ready = torch.cuda.Event()
+            ready.record()
+        if not compact:  # all N sorted: nothing waits for the counts, so it is queued before the wait too
+            self._order(self.n)
+        if self.depths.is_cuda:
+            ready.synchronize()
+            counts = r.host_counts.tolist()
+        else:
+            counts = totals.tolist()
         self.counts = self.counts_of(counts)
+        self.binned = counts[2]  # the pairs bin writes: tile pairs, or macro-tile pairs
         # before bin allocates the pairs
         check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
                           reference=r.backend == "torch", macro_pairs=self.counts[2])  # fmt: skip
+        if compact:
+            self._order(counts[0])
+        self.gathered = None
+
+    def _order(self, m: int) -> None:
+        """`visible_order` over m: the V visible Gaussians gathered, or all N."""
+        device, i64 = self.r.device, torch.int64
+        compact = m < self.n
+        out = (torch.empty(m, dtype=torch.float32, device=device), torch.empty(m, dtype=i64, device=device),
+               torch.empty(m if compact else 0, dtype=i64, device=device), torch.empty(m, dtype=i64, device=device),
+               torch.empty(m, dtype=i64, device=device))  # fmt: skip
+        self.order_idx, self.offsets = self.r.k.visible_order(self.depths, self.pair_counts, compact=compact,
+                                                              out=self.gathered + out)  # fmt: skip
 
     def bin(self, **tuning) -> None:
         # tensors of exactly the pair count, every slot written: no sentinel fill

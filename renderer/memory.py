@@ -17,7 +17,8 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 | prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too)          | N (28 + 6 K)        |
 | workspace | per slot: records 32, tiles_touched 4, macros_touched 4, bin_t 4;                | S (44 N + 20 X      |
 |           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
-|           | also order 8, offsets 8, totals 24 bytes                                         |                     |
+|           | also order 8, offsets 8, totals 24 bytes; counted, the counts 24 bytes and 8 a   |                     |
+|           | counting program (4,096 Gaussians)                                               |                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
 |           | on the capacity route also sorted_depths 4, ordered_counts 4, the pair buffers:  |  (+ 8 N             |
@@ -59,7 +60,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import rasterizer_variants, schedule_scratch_shape, split_scratch_shape
+from kernels import count_blocks, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
 from kernels.buffers import LIST_CHUNK
 from kernels.constants import INT16_TILES, MACRO_COLS, MACRO_ROWS
 from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
@@ -185,7 +186,9 @@ def workspace_bytes(
     if split:
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
         shared += max((4 * a * b for a, b in filter(None, shapes)), default=0)
-    if not counted:
+    if counted:  # the counts, and each counting program's running visible count
+        per_slot += 24 + 8 * count_blocks(n)
+    else:
         per_slot += 16 * n + 24  # order 8, offsets 8 a Gaussian; totals: 3 int64
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
         # a frame binned per macro-tile, or per tile (kernels/bin.py); a path that changes form keeps the form it
@@ -203,15 +206,15 @@ def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: b
 
     Capacity route: the larger of its two sorts' scratch, the depth sort of N float keys and the pair sort of its
     macro-tile pair slots, `macro_pairs(capacity)` (`reference`: the torch reference's, REFERENCE_SORT_PER_SLOT a
-    slot). Counted frames (kernels/order.py `depth_order_counted`, renderer/frame.py `CountedFrame`): at the depth
-    sort, the visibility mask N and index list 8 V, the visible depths 4 V, the sort's outputs 12 V and scratch
-    20 V; then `counted_pair_bytes`."""
+    slot). Counted frames (kernels/order.py `count_visible` and `visible_order`, renderer/frame.py `CountedFrame`):
+    at the depth sort the visible Gaussians gathered 8 N, the sort's outputs 12 V and scratch 20 V, the order 8 V,
+    the pair counts and their sum 16 V; then `counted_pair_bytes`."""
     if not counted:
         pair_sort = max(pair_sort_bytes(macro_pairs(capacity), tiles, reference=reference),
                         pair_sort_bytes(capacity, tiles, reference=reference, macro=False))  # fmt: skip
         return max(sort_scratch_bytes(n, 4), pair_sort)
     v = n
-    depth_sort = n + 8 * v + 4 * v + 12 * v + sort_scratch_bytes(v, 4)
+    depth_sort = 8 * n + 12 * v + 8 * v + 16 * v + sort_scratch_bytes(v, 4)
     return max(depth_sort, counted_pair_bytes(v, pairs, tiles, reference=reference))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 COUNTED_FROM = 4_000_000
 FRAME_MODES = ("auto", "graph", "counted")
 # Counted frames whose last frame saw at least this fraction of the scene sort every depth, the culled ones last,
-# instead of finding the visible ones first (kernels/order.py `depth_order_counted`): on the 24M overview, which
+# instead of gathering the visible ones first (kernels/order.py `count_visible`): on the 24M overview, which
 # sees them all, finding them (a scan, a sync, two gathers) took 0.6 ms of a 2.2 ms stage; a sort costs about
 # 0.05 ms a million keys on the H200, so the culled keys cost less than that up to about half the scene culled.
 DENSE_ORDER_FROM = 0.5

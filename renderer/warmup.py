@@ -158,16 +158,21 @@ def warm_up(
 def _load_order_modules(renderer) -> None:
     """Run a counted frame's order stage both ways (compacting and not) on arrays of the scene's own size, half
     of it culled. CUDA loads a library's kernels on their first launch (torch's default, CUDA_MODULE_LOADING=LAZY),
-    and which kernels torch's nonzero, sort and cumsum launch depends on the input's size: the synthetic scenes'
+    and which kernels torch's sort and cumsum launch depends on the input's size: the synthetic scenes'
     thousands of Gaussians did not launch those of millions, and the 6M fly-over's first frame that compacts
     waited 12 ms in its order stage for them (BENCHMARKS.md, section 20)."""
-    n, device = renderer.n, renderer.device
+    k, n, device = renderer.k, renderer.n, renderer.device
     depths = torch.rand(n, device=device)
     depths[::2] = float("inf")  # culled
-    tiles = torch.ones(n, dtype=torch.int32, device=device)
-    host = torch.zeros(3, dtype=torch.int64, pin_memory=device.type == "cuda")  # not the renderer's: it may render
+    tiles = (depths < float("inf")).to(torch.int32)
+    i64 = dict(dtype=torch.int64, device=device)
+    head = (torch.zeros(3, **i64), torch.zeros(k.count_blocks(n), **i64), torch.empty(n, device=device),
+            torch.empty(n, dtype=torch.int32, device=device))  # fmt: skip
     for compact in (True, False):
-        renderer.k.depth_order_counted(depths, tiles, tiles, compact=compact, host=host)
+        totals = k.count_visible(depths, tiles, tiles, compact=compact, out=head)
+        m = int(totals[0]) if compact else n  # the visible half, or all
+        tail = tuple(torch.empty(m, **i64) for _ in range(4))
+        k.visible_order(depths, tiles, compact=compact, out=(*head[2:], torch.empty(m, device=device), *tail))
 
 
 def _frame(r, camera: Camera, settings: RenderSettings, config) -> int:

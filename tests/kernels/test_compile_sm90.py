@@ -6,7 +6,7 @@ for the GPU passes every CPU test and fails only there: the macro-tile bin kerne
 is given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch
 configuration the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, both key
 widths, both tile sizes; tile_lists at its chunk and warps; stage 1 with and without the macro-tile count; the
-counted frames' count, kernels/order.py).
+counted frames' count, compaction and order, kernels/order.py).
 """
 
 import os
@@ -73,9 +73,17 @@ for macros in (False, True):
     compiled += 1
 for same in (False, True):
     sig = {"depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "pair_counts_ptr": "*i32", "totals_ptr": "*i64",
-           "N": "i32", "SAME": "constexpr", "BLOCK": "constexpr"}
+           "block_visible_ptr": "*i64", "N": "i32", "SAME": "constexpr", "BLOCK": "constexpr"}
     failures.append(compile_one(order._count_kernel, sig, {"SAME": same, "BLOCK": order.COUNT_BLOCK}, 8))
     compiled += 1
+sig = {"depths_ptr": "*fp32", "block_ends_ptr": "*i64", "cdepths_ptr": "*fp32", "cidx_ptr": "*i32", "N": "i32",
+       "BLOCK": "constexpr"}
+failures.append(compile_one(order._compact_kernel, sig, {"BLOCK": order.COUNT_BLOCK}, 8))
+for indexed in (False, True):
+    sig = {"perm_ptr": "*i64", "cidx_ptr": "*i32", "pair_counts_ptr": "*i32", "order_ptr": "*i64", "counts_ptr": "*i64",
+           "M": "i32", "INDEXED": "constexpr", "BLOCK": "constexpr"}
+    failures.append(compile_one(order._ordered_kernel, sig, {"INDEXED": indexed, "BLOCK": order.ORDER_BLOCK}))
+compiled += 3
 failures = [f for f in failures if f]
 print(f"compiled {compiled}, failed {len(failures)}")
 print("\n".join(failures))

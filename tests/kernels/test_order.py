@@ -47,30 +47,55 @@ def test_depth_order_matches_reference(form, device):
     assert (tt[got[0][n_visible:]] == 0).all(), "the culled ones after the visible ones"
 
 
+def counted_order(impl, depths, tt, counts, compact: bool):
+    """A counted frame's order the way the frame runs it: the counts (and the visible Gaussians gathered), then
+    the order of the V visible (compacting) or of all N. Returns (totals, order, offsets) as lists."""
+    n, device = depths.shape[0], depths.device
+    i64 = dict(dtype=torch.int64, device=device)
+    head = (torch.full((3,), -1, **i64), torch.full((impl.count_blocks(n),), -1, **i64),
+            torch.full((n,), -7.0, device=device), torch.full((n,), -7, dtype=torch.int32, device=device))  # fmt: skip
+    totals = impl.count_visible(depths, tt, counts, compact=compact, out=head).tolist()
+    m = totals[0] if compact else n
+    tail = (torch.full((m,), -7.0, device=device), torch.full((m,), -7, **i64),
+            torch.full((m if compact else 0,), -7, **i64), torch.full((m,), -7, **i64),
+            torch.full((m,), -7, **i64))  # fmt: skip
+    order, offsets = impl.visible_order(depths, counts, compact=compact, out=head[2:] + tail)
+    assert order.shape == offsets.shape == (m,)
+    return totals, order.tolist(), offsets.tolist()
+
+
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("compact", [True, False], ids=["compact", "all"])
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
-def test_depth_order_counted(impl, compact, form, device):
-    """The counted route: the visible Gaussians alone, with the three counts as host ints."""
+def test_counted_order_over_several_programs(impl, compact, form, device, monkeypatch):
+    """The counted route's order: the three counts, then the visible Gaussians nearest first (ties by index) and
+    their pair counts' running sum; when every depth is sorted, the culled Gaussians after them in index order,
+    owning no pairs. Counted over programs of 256 Gaussians (2000
+    make eight, the first one wholly culled, the last one part full), so each program's visible ones must land
+    after the programs' before it."""
+    import kernels.order as order_module
+
+    monkeypatch.setattr(order_module, "COUNT_BLOCK", 256)
     depths, tt, counts = tied_projection(device, form)
-    host = torch.empty(3, dtype=torch.int64).pin_memory() if depths.is_cuda else None
-    order, offsets, n_visible, n_tile_pairs, n_pairs = impl.depth_order_counted(
-        depths, tt, counts, compact=compact, host=host
-    )
-    want_order, want_offsets, totals = expected(depths, tt, counts)
-    assert [n_visible, n_tile_pairs, n_pairs] == totals
-    assert order.tolist() == want_order and offsets.tolist() == want_offsets
-    empty = impl.depth_order_counted(depths[:0], tt[:0], counts[:0], compact=compact, host=host)
-    assert empty[0].numel() == 0 and empty[1].numel() == 0 and list(empty[2:]) == [0, 0, 0]
+    for cut in (slice(0, 256), slice(700, 900), slice(1900, 1950)):  # the first program sees nothing
+        depths[cut], tt[cut], counts[cut] = float("inf"), 0, 0
+    want_order, want_offsets, want_totals = expected(depths, tt, counts)
+    n, v = depths.shape[0], want_totals[0]
+    totals, order, offsets = counted_order(impl, depths, tt, counts, compact)
+    assert totals == want_totals and 400 < v < n - 400
+    assert order[:v] == want_order and offsets[:v] == want_offsets
+    assert len(order) == (v if compact else n)
+    assert offsets[v:] == [want_totals[2]] * len(offsets[v:]), "the culled ones own no pairs"
+    if not compact:
+        assert order[v:] == [g for g in range(n) if tt[g] == 0], "the culled ones last, in index order"
 
 
-@pytest.mark.parametrize("form", FORMS)
-def test_count_totals_over_several_programs(form, device, monkeypatch):
-    """The counted route's counts, one kernel of atomics: over programs of 256 Gaussians (2000 make eight, the
-    last one part full), the same three totals as Python's count."""
-    import kernels.order as order
-
-    monkeypatch.setattr(order, "COUNT_BLOCK", 256)
-    depths, tt, counts = tied_projection(device, form)
-    assert order.count_totals(depths, tt, counts).tolist() == expected(depths, tt, counts)[2]
-    assert order.count_totals(depths[:0], tt[:0], counts[:0]).tolist() == [0, 0, 0]
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "all"])
+@pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
+def test_counted_order_of_an_empty_view(impl, compact, device):
+    """Nothing visible, and no Gaussians at all: zero counts, and no pairs."""
+    depths = torch.full((50,), float("inf"), device=device)
+    tt = torch.zeros(50, dtype=torch.int32, device=device)
+    totals, order, offsets = counted_order(impl, depths, tt, tt, compact)
+    assert totals == [0, 0, 0] and offsets == [0] * len(order) and len(order) == (0 if compact else 50)
+    assert counted_order(impl, depths[:0], tt[:0], tt[:0], compact) == ([0, 0, 0], [], [])

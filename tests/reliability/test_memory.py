@@ -49,14 +49,17 @@ def test_estimate_terms():
     assert cpu.reference == 250 * n and cuda.reference == 0
     counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
     streamed = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True, in_flight=True)
-    per_frame = 44 * 24_000_000 + 20 * w * h + 4 * tiles  # a slot: records, tile counts, bin_t; the outputs
+    counts = 24 + 8 * -(-24_000_000 // 4096)  # a slot's counts, and each counting program's running visible count
+    per_frame = 44 * 24_000_000 + 20 * w * h + 4 * tiles + counts  # a slot: records, tile counts, bin_t; outputs
     assert streamed.workspace == counted.workspace + per_frame, "counted frames in flight: a second slot"
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each
     m = int(0.75 * p)  # macro-tile pairs: binned and sorted (keys 2, entries 8 each) and the sort's scratch 18
     at_sort, at_lists = 2 * 10 * m + 18 * m, 10 * m + 4 * p + 4 * 32 * -(-m // 64)
     per_tile = 6 * p + 10 * p + 18 * p  # binned per tile: pairs (keys 2, ids 4), the sort's outputs and scratch
-    assert counted.transient == max(v + 44 * v, 16 * v + max(at_sort, at_lists, per_tile)) and counted.graphs == 0
-    assert counted.workspace == 44 * v + 20 * w * h + 4 * tiles + 4 * v + 12 * tiles + hist + split  # 1 slot, no pairs
+    # at the depth sort: the visible gathered 8 n (n = v), the sort's outputs 12 v, the order 8 v, the pair counts
+    # and their sum 16 v, its scratch 20 v
+    assert counted.transient == max(64 * v, 16 * v + max(at_sort, at_lists, per_tile)) and counted.graphs == 0
+    assert counted.workspace == 44 * v + 20 * w * h + 4 * tiles + counts + 4 * v + 12 * tiles + hist + split  # 1 slot
     assert estimate_bytes(10, 1, None, None, "cpu").workspace == estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
     assert estimate_bytes(10, 1, 3840, 2160, "cpu").workspace > estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
 

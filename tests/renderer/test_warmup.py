@@ -164,20 +164,22 @@ def test_a_scene_viewing_into_a_larger_tensor_is_prepared_at_an_aligned_address(
 
 
 def test_warm_up_runs_a_counted_scenes_order_both_ways_at_the_scenes_size(monkeypatch):
-    """CUDA loads torch's kernels on first launch, and which ones nonzero, sort and cumsum launch depends on the
+    """CUDA loads torch's kernels on first launch, and which ones sort and cumsum launch depends on the
     input's size: a counted scene's warm-up runs its order stage compacting and not, on arrays of the scene's own
     size with culled and visible Gaussians, so its first frame of either kind does not wait for a module load. A
     scene on capacities (which never runs that stage) does not pay for it."""
     import kernels.reference as ref
 
     calls = []
-    order = ref.depth_order_counted
+    order = ref.visible_order
 
-    def spy(depths, tiles_touched, macros_touched, *, compact=True, **kwargs):
+    def spy(depths, pair_counts, *, compact, out):
+        m = out[2].numel()  # the Gaussians sorted: the scene's, or (compacting) its visible ones
         calls.append((depths.numel(), compact, bool(torch.isinf(depths).any()), bool(torch.isfinite(depths).any())))
-        return order(depths, tiles_touched, macros_touched, compact=compact, **kwargs)
+        assert m == (int(torch.isfinite(depths).sum()) if compact else depths.numel()), (m, compact)
+        return order(depths, pair_counts, compact=compact, out=out)
 
-    monkeypatch.setattr(ref, "depth_order_counted", spy)
+    monkeypatch.setattr(ref, "visible_order", spy)
     real = Renderer(tiny_scene(), device="cpu", backend="torch")
     warmup.warm_up(real, [(40, 24)], [RenderSettings()], force=True)
     assert not [c for c in calls if c[0] == real.n]  # capacity frames: no order stage at the scene's size

@@ -19,15 +19,13 @@ RENDER_MODES = ("rgb", "alpha", "heatmap", "depth")  # keys 1 2 3 4
 RENDER_MODE_LABELS = {"rgb": "RGB", "depth": "depth", "alpha": "alpha", "heatmap": "Gaussians per tile"}
 
 
-def viewer_settings(cuda: bool) -> RenderSettings:
-    """The viewer's starting settings: exact, plus each switch whose measured speed-up holds at the quality
-    floor on the GPU (BENCHMARKS.md, sections 12, 14 and 15). That is AdaGScale: 1.00-1.20x the exact frame on
-    every bench path at tau 0.1, and with its tau scaled to the frame's Gaussians per pixel the one path under the
-    40 dB floor (the 24M overview, 39.1-40.2 dB) comes back above it (measured on the CPU on a composite of that
-    density: 40.3 -> 43.0 dB). Temporal windows are near-exact with predicted cameras and measured 0.93-1.06x, so
-    they start off. On a CPU, where none of them was measured, exact. `warpsplat render` and `warpsplat bench`
-    start exact everywhere."""
-    return RenderSettings(adagscale=cuda)
+def viewer_settings() -> RenderSettings:
+    """The viewer's starting settings: exact. A switch starts on only where it was measured faster than the exact
+    frame on every bench path at its quality floor. AdaGScale did so until the composites' fly-overs, where it
+    measured 0.94-0.96x the exact frame in alternated rounds (BENCHMARKS.md, section 28: its projection evaluates
+    the colour twice for the Gaussians it scores), so it starts off, as temporal windows do (measured 0.91-1.00x
+    when asked for: the renderer declines them where they lose, but not for free). Each is a checkbox away."""
+    return RenderSettings()
 
 
 class FrameTimes:

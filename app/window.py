@@ -123,7 +123,7 @@ class ViewerWindow(pyglet.window.Window):
         home = default_camera(scene, fb_w, fb_h, up=up)
         self.state = ViewerState(
             camera=home,
-            settings=viewer_settings(cuda=not on_cpu),
+            settings=viewer_settings(),
             render_scale=render_scale if render_scale is not None else (CPU_RENDER_SCALE if on_cpu else 1.0),
             moving_scale=moving_scale if moving_scale is not None else (CPU_MOVING_SCALE if on_cpu else 1.0),
             vsync=vsync,

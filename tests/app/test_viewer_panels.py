@@ -207,15 +207,13 @@ def test_a_scene_opens_from_a_path_or_a_dropped_file(viewer, tmp_path):
     assert viewer.state.stats.n_gaussians == n
 
 
-def test_viewer_starts_with_the_switches_that_paid_on_the_gpu():
-    """AdaGScale on where it was measured to pay at the quality floor (CUDA); everything else exact."""
+def test_viewer_starts_exact():
+    """No switch paid on every bench path on the GPU (AdaGScale lost the composites' fly-overs, 0.94-0.96x:
+    BENCHMARKS.md, section 28), so the viewer starts with the exact default, as `render` and `bench` do."""
     from app.state import viewer_settings
     from renderer import RenderSettings
 
-    gpu, cpu = viewer_settings(cuda=True), viewer_settings(cuda=False)
-    assert gpu.adagscale and gpu.adagscale_tau == RenderSettings().adagscale_tau
-    assert not gpu.temporal_window > 1, "measured even: off"
-    assert cpu == RenderSettings(), "unmeasured on a CPU: exact"
+    assert viewer_settings() == RenderSettings() and not viewer_settings().adagscale
 
 
 # ---------------------------------------------------------------------------------------------- layout

@@ -53,8 +53,13 @@ def test_derived_ply_is_the_documented_crop():
     from tests.data.make_derived import crop
 
     want, got = crop(), load_scene(bundled("playbot_crop.ply"))
-    for name in ("means", "quats", "log_scales", "opacity_logits", "sh"):
+    for name in ("means", "quats", "log_scales", "sh"):
         assert torch.equal(getattr(got, name), getattr(want, name)), name
+    # the opacity logits come from torch.logit of each byte / 255 in float32 (scenes/gaussians.py), whose
+    # vectorised log differs by one unit in the last place between CPUs (361 of 4,096 logits, 1.1e-7 relative, on
+    # one machine): equal to within that, and every one within it
+    ulp = torch.finfo(torch.float32).eps
+    torch.testing.assert_close(got.opacity_logits, want.opacity_logits, rtol=ulp, atol=ulp)
 
 
 @pytest.mark.parametrize("name", sorted((set(credits_table()) | set(sources_table())) - NOT_SCENES))

@@ -110,13 +110,14 @@ def _project_kernel(
 
     if ADAGSCALE:
         # score only where a shrink can remove a tile: a footprint whose tile box (full t, clipped to the
-        # image) is one tile keeps t, its exact tiles (`_device` docstring). The score weighs by colour, so the
-        # scored Gaussians' colour comes first; the others' comes after the walk, as in exact mode, so every
-        # visible Gaussian loads its SH once either way.
+        # image) is one tile keeps t, its exact tiles (`_device` docstring). The score weighs by colour, so every
+        # visible Gaussian's colour comes first, once: evaluated for the scored ones here and for the others after
+        # the walk, the SH's instructions ran twice a block (masked lanes still issue them), and AdaGScale's
+        # projection took 0.47 ms against exact's 0.34 on the 6M fly-over (BENCHMARKS.md, section 28)
         _, box_rows, _ = tile_rows(my, a, b, c, t, visible, n_ty, TILE)
         _, box_cols = tile_cols(mx, a, b, c, t, n_tx, TILE)
         scored = visible & (box_rows * box_cols > 1)
-        sr, sg, sb = eval_sh(sh_ptr, (sh_n, sh_k, sh_c), offs, scored, dx * inorm, dy * inorm, dz * inorm, DEGREE)
+        sr, sg, sb = eval_sh(sh_ptr, (sh_n, sh_k, sh_c), offs, visible, dx * inorm, dy * inorm, dz * inorm, DEGREE)
         sr = tl.maximum(sr + 0.5, 0.0)
         sg = tl.maximum(sg + 0.5, 0.0)
         sb = tl.maximum(sb + 0.5, 0.0)
@@ -152,18 +153,14 @@ def _project_kernel(
         tl.store(macros_touched_ptr + offs, tl.where(visible, macros, 0), mask=in_range)
     tl.store(depths_ptr + offs, tl.where(visible, zc, float("inf")), mask=in_range)
 
-    # view-dependent colour, only for Gaussians that reach a tile (and, with AdaGScale, were not scored)
-    shade = visible
+    # view-dependent colour, only for Gaussians that reach a tile (with AdaGScale, evaluated before the walk)
     if ADAGSCALE:
-        shade = visible & ~scored
-    cr, cg, cb = eval_sh(sh_ptr, (sh_n, sh_k, sh_c), offs, shade, dx * inorm, dy * inorm, dz * inorm, DEGREE)
-    cr = tl.maximum(cr + 0.5, 0.0)
-    cg = tl.maximum(cg + 0.5, 0.0)
-    cb = tl.maximum(cb + 0.5, 0.0)
-    if ADAGSCALE:
-        cr = tl.where(scored, sr, cr)
-        cg = tl.where(scored, sg, cg)
-        cb = tl.where(scored, sb, cb)
+        cr, cg, cb = sr, sg, sb
+    else:
+        cr, cg, cb = eval_sh(sh_ptr, (sh_n, sh_k, sh_c), offs, visible, dx * inorm, dy * inorm, dz * inorm, DEGREE)
+        cr = tl.maximum(cr + 0.5, 0.0)
+        cg = tl.maximum(cg + 0.5, 0.0)
+        cb = tl.maximum(cb + 0.5, 0.0)
 
     write_record(records_ptr, offs, visible, mx, my, a, b, c, tl.where(visible, o, 1.0), cr, cg, cb)
     tl.store(bin_t_ptr + offs, t_bin, mask=visible)

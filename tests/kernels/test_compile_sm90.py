@@ -67,8 +67,8 @@ sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "s
        "far": "fp32", "eps2d": "fp32", "s_min": "fp32", "sh_n": "i32", "sh_k": "i32", "sh_c": "i32",
        "DEGREE": "constexpr", "TILE": "constexpr", "ADAGSCALE": "constexpr", "MACROS": "constexpr",
        "BLOCK_N": "constexpr"}
-for macros in (False, True):
-    failures.append(compile_one(project._project_kernel, sig, {"DEGREE": 3, "TILE": 8, "ADAGSCALE": False,
+for macros, adagscale in itertools.product((False, True), (False, True)):
+    failures.append(compile_one(project._project_kernel, sig, {"DEGREE": 3, "TILE": 8, "ADAGSCALE": adagscale,
                                                                 "MACROS": macros, "BLOCK_N": 128}))
     compiled += 1
 for same in (False, True):

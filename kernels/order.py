@@ -215,8 +215,3 @@ def visible_order(
                                                     BLOCK=ORDER_BLOCK)  # fmt: skip
     torch.cumsum(counts, 0, out=offsets)
     return order, offsets
-    torch.sort(cdepths[:M] if compact else depths, stable=True, out=(sorted_depths, perm))
-    _ordered_kernel[(triton.cdiv(M, ORDER_BLOCK),)](perm, cidx, pair_counts, order, counts, M, N,
-                                                    INDEXED=compact, BLOCK=ORDER_BLOCK)  # fmt: skip
-    torch.cumsum(counts, 0, out=offsets)
-    return order, offsets

@@ -46,7 +46,7 @@ import triton
 import triton.language as tl
 
 from ._device import MACRO_COLS, MACRO_ROWS, band_hull, record_conic, record_geometry, row_tile_span, tile_rows
-from ._launch import interpreting
+from ._launch import interpreting, launch
 from .buffers import macro_grid, sentinel_key
 from .constants import MACRO_COLS as _COLS
 from .constants import MACRO_ROWS as _ROWS
@@ -298,7 +298,7 @@ def bin_pairs(
     elif block is None or cols is None:
         block, cols = bin_config(N, 0.0)
     kernel = _bin_macro_kernel if macro else _bin_tiles_kernel
-    kernel[(triton.cdiv(M, block),)](
+    launch(kernel, (triton.cdiv(M, block),),
         order, offsets, records, counts, bin_t, keys, values,
         M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
         TILE=tile_size, BLOCK_N=block, COLS=cols,

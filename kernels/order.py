@@ -35,6 +35,8 @@ import torch
 import triton
 import triton.language as tl
 
+from ._launch import launch
+
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def depth_order(
@@ -152,12 +154,12 @@ def count_visible(
         return totals
     programs = count_blocks(N)
     block_ends = block_ends[:programs]
-    _count_kernel[(programs,)](depths, tiles_touched, pair_counts, totals, block_ends, N,
-                               SAME=pair_counts is tiles_touched, BLOCK=COUNT_BLOCK, num_warps=8)  # fmt: skip
+    launch(_count_kernel, (programs,), depths, tiles_touched, pair_counts, totals, block_ends, N,
+           SAME=pair_counts is tiles_touched, BLOCK=COUNT_BLOCK, num_warps=8)  # fmt: skip
     if compact:
         assert cdepths.shape[0] >= N and cidx.shape[0] >= N and cidx.dtype == torch.int32
         torch.cumsum(block_ends, 0, out=block_ends)
-        _compact_kernel[(programs,)](depths, block_ends, cdepths, cidx, N, BLOCK=COUNT_BLOCK, num_warps=8)
+        launch(_compact_kernel, (programs,), depths, block_ends, cdepths, cidx, N, BLOCK=COUNT_BLOCK, num_warps=8)
     return totals
 
 
@@ -211,7 +213,7 @@ def visible_order(
     if M == 0:
         return order, offsets
     torch.sort(cdepths[:M] if compact else depths, stable=True, out=(sorted_depths, perm))
-    _ordered_kernel[(triton.cdiv(M, ORDER_BLOCK),)](perm, cidx, pair_counts, order, counts, M, INDEXED=compact,
-                                                    BLOCK=ORDER_BLOCK)  # fmt: skip
+    launch(_ordered_kernel, (triton.cdiv(M, ORDER_BLOCK),), perm, cidx, pair_counts, order, counts, M,
+           INDEXED=compact, BLOCK=ORDER_BLOCK)  # fmt: skip
     torch.cumsum(counts, 0, out=offsets)
     return order, offsets

@@ -50,7 +50,7 @@ from ._device import (
     tile_rows,
     write_record,
 )
-from ._launch import interpreting
+from ._launch import interpreting, launch
 from .buffers import SH_DTYPE, project_outputs
 
 
@@ -216,7 +216,7 @@ def project_gaussians(
         out = project_outputs(N, means.device)
     records, depths, tiles_touched, macros_touched, bin_t = out
     block = 2048 if interpreting() else (block or project_block(N))  # the interpreter: few, wide programs
-    _project_kernel[(triton.cdiv(N, block),)](
+    launch(_project_kernel, (triton.cdiv(N, block),),
         means, covars, opacities, sh, camera,
         records, depths, tiles_touched, tiles_touched if macros_touched is None else macros_touched, bin_t,
         bin_t if adagscale_tau is None else adagscale_tau,

@@ -42,7 +42,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from ._device import ALPHA_MAX, LOG2_ALPHA_MIN, PIXEL_CENTRE, T_STOP, _two_halves, record_colour, record_geometry
-from ._launch import interpreting
+from ._launch import interpreting, launch
 
 # ----------------------------------------------------------------------------------------------- blending
 
@@ -487,7 +487,7 @@ def rasterize_tiles(
     args = (gaussian_ids, ranges, records, background, ranges if schedule is None else schedule,
             rgb, alpha, rgba8 if has_rgba8 else alpha)  # fmt: skip
     if variant == "batched":  # one row of pixels, a batch of Gaussians down the block
-        _rasterize_kernel[(n_tiles,)](
+        launch(_rasterize_kernel, (n_tiles,),
             *args, width, height, TILE=tile_size, STEP=step or (64 if interpreting() else 16), HAS_RGBA8=has_rgba8,
             SCHEDULED=schedule is not None, num_warps=num_warps or max(1, tile_size * tile_size // 32),
         )  # fmt: skip
@@ -502,13 +502,13 @@ def rasterize_tiles(
             split_from, n_split, n_parts = split
             n_split = min(n_split, n_tiles)
             assert parts.dtype == torch.float32 and parts.numel() >= n_split * n_parts * tile_size**2 * 4, parts.shape
-        _rasterize_shared_kernel[(n_tiles + (n_parts - 1) * n_split,)](
+        launch(_rasterize_shared_kernel, (n_tiles + (n_parts - 1) * n_split,),
             *args, parts if n_parts > 1 else alpha, width, height, split_from, n_split, TILE=tile_size,
             WARPS=num_warps, STEP=step or unroll, HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None,
             PARTS=n_parts, num_warps=num_warps,
         )  # fmt: skip
         if n_parts > 1:
-            _combine_parts_kernel[(n_split,)](
+            launch(_combine_parts_kernel, (n_split,),
                 ranges, schedule, parts, background, rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
                 split_from, TILE=tile_size, PARTS=n_parts, HAS_RGBA8=has_rgba8,
                 num_warps=max(1, tile_size * tile_size // 32),

@@ -27,6 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ._launch import launch
 from .constants import SCHEDULE_CLASSES as CLASSES
 
 CLASS_SLOTS = 32  # CLASSES rounded up to a power of two (a block's histogram row)
@@ -129,10 +130,19 @@ def schedule_tiles(
     block = schedule_block(n_tiles)
     warps = min(8, block // 32)
     grid = (n_blocks,)
-    _class_histogram_kernel[grid](
-        ranges, tile_counts, hist, n_tiles, CLASSES=CLASSES, CLASS_SLOTS=CLASS_SLOTS, BLOCK=block, num_warps=warps
+    launch(
+        _class_histogram_kernel,
+        grid,
+        ranges,
+        tile_counts,
+        hist,
+        n_tiles,
+        CLASSES=CLASSES,
+        CLASS_SLOTS=CLASS_SLOTS,
+        BLOCK=block,
+        num_warps=warps,
     )
-    _place_kernel[grid](
+    launch(_place_kernel, grid,
         tile_counts, hist, schedule, n_tiles, n_blocks,
         CLASSES=CLASSES, CLASS_SLOTS=CLASS_SLOTS, BLOCK=block, ROWS=64, num_warps=warps,
     )  # fmt: skip

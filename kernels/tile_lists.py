@@ -34,7 +34,7 @@ import triton
 import triton.language as tl
 
 from ._device import MACRO_COLS, MACRO_ROWS
-from ._launch import interpreting
+from ._launch import interpreting, launch
 from .buffers import LIST_CHUNK, LIST_WARPS, list_scratch_shape, macro_grid
 
 BITS = MACRO_COLS * MACRO_ROWS  # 32
@@ -131,10 +131,10 @@ def tile_lists(
     ranges.zero_()
     if C == 0:
         return ids, ranges
-    _chunk_counts_kernel[(chunks,)](sorted_keys, sorted_entries, counts, C, n_mx * n_my, chunks, CHUNK=chunk,
-                                    num_warps=LIST_WARPS)  # fmt: skip
+    launch(_chunk_counts_kernel, (chunks,), sorted_keys, sorted_entries, counts, C, n_mx * n_my, chunks,
+           CHUNK=chunk, num_warps=LIST_WARPS)  # fmt: skip
     counts.cumsum_(1)
-    _scatter_kernel[(chunks,)](
+    launch(_scatter_kernel, (chunks,),
         sorted_keys, sorted_entries, counts, ids, ranges,
         C, n_mx * n_my, chunks, n_mx, n_tx, n_ty, ids.shape[0], CHUNK=chunk, num_warps=LIST_WARPS,
     )  # fmt: skip
@@ -179,5 +179,5 @@ def tile_ranges(
     out.zero_()
     if C > 0:
         block = 1024
-        _tile_ranges_kernel[(triton.cdiv(C, block),)](sorted_keys, out, C, n_tiles, BLOCK=block)
+        launch(_tile_ranges_kernel, (triton.cdiv(C, block),), sorted_keys, out, C, n_tiles, BLOCK=block)
     return out

@@ -374,16 +374,29 @@ def record_conic(A, B, C):
 
 @triton.jit
 def write_record(rec_ptr, offs, mask, mx, my, a, b, c, o, cr, cg, cb):
-    """Record rows `offs` from the screen mean, the conic (a, b, c), the opacity and the colour."""
-    base = rec_ptr + offs * 8
-    tl.store(base + 0, mx, mask=mask)
-    tl.store(base + 1, my, mask=mask)
-    tl.store(base + 2, HALF_LOG2E * a, mask=mask)
-    tl.store(base + 3, LOG2E * b, mask=mask)
-    tl.store(base + 4, HALF_LOG2E * c, mask=mask)
-    tl.store(base + 5, tl.log2(o), mask=mask)
-    halves = rec_ptr.to(tl.pointer_type(tl.float16)) + offs * 16 + 12
-    tl.store(halves + 0, tl.minimum(cr, FP16_MAX).to(tl.float16), mask=mask)  # colours are >= 0
-    tl.store(halves + 1, tl.minimum(cg, FP16_MAX).to(tl.float16), mask=mask)
-    tl.store(halves + 2, tl.minimum(cb, FP16_MAX).to(tl.float16), mask=mask)
-    tl.store(halves + 3, tl.zeros_like(cr).to(tl.float16), mask=mask)
+    """Record rows `offs` from the screen mean, the conic (a, b, c), the opacity and the colour.
+
+    Each lane stores its row's 32 bytes as one [8] int32 vector (two 16-byte stores), not as ten stores of its own
+    fields: those left every store instruction of a warp touching 32 sectors 32 bytes apart, ten times over, and
+    the stores took more than half of the projection's time (BENCHMARKS.md, section 31)."""
+    w = (_bits(mx), _bits(my), _bits(a * HALF_LOG2E), _bits(b * LOG2E), _bits(c * HALF_LOG2E), _bits(tl.log2(o)),
+         _half_bits(cr) | (_half_bits(cg) << 16), _half_bits(cb))  # fmt: skip
+    # words 6 and 7: the fp16 colour, r and g at bytes 24 and 26, b and 0 at 28 and 30 (little-endian).
+    # tl.join adds its new axis last, so the words that differ in the index's highest bit are joined first:
+    # row[l, i, j, k] = w[4 i + 2 j + k], and row-major [l, 8] is the record's word order
+    row = tl.join(tl.join(tl.join(w[0], w[4]), tl.join(w[2], w[6])), tl.join(tl.join(w[1], w[5]), tl.join(w[3], w[7])))
+    row = tl.reshape(row, (mx.shape[0], 8))
+    words = rec_ptr.to(tl.pointer_type(tl.int32)) + offs[:, None] * 8 + tl.arange(0, 8)[None, :]
+    tl.store(words, row, mask=mask[:, None])
+
+
+@triton.jit
+def _bits(x):
+    """A float32's bits as an int32."""
+    return x.to(tl.int32, bitcast=True)
+
+
+@triton.jit
+def _half_bits(x):
+    """min(x, FP16_MAX) as fp16 (x >= 0: a colour), its 16 bits in the low half of an int32."""
+    return tl.minimum(x, FP16_MAX).to(tl.float16).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF

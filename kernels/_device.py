@@ -42,6 +42,7 @@ from . import constants
 # kernels/constants.py's values in the form a @triton.jit function can read; kernels/reference.py reads the
 # same module, so kernel and twin share every number (the meaning of each is documented there).
 T_MARGIN = tl.constexpr(constants.T_MARGIN)
+TWO_LN2 = tl.constexpr(constants.TWO_LN2)
 CLAMP_TILES = tl.constexpr(constants.CLAMP_TILES)
 CENTRE_SLACK = tl.constexpr(constants.CENTRE_SLACK)
 WEIGHT_MIN = tl.constexpr(constants.WEIGHT_MIN)
@@ -81,6 +82,13 @@ SH_C3_5 = tl.constexpr(constants.SH_C3[5])  # times z, then (x^2 - y^2) or 2xy (
 def alpha_threshold_t(opacity):
     """t such that o * exp(-Q/2) >= 1/255  <=>  Q <= t (Q = d^T conic d); margin included."""
     return 2.0 * tl.log(opacity * ALPHA_MIN_INV) + T_MARGIN
+
+
+@triton.jit
+def record_threshold(lo):
+    """`alpha_threshold_t` from a record's lo = log2(o): the t that stage 1 counts tiles with and binning walks
+    again (without AdaGScale), both from the same stored bits, so binning gathers nothing else of a Gaussian."""
+    return (lo - LOG2_ALPHA_MIN) * TWO_LN2 + T_MARGIN
 
 
 @triton.jit
@@ -373,13 +381,13 @@ def record_conic(A, B, C):
 
 
 @triton.jit
-def write_record(rec_ptr, offs, mask, mx, my, a, b, c, o, cr, cg, cb):
-    """Record rows `offs` from the screen mean, the conic (a, b, c), the opacity and the colour.
+def write_record(rec_ptr, offs, mask, mx, my, a, b, c, lo, cr, cg, cb):
+    """Record rows `offs` from the screen mean, the conic (a, b, c), lo = log2(opacity) and the colour.
 
     Each lane stores its row's 32 bytes as one [8] int32 vector (two 16-byte stores), not as ten stores of its own
     fields: those left every store instruction of a warp touching 32 sectors 32 bytes apart, ten times over, and
     the stores took more than half of the projection's time (BENCHMARKS.md, section 31)."""
-    w = (_bits(mx), _bits(my), _bits(a * HALF_LOG2E), _bits(b * LOG2E), _bits(c * HALF_LOG2E), _bits(tl.log2(o)),
+    w = (_bits(mx), _bits(my), _bits(a * HALF_LOG2E), _bits(b * LOG2E), _bits(c * HALF_LOG2E), _bits(lo),
          _half_bits(cr) | (_half_bits(cg) << 16), _half_bits(cb))  # fmt: skip
     # words 6 and 7: the fp16 colour, r and g at bytes 24 and 26, b and 0 at 28 and 30 (little-endian).
     # tl.join adds its new axis last, so the words that differ in the index's highest bit are joined first:

@@ -29,10 +29,12 @@ find fewer tiles or macro-tiles than the count (the two kernels are compiled sep
 differ), the remaining slots get the sentinel key, which sorts last and which `tile_lists` ignores.
 
 The walk is the count's: the conic as the blend record holds it (`_device.record_conic`) and the threshold
-`bin_t` that `project_gaussians` counted with (AdaGScale's shrunken one where it is on).
+`project_gaussians` counted with: from the record's lo (`_device.record_threshold`), or AdaGScale's shrunken one
+from `bin_t` where it is on.
 
 Inputs : order [M] i64 (Gaussian indices, nearest first; an index N, past the last Gaussian, has no pairs),
-         offsets [M] i64, records [N,8] (kernels/buffers.py), counts [N] i32 (tiles or macro-tiles touched), bin_t [N]
+         offsets [M] i64, records [N,8] (kernels/buffers.py), counts [N] i32 (tiles or macro-tiles touched; the
+         kernels take each Gaussian's from the step of its offsets, the twin from counts), bin_t [N] or None
 Outputs: keys [capacity] i16/i32 (tile or macro-tile ids; untouched past the pair count), values [capacity] (i32
          Gaussian ids, or i64 entries)
 """
@@ -45,7 +47,16 @@ import torch
 import triton
 import triton.language as tl
 
-from ._device import MACRO_COLS, MACRO_ROWS, band_hull, record_conic, record_geometry, row_tile_span, tile_rows
+from ._device import (
+    MACRO_COLS,
+    MACRO_ROWS,
+    band_hull,
+    record_conic,
+    record_geometry,
+    record_threshold,
+    row_tile_span,
+    tile_rows,
+)
 from ._launch import interpreting, launch
 from .buffers import macro_grid, sentinel_key
 from .constants import MACRO_COLS as _COLS
@@ -55,19 +66,28 @@ assert _ROWS == 4, "the band walk below writes out its four rows"
 
 
 @triton.jit
-def _program_gaussians(order_ptr, offsets_ptr, records_ptr, counts_ptr, bin_t_ptr, M, N, BLOCK_N: tl.constexpr):
+def _program_gaussians(order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N: tl.constexpr):
     """This program's BLOCK_N Gaussians in depth order: (index g, pair count, first slot, live, screen mean,
-    conic, binning threshold); idle lanes (past M, or culled) get no pairs and a unit conic."""
+    conic, binning threshold); idle lanes (past M, or culled) get no pairs and a unit conic.
+
+    In depth order every read of a Gaussian's own data is a gather that fetches a 32-byte sector: the record is
+    one, and all binning needs beside it. The pair count is the step of the offsets (read in order), not counts[g],
+    and the threshold comes from the record's lo (`record_threshold`), not bin_t[g], unless `scaled` (AdaGScale's
+    thresholds): BENCHMARKS.md, section 31."""
     pid = tl.program_id(0).to(tl.int64)
     r = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     in_range = r < M
     g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
-    count = tl.load(counts_ptr + g, mask=in_range & (g < N), other=0)
-    live = count > 0
-    base = tl.load(offsets_ptr + r, mask=live, other=0) - count
-    mx, my, A, B, C, _ = record_geometry(records_ptr, g, live)
+    base = tl.load(offsets_ptr + r - 1, mask=in_range & (r > 0), other=0)  # the pairs before this Gaussian's
+    count = (tl.load(offsets_ptr + r, mask=in_range, other=0) - base).to(tl.int32)
+    live = (count > 0) & (g < N)
+    count = tl.where(live, count, 0)
+    mx, my, A, B, C, lo = record_geometry(records_ptr, g, live)
     a, b, c = record_conic(tl.where(live, A, 1.0), B, tl.where(live, C, 1.0))
-    t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
+    if scaled:
+        t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
+    else:
+        t = tl.where(live, record_threshold(lo), 1.0)
     return g, count, base, live, mx, my, a, b, c, t
 
 
@@ -101,15 +121,15 @@ def _row_bits(tx_lo, span, x0, j: tl.constexpr):
     return tl.where(n > 0, bits << (MACRO_COLS * j), 0)
 
 
-@triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])
+@triton.jit(do_not_specialize=["scaled", "M", "N", "capacity", "width", "height", "sentinel"])
 def _bin_macro_kernel(
     order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
     offsets_ptr,  # [M] i64, inclusive prefix sum of the macro-tile counts in that order
     records_ptr,  # [N, 8] f32 blend records
-    macros_touched_ptr,  # [N] i32
-    bin_t_ptr,  # [N] f32 binning thresholds
+    bin_t_ptr,  # [N] f32 binning thresholds (read where `scaled`)
     keys_ptr,  # [capacity] i16/i32 out
     entries_ptr,  # [capacity] i64 out
+    scaled,  # 1: the thresholds are bin_t's (AdaGScale); 0: the records' (`record_threshold`)
     M,
     N,
     capacity,
@@ -121,7 +141,7 @@ def _bin_macro_kernel(
     COLS: tl.constexpr,
 ):
     g, count, base, live, mx, my, a, b, c, t = _program_gaussians(
-        order_ptr, offsets_ptr, records_ptr, macros_touched_ptr, bin_t_ptr, M, N, BLOCK_N
+        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N
     )
     key_ty = keys_ptr.dtype.element_ty
     gid = g[:, None]
@@ -165,15 +185,15 @@ def _bin_macro_kernel(
     _fill_missing(keys_ptr, entries_ptr, gid, base, written, count, capacity, sentinel, COLS)
 
 
-@triton.jit(do_not_specialize=["M", "N", "capacity", "width", "height", "sentinel"])
+@triton.jit(do_not_specialize=["scaled", "M", "N", "capacity", "width", "height", "sentinel"])
 def _bin_tiles_kernel(
     order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
     offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order
     records_ptr,  # [N, 8] f32 blend records
-    tiles_touched_ptr,  # [N] i32
-    bin_t_ptr,  # [N] f32 binning thresholds
+    bin_t_ptr,  # [N] f32 binning thresholds (read where `scaled`)
     keys_ptr,  # [capacity] i16/i32 out
     ids_ptr,  # [capacity] i32 out
+    scaled,  # as in _bin_macro_kernel
     M,
     N,
     capacity,
@@ -185,7 +205,7 @@ def _bin_tiles_kernel(
     COLS: tl.constexpr,
 ):
     g, count, base, live, mx, my, a, b, c, t = _program_gaussians(
-        order_ptr, offsets_ptr, records_ptr, tiles_touched_ptr, bin_t_ptr, M, N, BLOCK_N
+        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N
     )
     key_ty = keys_ptr.dtype.element_ty
     gid = g.to(tl.int32)
@@ -263,11 +283,11 @@ def bin_pairs(
     order: torch.Tensor,  # [M] i64 (or i32)
     offsets: torch.Tensor,  # [M] i64
     records: torch.Tensor,  # [N, 8] f32
-    counts: torch.Tensor,  # [N] i32: tiles_touched (tile pairs) or macros_touched (macro-tile pairs)
+    counts: torch.Tensor,  # [N] i32: tiles_touched or macros_touched (checked; the kernel reads the offsets' steps)
     width: int,
     height: int,
     *,
-    bin_t: torch.Tensor,  # [N]
+    bin_t: torch.Tensor | None,  # [N], or None: the thresholds from the records
     tile_size: int = 8,
     out: tuple[torch.Tensor, torch.Tensor],
     block: int | None = None,
@@ -277,12 +297,14 @@ def bin_pairs(
     pairs when values are int32 (Gaussian ids), macro-tile pairs when they are int64 (entries).
 
     The caller fills keys with `sentinel_key(keys.dtype)` first when the buffers may be longer than the pair
-    count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with.
+    count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with, which
+    binning needs only where they are AdaGScale's; None takes each from the Gaussian's record (`record_threshold`,
+    as `project_gaussians` counted without AdaGScale), a gather less a Gaussian.
     block, cols: Gaussians per program and (macro-)tiles written per step (launch knobs; `bin_config`).
     """
     M, N = order.shape[0], records.shape[0]
     assert order.dtype in (torch.int32, torch.int64) and offsets.shape == (M,) and offsets.dtype == torch.int64
-    assert records.shape == (N, 8) and counts.shape == (N,) and bin_t.shape == (N,), records.shape
+    assert records.shape == (N, 8) and counts.shape == (N,) and (bin_t is None or bin_t.shape == (N,)), records.shape
     keys, values = out
     assert keys.dtype in (torch.int16, torch.int32) and values.dtype in (torch.int32, torch.int64), values.dtype
     assert values.shape == keys.shape
@@ -299,7 +321,7 @@ def bin_pairs(
         block, cols = bin_config(N, 0.0)
     kernel = _bin_macro_kernel if macro else _bin_tiles_kernel
     launch(kernel, (triton.cdiv(M, block),),
-        order, offsets, records, counts, bin_t, keys, values,
+        order, offsets, records, records if bin_t is None else bin_t, keys, values, int(bin_t is not None),
         M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
         TILE=tile_size, BLOCK_N=block, COLS=cols,
     )  # fmt: skip

@@ -36,6 +36,9 @@ FOV_SLACK = 0.3
 # 0.05% in alpha) absorbs float rounding between this test and the rasterizer's alpha >= ALPHA_MIN test, so a
 # pixel the rasterizer would blend is never dropped.
 T_MARGIN = 1e-3
+# Binning and its count take t from the record's lo = log2(o): t = 2 ln(o / ALPHA_MIN) = TWO_LN2 (lo - LOG2_ALPHA_MIN),
+# so that binning reads nothing of a Gaussian's but its record (kernels/bin.py).
+TWO_LN2 = 1.3862943611198906  # 2 ln(2)
 # Far-off-screen extents are clamped to this many tiles beyond the image before float->int conversion.
 CLAMP_TILES = 4.0
 # Binning emits one pair per macro-tile a Gaussian reaches: a block of MACRO_COLS x MACRO_ROWS tiles, with a

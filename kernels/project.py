@@ -24,7 +24,7 @@ Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacit
 Outputs: records [N,8] (the blend records of kernels/buffers.py), depths [N] (+inf where culled, so that one
          stable sort of all N puts the visible Gaussians first, in depth order), tiles_touched [N] int32,
          macros_touched [N] int32, bin_t [N] (the binning threshold t' = s^2 t that `bin_pairs` must walk again;
-         t when AdaGScale is off).
+         t when AdaGScale is off, which binning takes from the record instead: `_device.record_threshold`).
          Rows with tiles_touched == 0 are left unwritten except tiles_touched, macros_touched and depths.
 """
 
@@ -40,11 +40,11 @@ from ._device import (
     LOG2E,
     MACRO_ROWS,
     adagscale_s2,
-    alpha_threshold_t,
     band_hull,
     eval_sh,
     ewa_footprint,
     record_conic,
+    record_threshold,
     row_tile_span,
     tile_cols,
     tile_rows,
@@ -100,7 +100,8 @@ def _project_kernel(
 
     o = tl.load(opacities_ptr + offs, mask=visible, other=0.0)
     visible = visible & (o >= ALPHA_MIN)
-    t = alpha_threshold_t(tl.where(visible, o, 1.0))
+    lo = tl.log2(tl.where(visible, o, 1.0))  # the record's, and the source of t (`record_threshold`)
+    t = record_threshold(lo)
     n_tx = (width + TILE - 1) // TILE
     n_ty = (height + TILE - 1) // TILE
     dx = x - cam_x
@@ -162,7 +163,7 @@ def _project_kernel(
         cg = tl.maximum(cg + 0.5, 0.0)
         cb = tl.maximum(cb + 0.5, 0.0)
 
-    write_record(records_ptr, offs, visible, mx, my, a, b, c, tl.where(visible, o, 1.0), cr, cg, cb)
+    write_record(records_ptr, offs, visible, mx, my, a, b, c, lo, cr, cg, cb)
     tl.store(bin_t_ptr + offs, t_bin, mask=visible)
 
 

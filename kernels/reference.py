@@ -39,6 +39,7 @@ from .constants import (
     SH_C3,
     T_MARGIN,
     T_STOP,
+    TWO_LN2,
     WEIGHT_MIN,
 )
 
@@ -133,6 +134,12 @@ def _alpha_threshold_t(o: torch.Tensor) -> torch.Tensor:
     return 2.0 * torch.log(o * (1.0 / ALPHA_MIN)) + T_MARGIN  # 255.0 exactly, as the kernel multiplies
 
 
+def _record_threshold(lo: torch.Tensor) -> torch.Tensor:
+    """t from a record's lo = log2(o) (kernels/_device.py `record_threshold`): what stage 1 counts with and
+    binning walks without AdaGScale."""
+    return (lo - LOG2_ALPHA_MIN) * TWO_LN2 + T_MARGIN
+
+
 def peripheral_score(a, b, c, o, t, weight, s):
     """AdaGScale's peripheral score: colour weight times the alpha mass (pixels) of the elliptical annulus
     between Mahalanobis radius s sqrt(t) and sqrt(t): w 2 pi o sqrt(det Sigma) (exp(-s^2 t/2) - exp(-t/2))."""
@@ -221,7 +228,7 @@ def project_gaussians(
 
     o = opacities
     visible &= o >= ALPHA_MIN
-    tt = _alpha_threshold_t(torch.where(visible, o, torch.ones_like(o)))
+    tt = _record_threshold(torch.log2(torch.where(visible, o, torch.ones_like(o))))  # lo, as the record holds it
 
     dirs = torch.nn.functional.normalize(means - campos, dim=-1)
     colors = torch.clamp_min(eval_sh(sh, dirs, sh_degree) + 0.5, 0.0)
@@ -436,7 +443,7 @@ def bin_pairs(
     width: int,
     height: int,
     *,
-    bin_t: torch.Tensor,
+    bin_t: torch.Tensor | None,
     tile_size: int = 8,
     out: tuple[torch.Tensor, torch.Tensor],
     block: int | None = None,
@@ -477,7 +484,7 @@ def _bin_tile_chunk(live, base, records, tiles_touched, width, height, bin_t, ti
     capacity = keys.shape[0]
     mx, my = records[live, 0], records[live, 1]
     a, b, c = _record_conic(records[live])
-    t = bin_t[live]
+    t = _record_threshold(records[live, 5]) if bin_t is None else bin_t[live]
     ty_lo, rows, ry = _tile_rows(my, a, b, c, t, torch.ones_like(mx, dtype=torch.bool), n_ty, tile_size)
     # one entry per (Gaussian, row)
     g_of_row = torch.repeat_interleave(torch.arange(live.numel(), device=device), rows.long())
@@ -523,7 +530,7 @@ def _bin_macro_chunk(live, base, records, macros_touched, width, height, bin_t, 
     capacity = keys.shape[0]
     mx, my = records[live, 0], records[live, 1]
     a, b, c = _record_conic(records[live])
-    t = bin_t[live]
+    t = _record_threshold(records[live, 5]) if bin_t is None else bin_t[live]
     ty_lo, rows, ry = _tile_rows(my, a, b, c, t, torch.ones_like(mx, dtype=torch.bool), n_ty, tile_size)
     g_of_row, ty, tx_lo, span = _row_spans(ty_lo, rows, mx, my, a, b, c, t, ry, n_tx, tile_size)
     band, hull_lo, hull_hi = _band_hulls(g_of_row, ty, tx_lo, span, ty_lo, rows)

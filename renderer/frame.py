@@ -206,7 +206,8 @@ class Frame:
         """Stage 3 over the route's order [V] and offsets [V], into `pairs.keys` and `pairs.values`."""
         self.r.k.bin_pairs(
             order, offsets, self.records, self.pair_counts, self.width, self.height,
-            tile_size=self.tile, bin_t=self.bin_t, out=(self.pairs.keys, self.pairs.values),
+            tile_size=self.tile, bin_t=self.bin_t if self.settings.adagscale else None,  # else the records' t
+            out=(self.pairs.keys, self.pairs.values),
             **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip
 

@@ -157,12 +157,13 @@ def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
 FORMS = ("tiles", "macro-tiles")  # stage 3's two forms (kernels/bin.py), told apart by the values' dtype
 
 
-def bin_all(impl, proj, width, height, *, tile=8, capacity=None, form="macro-tiles"):
+def bin_all(impl, proj, width, height, *, tile=8, capacity=None, form="macro-tiles", scaled=False):
     """Stages 2-3 of either implementation on a projection, in either form: (keys, values, n_pairs). Tiles: keys
     are tile ids, values int32 Gaussian ids, one pair per tiles_touched; macro-tiles: keys are macro-tile ids,
     values int64 entries, one pair per macros_touched. The buffers hold `capacity` slots (default: exactly the
     pair count), the keys filled with the sentinel first as the renderer does, the values with -1 (so that a slot
-    bin leaves alone shows)."""
+    bin leaves alone shows). `scaled`: bin with the projection's bin_t (AdaGScale's thresholds), else with the
+    records' (`bin_t=None`, as the renderer bins exact frames)."""
     assert form in FORMS, form
     records, depths, tiles_touched, macros_touched, bin_t = proj
     macro = form == "macro-tiles"
@@ -177,7 +178,7 @@ def bin_all(impl, proj, width, height, *, tile=8, capacity=None, form="macro-til
     kd = impl.key_dtype(n_mx * n_my if macro else n_tx * n_ty)
     keys = torch.full((cap,), impl.sentinel_key(kd), dtype=kd, device=records.device)
     values = torch.full((cap,), -1, dtype=torch.int64 if macro else torch.int32, device=records.device)
-    impl.bin_pairs(order, offsets, records, counts, width, height, tile_size=tile, bin_t=bin_t,
+    impl.bin_pairs(order, offsets, records, counts, width, height, tile_size=tile, bin_t=bin_t if scaled else None,
                    out=(keys, values))  # fmt: skip
     return keys, values, n_pairs
 

@@ -35,7 +35,7 @@ def project(impl, n, width, height, device, *, tau, s_min=S_MIN, seed=0, degree=
 
 def emit(impl, proj, width, height):
     """(keys, entries) of the macro-tile pairs binned at the projection's thresholds (8 px tiles)."""
-    keys, entries, _ = bin_all(impl, proj, width, height)
+    keys, entries, _ = bin_all(impl, proj, width, height, scaled=True)
     return keys, entries
 
 

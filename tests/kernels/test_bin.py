@@ -89,6 +89,37 @@ def test_pairs_come_in_depth_order_with_ties_by_index(form, device):
 
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("impl", IMPLS)
+def test_thresholds_from_the_records(impl, form, device):
+    """Without AdaGScale, binning takes each Gaussian's threshold from its record's lo (bin_t=None) rather than
+    gathering bin_t: the pairs are those of the thresholds stage 1 counted with, slot for slot; and they are read
+    from the records: a record's lo lowered is a walk that finds fewer tiles (the sentinel in its last slots)."""
+    width, height = 120, 84
+    proj = projected(400, width, height, device, seed=11, grow=1.0)
+    records, depths, tt, _, bin_t = proj
+    counts = pair_counts(proj, form)
+    order, offsets, totals = impl.depth_order(depths, tt, counts, out=impl.order_outputs(400, device))
+    n_pairs = int(totals[2])
+    macro = form == "macro-tiles"
+
+    def run(recs, thresholds):
+        kd = torch.int16
+        keys = torch.full((n_pairs,), impl.sentinel_key(kd), dtype=kd, device=device)
+        values = torch.full((n_pairs,), -1, dtype=torch.int64 if macro else torch.int32, device=device)
+        impl.bin_pairs(order, offsets, recs, counts, width, height, bin_t=thresholds, out=(keys, values))
+        return keys, values
+
+    given_k, given_v = run(records, bin_t)
+    own_k, own_v = run(records, None)
+    assert torch.equal(own_k, given_k) and torch.equal(own_v, given_v)
+    assert (own_k != impl.sentinel_key(torch.int16)).all()
+    lowered = records.clone()
+    lowered[:, 5] -= 3.0  # an eighth of each opacity: smaller footprints than the counts were made for
+    low_k, _ = run(lowered, None)
+    assert (low_k == impl.sentinel_key(torch.int16)).any()
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_capacity_bounds_the_writes(impl, form, device):
     """A buffer shorter than the pair count, ending within a Gaussian's pairs, is filled up to its end and not
     past it (the renderer grows it)."""

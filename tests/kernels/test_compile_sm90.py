@@ -43,12 +43,12 @@ def signature(names, types):
 
 configs = sorted({bin_.bin_config(n, f) for n in (1, 10_000, 100_000, 3_000_000) for f in (1.0, 20.0, 100.0, 2000.0)})
 failures, compiled = [], 0
-scalars = ["M", "N", "capacity", "width", "height", "sentinel"]
-for (block, cols), tile, (fn, counts, values, key) in itertools.product(configs, (8, 16), [
-        (bin_._bin_tiles_kernel, "tiles_touched_ptr", ("ids_ptr", "*i32"), "*i16"),
-        (bin_._bin_tiles_kernel, "tiles_touched_ptr", ("ids_ptr", "*i32"), "*i32"),
-        (bin_._bin_macro_kernel, "macros_touched_ptr", ("entries_ptr", "*i64"), "*i16")]):
-    sig = {"order_ptr": "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32", counts: "*i32", "bin_t_ptr": "*fp32",
+scalars = ["scaled", "M", "N", "capacity", "width", "height", "sentinel"]
+for (block, cols), tile, (fn, values, key) in itertools.product(configs, (8, 16), [
+        (bin_._bin_tiles_kernel, ("ids_ptr", "*i32"), "*i16"),
+        (bin_._bin_tiles_kernel, ("ids_ptr", "*i32"), "*i32"),
+        (bin_._bin_macro_kernel, ("entries_ptr", "*i64"), "*i16")]):
+    sig = {"order_ptr": "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32", "bin_t_ptr": "*fp32",
            "keys_ptr": key, values[0]: values[1], **{s: "i32" for s in scalars}, "capacity": "i64",
            "TILE": "constexpr", "BLOCK_N": "constexpr", "COLS": "constexpr"}
     failures.append(compile_one(fn, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols}))

@@ -43,10 +43,10 @@ SWITCH_TIPS = {
     "Gluon kernel: CUDA only) or a batch at once (batched, the Triton interpreter's form: 2-3.5x slower\n"
     "on the GPU). The same image either way; auto picks scalar on a GPU and batched without one.",
     "adagscale": "AdaGScale (lossy): bins each Gaussian with a shrunken ellipse where its outer tiles carry little\n"
-    "colour; blending keeps the whole Gaussian. Fewer pairs to sort and walk: 1.01-1.29x the exact frame\n"
-    "on most of the H200's bench paths but 0.94-0.96x on large scenes' fly-overs, 40 dB or more against\n"
-    "exact (its tau shrinks where many Gaussians share a pixel, so dense views keep the floor). Off by\n"
-    "default, as in render and bench, since it is not faster everywhere.",
+    "colour; blending keeps the whole Gaussian. Fewer pairs to sort and walk: 1.04-1.13x the exact frame\n"
+    "on the H200's large scenes, 1.01-1.29x on most other bench paths, 42 dB or more against exact on\n"
+    "the bench's paths (its tau shrinks where many Gaussians share a pixel). Off by default, as in render\n"
+    "and bench: its 40 dB floor is measured on the bench's views, not proven for denser ones.",
     "adagscale_tau": "The most colour-weighted alpha a Gaussian may drop, in pixels (0 = exact tiles). Larger removes\n"
     "more pairs and costs more quality. A frame never drops more than half a pixel of alpha per pixel of\n"
     "the image in all (the budget), so dense views get a smaller tau than this.",

@@ -208,8 +208,8 @@ def test_a_scene_opens_from_a_path_or_a_dropped_file(viewer, tmp_path):
 
 
 def test_viewer_starts_exact():
-    """No switch paid on every bench path on the GPU (AdaGScale lost the composites' fly-overs, 0.94-0.96x:
-    BENCHMARKS.md, section 28), so the viewer starts with the exact default, as `render` and `bench` do."""
+    """No switch both pays on every bench path and holds its floor beyond the bench's views (app/state.py
+    `viewer_settings`), so the viewer starts with the exact default, as `render` and `bench` do."""
     from app.state import viewer_settings
     from renderer import RenderSettings
 

@@ -113,7 +113,7 @@ def main() -> None:
                     text = io.StringIO()
                     pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(40)
                     safe = name.replace(" ", "_").replace("=", "-")
-                    with open(os.path.join(args.profile, f"{label}_{pname}_{safe}.txt"), "w") as f:
+                    with open(os.path.join(args.profile, f"{os.path.basename(label)}_{pname}_{safe}.txt"), "w") as f:
                         f.write(text.getvalue())
         del renderers, scene
         torch.cuda.empty_cache()

@@ -21,8 +21,12 @@ pair sort is cheap (BENCHMARKS.md has the measurements behind this).
 
 Loop forms, the same rule:
 - "scalar" (CUDA): a Gluon kernel (Triton's layout-explicit dialect), one Gaussian at a time. A step's records
-  are loaded by the program together, one a thread, into shared memory, and every thread reads each from there
-  whole; the next step's are in flight while one blends (BENCHMARKS.md, section 23). In the long-list class the
+  are loaded by the program together, one a thread, turned into the tile's polynomial of the exponent in the
+  pixel's offset (u, v) from the tile's centre, e = c0 + c1 u + c2 v + c3 u^2 + c4 u v + c5 v^2, and the colour
+  as float32 (`_tile_coefficients`), and stored to shared memory, from which every thread reads each whole; the
+  next step's are in flight while one blends (BENCHMARKS.md, sections 23 and 32). A pixel then costs five
+  multiply-adds for its exponent where d's form took seven, and no colour conversion; and it has no sigma >= 0
+  test (`_blend_poly` says why). In the long-list class the
   longest lists are split across programs, each part blended from T = 1, and the parts composited after
   (`_combine_parts_kernel`; within 1e-4 of whole lists except where a pixel's stop falls inside a later part).
 - "batched" (Triton, and what Triton's interpreter runs: it cannot run Gluon): B Gaussians per step as a
@@ -45,29 +49,6 @@ from ._device import ALPHA_MAX, LOG2_ALPHA_MIN, PIXEL_CENTRE, T_STOP, _two_halve
 from ._launch import interpreting, launch
 
 # ----------------------------------------------------------------------------------------------- blending
-
-
-@triton.jit
-def _blend_one(mx, my, A, B, C, lo, r, g, b, fx, fy, T, alive, cr, cg, cb):
-    """Blend one Gaussian into pixels (fx [1, R], fy [P, R]) by gsplat's rule: its record's mean (mx, my), conic
-    (A, B, C) and log2 opacity lo in log2 units (kernels/buffers.py), and colour (r, g, b)."""
-    dx = mx - fx  # [1, R]: shared by the P pixels of a column
-    base = lo - A * dx * dx
-    bdx = B * dx
-    dy = my - fy  # [P, R]
-    e = base - dy * (bdx + C * dy)
-    alpha = tl.minimum(ALPHA_MAX, tl.exp2(e))
-    ok = alive & (e <= lo) & (e >= LOG2_ALPHA_MIN)
-    vis = alpha * T
-    next_T = T - vis
-    stop = ok & (next_T <= T_STOP)
-    blend = ok & ~stop
-    w = tl.where(blend, vis, 0.0)
-    cr += w * r
-    cg += w * g
-    cb += w * b
-    T = tl.where(blend, next_T, T)
-    return T, alive & ~stop, cr, cg, cb
 
 
 @triton.jit
@@ -112,14 +93,13 @@ def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_
     tl.store(rgb_ptr + pix * 3 + 2, b, mask=inside)
     tl.store(alpha_ptr + pix, 1.0 - T, mask=inside)
     if HAS_RGBA8:
-        r8 = (tl.minimum(tl.maximum(r, 0.0), 1.0) * 255.0 + 0.5).to(tl.uint8)
-        g8 = (tl.minimum(tl.maximum(g, 0.0), 1.0) * 255.0 + 0.5).to(tl.uint8)
-        b8 = (tl.minimum(tl.maximum(b, 0.0), 1.0) * 255.0 + 0.5).to(tl.uint8)
-        a8 = (tl.minimum(tl.maximum(1.0 - T, 0.0), 1.0) * 255.0 + 0.5).to(tl.uint8)
-        tl.store(rgba8_ptr + pix * 4 + 0, r8, mask=inside)
-        tl.store(rgba8_ptr + pix * 4 + 1, g8, mask=inside)
-        tl.store(rgba8_ptr + pix * 4 + 2, b8, mask=inside)
-        tl.store(rgba8_ptr + pix * 4 + 3, a8, mask=inside)
+        # the pixel's four bytes as one little-endian 32-bit word: one store where four byte stores were
+        r8 = (tl.minimum(tl.maximum(r, 0.0), 1.0) * 255.0 + 0.5).to(tl.int32)
+        g8 = (tl.minimum(tl.maximum(g, 0.0), 1.0) * 255.0 + 0.5).to(tl.int32)
+        b8 = (tl.minimum(tl.maximum(b, 0.0), 1.0) * 255.0 + 0.5).to(tl.int32)
+        a8 = (tl.minimum(tl.maximum(1.0 - T, 0.0), 1.0) * 255.0 + 0.5).to(tl.int32)
+        word = r8 | (g8 << 8) | (b8 << 16) | (a8 << 24)
+        tl.store(rgba8_ptr.to(tl.pointer_type(tl.int32)) + pix, word, mask=inside)
 
 
 # ----------------------------------------------------------------------------------------------- kernels
@@ -165,37 +145,98 @@ def _rasterize_kernel(
 
 
 # Triton device functions called from the Gluon kernel: the same code, built for Gluon's layouts.
-_blend_one_gl = gluon.jit(_blend_one.fn)
 _two_halves_gl = gluon.jit(_two_halves.fn)
 _write_pixels_gl = gluon.jit(_write_pixels.fn)
 
 
 @gluon.jit
 def _halve(x):
-    """[1, 2n] -> its even and odd elements, two [1, n]: register picks in a layout where a thread holds all."""
-    return gl.split(gl.reshape(x, [1, x.shape[1] // 2, 2]))
+    """[S, 2n] -> its even and odd columns, two [S, n]: register picks in a layout where a thread holds a row."""
+    return gl.split(gl.reshape(x, [x.shape[0], x.shape[1] // 2, 2]))
 
 
 @gluon.jit
-def _record_fields(row, L: gl.constexpr):
-    """A record row [1, 8] that every thread holds whole -> (mx, my, A, B, C, lo, r, g, b), each [1, 1] in the
-    pixels' layout L (broadcast against them; no data moves)."""
-    even, odd = _halve(row)  # 0 2 4 6 | 1 3 5 7
+def _columns(rows):
+    """[S, 8] rows, each held whole by a thread -> its eight columns, each [S, 1] (no data moves)."""
+    even, odd = _halve(rows)  # 0 2 4 6 | 1 3 5 7
     e0, e1 = _halve(even)  # 0 4 | 2 6
     o0, o1 = _halve(odd)  # 1 5 | 3 7
     x0, x4 = _halve(e0)
     x2, x6 = _halve(e1)
     x1, x5 = _halve(o0)
     x3, x7 = _halve(o1)
-    mx = gl.convert_layout(x0, L, assert_trivial=True)
-    my = gl.convert_layout(x1, L, assert_trivial=True)
-    A = gl.convert_layout(x2, L, assert_trivial=True)
-    B = gl.convert_layout(x3, L, assert_trivial=True)
-    C = gl.convert_layout(x4, L, assert_trivial=True)
-    lo = gl.convert_layout(x5, L, assert_trivial=True)
-    r, g = _two_halves_gl(gl.convert_layout(x6, L, assert_trivial=True).to(gl.int32, bitcast=True))
-    b, _ = _two_halves_gl(gl.convert_layout(x7, L, assert_trivial=True).to(gl.int32, bitcast=True))
-    return mx, my, A, B, C, lo, r, g, b
+    return x0, x1, x2, x3, x4, x5, x6, x7
+
+
+@gluon.jit
+def _pair(a, b):
+    """Two [S, 1] -> [S, 2] rows (a, b)."""
+    return gl.reshape(gl.join(a, b), [a.shape[0], 2])
+
+
+@gluon.jit
+def _row8(w0, w1, w2, w3, w4, w5, w6, w7):
+    """Eight [S, 1] -> [S, 8] rows (w0 ... w7). A join puts its operands side by side in the last dimension, so
+    joining [S, 4] rows (w0 w2 w4 w6) and (w1 w3 w5 w7) interleaves them back into order."""
+    evens = gl.reshape(gl.join(_pair(w0, w4), _pair(w2, w6)), [w0.shape[0], 4])  # w0 w2 w4 w6
+    odds = gl.reshape(gl.join(_pair(w1, w5), _pair(w3, w7)), [w0.shape[0], 4])  # w1 w3 w5 w7
+    return gl.reshape(gl.join(evens, odds), [w0.shape[0], 8])
+
+
+@gluon.jit
+def _tile_coefficients(records, ox, oy):
+    """A step's records [S, 8] (a row a thread) -> the rows the blending loop reads, [S, 8] and [S, 2]:
+    (c0, c1, c2, c3, c4, c5, r, g) and (b, 0), the colour as float32. With the pixel centre at (ox + u, oy + v),
+    d = (X - u, Y - v) for X = mx - ox, Y = my - oy, and the record's exponent e = lo - (A dx^2 + B dx dy + C dy^2)
+    expands to the tile's polynomial
+        e = c0 + c1 u + c2 v + c3 u^2 + c4 u v + c5 v^2,
+        c0 = lo - (A X^2 + B X Y + C Y^2), c1 = 2 A X + B Y, c2 = B X + 2 C Y, c3 = -A, c4 = -B, c5 = -C,
+    whose per-pixel terms (u, v, u^2, u v, v^2) a thread keeps: five multiply-adds a pixel where d took seven."""
+    mx, my, A, B, C, lo, w6, w7 = _columns(records)
+    X = mx - ox
+    Y = my - oy
+    c0 = lo - (X * (A * X + B * Y) + C * Y * Y)
+    c1 = 2.0 * A * X + B * Y
+    c2 = B * X + 2.0 * C * Y
+    r, g = _two_halves_gl(w6.to(gl.int32, bitcast=True))
+    b, zero = _two_halves_gl(w7.to(gl.int32, bitcast=True))
+    return _row8(c0, c1, c2, -A, -B, -C, r, g), _pair(b, zero)
+
+
+@gluon.jit
+def _blend_poly(c0, c1, c2, c3, c4, c5, r, g, b, u, v, uu, uv, vv, T, alive, cr, cg, cb):
+    """Blend one Gaussian into pixels by gsplat's rule, its exponent as the tile's polynomial
+    (`_tile_coefficients`): the terms shared by a column (u, uu: [1, R]) once, then two multiply-adds a pixel.
+
+    There is no sigma >= 0 test (e <= lo). The conic is positive definite (stage 1 culls det <= 0), so sigma < 0
+    only by rounding, next to the Gaussian's centre, where alpha is o either way; and the polynomial, unlike
+    lo - (A dx^2 + ...), does not round to exactly lo at the centre: the test dropped Gaussians whose centres sit
+    on a pixel centre from that pixel, their most opaque one."""
+    col = c0 + c1 * u + c3 * uu  # [1, R]
+    k = c2 + c4 * u
+    e = col + v * k + c5 * vv  # [P, R]
+    alpha = gl.minimum(ALPHA_MAX, gl.exp2(e))
+    ok = alive & (e >= LOG2_ALPHA_MIN)
+    vis = alpha * T
+    next_T = T - vis
+    stop = ok & (next_T <= T_STOP)
+    blend = ok & ~stop
+    w = gl.where(blend, vis, 0.0)
+    cr += w * r
+    cg += w * g
+    cb += w * b
+    T = gl.where(blend, next_T, T)
+    return T, alive & ~stop, cr, cg, cb
+
+
+@gluon.jit
+def _fields(rows, L: gl.constexpr):
+    """[1, 8] that every thread holds whole -> its eight fields, each [1, 1] in the pixels' layout L."""
+    x0, x1, x2, x3, x4, x5, x6, x7 = _columns(rows)
+    return (gl.convert_layout(x0, L, assert_trivial=True), gl.convert_layout(x1, L, assert_trivial=True),
+            gl.convert_layout(x2, L, assert_trivial=True), gl.convert_layout(x3, L, assert_trivial=True),
+            gl.convert_layout(x4, L, assert_trivial=True), gl.convert_layout(x5, L, assert_trivial=True),
+            gl.convert_layout(x6, L, assert_trivial=True), gl.convert_layout(x7, L, assert_trivial=True))  # fmt: skip
 
 
 @gluon.jit(do_not_specialize=["width", "height", "split_from", "n_split"])
@@ -237,7 +278,11 @@ def _rasterize_shared_kernel(
     pixels: gl.constexpr = gl.BlockedLayout([P, 1], [1, 32], [1, WARPS], [1, 0])  # [P, R]
     loading: gl.constexpr = gl.BlockedLayout([1, 8], [32, 1], [WARPS, 1], [1, 0])  # [STEP, 8]: a record a thread
     whole: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, WARPS], [1, 0])  # [1, 8] in every thread
-    step_records = gl.allocate_shared_memory(gl.float32, [STEP, 8], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    blues: gl.constexpr = gl.BlockedLayout([1, 2], [32, 1], [WARPS, 1], [1, 0])  # [STEP, 2]: a row a thread
+    both: gl.constexpr = gl.BlockedLayout([1, 2], [1, 32], [1, WARPS], [1, 0])  # [1, 2] in every thread
+    # the step's rows: (c0 ... c5, r, g) then (b, 0), 40 bytes a Gaussian (`_tile_coefficients`)
+    step_rows = gl.allocate_shared_memory(gl.float32, [STEP, 8], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    step_b = gl.allocate_shared_memory(gl.float32, [STEP, 2], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
 
     pid = gl.program_id(0)
     q = pid  # the program's place in the schedule
@@ -273,8 +318,14 @@ def _rasterize_shared_kernel(
     py = (tile_id // n_tx) * TILE + lane // TILE + row * (R // TILE)  # [P, R]
     inside = (px < width) & (py < height)
     pix = py.to(gl.int64) * width + px
-    fx = px.to(gl.float32) + PIXEL_CENTRE
-    fy = py.to(gl.float32) + PIXEL_CENTRE
+    # pixel centres relative to the tile's centre (ox, oy): u, v in [-TILE / 2, TILE / 2]
+    ox = ((tile_id % n_tx) * TILE).to(gl.float32) + 0.5 * TILE
+    oy = ((tile_id // n_tx) * TILE).to(gl.float32) + 0.5 * TILE
+    u = (px.to(gl.float32) + PIXEL_CENTRE) - ox  # [1, R]
+    v = (py.to(gl.float32) + PIXEL_CENTRE) - oy  # [P, R]
+    uu = u * u
+    uv = u * v
+    vv = v * v
     T = gl.full([P, R], 1.0, gl.float32, layout=pixels)
     cr = gl.zeros([P, R], gl.float32, layout=pixels)
     cg = gl.zeros([P, R], gl.float32, layout=pixels)
@@ -290,14 +341,19 @@ def _rasterize_shared_kernel(
     s = start
     while (s < end) & (gl.max(gl.max(alive.to(gl.int32), axis=1), axis=0) > 0):
         gl.thread_barrier()  # every thread is done reading the last step's records
-        step_records.store(records)
+        rows, b_rows = _tile_coefficients(records, ox, oy)
+        step_rows.store(rows)
+        step_b.store(gl.convert_layout(b_rows, blues))
         gl.thread_barrier()
         in_list = s + STEP + k < end  # the next step's, in flight while this one blends
         gid = gl.load(ids_ptr + s + STEP + k, mask=in_list, other=0)
         records = gl.load(rec_ptr + gid[:, None] * 8 + field, mask=in_list[:, None], other=past_end)
-        for u in gl.static_range(STEP):
-            mx, my, A, B, C, lo, r, g, b = _record_fields(step_records.slice(u, 1, dim=0).load(whole), pixels)
-            T, alive, cr, cg, cb = _blend_one_gl(mx, my, A, B, C, lo, r, g, b, fx, fy, T, alive, cr, cg, cb)
+        for j in gl.static_range(STEP):
+            c0, c1, c2, c3, c4, c5, r, g = _fields(step_rows.slice(j, 1, dim=0).load(whole), pixels)
+            b, _ = gl.split(gl.reshape(step_b.slice(j, 1, dim=0).load(both), [1, 1, 2]))
+            b = gl.convert_layout(b, pixels, assert_trivial=True)
+            T, alive, cr, cg, cb = _blend_poly(c0, c1, c2, c3, c4, c5, r, g, b, u, v, uu, uv, vv, T, alive,
+                                               cr, cg, cb)  # fmt: skip
         s += STEP
     if PARTS == 1:
         _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)

@@ -6,7 +6,10 @@ for the GPU passes every CPU test and fails only there: the macro-tile bin kerne
 is given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch
 configuration the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, both key
 widths, both tile sizes; tile_lists at its chunk and warps; stage 1 with and without the macro-tile count; the
-counted frames' count, compaction and order, kernels/order.py).
+counted frames' count, compaction and order, kernels/order.py). The rasterizer's scalar loop, a Gluon kernel, is
+compiled the same way in every (tile size, list class) configuration it is launched in, with and without the
+8-bit output and in its split form: the interpreter cannot run it at all, so this is the only CPU check that its
+code lowers.
 """
 
 import os
@@ -98,3 +101,52 @@ def test_binning_and_list_kernels_compile_for_sm90():
     summary = [line for line in done.stdout.splitlines() if line]
     assert done.returncode == 0, "\n".join(summary or done.stderr.splitlines()[-5:])
     assert summary[0].startswith("compiled ") and int(summary[0].split()[1].rstrip(",")) >= 20, summary
+
+
+RASTER_CHILD = r"""
+import importlib, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.experimental.gluon._runtime import GluonASTSource
+raster = importlib.import_module("kernels.rasterize")
+TARGET = GPUTarget("cuda", 90, 32)
+failures, compiled = [], 0
+sig = {"ids_ptr": "*i32", "ranges_ptr": "*i32", "rec_ptr": "*fp32", "bg_ptr": "*fp32", "schedule_ptr": "*i32",
+       "rgb_ptr": "*fp32", "alpha_ptr": "*fp32", "rgba8_ptr": "*u8", "parts_ptr": "*fp32", "width": "i32",
+       "height": "i32", "split_from": "i32", "n_split": "i32", "TILE": "constexpr", "WARPS": "constexpr",
+       "STEP": "constexpr", "HAS_RGBA8": "constexpr", "SCHEDULED": "constexpr", "PARTS": "constexpr"}
+for (tile, lists), (warps, step) in sorted(raster.SCALAR_CONFIG.items()):
+    parts = raster.SPLIT_CONFIG.get((tile, lists), (0, 0, 1))[2]
+    for rgba8, split in [(True, 1), (False, 1)] + ([(True, parts)] if parts > 1 else []):
+        cx = {"TILE": tile, "WARPS": warps, "STEP": step, "HAS_RGBA8": rgba8, "SCHEDULED": True, "PARTS": split}
+        try:
+            triton.compile(GluonASTSource(fn=raster._rasterize_shared_kernel, signature=sig, constexprs=cx),
+                           target=TARGET, options=dict(num_warps=warps))
+        except Exception as e:  # noqa: BLE001 - reported
+            failures.append(f"{cx}: {str(e).splitlines()[-1][:200]}")
+        compiled += 1
+sig = {"ranges_ptr": "*i32", "schedule_ptr": "*i32", "parts_ptr": "*fp32", "bg_ptr": "*fp32", "rgb_ptr": "*fp32",
+       "alpha_ptr": "*fp32", "rgba8_ptr": "*u8", "width": "i32", "height": "i32", "split_from": "i32",
+       "TILE": "constexpr", "PARTS": "constexpr", "HAS_RGBA8": "constexpr"}
+for (tile, lists), (_, _, parts) in raster.SPLIT_CONFIG.items():
+    try:
+        triton.compile(ASTSource(fn=raster._combine_parts_kernel, signature=sig,
+                                 constexprs={"TILE": tile, "PARTS": parts, "HAS_RGBA8": True}),
+                       target=TARGET, options=dict(num_warps=max(1, tile * tile // 32)))
+    except Exception as e:  # noqa: BLE001 - reported
+        failures.append(f"combine {tile}: {str(e).splitlines()[-1][:200]}")
+    compiled += 1
+print(f"compiled {compiled}, failed {len(failures)}")
+print("\n".join(failures))
+sys.exit(1 if failures else 0)
+"""
+
+
+def test_the_scalar_rasterizer_compiles_for_sm90_in_every_launch_configuration():
+    env = {**os.environ, "TRITON_INTERPRET": "0", "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": ROOT}
+    done = subprocess.run([sys.executable, "-c", RASTER_CHILD], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    summary = [line for line in done.stdout.splitlines() if line]
+    assert done.returncode == 0, "\n".join(summary or done.stderr.splitlines()[-5:])
+    assert summary[0].startswith("compiled ") and int(summary[0].split()[1].rstrip(",")) >= 14, summary

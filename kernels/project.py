@@ -67,7 +67,7 @@ def _project_kernel(
     depths_ptr,  # [N] f32 out
     tiles_touched_ptr,  # [N] i32 out
     macros_touched_ptr,  # [N] i32 out
-    bin_t_ptr,  # [N] f32 out
+    bin_t_ptr,  # [N] f32 out (written when WRITE_T)
     tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
     N,
     width,
@@ -83,6 +83,7 @@ def _project_kernel(
     TILE: tl.constexpr,
     ADAGSCALE: tl.constexpr,
     MACROS: tl.constexpr,  # count macros_touched (the frame bins per macro-tile)
+    WRITE_T: tl.constexpr,  # bin_t is given: the renderer's exact frames bin from the records and pass none
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
@@ -164,7 +165,8 @@ def _project_kernel(
         cb = tl.maximum(cb + 0.5, 0.0)
 
     write_record(records_ptr, offs, visible, mx, my, a, b, c, lo, cr, cg, cb)
-    tl.store(bin_t_ptr + offs, t_bin, mask=visible)
+    if WRITE_T:
+        tl.store(bin_t_ptr + offs, t_bin, mask=visible)
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -199,7 +201,9 @@ def project_gaussians(
     Returns:
         records [N,8] (kernels/buffers.py), depths [N] (+inf where culled), tiles_touched [N] int32 (0 = culled),
         macros_touched [N] int32, bin_t [N]. Rows with tiles_touched == 0 are unspecified in the float outputs.
-        `out` may hold None for macros_touched: a frame that bins per tile does not count them.
+        `out` may hold None for macros_touched: a frame that bins per tile does not count them; and for bin_t
+        without AdaGScale: binning then takes each threshold from the record (kernels/bin.py), and the renderer
+        keeps no bin_t (4 bytes a Gaussian a slot).
     """
     N = means.shape[0]
     K = sh.shape[1]
@@ -216,13 +220,15 @@ def project_gaussians(
     if out is None:
         out = project_outputs(N, means.device)
     records, depths, tiles_touched, macros_touched, bin_t = out
+    assert bin_t is not None or adagscale_tau is None, "AdaGScale's binning thresholds go to bin_t"
     block = 2048 if interpreting() else (block or project_block(N))  # the interpreter: few, wide programs
     launch(_project_kernel, (triton.cdiv(N, block),),
         means, covars, opacities, sh, camera,
-        records, depths, tiles_touched, tiles_touched if macros_touched is None else macros_touched, bin_t,
-        bin_t if adagscale_tau is None else adagscale_tau,
+        records, depths, tiles_touched, tiles_touched if macros_touched is None else macros_touched,
+        depths if bin_t is None else bin_t, depths if adagscale_tau is None else adagscale_tau,
         N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(),
         DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, MACROS=macros_touched is not None,
+        WRITE_T=bin_t is not None,
         BLOCK_N=block,
     )  # fmt: skip
     return records, depths, tiles_touched, macros_touched, bin_t

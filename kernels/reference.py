@@ -265,7 +265,8 @@ def project_gaussians(
         hull_lo = torch.where(band_ends, torch.full_like(hull_lo, 1 << 30), hull_lo)
         hull_hi = torch.where(band_ends, torch.full_like(hull_hi, -1), hull_hi)
     visible &= count > 0
-    bin_t.copy_(t_bin)
+    if bin_t is not None:  # None: exact frames bin from the records (kernels/project.py)
+        bin_t.copy_(t_bin)
     depths.copy_(torch.where(visible, zc, torch.full_like(zc, float("inf"))))
     tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
     if macros_touched is not None:  # None: the frame bins per tile (kernels/project.py)

@@ -120,10 +120,12 @@ class Frame:
         self.records = ws.rows("records", n, 8)  # the blend records (kernels/buffers.py)
         self.depths = shared.buffer("depths", n, torch.float32)
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
-        self.macros_touched = ws.buffer("macros_touched", n, torch.int32)
-        self.bin_t = ws.buffer("bin_t", n, torch.float32)
         # stages 2-5: the route's own; binned per macro-tile or per tile, as the launch configuration says
         self.macro = self.launch.macro
+        # only where they are read: the macro-tile counts by frames binned per macro-tile, AdaGScale's binning
+        # thresholds by its frames (exact ones bin from the records' lo): 4 bytes a Gaussian a slot each
+        self.macros_touched = ws.buffer("macros_touched", n, torch.int32) if self.macro else None
+        self.bin_t = ws.buffer("bin_t", n, torch.float32) if settings.adagscale else None
         n_mx, n_my = r.k.macro_grid(self.n_tx, self.n_ty)
         self.key_dtype = r.k.key_dtype(n_mx * n_my if self.macro else self.n_tx * self.n_ty)
         self.pair_counts = self.macros_touched if self.macro else self.tiles_touched  # order's prefix sum
@@ -197,8 +199,7 @@ class Frame:
             src.means, src.covars, src.opacities, src.sh, self.camera, self.width, self.height,
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
             adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
-            out=(self.records, self.depths, self.tiles_touched, self.macros_touched if self.macro else None,
-                 self.bin_t),
+            out=(self.records, self.depths, self.tiles_touched, self.macros_touched, self.bin_t),
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 
@@ -206,7 +207,7 @@ class Frame:
         """Stage 3 over the route's order [V] and offsets [V], into `pairs.keys` and `pairs.values`."""
         self.r.k.bin_pairs(
             order, offsets, self.records, self.pair_counts, self.width, self.height,
-            tile_size=self.tile, bin_t=self.bin_t if self.settings.adagscale else None,  # else the records' t
+            tile_size=self.tile, bin_t=self.bin_t,  # None: the records' t
             out=(self.pairs.keys, self.pairs.values),
             **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip

@@ -15,7 +15,9 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 |-----------|----------------------------------------------------------------------------------|---------------------|
 | scene     | means 12 (on the CPU the renderer shares the scene's own tensor)                 | 12 N                |
 | prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too)          | N (28 + 6 K)        |
-| workspace | per slot: records 32, tiles_touched 4, macros_touched 4, bin_t 4;                | S (44 N + 20 X      |
+| workspace | per slot: records 32, tiles_touched 4, macros_touched 4 (frames binned per        | S (44 N + 20 X      |
+|           | macro-tile), bin_t 4 (AdaGScale's frames; counted in whenever the estimate is     |                     |
+|           | made before the settings are known);                                              |                     |
 |           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
 |           | also order 8, offsets 8, totals 24 bytes; counted, the counts 24 bytes and 8 a   |                     |
 |           | counting program (4,096 Gaussians)                                               |                     |
@@ -171,17 +173,19 @@ def estimated_pairs(n: int, tiles: int) -> int:
 
 def workspace_bytes(
     n: int, capacity: int, width: int, height: int, tile: int, *, slots: int, counted: bool, split: bool = False,
-    pair_capacity: int | None = None, macro: bool | None = None,
+    pair_capacity: int | None = None, macro: bool | None = None, adagscale: bool = False,
 ) -> int:  # fmt: skip
     """The renderer's workspace (`Renderer.ws`) after frames of n Gaussians at W x H: exactly what its buffers
     hold when the largest frame had these sizes (the capacity route's tile lists at `capacity` entries and pair
     buffers at `pair_capacity` slots, by default `macro_pairs(capacity)`); `split`: with the buffer of the longest
     lists' parts (the scalar loop's, kernels/rasterize.py `split_scratch_shape`); `macro`: the frames bin per
     macro-tile (True) or per tile (False), or a path of both forms (None: the larger, and the smaller beside it
-    where a path that leaves it keeps it)."""
+    where a path that leaves it keeps it); `adagscale`: frames with AdaGScale on (their binning thresholds)."""
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
-    per_slot = 44 * n + 20 * x + 4 * t  # records 32, tiles_touched 4, macros_touched 4, bin_t 4 a Gaussian
+    # records 32 and tiles_touched 4 a Gaussian; macros_touched 4 where frames bin per macro-tile (either form:
+    # `macro` None), bin_t 4 where AdaGScale is on
+    per_slot = (36 + 4 * (macro is not False) + 4 * adagscale) * n + 20 * x + 4 * t
     shared = 4 * n + 12 * t + 4 * rows * cols
     if split:
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
@@ -263,12 +267,13 @@ def estimate_bytes(
     streams = (not counted) if in_flight is None else in_flight
     slots = 2 if frames_in_flight(torch.device(device)) and streams else 1  # the second: a frame in flight
     transient = transient_bytes(n, pairs, capacity, tiles, counted=counted, reference=not cuda)
+    split = cuda and "scalar" in rasterizer_variants()
+    # with AdaGScale's bin_t: the viewer may switch it on
+    workspace = workspace_bytes(n, capacity, w, h, tile_size, slots=slots, counted=counted, split=split, adagscale=True)
     return MemoryEstimate(
         scene=12 * n if cuda else 0,
         prepared=(28 + 6 * k) * n,  # SH as fp16 (renderer/prepare.py prepare_scene)
-        workspace=workspace_bytes(
-            n, capacity, w, h, tile_size, slots=slots, counted=counted, split=cuda and "scalar" in rasterizer_variants()
-        ),  # fmt: skip
+        workspace=workspace,
         transient=transient,
         graphs=slots * transient if cuda and not counted else 0,  # a graph per slot, each with its pool
         reference=0 if cuda else REFERENCE_PER_GAUSSIAN * n,

@@ -69,10 +69,11 @@ sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "s
        "bin_t_ptr": "*fp32", "tau_ptr": "*fp32", "N": "i32", "width": "i32", "height": "i32", "near": "fp32",
        "far": "fp32", "eps2d": "fp32", "s_min": "fp32", "sh_n": "i32", "sh_k": "i32", "sh_c": "i32",
        "DEGREE": "constexpr", "TILE": "constexpr", "ADAGSCALE": "constexpr", "MACROS": "constexpr",
-       "BLOCK_N": "constexpr"}
+       "WRITE_T": "constexpr", "BLOCK_N": "constexpr"}
 for macros, adagscale in itertools.product((False, True), (False, True)):
     failures.append(compile_one(project._project_kernel, sig, {"DEGREE": 3, "TILE": 8, "ADAGSCALE": adagscale,
-                                                                "MACROS": macros, "BLOCK_N": 128}))
+                                                                "MACROS": macros, "WRITE_T": adagscale,
+                                                                "BLOCK_N": 128}))
     compiled += 1
 for same in (False, True):
     sig = {"depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "pair_counts_ptr": "*i32", "totals_ptr": "*i64",

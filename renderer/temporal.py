@@ -15,7 +15,10 @@
    grows as the camera approaches), so the predicted window is near-exact, not proven exact; its PSNR against
    exact rendering is measured by `warpsplat bench`. Anything else (a jump, a snap, a new size) rebuilds.
    Whether a frame uses the window at all is measured, not assumed: renderer/window_choice.py times window
-   frames against plain ones and keeps the faster (a declined window's frames are the plain ones).
+   frames against the plain ones beside them and keeps the faster (a declined window's frames are the plain
+   ones). A window outlives the plain frames between its own (a trial alternates them): a plain frame renders
+   the whole scene and leaves the window as it was, and a later frame uses it only if it covers that frame's
+   camera, as above, so the window's frames stay exact whatever ran between them.
 2. Unchanged view (exact): the same camera and settings as the last frame re-present the last frame's output
    without any GPU work.
 Sort order is never reused across frames: every frame sorts its own pairs.
@@ -97,7 +100,7 @@ class _Window:
     predicted: bool
     max_angle: float  # radians a camera may deviate from a predicted pose (predicted windows)
     max_shift: float  # world units a camera may deviate from a predicted pose (predicted windows)
-    frames_left: int
+    frames_left: int  # window frames it may still serve (a plain frame between them does not count)
     source: FrameSource
 
 
@@ -112,6 +115,8 @@ class TemporalCache:
     last_key: tuple | None = None  # the previous frame's full identity (for unchanged-view reuse)
     choice: WindowChoice = field(default_factory=WindowChoice)  # whether windows measured faster
     last_use: str = "plain"  # what the last frame's source was, for `record`: "build", "hit" or "plain"
+    _settings_fields: dict = field(default_factory=dict)  # the settings `wants_window` last saw, and their repr
+    _settings_repr: str = ""
 
     def invalidate(self) -> None:
         """Forget the window (the counters stay): the next frame rebuilds it. For callers that know the camera
@@ -121,7 +126,7 @@ class TemporalCache:
     def reset(self) -> None:
         """A new path: forget the window, the last pose and frame, and the counters. The window choice stays: what
         it measured is this scene's cost on this machine, and its re-checks keep it current (a fresh trial per
-        path would cost three slow frames each time; renderer/window_choice.py)."""
+        path would cost its slow window frames each time; renderer/window_choice.py)."""
         self.window, self.last_pose, self.last_key = None, None, None
         self.stats = TemporalStats()
 
@@ -142,7 +147,11 @@ class TemporalCache:
         as `self.choice` measured. `known`: the path's next cameras are given (`future=`)."""
         if settings.temporal_window <= 1:
             return False
-        key = (window_key(camera, settings), repr(settings), known)
+        # the settings' repr, again only when a field changed (a dataclass's repr took half of a declined
+        # window's bookkeeping a frame, and the viewer changes its settings object in place)
+        if settings.__dict__ != self._settings_fields:
+            self._settings_fields, self._settings_repr = dict(settings.__dict__), repr(settings)
+        key = (window_key(camera, settings), self._settings_repr, known)
         use = self.choice.wants_window(key, camera.T_world_camera, scene_radius, settings.temporal_window)
         st, c = self.stats, self.choice
         st.window_choice, st.window_ms, st.plain_ms = c.state(), c.window_ms() or 0.0, c.plain_ms() or 0.0
@@ -158,23 +167,28 @@ class TemporalCache:
         self, scene: SceneArrays, kernels, scene_radius: float, camera: Camera, settings: RenderSettings,
         future: list[Camera] | None, *, use_window: bool,
     ) -> FrameSource:  # fmt: skip
-        """The arrays to project for this frame, building a new window when the current one does not cover it.
+        """The arrays to project for this frame, building a new window when the current one does not cover it,
+        or when the choice asks for a fresh one (`WindowChoice.rebuild`: a trial times its build).
         `kernels`: the renderer's kernel module (its `cull_window`); `scene_radius` scales the distances.
         use_window=False (`wants_window` said so) declines an asked-for window: the whole scene is rendered,
-        exactly, and the counters say so."""
+        exactly, and the counters say so; the window stays for the next frame it covers (a trial's plain frames
+        lie between its window frames)."""
         full = FrameSource(scene.means, scene.covars, scene.opacities, scene.sh)
         self.last_use = "plain"
-        if settings.temporal_window > 1 and not use_window:
-            self.stats.frames_window_declined += 1
-        if settings.temporal_window <= 1 or not use_window:
+        if settings.temporal_window <= 1:
             self.window = None
+            src = full
+        elif not use_window:
+            self.stats.frames_window_declined += 1
             src = full
         else:
             w = self.window
-            if w is None or not self._covers(w, camera, settings):
+            if w is None or self.choice.rebuild or not self._covers(w, camera, settings):
                 reason = "first frame" if w is None else "camera or settings outside the window"
                 if w is not None and w.frames_left <= 0:
                     reason = "window used up"
+                if w is not None and self.choice.rebuild:
+                    reason = "a trial times a fresh window"
                 w = self.window = self._build(scene, kernels, scene_radius, camera, settings, future)
                 self.stats.last_build_reason = reason
                 self.last_use = "build"

@@ -11,13 +11,16 @@ import numpy as np
 import pytest
 import torch
 
-from renderer import Camera, Renderer, RenderSettings, look_at_pose
+from renderer import Camera, Renderer, RenderSettings, look_at_pose, window_choice
 from renderer.paths import scene_frame
 from renderer.temporal import predict_poses
-from renderer.window_choice import PLAIN_SAMPLES, TRIAL_HITS, WindowChoice
+from renderer.window_choice import TRIAL_WINDOW_FRAMES, WindowChoice
 from scenes import load_scene
 from scenes.bundled import bundled_scene_path
 from tests.renderer.test_window_choice import FakeTimer
+
+# a trial at K = 4: window frames every second frame, so a window (its 4 cameras) serves two of them
+TRIAL_K4 = ["plain", "build", "plain", "hit", "plain", "build", "plain", "hit", "plain"]
 
 W, H = 64, 48
 
@@ -192,10 +195,11 @@ def test_bad_temporal_settings_are_refused(field, value):
 
 @pytest.mark.parametrize("window_faster", [True, False], ids=["window-faster", "plain-faster"])
 def test_the_renderer_keeps_the_side_that_measured_faster(plant, monkeypatch, window_faster):
-    """A window of 4 with the path's cameras known: the first frames time a window (a build, then the frames it
-    serves) and plain frames, then the renderer keeps the faster (here by injected times: 1.5 ms a window frame,
-    or 2.6, against 2 ms plain), and every frame is the exact one either way."""
-    cams = inside_path(plant, 12)
+    """A window of 4 with the path's cameras known: the first frames alternate plain and window frames (a build,
+    then the frames the window serves, each between two plain ones), then the renderer keeps the faster (here by
+    injected times: 0.75 or 1.31 times a plain frame, with its builds), and every frame is the exact one either
+    way."""
+    cams = inside_path(plant, 15)
     want = exact_images(plant, cams, "torch")
     r = Renderer(plant, backend="torch")
     timed(monkeypatch, r, {"build": 3.0, "hit": 1.0 if window_faster else 2.5, "plain": 2.0})
@@ -206,8 +210,8 @@ def test_the_renderer_keeps_the_side_that_measured_faster(plant, monkeypatch, wi
         assert torch.equal(out.image, want[i]), f"frame {i}"
         kinds.append(r.temporal.last_use)
         projected.append(out.stats.n_projected)
-    trial = 1 + TRIAL_HITS + PLAIN_SAMPLES
-    assert kinds[:trial] == ["build"] + ["hit"] * TRIAL_HITS + ["plain"] * PLAIN_SAMPLES
+    trial = len(TRIAL_K4)
+    assert kinds[:trial] == TRIAL_K4
     st = r.temporal.stats
     assert st.plain_ms == 2.0
     if window_faster:
@@ -220,10 +224,59 @@ def test_the_renderer_keeps_the_side_that_measured_faster(plant, monkeypatch, wi
     assert st.frames_window_declined == kinds.count("plain")
 
 
+@pytest.mark.parametrize("known", [True, False], ids=["known-cameras", "predicted"])
+def test_a_trial_window_outlives_the_plain_frames_between_its_frames(plant, monkeypatch, known):
+    """A trial alternates window and plain frames: the window built on its first window frame serves the next ones
+    (its cameras are the path's next 8, known or predicted from steady motion) across the whole-scene frames
+    between, and every frame is the exact one. A plain frame that dropped the window made each window frame of
+    the trial a build, and its builds' cost the only one timed."""
+    cams = inside_path(plant, 2 * TRIAL_WINDOW_FRAMES + 1, step_deg=6.0 if known else 0.2)
+    want = exact_images(plant, cams, "torch")
+    r = Renderer(plant, backend="torch")
+    timed(monkeypatch, r, {"build": 3.0, "hit": 1.0, "plain": 2.0})
+    s = RenderSettings(temporal_window=8, temporal_margin=64.0, temporal_guard=0.2)
+    kinds, projected = [], []
+    for i, cam in enumerate(cams):
+        out = r.render(cam, s, future=cams[i + 1 :] if known else None)
+        assert torch.equal(out.image, want[i]), f"frame {i}"
+        kinds.append(r.temporal.last_use)
+        projected.append(out.stats.n_projected)
+    assert kinds == ["plain", "build"] + ["plain", "hit"] * (TRIAL_WINDOW_FRAMES - 1) + ["plain"]
+    st = r.temporal.stats
+    assert st.window_builds == 1 and st.frames_from_window == TRIAL_WINDOW_FRAMES - 1
+    assert projected[::2] == [len(plant)] * (TRIAL_WINDOW_FRAMES + 1)
+    if known:  # the window's set is a real subset (a predicted one, with its margin and guard, may keep it all)
+        assert max(projected[1::2]) < 0.9 * len(plant)
+
+
+def test_a_trial_builds_a_fresh_window_for_its_first_window_frame(plant, monkeypatch):
+    """A re-check from "on" (here after 2 frames, its cost let through): the window in use still covers the next
+    window frame's camera, but its build was timed before the trial, or never; the trial's first window frame
+    builds a fresh one, so that the trial times a build. Every frame is the exact one."""
+    monkeypatch.setattr(window_choice, "RECHECK_FRAMES", 2)
+    monkeypatch.setattr(window_choice, "TRIAL_BUDGET", 1.0)
+    cams = inside_path(plant, 2 * TRIAL_WINDOW_FRAMES + 6, step_deg=2.0)
+    want = exact_images(plant, cams, "torch")
+    r = Renderer(plant, backend="torch")
+    timed(monkeypatch, r, {"build": 3.0, "hit": 1.0, "plain": 2.0})
+    s = RenderSettings(temporal_window=8)
+    kinds, reasons = [], []
+    for i, cam in enumerate(cams):
+        out = r.render(cam, s, future=cams[i + 1 :])
+        assert torch.equal(out.image, want[i]), f"frame {i}"
+        kinds.append(r.temporal.last_use)
+        reasons.append(r.temporal.stats.last_build_reason)
+    trial = 2 * TRIAL_WINDOW_FRAMES + 1
+    # decided "on"; a window built, serving two frames; the re-check's plain frame; its first window frame, which
+    # the window in use covers (built 4 frames before, for 8 cameras)
+    assert kinds[trial:] == ["build", "hit", "hit", "plain", "build"]
+    assert reasons[-1] == "a trial times a fresh window" and r.temporal.stats.window_choice == "measuring"
+
+
 def test_a_stream_renders_window_frames_one_by_one_between_plain_ones(plant, monkeypatch):
     """`render_stream` keeps plain frames in flight and renders the frames a window serves one by one, after
     handing over the frame in flight: the frames are the exact ones, in order, whichever the choice."""
-    cams = inside_path(plant, 10)
+    cams = inside_path(plant, 12)
     want = exact_images(plant, cams, "torch")
     r = Renderer(plant, backend="torch")
     r.in_flight = True  # as on a GPU (a CPU renderer keeps none: renderer/device.py `frames_in_flight`)
@@ -234,8 +287,8 @@ def test_a_stream_renders_window_frames_one_by_one_between_plain_ones(plant, mon
     for i, out in enumerate(r.render_stream(cams, RenderSettings(temporal_window=4), futures=futures)):
         assert torch.equal(out.image, want[i]), f"frame {i}"
         sources.append(out.stats.source)
-    trial = 1 + TRIAL_HITS + PLAIN_SAMPLES
-    assert sources[:trial] == ["window"] * (1 + TRIAL_HITS) + ["full"] * PLAIN_SAMPLES
+    trial = len(TRIAL_K4)
+    assert sources[:trial] == ["full" if k == "plain" else "window" for k in TRIAL_K4]
     assert sources[trial:] == ["window"] * (len(cams) - trial)
     assert r.temporal.stats.window_choice == "on"
 

@@ -1,6 +1,7 @@
 """The measured choice between a temporal window and plain frames (renderer/window_choice.py), driven by injected
-timings: the trial order, the decision against what was timed, late timings, the re-checks, and the estimate of a
-window's cost. The renderer's use of it is in tests/renderer/test_temporal.py."""
+timings: the trial's alternation, the decision against the plain frames beside each window frame, late timings,
+the re-checks and what they may cost, and the estimate of a window's cost. The renderer's use of it is in
+tests/renderer/test_temporal.py."""
 
 import math
 
@@ -10,16 +11,18 @@ import pytest
 from renderer import look_at_pose
 from renderer.window_choice import (
     MARGIN,
-    PLAIN_SAMPLES,
     RECHECK_FRAMES,
     RECHECK_MAX,
     SPEED_FRAMES,
-    TRIAL_HITS,
+    TRIAL_BUDGET,
+    TRIAL_WINDOW_FRAMES,
     WindowChoice,
 )
 
 K = 8
 KEY = ("size", "settings", True)
+# a trial's frames at K = 8: the window built on its first window frame covers the others (every second frame)
+TRIAL = ["plain", "build"] + ["plain", "hit"] * (TRIAL_WINDOW_FRAMES - 1) + ["plain"]
 
 
 class FakeTimer:
@@ -32,47 +35,68 @@ class FakeTimer:
         return self.ms if self.done else None
 
 
-def pose(i, step=0.01):
-    """Frame i of a camera moving `step` scene radii per frame along x."""
-    return look_at_pose((i * step, 0.0, -4.0), (i * step, 0.0, 0.0), (0, -1, 0))
+def pose(x):
+    """A camera at x scene radii along the x axis, looking along z."""
+    return look_at_pose((x, 0.0, -4.0), (x, 0.0, 0.0), (0, -1, 0))
 
 
 class Driver:
-    """Runs frames through a choice as the renderer does: ask, then record what the frame was and its time."""
+    """Runs frames through a choice as the renderer does: ask, then record what the frame was and its time.
+    `costs`: ms by kind, each a number or a function of the frame's index (a path whose cost changes)."""
 
     def __init__(self, costs, step=0.01):
-        self.choice, self.costs, self.step, self.i = WindowChoice(), dict(costs), step, 0
-        self.in_use = False  # whether a window exists (the cache builds one on a window frame without one)
-        self.served = 0  # frames the current window served
-        self.window_len = K  # frames a window serves before the next is built
+        self.choice, self.costs, self.step = WindowChoice(), dict(costs), step
+        self.i, self.x = 0, 0.0  # the frame's index, the camera's position
+        self.path = None  # a function of the frame's index to the camera's position, in place of `step`
+        self.start = None  # the frame that built the window: it covers the cameras of window_len frames from there
+        self.window_len = K
+        self.ms: list[float] = []  # every frame's time
+
+    def cost(self, kind):
+        c = self.costs[kind]
+        return c(self.i) if callable(c) else c
 
     def frame(self, steady=True, done=True):
-        use = self.choice.wants_window(KEY, pose(self.i, self.step), 1.0, K)
-        if use:
-            kind = "hit" if self.in_use and self.served < self.window_len else "build"
-            self.served = self.served + 1 if kind == "hit" else 1
+        x = self.path(self.i) if self.path else self.x
+        use = self.choice.wants_window(KEY, pose(x), 1.0, K)
+        if use:  # as TemporalCache.source: a hit when the window covers this camera, unless a fresh one is asked
+            covers = self.start is not None and self.i - self.start < self.window_len
+            kind = "hit" if covers and not self.choice.rebuild else "build"
+            self.start = self.i if kind == "build" else self.start
         else:
             kind = "plain"
-        self.in_use = use
-        timer = FakeTimer(self.costs[kind], done)
+        timer = FakeTimer(self.cost(kind), done)
+        self.ms.append(timer.ms)
         self.choice.record(kind, timer, steady)
         self.i += 1
+        self.x += self.step
         return kind, timer
 
     def run(self, n, **kw):
         return [self.frame(**kw)[0] for _ in range(n)]
 
 
-def test_the_trial_times_a_window_then_plain_frames_and_keeps_the_window_when_it_is_faster():
+def decided(costs, **kw):
+    """A driver past its first trial (and the frame that decided it)."""
+    d = Driver(costs, **kw)
+    d.run(len(TRIAL) + 1)
+    return d
+
+
+def trial_starts(kinds):
+    """Where each trial in `kinds` begins (the plain frame before its build)."""
+    return [i - 1 for i in range(1, len(kinds)) if kinds[i : i + len(TRIAL) - 1] == TRIAL[1:]]
+
+
+def test_the_trial_alternates_window_and_plain_frames_and_keeps_the_window_when_it_is_faster():
     d = Driver({"build": 5.0, "hit": 1.0, "plain": 2.0})  # a window frame costs (5 + 7) / 8 = 1.5 ms
-    kinds = d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 4)
-    assert kinds[: 1 + TRIAL_HITS] == ["build"] + ["hit"] * TRIAL_HITS
-    assert kinds[1 + TRIAL_HITS : 1 + TRIAL_HITS + PLAIN_SAMPLES] == ["plain"] * PLAIN_SAMPLES
-    assert kinds[1 + TRIAL_HITS + PLAIN_SAMPLES] == "build"  # decided: a new window from then on
-    assert set(kinds[1 + TRIAL_HITS + PLAIN_SAMPLES :]) <= {"build", "hit"}
+    kinds = d.run(len(TRIAL) + 4)
+    assert kinds[: len(TRIAL)] == TRIAL
+    assert kinds[len(TRIAL) :] == ["build", "hit", "hit", "hit"]  # decided: windows from then on
     c = d.choice
-    assert c.state() == "on" and c.decisions == 1 and d.i == 1 + TRIAL_HITS + PLAIN_SAMPLES + 4
-    assert c.window_ms() == pytest.approx((5.0 + (K - 1) * 1.0) / K) and c.plain_ms() == 2.0
+    assert c.state() == "on" and c.decisions == 1
+    assert c.window_ratio() == pytest.approx((2.5 + (K - 1) * 0.5) / K)
+    assert c.window_ms() == pytest.approx(1.5) and c.plain_ms() == 2.0
 
 
 @pytest.mark.parametrize("hit", [1.9, 2.0 * (1 - MARGIN / 2)])
@@ -80,166 +104,190 @@ def test_a_window_that_is_not_faster_by_the_margin_is_declined(hit):
     """(5 + 7 hit) / 8 against 2 ms of a plain frame: 2.29 ms, and 2.23 ms (faster per hit, yet slower
     with its builds); both go plain, and stay plain."""
     d = Driver({"build": 5.0, "hit": hit, "plain": 2.0})
-    kinds = d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 20)
-    assert kinds[1 + TRIAL_HITS :] == ["plain"] * (PLAIN_SAMPLES + 20)
+    kinds = d.run(len(TRIAL) + 20)
+    assert kinds[len(TRIAL) :] == ["plain"] * 20
     assert d.choice.state() == "off"
 
 
 def test_the_margin_decides_the_close_cases():
     """A window 1% faster than plain frames is not taken up (within the noise); 3% faster is."""
     for per_frame, want in ((0.99 * 2.0, "off"), (0.97 * 2.0, "on")):
-        d = Driver({"build": per_frame, "hit": per_frame, "plain": 2.0})
-        d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1)
+        d = decided({"build": per_frame, "hit": per_frame, "plain": 2.0})
         assert d.choice.state() == want, per_frame
 
 
+@pytest.mark.parametrize("slope", [0.5, -0.5], ids=["dearer", "cheaper"])
+@pytest.mark.parametrize("window,want", [(0.9, "on"), (1.1, "off")], ids=["window-faster", "window-slower"])
+def test_a_path_whose_cost_changes_frame_to_frame_is_timed_frame_against_the_frames_beside_it(slope, window, want):
+    """Each frame 0.5 ms dearer (or cheaper) than the one before (a fly-over into or out of a dense part), a window
+    frame 10% faster (or slower) than a plain frame of the same view. A trial that timed its window frames first
+    and plain frames after measured the path: with frames getting dearer it took a window 10% slower up
+    (1.8 ms against 3 ms), with frames getting cheaper it declined one 10% faster. Beside each other, the drift
+    cancels, and the ratio is the window's."""
+
+    def plain(i):
+        return 1.0 + slope * (i if slope > 0 else i - 20)
+
+    d = Driver({"plain": plain, "build": lambda i: window * plain(i), "hit": lambda i: window * plain(i)})
+    kinds = d.run(len(TRIAL) + 6)
+    assert d.choice.state() == want and d.choice.window_ratio() == pytest.approx(window)
+    windows = len(kinds) - kinds.count("plain")  # the trial's, then every frame or none
+    assert windows == TRIAL_WINDOW_FRAMES + (6 if want == "on" else 0)
+
+
 def test_decisions_wait_for_timings_still_in_flight():
-    """A plain frame's time can be read only after the next frame is launched (a stream): the decision waits for
-    the times it needs, and for every window frame's, and frames meanwhile stay plain."""
+    """A plain frame's time can be read only after the next frame is launched (a stream): the trial's frames go on
+    alternating, the decision waits for every one of their times, and frames meanwhile are plain."""
     d = Driver({"build": 5.0, "hit": 1.0, "plain": 2.0})
-    window = [d.frame(done=False)[1] for _ in range(1 + TRIAL_HITS)]
-    plain = [d.frame(done=False) for _ in range(PLAIN_SAMPLES + 3)]
-    assert [k for k, _ in plain] == ["plain"] * len(plain) and d.choice.state() == "measuring"
-    for _, t in plain:
-        t.done = True
-    assert d.frame()[0] == "plain"  # the window frames' times are still missing
-    for t in window:
+    trial = [d.frame(done=False) for _ in TRIAL]
+    assert [k for k, _ in trial] == TRIAL
+    more = [d.frame(done=False) for _ in range(3)]
+    assert [k for k, _ in more] == ["plain"] * 3 and d.choice.state() == "measuring"
+    for kind, t in trial + more:
+        t.done = kind == "plain"
+    assert d.frame()[0] == "plain" and d.choice.state() == "measuring"  # the window frames' times are missing
+    for _, t in trial:
         t.done = True
     assert d.frame()[0] == "build" and d.choice.state() == "on"
 
 
-def test_a_recheck_waits_for_the_window_frames_it_timed():
-    """A re-check from "off" has its plain times at hand; it still waits for the trial window's own frames
-    (which alone show whether the window's hits pay for its build) before deciding."""
-    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0})
-    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1 + RECHECK_FRAMES)
-    assert d.choice.state() == "off"
-    d.costs.update(build=3.0, hit=1.0)
-    assert d.frame()[0] == "build"  # the window timed again: its build's time is read at once ...
-    hits = [d.frame(done=False) for _ in range(TRIAL_HITS)]  # ... its hits' only later
-    assert [k for k, _ in hits] == ["hit"] * TRIAL_HITS
-    assert d.frame()[0] == "plain" and d.choice.state() == "measuring"
-    for _, t in hits:
-        t.done = True
-    assert d.frame()[0] == "build" and d.choice.state() == "on"  # (3 + 7) / 8 against 2 ms
-
-
-def test_unsteady_plain_frames_are_not_what_plain_frames_cost():
-    """Frames that capture a graph or run before their capture (where graphs replay) are not plain samples."""
-    d = Driver({"build": 5.0, "hit": 1.0, "plain": 0.5})
-    d.run(1 + TRIAL_HITS)
-    d.costs["plain"] = 50.0  # eager and capturing frames: slow
-    assert d.run(6, steady=False) == ["plain"] * 6 and d.choice.state() == "measuring"
+def test_a_window_frame_goes_only_beside_steady_plain_frames():
+    """Frames that capture a graph or run before their capture (where graphs replay) are not what plain frames
+    cost: no window frame follows one, and none is timed against one. Counted, these 50 ms frames would have made
+    the window (1.5 ms a frame against 0.5 ms replayed) look faster."""
+    d = Driver({"build": 5.0, "hit": 1.0, "plain": 50.0})
+    assert d.run(3, steady=False) == ["plain"] * 3  # eager and capturing frames
     d.costs["plain"] = 0.5  # replayed frames
-    d.run(PLAIN_SAMPLES + 1)
-    assert d.choice.state() == "off"  # 1.5 ms a window frame against 0.5 ms replayed
+    assert d.run(2) == ["plain", "build"]
+    d.costs["plain"] = 50.0
+    assert d.run(1, steady=False) == ["plain"]  # captured again after the window frame
+    d.costs["plain"] = 0.5
+    assert d.run(len(TRIAL) - 2) == ["plain", "hit"] * (TRIAL_WINDOW_FRAMES - 1) + ["plain"]
+    assert d.run(1) == ["plain"]
+    assert d.choice.state() == "off" and d.choice.plain_ms() == 0.5
+    assert d.choice.ratios["build"] == [10.0]  # 5 ms against the 0.5 ms frames before it and after the capture
 
 
-def test_a_window_in_use_is_dropped_when_its_own_frames_measure_slower():
-    d = Driver({"build": 5.0, "hit": 1.0, "plain": 2.0})
-    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1)
+def test_a_window_in_use_is_timed_again_when_its_own_frames_measure_slower():
+    d = decided({"build": 5.0, "hit": 1.0, "plain": 2.0})
     assert d.choice.state() == "on"
     d.costs.update(build=9.0, hit=2.5)  # the view changed: windows save nothing now
-    kinds = d.run(30)
-    assert d.choice.state() == "off" and kinds[-10:] == ["plain"] * 10
+    kinds = d.run(150)
+    assert trial_starts(kinds), "a trial timed the window against plain frames again"
+    assert d.choice.state() == "off" and d.choice.decisions == 2 and kinds[-10:] == ["plain"] * 10
 
 
 def test_windows_that_the_camera_leaves_early_count_as_short():
     """F is the mean length of the windows completed while in use: windows rebuilt every 2nd frame cost
-    (5 + 1) / 2 = 3 ms a frame, over 2 ms of a plain one, where the trial's F = K promised 1.5 ms."""
-    d = Driver({"build": 5.0, "hit": 1.0, "plain": 2.0})
-    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1)
+    (2.5 + 0.5) / 2 = 1.5 times a plain frame, where the trial's F = K promised 0.75."""
+    d = decided({"build": 5.0, "hit": 1.0, "plain": 2.0})
     assert d.choice.state() == "on"
     d.window_len = 2
     kinds = d.run(12)
     # the window of the decision served 2 frames, the next one is built: F = 2, so the frame after goes plain
     assert kinds == ["hit", "build"] + ["plain"] * 10
     assert d.choice.state() == "off"
-    assert d.choice.window_ms() == pytest.approx(3.0)
+    assert d.choice.window_ratio() == pytest.approx(1.5) and d.choice.window_ms() == pytest.approx(3.0)
 
 
 def test_a_trial_window_that_serves_no_frame_costs_a_build_each():
-    c = WindowChoice()
-    for i in range(1 + TRIAL_HITS):
-        assert c.wants_window(KEY, pose(i), 1.0, K)
-        c.record("build", FakeTimer(3.0))
-    for i in range(PLAIN_SAMPLES):
-        assert not c.wants_window(KEY, pose(10 + i), 1.0, K)
-        c.record("plain", FakeTimer(2.0))
-    assert not c.wants_window(KEY, pose(20), 1.0, K)
-    assert c.window_ms() == 3.0 and c.state() == "off"
+    d = Driver({"build": 3.0, "hit": 1.0, "plain": 2.0})
+    d.window_len = 1  # every window frame builds
+    kinds = d.run(len(TRIAL) + 1)
+    assert kinds == ["plain", "build"] * TRIAL_WINDOW_FRAMES + ["plain", "plain"]
+    assert d.choice.window_ratio() == 1.5 and d.choice.window_ms() == 3.0 and d.choice.state() == "off"
 
 
-def test_the_side_not_in_use_is_timed_again_after_recheck_frames():
-    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0})
-    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1)
+def test_the_choice_is_timed_again_after_recheck_frames_each_way():
+    d = decided({"build": 5.0, "hit": 2.5, "plain": 2.0})
     assert d.choice.state() == "off"
     d.costs.update(build=3.0, hit=1.0)  # the view changed: windows pay now
-    kinds = d.run(RECHECK_FRAMES + 1 + TRIAL_HITS + 2)
-    assert kinds[:RECHECK_FRAMES] == ["plain"] * RECHECK_FRAMES
-    # the window timed again; the plain frames just rendered are at hand, so the decision follows at once, and
-    # the trial's window goes on serving
-    assert kinds[RECHECK_FRAMES:] == ["build"] + ["hit"] * (TRIAL_HITS + 2)
+    kinds = d.run(RECHECK_FRAMES + len(TRIAL) + 4)
+    (start,) = trial_starts(kinds)
+    # RECHECK_FRAMES frames after the one that decided (the last of `decided`), the next trial begins
+    assert kinds[:start] == ["plain"] * start and start == RECHECK_FRAMES
+    assert kinds[start + len(TRIAL) :] == ["build", "hit", "hit", "hit"]
     assert d.choice.state() == "on" and d.choice.decisions == 2
-    # and from "on", plain frames are timed again after as many frames
+    # and from "on" as well, after as many frames: the trial's first window frame builds a fresh window (the one in
+    # use was built before the trial: its build would go untimed)
+    since = len(kinds) - (start + len(TRIAL))  # frames from the one that decided to the end of the run
     d.costs["plain"] = 0.5
-    kinds = d.run(RECHECK_FRAMES + PLAIN_SAMPLES + 3)
-    assert "plain" not in kinds[: RECHECK_FRAMES - 2] and kinds[-3:] == ["plain"] * 3
-    assert d.choice.state() == "off" and d.choice.decisions == 3
+    kinds = d.run(RECHECK_FRAMES + len(TRIAL) + 3)
+    (start,) = trial_starts(kinds)
+    assert "plain" not in kinds[:start] and start == RECHECK_FRAMES + 1 - since
+    assert kinds[-3:] == ["plain"] * 3 and d.choice.state() == "off" and d.choice.decisions == 3
 
 
-def test_a_slower_camera_rechecks_at_once_and_a_single_jump_does_not():
-    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0}, step=0.05)
-    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + SPEED_FRAMES)
-    assert d.choice.state() == "off" and d.choice.decisions == 1
-    d.i += 400  # one jump (a path that starts over): the median speed over SPEED_FRAMES frames ignores it
+def test_a_slower_camera_rechecks_once_the_last_trial_is_paid_for_and_a_single_jump_does_not():
+    """A trial whose window lost cost its window frames' extra time: (5 - 2) + 3 (2.5 - 2) = 4.5 ms. The camera
+    slows right after: the next trial waits until that is TRIAL_BUDGET of the time rendered since the last began
+    (well before RECHECK_FRAMES), and then goes at once."""
+    d = decided({"build": 5.0, "hit": 2.5, "plain": 2.0}, step=0.05)
+    assert d.choice.state() == "off" and d.choice.trial_cost_ms == pytest.approx(4.5)
+    d.x += 4.0  # one jump (a path that starts over): the median speed over SPEED_FRAMES frames ignores it
     d.run(3)
-    assert d.choice.state() == "off"
-    d.step = 0.01  # five times slower: measured again within SPEED_FRAMES frames
-    kinds = d.run(SPEED_FRAMES + TRIAL_HITS + 2)
-    start = kinds.index("build")  # the window timed again at the new speed, once the median speed fell
-    assert start < SPEED_FRAMES and kinds[start : start + 1 + TRIAL_HITS] == ["build"] + ["hit"] * TRIAL_HITS
+    d.step = 0.01  # five times slower
+    d.run(200)
+    kinds = d.run(100)
+    start = len(TRIAL) + 1 + 203 + trial_starts(kinds)[0]
+    assert TRIAL_BUDGET * sum(d.ms[:start]) >= 4.5 > TRIAL_BUDGET * sum(d.ms[: start - 1])
+    assert start < RECHECK_FRAMES
     assert d.choice.decisions == 2 and d.choice.state() == "off"  # and declined again: it is still slower
 
 
 def test_a_faster_camera_rechecks_a_window_in_use_but_not_one_declined():
     """A faster camera makes windows that cover more and serve fewer frames: it cannot turn a lost window into a
     win, so from "off" it is no reason to pay for a trial; from "on" the plain frames are timed again."""
-    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0}, step=0.01)
-    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + SPEED_FRAMES)
+    d = decided({"build": 5.0, "hit": 2.5, "plain": 2.0}, step=0.01)
+    d.run(250)  # the trial paid for
     assert d.choice.state() == "off" and d.choice.decisions == 1
     d.step = 0.05
     assert d.run(3 * SPEED_FRAMES) == ["plain"] * (3 * SPEED_FRAMES) and d.choice.decisions == 1
-    on = Driver({"build": 5.0, "hit": 1.0, "plain": 2.0}, step=0.01)
-    on.run(1 + TRIAL_HITS + PLAIN_SAMPLES + SPEED_FRAMES)
+    on = decided({"build": 5.0, "hit": 1.0, "plain": 2.0}, step=0.01)
+    on.run(250)
     assert on.choice.state() == "on" and on.choice.decisions == 1
     on.step = 0.05
-    kinds = on.run(SPEED_FRAMES + PLAIN_SAMPLES + 2)
-    assert kinds.count("plain") >= PLAIN_SAMPLES and on.choice.decisions == 2
+    kinds = on.run(SPEED_FRAMES + len(TRIAL))
+    assert trial_starts(kinds) and on.choice.decisions == 2
 
 
 def test_each_recheck_that_declines_again_waits_twice_as_long_and_a_win_resets_the_wait():
-    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0})
-    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1)
+    d = decided({"build": 5.0, "hit": 2.5, "plain": 2.0})
     assert d.choice.state() == "off" and d.choice.recheck_after == RECHECK_FRAMES
-    kinds = d.run(RECHECK_FRAMES * (1 + 2 + 4 + 8 + 8) + 50)  # five re-checks from "off", each declined again
-    trials = [i for i, k in enumerate(kinds) if k == "build"]
-    gaps = [b - a for a, b in zip(trials, trials[1:])]
-    assert len(trials) == 5 and kinds.count("hit") == 5 * TRIAL_HITS
-    trial = 1 + TRIAL_HITS  # a re-check's own window frames, counted in the wait that follows them
-    assert [g - trial for g in gaps] == [2 * RECHECK_FRAMES + 1, 4 * RECHECK_FRAMES + 1, RECHECK_MAX + 1,
-                                         RECHECK_MAX + 1]  # fmt: skip
+    kinds = d.run(RECHECK_FRAMES * (1 + 2 + 4 + 8 + 8) + 80)  # five re-checks from "off", each declined again
+    starts = trial_starts(kinds)
+    assert len(starts) == 5 and kinds.count("build") == 5 and kinds.count("hit") == 5 * (TRIAL_WINDOW_FRAMES - 1)
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    trial = len(TRIAL) + 1  # a re-check's own frames, and the frame that decides it, before its wait
+    assert [g - trial for g in gaps] == [2 * RECHECK_FRAMES, 4 * RECHECK_FRAMES, RECHECK_MAX, RECHECK_MAX]
     d.costs.update(build=3.0, hit=1.0)  # the view changed: the next re-check takes the window up
-    d.run(RECHECK_MAX + 1 + TRIAL_HITS + 2)
+    d.run(RECHECK_MAX + len(TRIAL) + 2)
     assert d.choice.state() == "on" and d.choice.recheck_after == RECHECK_FRAMES
 
 
+def test_a_declined_window_on_a_looping_path_costs_its_trials_at_most_the_budget():
+    """A 20-frame path replayed in a loop, as the bench replays its paths: 16 frames fast, 3 five times slower (it
+    eases in), then back to its start. The camera slows on every pass, and the trial that the slowdown starts ends
+    in the fast part, whose speed it keeps as the decision's: re-checked at every slowdown, a window whose frames
+    cost 3x (build) and 1.4x (hit) a plain one cost a trial per pass (12% of the time). Re-checks go on (now and
+    then), each once the one before is paid for: in all, their window frames' extra time is at most TRIAL_BUDGET
+    of the time rendered, and the last trial (not yet paid for)."""
+    loop = np.cumsum([0.0] + [0.05] * 16 + [0.01] * 3)
+    d = Driver({"build": 3.0, "hit": 1.4, "plain": 1.0})
+    d.path = lambda i: loop[i % len(loop)]
+    kinds = d.run(3000)
+    extra = 2.0 * kinds.count("build") + 0.4 * kinds.count("hit")
+    one_trial = 2.0 + 0.4 * (TRIAL_WINDOW_FRAMES - 1)
+    assert d.choice.state() == "off" and kinds.count("build") == d.choice.trials >= 3
+    assert extra <= TRIAL_BUDGET * sum(d.ms) + one_trial
+
+
 def test_a_new_key_starts_over():
-    d = Driver({"build": 5.0, "hit": 1.0, "plain": 2.0})
-    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1)
+    d = decided({"build": 5.0, "hit": 1.0, "plain": 2.0})
     assert d.choice.state() == "on" and d.choice.plain_ms() == 2.0
-    assert d.choice.wants_window(("another size",), pose(d.i), 1.0, K)  # a window trial, from nothing
+    assert not d.choice.wants_window(("another size",), pose(d.x), 1.0, K)  # a trial, from nothing: plain first
     assert d.choice.state() == "measuring" and d.choice.decisions == 0 and d.choice.plain_ms() is None
+    assert d.choice.rebuild
 
 
 def test_speed_is_rotation_plus_translation_in_scene_radii():
@@ -260,9 +308,8 @@ def test_a_new_path_keeps_the_measured_choice_and_forgets_the_rest():
     from renderer.temporal import TemporalCache
 
     cache = TemporalCache(ws=None)
-    d = Driver({"build": 5.0, "hit": 2.5, "plain": 2.0})
+    d = decided({"build": 5.0, "hit": 2.5, "plain": 2.0})
     cache.choice = d.choice
-    d.run(1 + TRIAL_HITS + PLAIN_SAMPLES + 1)
     cache.stats.frames, cache.last_pose = 9, pose(0)
     cache.reset()
     assert cache.choice is d.choice and cache.choice.state() == "off" and cache.choice.decisions == 1

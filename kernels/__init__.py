@@ -32,6 +32,7 @@ from .buffers import (  # noqa: E402
 from .cull import cull_window  # noqa: E402
 from .order import count_blocks, count_visible, depth_order, visible_order  # noqa: E402
 from .project import project_block, project_gaussians  # noqa: E402
+from .rasterize import SLOTS as RASTER_SLOTS  # noqa: E402
 from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
@@ -52,6 +53,7 @@ __all__ = [
     "project_block",
     "key_dtype",
     "list_class",
+    "RASTER_SLOTS",
     "list_scratch_shape",
     "macro_grid",
     "sentinel_key",

@@ -421,50 +421,59 @@ def _combine_parts_kernel(
 # ----------------------------------------------------------------------------------------------- launcher
 
 # (warps per program, Gaussians per loop step) of the scalar loop, by tile size and by the class of the frame's
-# tile lists (`list_class`). Measured on the H200 over 1-8 warps and 8-128 a step on one frame of each bench path
-# (BENCHMARKS.md, section 23): objects want one warp, two pixels a thread and 16 a step (1 x 32 is within 2%);
-# the composites' denser views two warps and 64 a step, which keeps 64 records loading while 64 blend (one warp
-# and 32 took 1.2-1.6x as long on the 24M frames, 128 a step 1.3x). At 8 px the medium and long classes are the
-# same configuration; at 16 px, with four times the pixels, the long lists gain from 128 a step.
-# Section 32's sweep of the polynomial loop on a few frames: two warps and 64 a step would take the orbits and the
-# densest fly-over frames 1.2-1.3x faster and the close-ups 1.3x slower; not changed until a rule separates them.
+# tile lists (`list_class`). At 8 px, measured over every third frame of every bench path, 1080p and 4K
+# (BENCHMARKS.md, section 33): where a frame's rasterizing is bound by the GPU's throughput (its work spread over
+# many tiles: close-ups, the fly-over's moderate frames), one warp, two pixels a thread and 32 a step (1 x 16
+# within 3%, two warps 1.2-1.3x slower); where one list's chain of steps bounds it (an object seen whole, whose
+# lists crowd a few thousand tiles, the composites' dense views), two warps and 64 a step, which halves the chain
+# and keeps 64 records loading while 64 blend (1.15-1.5x faster there); where that chain is far the longest part of
+# the frame, also its longest lists split across programs (SPLIT_CONFIG: the 24M fly-over's densest frames, 1.3-1.5x
+# faster). At 16 px (section 23), with four times the pixels, the long lists gain from 128 a step.
 SCALAR_CONFIG = {
-    (8, 0): (1, 16), (8, 1): (2, 64), (8, 2): (2, 64),
+    (8, 0): (1, 32), (8, 1): (2, 64), (8, 2): (2, 64),
     (16, 0): (4, 16), (16, 1): (8, 64), (16, 2): (8, 128),
 }  # fmt: skip
 # Mean pairs per tile at which 16 px frames' lists count as medium and long.
 LIST_LENGTHS_16 = (500.0, 1000.0)
-# Class thresholds at 8 px: long lists of small footprints (pairs per visible Gaussian), the overviews' (6M: 337
-# pairs a tile at 1.82 tiles a Gaussian; 24M: 1253 at 1.69); medium for long lists, or moderate ones of small
-# footprints (the 24M fly-over: 617 at 2.39; the 6M overview at 3840x2160: 101 at 2.18); short otherwise (the
-# 6M fly-over, 201 at 3.1 tiles a Gaussian; objects, 24-100 at 5.8 and more).
-LONG_LISTS = (180.0, 2.0)  # (pairs a tile at least, tiles a Gaussian under)
-MEDIUM_LISTS = (300.0, 80.0, 2.5)  # (pairs a tile at least; or at least this many, at tiles a Gaussian under)
-# A frame changes class only when it is this far past a threshold: its pairs a tile, and its tiles a Gaussian
-# (which the measured frames put nearer the thresholds: 1.69-1.82 against 2.0).
-HYSTERESIS = (1.15, 1.05)
+# At 8 px, the class by the frame's concentration: its longest list over the pairs one resident program would
+# blend if the GPU's SLOTS programs shared them evenly. Lists run longest first (kernels/schedule.py), so a frame
+# takes about max(pairs / throughput, longest x a step's latency per Gaussian): a concentration past CHAIN_FROM
+# means the longest list's chain is the longer, and two warps shorten it; past SPLIT_FROM, with lists long enough to
+# split (twice SPLIT_CONFIG's split_from), the chain is several times the rest and splitting it pays for the parts'
+# extra programs and their combine (about 40 us a frame, which lose on short lists).
+# The tiles a GPU blends side by side: its multiprocessors times the programs each holds at once. The H200's (132
+# x 32), where the classes were measured; the renderer passes its own GPU's (renderer/device.py `raster_slots`).
+SLOTS = 132 * 32
+CHAIN_FROM = 3.0
+SPLIT_FROM = (7.0, 8192)  # (concentration, longest list) at least
+# A frame changes class only when it is this far past a threshold (its concentration, its mean list length at
+# 16 px), so frames near one do not flip the configuration and re-capture their graph.
+HYSTERESIS = 1.15
 
 
-def _class_at(per_tile: float, footprint: float, tile: int, k: float, kf: float) -> int:
-    """The list class by thresholds scaled by k and kf (above 1: the higher classes are harder to reach)."""
+def concentration(n_pairs: int, longest: int, slots: int = SLOTS) -> float:
+    """The longest list over the pairs a resident program would blend with the frame's pairs shared evenly."""
+    return longest * slots / max(n_pairs, 1)
+
+
+def _class_at(n_pairs: int, n_tiles: int, longest: int, tile: int, slots: int, k: float) -> int:
+    """The list class by thresholds scaled by k (above 1: the higher classes are harder to reach)."""
     if tile == 16:
         medium, long = LIST_LENGTHS_16
+        per_tile = n_pairs / max(n_tiles, 1)
         return 2 if per_tile >= long * k else 1 if per_tile >= medium * k else 0
-    if per_tile >= LONG_LISTS[0] * k and footprint < LONG_LISTS[1] / kf:
+    c = concentration(n_pairs, longest, slots)
+    if c >= SPLIT_FROM[0] * k and longest >= SPLIT_FROM[1] * k:
         return 2
-    long_enough, moderate, small = MEDIUM_LISTS
-    if per_tile >= long_enough * k or (per_tile >= moderate * k and footprint < small / kf):
-        return 1
-    return 0
+    return 1 if c >= CHAIN_FROM * k else 0
 
 
-def list_class(per_tile: float, footprint: float, tile: int, previous: int = 0) -> int:
-    """The rasterizer's configuration class (SCALAR_CONFIG) for a frame whose tile lists hold `per_tile` pairs
-    on average, its visible Gaussians reaching `footprint` tiles each. A frame leaves `previous` only when it is
-    HYSTERESIS past a threshold, so frames near one do not flip the configuration (and re-capture their graph)."""
-    k, kf = HYSTERESIS
-    up = _class_at(per_tile, footprint, tile, k, kf)  # the highest class the frame is clearly in
-    down = _class_at(per_tile, footprint, tile, 1.0 / k, 1.0 / kf)  # the lowest it may still be in
+def list_class(n_pairs: int, n_tiles: int, longest: int, tile: int, previous: int = 0, slots: int = SLOTS) -> int:
+    """The rasterizer's configuration class (SCALAR_CONFIG) for a frame of `n_pairs` list entries over `n_tiles`
+    tiles, the longest list `longest` long, on a GPU that blends `slots` tiles at once (SLOTS). A frame leaves
+    `previous` only when it is HYSTERESIS past a threshold."""
+    up = _class_at(n_pairs, n_tiles, longest, tile, slots, HYSTERESIS)  # the highest class it is clearly in
+    down = _class_at(n_pairs, n_tiles, longest, tile, slots, 1.0 / HYSTERESIS)  # the lowest it may still be in
     return up if up > previous else down if down < previous else previous
 
 

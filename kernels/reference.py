@@ -677,10 +677,16 @@ def tile_lists(
 
 # Twin of the launcher in kernels/schedule.py: the same signature on purpose (see the module docstring).
 def schedule_tiles(
-    ranges: torch.Tensor, *, out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+    ranges: torch.Tensor,
+    *,
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    longest: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Tiles by the bit length of their list length (capped, SCHEDULE_CLASSES), longest first, ties in id order."""
+    """Tiles by the bit length of their list length (capped, SCHEDULE_CLASSES), longest first, ties in id order;
+    the longest list into `longest` ([1] i64) where given."""
     counts = (ranges[:, 1] - ranges[:, 0]).to(torch.int64)
+    if longest is not None:
+        longest.fill_(int(counts.max()) if counts.numel() else 0)
     # the bit length is how many of 1, 2, 4, ... the count reaches; the top class is SCHEDULE_CLASSES - 1
     powers = 2 ** torch.arange(SCHEDULE_CLASSES - 1, device=ranges.device)
     cls = (counts[:, None] >= powers[None, :]).sum(1)

@@ -16,9 +16,15 @@ at a time, cost 46 us a frame on the H200, as much as it saved):
      share of it starts (the blocks before it), and each tile's rank among the block's tiles of its class
      (one cumulative sum over a [tiles, classes] one-hot matrix).
 
+The first kernel also keeps each block's longest list in its histogram row's last slot (the classes fill fewer),
+and the second writes the frame's longest list, which the renderer reads with the frame's counts: how much of a
+frame's rasterizing one list's chain of steps can hold up decides the rasterizer's launch configuration
+(kernels/rasterize.py `list_class`).
+
 Inputs : ranges [n_tiles, 2] i32 (from `tile_lists` or `tile_ranges`, kernels/tile_lists.py)
 Outputs: schedule [n_tiles] i32 (the tile of program p, a permutation of the tile ids),
-         tile_counts [n_tiles] i32 (list length per tile), histograms [blocks, CLASS_SLOTS] i32 (scratch)
+         tile_counts [n_tiles] i32 (list length per tile), histograms [blocks, CLASS_SLOTS] i32 (scratch),
+         longest [1] i64 (the longest list; optional)
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from ._launch import launch
 from .constants import SCHEDULE_CLASSES as CLASSES
 
 CLASS_SLOTS = 32  # CLASSES rounded up to a power of two (a block's histogram row)
+LONGEST_SLOT = CLASS_SLOTS - 1  # a row's last slot: the block's longest list
+assert CLASSES <= LONGEST_SLOT
 MAX_ROWS = 256  # blocks of tiles, at most: each program of the second kernel reads every block's histogram
 
 
@@ -59,31 +67,42 @@ def _class_histogram_kernel(
     length = tl.load(ranges_ptr + tile * 2 + 1, mask=m, other=0) - tl.load(ranges_ptr + tile * 2 + 0, mask=m, other=0)
     tl.store(tile_counts_ptr + tile, length, mask=m)
     hist = tl.histogram(_length_class(length, CLASSES), CLASS_SLOTS, mask=m)
-    tl.store(hist_ptr + pid * CLASS_SLOTS + tl.arange(0, CLASS_SLOTS), hist)
+    slots = tl.arange(0, CLASS_SLOTS)
+    hist = tl.where(slots == CLASS_SLOTS - 1, tl.max(tl.where(m, length, 0), axis=0), hist)
+    tl.store(hist_ptr + pid * CLASS_SLOTS + slots, hist)
 
 
 @triton.jit(do_not_specialize=["n_tiles", "n_blocks"])
 def _place_kernel(
     tile_counts_ptr,  # [n_tiles] i32
-    hist_ptr,  # [blocks, CLASS_SLOTS] i32
+    hist_ptr,  # [blocks, CLASS_SLOTS] i32, each row's last slot the block's longest list
     schedule_ptr,  # [n_tiles] i32 out
+    longest_ptr,  # [1] i64 out: the longest list (written when HAS_LONGEST)
     n_tiles,
     n_blocks,
     CLASSES: tl.constexpr,
     CLASS_SLOTS: tl.constexpr,
     BLOCK: tl.constexpr,
     ROWS: tl.constexpr,
+    HAS_LONGEST: tl.constexpr,
 ):
     pid = tl.program_id(0)
     slots = tl.arange(0, CLASS_SLOTS)
     # every block's histogram: the classes' totals, and the part of each class that earlier blocks hold
     total = tl.zeros([CLASS_SLOTS], tl.int32)
     before = tl.zeros([CLASS_SLOTS], tl.int32)
+    longest = tl.zeros([CLASS_SLOTS], tl.int32)
     for r0 in range(0, n_blocks, ROWS):
         row = r0 + tl.arange(0, ROWS)
         h = tl.load(hist_ptr + row[:, None] * CLASS_SLOTS + slots[None, :], mask=(row < n_blocks)[:, None], other=0)
+        longest = tl.maximum(longest, tl.max(h, axis=0))  # its last slot: the blocks' longest lists
+        h = tl.where(slots[None, :] < CLASSES, h, 0)
         total += tl.sum(h, axis=0)
         before += tl.sum(tl.where((row < pid)[:, None], h, 0), axis=0)
+    if HAS_LONGEST:  # noqa: SIM102 (a constexpr: the store is compiled only where it is asked for)
+        if pid == 0:
+            top = tl.sum(tl.where(slots == CLASS_SLOTS - 1, longest, 0), axis=0)
+            tl.store(longest_ptr, top.to(tl.int64))
     # where this block's tiles of each class start: the longer classes first, then earlier blocks' share
     longer = slots[None, :] > slots[:, None]  # [k, j]: class j comes before class k
     first = tl.sum(tl.where(longer, total[None, :], 0), axis=1) + before  # [CLASS_SLOTS]
@@ -111,9 +130,11 @@ def schedule_tiles(
     ranges: torch.Tensor,  # [n_tiles, 2] i32
     *,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    longest: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(schedule [n_tiles] i32, tile_counts [n_tiles] i32). `out` = (schedule, tile_counts, histograms
-    schedule_scratch_shape(n_tiles)] i32) buffers to write into."""
+    schedule_scratch_shape(n_tiles)] i32) buffers to write into; `longest`: a [1] i64 buffer for the longest
+    list (0 without tiles)."""
     n_tiles = ranges.shape[0]
     assert ranges.shape == (n_tiles, 2) and ranges.dtype == torch.int32, (ranges.shape, ranges.dtype)
     scratch = schedule_scratch_shape(n_tiles)
@@ -125,7 +146,10 @@ def schedule_tiles(
     assert schedule.shape == (n_tiles,) and tile_counts.shape == (n_tiles,), (schedule.shape, tile_counts.shape)
     assert hist.shape == scratch and hist.dtype == torch.int32, hist.shape
     n_blocks = scratch[0]
+    assert longest is None or (longest.shape == (1,) and longest.dtype == torch.int64), longest
     if n_tiles == 0:
+        if longest is not None:
+            longest.zero_()
         return schedule, tile_counts
     block = schedule_block(n_tiles)
     warps = min(8, block // 32)
@@ -143,7 +167,8 @@ def schedule_tiles(
         num_warps=warps,
     )
     launch(_place_kernel, grid,
-        tile_counts, hist, schedule, n_tiles, n_blocks,
-        CLASSES=CLASSES, CLASS_SLOTS=CLASS_SLOTS, BLOCK=block, ROWS=64, num_warps=warps,
+        tile_counts, hist, schedule, schedule if longest is None else longest, n_tiles, n_blocks,
+        CLASSES=CLASSES, CLASS_SLOTS=CLASS_SLOTS, BLOCK=block, ROWS=64, HAS_LONGEST=longest is not None,
+        num_warps=warps,
     )  # fmt: skip
     return schedule, tile_counts

@@ -7,6 +7,8 @@ import warnings
 
 import torch
 
+from kernels import RASTER_SLOTS
+
 BACKENDS = ("auto", "triton", "torch")
 
 
@@ -64,3 +66,15 @@ def frames_in_flight(device: torch.device) -> bool:
     and a frame refused for its pairs (renderer/memory.py `check_frame_pairs`) was found only after the next
     frame had been projected and ordered into them: 64 MB more for the densest 1 MB file at 1280x720."""
     return device.type == "cuda"
+
+
+def raster_slots(device: torch.device) -> int:
+    """Tiles the GPU's rasterizer programs blend at once: its multiprocessors times the thread blocks one holds
+    (32 from compute capability 8.0 on, 16 on 8.6 and 8.7, 24 on 8.9: CUDA's occupancy limits), which scales
+    the list class's rule to the GPU (kernels/rasterize.py `list_class`); elsewhere the H200's, where the rule was
+    measured (the CPU runs no launch configuration)."""
+    if device.type != "cuda":
+        return RASTER_SLOTS
+    props = torch.cuda.get_device_properties(device)
+    per_sm = {(8, 6): 16, (8, 7): 16, (8, 9): 24}.get((props.major, props.minor), 32)
+    return props.multi_processor_count * per_sm

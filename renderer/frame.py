@@ -106,6 +106,8 @@ class Frame:
     # theirs per frame)
     pair_slots = 0  # macro-tile pair slots it bins into (the pair capacity when it was made)
     pairs: PairBuffers | None
+    longest_list: Tensor  # [1] i64 the longest tile list, written by stage 5 (the rasterizer's launch class)
+    longest: int | None = None  # it on the host, where read with the frame's counts (capacity frames' `totals`)
 
     def __init__(self, r: Renderer, src, camera: Camera, settings: RenderSettings, slot: int = 0):
         self.r, self.src, self.settings, self.launch, self.slot = r, src, settings, r.launch, slot
@@ -222,8 +224,10 @@ class Frame:
             self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges)
         if self.schedule is None:
             torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
-        else:  # the list lengths come with the schedule
-            self.r.k.schedule_tiles(self.ranges, out=(self.schedule, self.tile_counts.view(-1), self.schedule_hist))
+            self.longest_list.copy_(self.tile_counts.amax())
+        else:  # the list lengths and the longest come with the schedule
+            self.r.k.schedule_tiles(self.ranges, out=(self.schedule, self.tile_counts.view(-1), self.schedule_hist),
+                                    longest=self.longest_list)  # fmt: skip
 
     def rasterize(self, **tuning) -> None:
         """`tuning`: launch knobs that override the settings' (variant, num_warps, step), for measuring them."""
@@ -266,8 +270,10 @@ class CapacityFrame(Frame):
         i32, i64, f32, n = torch.int32, torch.int64, torch.float32, self.n
         self.ordered = OrderBuffers(
             shared.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), shared.buffer("ordered_counts", n, i32),
-            ws.buffer("offsets", n, i64), ws.buffer("totals", 3, i64), self.r._inf,
+            ws.buffer("offsets", n, i64), ws.buffer("totals", 4, i64), self.r._inf,
         )  # fmt: skip
+        # the frame's longest tile list (stage 5) after its three counts: the one copy to the host brings all four
+        self.longest_list = self.ordered.totals[3:4]
         # stages 3-5: per tile, pairs of the list capacity; per macro-tile, pairs of the pair capacity, then lists
         self.capacity = cl = self.r.pair_capacity.size
         kd = self.key_dtype
@@ -282,7 +288,9 @@ class CapacityFrame(Frame):
                                        zip(TILE_PAIR_BUFFERS, (kd, i32, kd, i64, i32), strict=True)))  # fmt: skip
 
     def totals(self) -> tuple[int, int, int]:
-        return self.counts_of(self.ordered.totals.tolist())
+        values = self.ordered.totals.tolist()
+        self.longest = values[3]
+        return self.counts_of(values[:3])
 
     def order(self) -> None:
         self.r.k.depth_order(self.depths, self.tiles_touched, self.pair_counts, out=self.ordered.out())
@@ -307,6 +315,7 @@ class CountedFrame(Frame):
         self.counts: tuple[int, int, int] | None = None  # (visible, tile pairs, macro-tile pairs) once order ran
         self.pairs = PairBuffers(None, None)  # bin, sort and tile_lists put each frame's tensors in
         self.count_totals = ws.buffer("count_totals", 3, torch.int64)
+        self.longest_list = ws.buffer("longest_list", 1, torch.int64)  # stage 5's, read a frame late
         self.block_ends = ws.buffer("block_ends", self.r.k.count_blocks(self.n), torch.int64)
 
     def totals(self) -> tuple[int, int, int]:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from kernels import bin_config, bins_macro_tiles, list_class, project_block
+from kernels import RASTER_SLOTS, bin_config, bins_macro_tiles, list_class, project_block
 
 from .settings import RenderSettings
 
@@ -132,23 +132,31 @@ class LaunchConfig:
         return LaunchConfig(macro=cuda and not counted)
 
     @staticmethod
-    def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int) -> LaunchConfig:
+    def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int,
+              longest: int | None = None, slots: int = RASTER_SLOTS) -> LaunchConfig:  # fmt: skip
         """The configuration for a frame like this one. The list class, the bin steps' width and the binning form
         move with hysteresis (`list_class`, `bin_config`, `bins_macro_tiles`), so a frame near a threshold does not
-        flip them (and re-capture the frame's graph) back and forth."""
+        flip them (and re-capture the frame's graph) back and forth. `longest`: the frame's longest tile list,
+        None where it is not known yet (a counted frame's, read a frame late: the list class stays); `slots`: the
+        tiles the GPU blends at once (`renderer.device.raster_slots`)."""
         footprint = n_pairs / max(n_visible, 1)
-        lists = list_class(n_pairs / max(n_tiles, 1), footprint, tile, previous.lists)
+        lists = previous.lists
+        if longest is not None:
+            lists = list_class(n_pairs, n_tiles, longest, tile, previous.lists, slots)
         block, cols = bin_config(n_visible, footprint, wide=previous.bin_cols > 4)
         return LaunchConfig(project_block(n), block, cols, lists, bins_macro_tiles(footprint, previous.macro))
 
     @staticmethod
     @functools.cache
-    def reachable(n: int, n_tiles: int, tile: int, *, windows: bool = False) -> tuple[LaunchConfig, ...]:
+    def reachable(n: int, n_tiles: int, tile: int, *, windows: bool = False,
+                  slots: int = RASTER_SLOTS) -> tuple[LaunchConfig, ...]:  # fmt: skip
         """Every configuration frames of n Gaussians on n_tiles tiles may run with: the first frame's (either
         route's), and what `after` chooses from there, its rule explored over grids of the counts (visible
         Gaussians 0..n, pairs per visible Gaussian 1..n_tiles; neighbouring pair counts at most 1.1x apart, finer
-        than any of its classes) from each configuration found until no new one appears. The warm-up compiles every one
-        (renderer/warmup.py), so a knob that `after` derives from these counts is warmed with no change here.
+        than any of its classes) from each configuration found until no new one appears, each with every list class
+        that frames' pairs and longest lists reach (a product: it may hold a few combinations no path takes, each a
+        warm-up frame). The warm-up compiles every one (renderer/warmup.py), so a knob that `after` derives from
+        these counts is warmed with no change here.
         `windows`: frames may project fewer than n Gaussians (a temporal window's set), which moves project_block
         alone: each configuration is also taken with every block that fewer Gaussians choose."""
 
@@ -159,8 +167,9 @@ class LaunchConfig:
                 v *= ratio
             return sorted(values)
 
-        # (visible, pairs): whole visible counts, pairs per visible Gaussian on a float grid (the list class turns
-        # on fractions of a tile per Gaussian: kernels/rasterize.py `list_class`)
+        # (visible, pairs): whole visible counts, pairs per visible Gaussian on a float grid; the list class is
+        # explored on its own below (it turns on the pairs and the longest list alone: kernels/rasterize.py
+        # `list_class`), so the longest list stays unknown here and the class where it starts
         counts = [(0, 0)] + [(int(v), int(int(v) * p)) for v in grid(n, 1.25) for p in grid(n_tiles, 1.1)]
         found, frontier = {LaunchConfig.first(False, cuda=True), LaunchConfig()}, [LaunchConfig()]
         while frontier:
@@ -170,6 +179,19 @@ class LaunchConfig:
                 if nxt not in found:
                     found.add(nxt)
                     frontier.append(nxt)
+        # the list classes: pairs on the grid, the longest list at concentrations in each class's region and
+        # either side of its thresholds (a list holds a Gaussian once at most: no longer than n)
+        classes, frontier = {0}, [0]
+        pair_counts = sorted({int(p) for p in grid(n * n_tiles, 1.1)})
+        while frontier:
+            prev = frontier.pop()
+            for p in pair_counts:
+                for c in (0.5, 2.0, 3.0, 5.0, 7.0, 12.0, 50.0):
+                    cls = list_class(p, n_tiles, min(int(c * p / slots), n, p), tile, prev, slots)
+                    if cls not in classes:
+                        classes.add(cls)
+                        frontier.append(cls)
+        found = {replace(c, lists=cls) for c in found for cls in classes}
         if windows:
             blocks = {project_block(int(m)) for m in grid(n, 2.0)}
             found |= {replace(c, project_block=b) for c in found for b in blocks}

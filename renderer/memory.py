@@ -19,8 +19,8 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 |           | macro-tile), bin_t 4 (AdaGScale's frames; counted in whenever the estimate is     |                     |
 |           | made before the settings are known);                                              |                     |
 |           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
-|           | also order 8, offsets 8, totals 24 bytes; counted, the counts 24 bytes and 8 a   |                     |
-|           | counting program (4,096 Gaussians)                                               |                     |
+|           | also order 8, offsets 8, totals 32 bytes; counted, the counts and the longest     |                     |
+|           | list 32 bytes and 8 a counting program (4,096 Gaussians)                          |                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
 |           | on the capacity route also sorted_depths 4, ordered_counts 4, the pair buffers:  |  (+ 8 N             |
@@ -191,9 +191,9 @@ def workspace_bytes(
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
         shared += max((4 * a * b for a, b in filter(None, shapes)), default=0)
     if counted:  # the counts, and each counting program's running visible count
-        per_slot += 24 + 8 * count_blocks(n)
+        per_slot += 32 + 8 * count_blocks(n)  # and the longest list (kernels/schedule.py)
     else:
-        per_slot += 16 * n + 24  # order 8, offsets 8 a Gaussian; totals: 3 int64
+        per_slot += 16 * n + 32  # order 8, offsets 8 a Gaussian; totals: 3 int64 and the longest list
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
         # a frame binned per macro-tile, or per tile (kernels/bin.py); a path that changes form keeps the form it
         # left while that one's buffers are at most KEPT_FORM_BYTES

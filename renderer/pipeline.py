@@ -52,7 +52,7 @@ from kernels import expected_macro_pairs
 from scenes import GaussianScene
 
 from .camera import Camera
-from .device import choose_device, frames_in_flight, kernel_module, resolve_backend
+from .device import choose_device, frames_in_flight, kernel_module, raster_slots, resolve_backend
 from .frame import (
     MACRO_PAIR_BUFFERS,
     PAIR_BUFFERS,
@@ -158,7 +158,13 @@ class Renderer:
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
         self.params = FrameParams(self.device, SLOTS)
         self._last_visible = self.n  # the last frame's visible Gaussians (AdaGScale's density; all at first)
-        self._host_totals = [torch.zeros(3, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
+        # (and the longest tile list, which the rasterizer's launch class follows: kernels/rasterize.py `list_class`)
+        self._host_totals = [torch.zeros(4, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
+        # counted frames' longest lists, read a frame late (their host waits mid-frame, before stage 5): frame i's
+        # goes to entry i % 3, so that neither of the two frames a stream may have in flight overwrites the one read
+        self._host_longest = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
+        self._counted_frames = 0  # counted frames launched: the next one's place in _host_longest
+        self.raster_slots = raster_slots(self.device)  # tiles the GPU blends at once (the launch class's rule)
         # a counted frame's (visible, pairs, macro pairs), read while its depth sort runs (kernels/order.py)
         self.host_counts = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
         self.last_timer: StageTimer | None = None
@@ -243,7 +249,10 @@ class Renderer:
             use_window = temporal.wants_window(camera, settings, future is not None, self.scene_radius)
         f, src, timer = self._start(camera, settings, future, slot=0, use_window=use_window)
         n_visible, n_pairs, n_macro_pairs = f.totals()  # a capacity frame's one host sync (counted: in order)
-        f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer)
+        # a counted frame's longest list comes a frame late: the last one's is complete (this frame waited for
+        # its counts behind it)
+        longest = self._counted_longest(self._counted_frames - 2) if f.counted else f.longest
+        f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer, longest)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
             with timer.stage("depth"):
@@ -287,15 +296,25 @@ class Renderer:
         else:
             f.run(timer)
             replayed = False
+        if f.counted:  # its longest list, for the launch class (`_counted_longest`)
+            i = self._counted_frames % len(self._host_longest)
+            self._host_longest[i : i + 1].copy_(f.longest_list, non_blocking=True)
+            self._counted_frames += 1
         if reuse:  # its cost, for the window choice; a plain frame counts once it replays, where graphs do
             self.temporal.record(timer, steady=bool(replayed) or not graphs)
         return f, src, timer
 
+    def _counted_longest(self, serial: int) -> int | None:
+        """The longest tile list of counted frame `serial` (0, 1, ... in launch order), which the caller knows has
+        completed; None before the first."""
+        return int(self._host_longest[serial % len(self._host_longest)]) if serial >= 0 else None
+
     def _fit_pairs(self, f: Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
-                   n_macro_pairs: int, timer: StageTimer) -> Frame:  # fmt: skip
+                   n_macro_pairs: int, timer: StageTimer, longest: int | None = None) -> Frame:  # fmt: skip
         """After a frame's totals are known: if its pairs or its tiles' lists did not fit, grow the capacities
         and bin again from stage 2's output (still in the frame's slot), so the frame is exact; then pick the next
-        frame's launch configuration. Returns the frame's stage object (a new one when it was binned again)."""
+        frame's launch configuration (`longest`: its longest tile list, or a recent frame's; None: not known, the
+        list class stays). Returns the frame's stage object (a new one when it was binned again)."""
         if not f.counted:  # counted frames size their pair tensors exactly: no capacity to check
             # the capacities it was binned with (a streamed frame's may have grown since)
             if n_pairs > f.capacity or n_macro_pairs > f.pair_slots:
@@ -333,7 +352,8 @@ class Renderer:
         previous = self.launch
         if self._first_frame:  # binned per macro-tile for its memory alone (`LaunchConfig.first`)
             previous, self._first_frame = replace(previous, macro=False), False
-        launch = LaunchConfig.after(previous, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile)
+        launch = LaunchConfig.after(previous, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile, longest,
+                                    self.raster_slots)  # fmt: skip
         if launch.macro and not f.macro and not f.counted:
             # the first frame binned per macro-tile would otherwise find no room, bin again, and be one more kind
             # of frame before graphs replay (a close-up's first frames in flight took 2-3 ms: BENCHMARKS.md, 25)
@@ -437,22 +457,25 @@ class Renderer:
         if not f.counted:  # a counted frame has read its counts already
             self._host_totals[slot].copy_(f.ordered.totals, non_blocking=True)
         timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
-        return _Launched(f, src, camera, settings, timer, slot)
+        return _Launched(f, src, camera, settings, timer, slot, self._counted_frames - 1 if f.counted else -1)
 
     def _finish(self, p: _Launched) -> RenderOutput:
         """Wait for a launched frame, check its pairs (binning it again if they did not fit), and hand it over.
         A frame binned again is timed to the end of that work, in its own timer, as `render` times it: its end
         then comes after the next frame's launch (whose work the GPU ran first), which `handover_ms` accounts."""
         p.timer.wait()
-        if p.frame.counted:  # sized by its counts: nothing to bin again
+        if p.frame.counted:  # sized by its counts: nothing to bin again; complete, so its longest list is in
             (n_visible, n_pairs, n_macro_pairs), rebin = p.frame.totals(), False
+            longest = self._counted_longest(p.serial)
         else:
-            n_visible, n_pairs, n_macro_pairs = p.frame.counts_of(self._host_totals[p.slot].tolist())
+            *counts, longest = self._host_totals[p.slot].tolist()
+            n_visible, n_pairs, n_macro_pairs = p.frame.counts_of(counts)
             rebin = n_pairs > p.frame.capacity or n_macro_pairs > p.frame.pair_slots
         if rebin and self.device.type == "cuda":
             # the frame after it is in flight, on buffers and a graph that growing the capacity retires
             torch.cuda.synchronize(self.device)
-        f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, n_macro_pairs, p.timer)
+        f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, n_macro_pairs, p.timer,
+                            longest)  # fmt: skip
         if rebin:
             p.timer.stop()
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
@@ -492,3 +515,4 @@ class _Launched:
     settings: RenderSettings
     timer: StageTimer
     slot: int
+    serial: int = -1  # a counted frame's place among them (`Renderer._counted_longest`)

@@ -68,6 +68,33 @@ def test_many_blocks_match_rule_and_twin(n, device):
     assert schedule[-1].item() in {t for t, n in enumerate(lengths) if n == 0}, "empty tiles go last"
 
 
+@pytest.mark.parametrize("n", [1, 3 * 128 + 57, 70_000])
+def test_longest_list_matches_python_and_twin(n, device):
+    """The frame's longest list, which the launch configuration reads (kernels/rasterize.py `list_class`), is
+    Python's max of the lengths wherever it falls: in the last block, in the first, past the top class (whose
+    lengths share one class, so the class histogram alone could not say it); 0 with no tiles. The schedule is
+    unchanged by writing it (the blocks' longest lists share their histograms' rows)."""
+    g = torch.Generator().manual_seed(n)
+    for where, top in ((n - 1, 2**23 + 5), (0, 3001), (n // 2, 2**22 + 1)):
+        lengths = (torch.rand(n, generator=g) ** 4 * 3000).long()
+        lengths[where] = top
+        lengths = lengths.tolist()
+        ranges = ranges_of(lengths, device)
+        longest = torch.full((1,), -7, dtype=torch.int64, device=device)
+        out = tuple(nan_like(t) for t in (torch.empty(n, dtype=torch.int32, device=device),
+                    torch.empty(n, dtype=torch.int32, device=device),
+                    torch.empty(kernels.schedule_scratch_shape(n), dtype=torch.int32, device=device)))  # fmt: skip
+        schedule, counts = kernels.schedule_tiles(ranges, out=out, longest=longest)
+        assert longest.item() == max(lengths), (where, longest.item())
+        assert schedule.tolist() == expected_schedule(lengths)
+        twin = torch.zeros(1, dtype=torch.int64, device=device)
+        ref.schedule_tiles(ranges, longest=twin)
+        assert twin.item() == max(lengths)
+    none = torch.full((1,), -7, dtype=torch.int64, device=device)
+    kernels.schedule_tiles(ranges_of([], device).view(0, 2), longest=none)
+    assert none.item() == 0
+
+
 @pytest.mark.parametrize("tile", [8, 16])
 def test_rasterize_in_schedule_order_is_the_same_image(tile, device):
     """Programs that take the tiles longest first, or in a random order, write the same pixels bit for bit."""

@@ -33,7 +33,7 @@ def test_estimate_terms():
     pair_buffers = (2 + 8 + 2 + 8 + 8) * slots + 4 * 32 * -(-slots // 64)  # and the lists' chunk counts
     tile_pairs = (2 + 4 + 2 + 8 + 4) * capacity  # binned per tile: keys, ids, sorted keys, permutation, sorted ids
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
-    per_slot = 60 * n + 20 * w * h + 4 * tiles + 24
+    per_slot = 60 * n + 20 * w * h + 4 * tiles + 32  # totals: three counts and the longest list
     # a path of both forms: the larger (the macro-tile form's, 486 MB), and the per-tile form's (389 MB) only were
     # it at most KEPT_FORM_BYTES (the form a path leaves is kept while that small)
     assert pair_buffers + 4 * capacity > tile_pairs > memory.KEPT_FORM_BYTES
@@ -49,7 +49,8 @@ def test_estimate_terms():
     assert cpu.reference == 250 * n and cuda.reference == 0
     counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
     streamed = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True, in_flight=True)
-    counts = 24 + 8 * -(-24_000_000 // 4096)  # a slot's counts, and each counting program's running visible count
+    # a slot's counts and longest list, and each counting program's running visible count
+    counts = 32 + 8 * -(-24_000_000 // 4096)
     per_frame = 44 * 24_000_000 + 20 * w * h + 4 * tiles + counts  # a slot: records, tile counts, bin_t; outputs
     assert streamed.workspace == counted.workspace + per_frame, "counted frames in flight: a second slot"
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each

@@ -261,9 +261,9 @@ def test_a_frame_that_overflows_either_capacity_is_binned_again_once(scene_path,
     fitted = []  # (the frame as binned first, its counts, the frame it became) of each frame's `_fit_pairs`
     fit_pairs = r._fit_pairs
 
-    def spy(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer):
+    def spy(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer, longest=None):
         binned = (f.capacity, f.pair_slots)
-        after = fit_pairs(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer)
+        after = fit_pairs(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer, longest)
         fitted.append((binned, (n_pairs, n_macro_pairs), (after.capacity, after.pair_slots)))
         return after
 

@@ -189,3 +189,26 @@ def test_frames_of_other_sizes_on_one_renderer_are_each_their_own(scene_path, de
     for (w, h), got in zip(sizes, streamed, strict=True):
         assert got.shape == (h, w, 3) and torch.equal(got, want[w, h]), (w, h)
     assert {(k.width, k.height) for _, k in r.frames.frames} == set(sizes)
+
+
+@pytest.mark.parametrize("mode", ["graph", "counted"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_rasterizer_class_follows_the_frames_longest_list(scene_path, device, mode, stream):
+    """The next frame's list class comes from the frame's pairs and its longest tile list as stage 5 wrote it
+    (kernels/schedule.py), against the longest list of the output's own tile counts: on either route (a counted
+    frame's a frame late), one by one or streamed. A GPU that blends as many tiles as the image has makes its lists
+    concentrated (class 1); one that blends a single tile at a time makes none of them so (class 0)."""
+    from kernels import list_class
+
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    cam = orbit_path(scene, 32, 24, 3)[1]
+    for slots, want_class in ((12, 1), (1, 0)):
+        r = Renderer(scene, device=device, backend="torch")
+        r.frame_mode, r.raster_slots = mode, slots
+        outs = []
+        frames = [cam] * 4
+        for out in r.render_stream(frames) if stream else (r.render(cam) for cam in frames):
+            outs.append((out.stats.n_pairs, int(out.tile_counts.max()), r.launch.lists))
+        pairs, longest, _ = outs[-1]
+        assert list_class(pairs, 12, longest, 8, 0, slots) == want_class, (pairs, longest)
+        assert outs[-1][2] == want_class and r.launch.lists == want_class, outs

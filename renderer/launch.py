@@ -133,16 +133,18 @@ class LaunchConfig:
 
     @staticmethod
     def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int,
-              longest: int | None = None, slots: int = RASTER_SLOTS) -> LaunchConfig:  # fmt: skip
+              lists_of: tuple[int, int] | None = None, slots: int = RASTER_SLOTS) -> LaunchConfig:  # fmt: skip
         """The configuration for a frame like this one. The list class, the bin steps' width and the binning form
         move with hysteresis (`list_class`, `bin_config`, `bins_macro_tiles`), so a frame near a threshold does not
-        flip them (and re-capture the frame's graph) back and forth. `longest`: the frame's longest tile list,
-        None where it is not known yet (a counted frame's, read a frame late: the list class stays); `slots`: the
-        tiles the GPU blends at once (`renderer.device.raster_slots`)."""
+        flip them (and re-capture the frame's graph) back and forth. `lists_of`: (pairs, longest tile list) of
+        this frame, or of the last one whose longest list is known (a counted frame's is read a frame late); None,
+        or a frame of fewer pairs than `slots` (whose concentration says nothing: an empty frame before a dense
+        one would choose for it), leaves the list class as it was. `slots`: the tiles the GPU blends at once
+        (`renderer.device.raster_slots`)."""
         footprint = n_pairs / max(n_visible, 1)
         lists = previous.lists
-        if longest is not None:
-            lists = list_class(n_pairs, n_tiles, longest, tile, previous.lists, slots)
+        if lists_of is not None and lists_of[0] >= slots:
+            lists = list_class(lists_of[0], n_tiles, lists_of[1], tile, previous.lists, slots)
         block, cols = bin_config(n_visible, footprint, wide=previous.bin_cols > 4)
         return LaunchConfig(project_block(n), block, cols, lists, bins_macro_tiles(footprint, previous.macro))
 

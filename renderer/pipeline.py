@@ -163,6 +163,7 @@ class Renderer:
         # counted frames' longest lists, read a frame late (their host waits mid-frame, before stage 5): frame i's
         # goes to entry i % 3, so that neither of the two frames a stream may have in flight overwrites the one read
         self._host_longest = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
+        self._counted_pairs = [0] * len(self._host_longest)  # and their pairs
         self._counted_frames = 0  # counted frames launched: the next one's place in _host_longest
         self.raster_slots = raster_slots(self.device)  # tiles the GPU blends at once (the launch class's rule)
         # a counted frame's (visible, pairs, macro pairs), read while its depth sort runs (kernels/order.py)
@@ -251,8 +252,8 @@ class Renderer:
         n_visible, n_pairs, n_macro_pairs = f.totals()  # a capacity frame's one host sync (counted: in order)
         # a counted frame's longest list comes a frame late: the last one's is complete (this frame waited for
         # its counts behind it)
-        longest = self._counted_longest(self._counted_frames - 2) if f.counted else f.longest
-        f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer, longest)
+        lists_of = self._counted_lists(self._counted_frames - 2) if f.counted else (n_pairs, f.longest)
+        f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer, lists_of)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
             with timer.stage("depth"):
@@ -296,25 +297,30 @@ class Renderer:
         else:
             f.run(timer)
             replayed = False
-        if f.counted:  # its longest list, for the launch class (`_counted_longest`)
+        if f.counted:  # its pairs and longest list, for the launch class (`_counted_lists`)
             i = self._counted_frames % len(self._host_longest)
             self._host_longest[i : i + 1].copy_(f.longest_list, non_blocking=True)
+            self._counted_pairs[i] = f.counts[1]
             self._counted_frames += 1
         if reuse:  # its cost, for the window choice; a plain frame counts once it replays, where graphs do
             self.temporal.record(timer, steady=bool(replayed) or not graphs)
         return f, src, timer
 
-    def _counted_longest(self, serial: int) -> int | None:
-        """The longest tile list of counted frame `serial` (0, 1, ... in launch order), which the caller knows has
-        completed; None before the first."""
-        return int(self._host_longest[serial % len(self._host_longest)]) if serial >= 0 else None
+    def _counted_lists(self, serial: int) -> tuple[int, int] | None:
+        """(pairs, longest tile list) of counted frame `serial` (0, 1, ... in launch order), which the caller knows
+        has completed; None before the first."""
+        if serial < 0:
+            return None
+        i = serial % len(self._host_longest)
+        return self._counted_pairs[i], int(self._host_longest[i])
 
     def _fit_pairs(self, f: Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
-                   n_macro_pairs: int, timer: StageTimer, longest: int | None = None) -> Frame:  # fmt: skip
+                   n_macro_pairs: int, timer: StageTimer,
+                   lists_of: tuple[int, int] | None = None) -> Frame:  # fmt: skip
         """After a frame's totals are known: if its pairs or its tiles' lists did not fit, grow the capacities
         and bin again from stage 2's output (still in the frame's slot), so the frame is exact; then pick the next
-        frame's launch configuration (`longest`: its longest tile list, or a recent frame's; None: not known, the
-        list class stays). Returns the frame's stage object (a new one when it was binned again)."""
+        frame's launch configuration (`lists_of`: its pairs and longest tile list, or a recent frame's; None: not
+        known, the list class stays). Returns the frame's stage object (a new one when it was binned again)."""
         if not f.counted:  # counted frames size their pair tensors exactly: no capacity to check
             # the capacities it was binned with (a streamed frame's may have grown since)
             if n_pairs > f.capacity or n_macro_pairs > f.pair_slots:
@@ -352,7 +358,7 @@ class Renderer:
         previous = self.launch
         if self._first_frame:  # binned per macro-tile for its memory alone (`LaunchConfig.first`)
             previous, self._first_frame = replace(previous, macro=False), False
-        launch = LaunchConfig.after(previous, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile, longest,
+        launch = LaunchConfig.after(previous, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile, lists_of,
                                     self.raster_slots)  # fmt: skip
         if launch.macro and not f.macro and not f.counted:
             # the first frame binned per macro-tile would otherwise find no room, bin again, and be one more kind
@@ -466,16 +472,17 @@ class Renderer:
         p.timer.wait()
         if p.frame.counted:  # sized by its counts: nothing to bin again; complete, so its longest list is in
             (n_visible, n_pairs, n_macro_pairs), rebin = p.frame.totals(), False
-            longest = self._counted_longest(p.serial)
+            lists_of = self._counted_lists(p.serial)
         else:
             *counts, longest = self._host_totals[p.slot].tolist()
             n_visible, n_pairs, n_macro_pairs = p.frame.counts_of(counts)
+            lists_of = n_pairs, longest
             rebin = n_pairs > p.frame.capacity or n_macro_pairs > p.frame.pair_slots
         if rebin and self.device.type == "cuda":
             # the frame after it is in flight, on buffers and a graph that growing the capacity retires
             torch.cuda.synchronize(self.device)
         f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, n_macro_pairs, p.timer,
-                            longest)  # fmt: skip
+                            lists_of)  # fmt: skip
         if rebin:
             p.timer.stop()
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
@@ -515,4 +522,4 @@ class _Launched:
     settings: RenderSettings
     timer: StageTimer
     slot: int
-    serial: int = -1  # a counted frame's place among them (`Renderer._counted_longest`)
+    serial: int = -1  # a counted frame's place among them (`Renderer._counted_lists`)

@@ -212,3 +212,16 @@ def test_the_rasterizer_class_follows_the_frames_longest_list(scene_path, device
         pairs, longest, _ = outs[-1]
         assert list_class(pairs, 12, longest, 8, 0, slots) == want_class, (pairs, longest)
         assert outs[-1][2] == want_class and r.launch.lists == want_class, outs
+
+
+def test_a_frame_of_few_pairs_leaves_the_list_class_as_it_was():
+    """An empty or nearly empty frame (fewer pairs than the GPU blends tiles at once) says nothing about the lists
+    of the frame after it: on a looping fly-over the empty last frame chose the first one's class, the densest's,
+    and it ran with a warp a tile where it wanted its lists split (BENCHMARKS.md, section 33)."""
+    from renderer.launch import LaunchConfig
+
+    split = LaunchConfig(lists=2)
+    for pairs, longest in ((0, 0), (100, 3), (4_000, 200)):
+        assert LaunchConfig.after(split, 10**6, pairs, pairs, 32_400, 8, (pairs, longest), 4_224).lists == 2
+    assert LaunchConfig.after(split, 10**6, 10**5, 10**6, 32_400, 8, (10**6, 200), 4_224).lists == 0
+    assert LaunchConfig.after(split, 10**6, 10**5, 10**6, 32_400, 8, None, 4_224).lists == 2

@@ -31,8 +31,9 @@ def test_reachable_holds_every_configuration_a_sequence_of_frames_reaches(n, til
             visible = rng.randint(0, n) if rng.random() < 0.5 else int(n * rng.random() ** 4)
             pairs = int(visible * (1 + rng.random() ** 3 * min(tiles, 2_000)))
             # the longest list: unknown (a counted frame's, a frame late), or any length a list can have
-            longest = None if rng.random() < 0.2 else min(visible, pairs, int(pairs * rng.random() ** 3))
-            config = LaunchConfig.after(config, n, visible, pairs, tiles, tile, longest)
+            longest = min(visible, pairs, int(pairs * rng.random() ** 3))
+            config = LaunchConfig.after(config, n, visible, pairs, tiles, tile,
+                                        None if rng.random() < 0.2 else (pairs, longest))  # fmt: skip
             seen.add(config)
     assert seen <= reachable, seen - reachable
     assert len(seen) >= 3  # the draws do move the configuration

@@ -181,6 +181,10 @@ class Frame:
         sync); macro-tile pairs 0 where it binned per tile."""
         raise NotImplementedError
 
+    def let_go(self) -> None:
+        """The frame is done (rasterized, and its depth taken where asked): let go of what it allocated for itself
+        alone. Capacity frames hold only workspace views: nothing."""
+
     def counts_of(self, totals: list[int]) -> tuple[int, int, int]:
         """`totals` as the frame's (visible, tile pairs, macro-tile pairs): order's third count is the tile pairs
         again where the frame binned per tile."""
@@ -375,11 +379,20 @@ class CountedFrame(Frame):
         p.keys, p.values = (torch.empty(n_pairs, dtype=self.key_dtype, device=device),
                             torch.empty(n_pairs, dtype=values, device=device))  # fmt: skip
         self._bin(self.order_idx, self.offsets, **tuning)
+        self.order_idx = self.offsets = None  # bin read them last: 16 bytes a visible Gaussian off the sort's peak
 
     def sort(self) -> None:
         p = self.pairs
         p.sorted_keys, p.sorted_values = self.r.k.sort_pairs(p.keys, p.values)
         p.keys = p.values = None  # the binned pairs are not read again
+
+    def let_go(self) -> None:
+        """Its lists, allocated for this frame: a frame cache keeps up to MAX_FRAMES stage objects, and each held its
+        last frame's lists, and its order and offsets until `bin` let go of them (the 24M fly-over's: 4 bytes a
+        list entry and 16 a visible Gaussian, up to 300 MB an object), all of them counted in the renderer's peak.
+        Let go once enqueued (the caching allocator hands the memory on only to work queued after it on the
+        stream)."""
+        self.pairs.ids = self.pairs.sorted_values = None
 
     def tile_lists(self) -> None:
         p, device = self.pairs, self.r.device

@@ -9,13 +9,18 @@ from .frame import Frame
 from .frame_kind import FrameKind
 from .workspace import Workspace
 
-MAX_FRAMES = 6  # frames' stage objects (and graphs) kept, one per image size, settings and slot; oldest dropped first
+# frames' stage objects (and graphs) kept, one per image size, settings, launch configuration and slot; the least
+# recently used dropped first. A fly-over's counted frames cross three list classes in two slots (six kinds), and
+# its binning form or blocks besides: at 6, kept oldest-first, a looping 20-frame pass made 6-10 new ones
+# (BENCHMARKS.md, section 33). A kept counted frame holds no tensors of its own (`Frame.let_go`); a capacity
+# frame's graph keeps its pool (the sort's scratch), so not many more.
+MAX_FRAMES = 8
 
 
 class FrameCache:
     def __init__(self, ws: Workspace):
         self.ws = ws
-        self.frames: dict[tuple[int, FrameKind], Frame] = {}  # by (slot, kind), oldest first
+        self.frames: dict[tuple[int, FrameKind], Frame] = {}  # by (slot, kind), least recently used first
 
     def frame(self, slot: int, kind: FrameKind, src, settings, make: Callable[[], Frame]) -> Frame:
         """The stage objects for a frame of this kind in this slot: a recent frame's when its buffer views are still
@@ -26,6 +31,7 @@ class FrameCache:
         f = self.frames.get(key)
         if f is not None and f.generation == self.ws.generation:
             f.src, f.settings = src, settings
+            self.frames[key] = self.frames.pop(key)  # the most recently used last
             return f
         f = make()
         f.kind = kind  # the same kind in either slot: a stream's frames alternate slots

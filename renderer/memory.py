@@ -228,18 +228,21 @@ def pair_sort_bytes(length: int, tiles: int, *, reference: bool, macro: bool = T
 
 
 def counted_pair_bytes(visible: int, pairs: int, tiles: int, *, reference: bool, macro_pairs: int | None = None) -> int:
-    """A counted frame's memory from its pair sort on, for its visible Gaussians, tile pairs and macro-tile pairs
-    (default `macro_pairs(pairs)`): the order and offsets kept 16 V; at the sort, the pairs binned (kb + 8) M, the
-    sort's outputs (kb + 8) M and scratch; at the tile lists, the sorted pairs, the lists 4 P and chunk counts."""
+    """A counted frame's memory from its binning on, for its visible Gaussians, tile pairs and macro-tile pairs
+    (default `macro_pairs(pairs)`): at the binning, the order and offsets 16 V and the pairs binned, (kb + 8) M (let
+    go of once bin has read them: renderer/frame.py `CountedFrame.bin`); at the sort, the pairs binned, the sort's
+    outputs (kb + 8) M and scratch; at the tile lists, the sorted pairs, the lists 4 P and chunk counts."""
     kb, kt = key_bytes(tiles), key_bytes(tiles, macro=False)
     m = _macro_pairs(pairs) if macro_pairs is None else macro_pairs
+    at_bin = 16 * visible + (kb + 8) * m
     at_sort = 2 * (kb + 8) * m + pair_sort_bytes(m, tiles, reference=reference)
     at_lists = (kb + 8) * m + LIST_ENTRY_BYTES * pairs + 4 * 32 * max(-(-m // LIST_CHUNK), 1)
     # binned per tile (macro_pairs 0, or not known): the pairs (kt + 4) P, the sort's outputs and scratch
-    per_tile = (kt + 4) * pairs + (kt + 8) * pairs + pair_sort_bytes(pairs, tiles, reference=reference, macro=False)
+    tile_sort = pair_sort_bytes(pairs, tiles, reference=reference, macro=False)
+    per_tile = (16 * visible + (kt + 4) * pairs, (kt + 4) * pairs + (kt + 8) * pairs + tile_sort)
     if macro_pairs == 0:
-        return 16 * visible + per_tile
-    return 16 * visible + max(at_sort, at_lists, per_tile if macro_pairs is None else 0)
+        return max(per_tile)
+    return max(at_bin, at_sort, at_lists, *(per_tile if macro_pairs is None else ()))
 
 
 def estimate_bytes(

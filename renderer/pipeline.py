@@ -258,6 +258,7 @@ class Renderer:
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
             with timer.stage("depth"):
                 depth = f.render_depth()
+        f.let_go()
         timer.stop()
 
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
@@ -460,7 +461,9 @@ class Renderer:
         check_image_size(camera.width, camera.height)
         self.temporal.stats.frames += 1
         f, src, timer = self._start(camera, settings, future, slot, use_window=False)
-        if not f.counted:  # a counted frame has read its counts already
+        if f.counted:  # it has read its counts already, and will not bin again
+            f.let_go()
+        else:
             self._host_totals[slot].copy_(f.ordered.totals, non_blocking=True)
         timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
         return _Launched(f, src, camera, settings, timer, slot, self._counted_frames - 1 if f.counted else -1)

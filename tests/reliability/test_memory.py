@@ -59,7 +59,9 @@ def test_estimate_terms():
     per_tile = 6 * p + 10 * p + 18 * p  # binned per tile: pairs (keys 2, ids 4), the sort's outputs and scratch
     # at the depth sort: the visible gathered 8 n (n = v), the sort's outputs 12 v, the order 8 v, the pair counts
     # and their sum 16 v, its scratch 20 v
-    assert counted.transient == max(64 * v, 16 * v + max(at_sort, at_lists, per_tile)) and counted.graphs == 0
+    # the order and offsets 16 v let go of after the binning: at the sort, only the pairs
+    at_bin = (16 * v + 10 * m, 16 * v + 6 * p)
+    assert counted.transient == max(64 * v, *at_bin, at_sort, at_lists, per_tile) and counted.graphs == 0
     assert counted.workspace == 44 * v + 20 * w * h + 4 * tiles + counts + 4 * v + 12 * tiles + hist + split  # 1 slot
     assert estimate_bytes(10, 1, None, None, "cpu").workspace == estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
     assert estimate_bytes(10, 1, 3840, 2160, "cpu").workspace > estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
@@ -253,13 +255,14 @@ def test_frame_pairs_terms_and_message(monkeypatch):
     assert msg.startswith(f"a 1280x720 frame needs {c // 2:,} Gaussian-tile pairs ({c // 2 / 10:,.0f} tiles for "
                           "each of its 10 visible Gaussians): about ") and msg.endswith("but only 0.10 GB is free "
                           "(Gaussians this large on screen need a smaller frame)")  # fmt: skip
-    # counted: the order kept 16 V; at the sort the binned and sorted pairs (2 + 8 bytes each) and the reference's
-    # sort 56 M; at the lists the sorted pairs, the lists 4 P and the chunk counts
+    # counted: at the binning the order and offsets 16 V and the binned pairs; at the sort the binned and sorted
+    # pairs (2 + 8 bytes each) and the reference's sort 56 M; at the lists the sorted pairs, the lists 4 P and the
+    # chunk counts
     v, p = 1000, 2_000_000
     for m, edge in ((1_500_000, "sort"), (100_000, "lists")):  # 1.5M: the default, 0.75 P
         at_sort, at_lists = 2 * 10 * m + 56 * m, 10 * m + 4 * p + 128 * -(-m // 64)
         assert (at_sort > at_lists) == (edge == "sort")
-        need = 16 * v + max(at_sort, at_lists)
+        need = max(16 * v + 10 * m, at_sort, at_lists)
         assert memory.counted_pair_bytes(v, p, tiles, reference=True, macro_pairs=m) == need
         monkeypatch.setattr(memory, "mem_available", lambda need=need: int(need * memory.MARGIN) + 1)
         check_frame_pairs(p, v, 1280, 720, 8, "cpu", counted=True, reference=True, macro_pairs=m)
@@ -268,8 +271,10 @@ def test_frame_pairs_terms_and_message(monkeypatch):
             check_frame_pairs(more[0], v, 1280, 720, 8, "cpu", counted=True, reference=True, macro_pairs=more[1])
     # the form not known (macro_pairs None): the larger of a frame binned per macro-tile (0.75 P pairs) and one
     # binned per tile (pairs 2 + 4 bytes each, the sort's outputs 2 + 8 and the reference's sort 56)
-    assert memory.counted_pair_bytes(v, p, tiles, reference=True) == 16 * v + max(76 * 1_500_000, (6 + 10 + 56) * p)
-    assert memory.counted_pair_bytes(v, p, tiles, reference=True, macro_pairs=0) == 16 * v + (6 + 10 + 56) * p
+    assert memory.counted_pair_bytes(v, p, tiles, reference=True) == max(76 * 1_500_000, (6 + 10 + 56) * p)
+    assert memory.counted_pair_bytes(v, p, tiles, reference=True, macro_pairs=0) == (6 + 10 + 56) * p
+    big = 10**9  # visible Gaussians that outweigh the pairs: the binning is the peak
+    assert memory.counted_pair_bytes(big, p, tiles, reference=True, macro_pairs=0) == 16 * big + 6 * p
     monkeypatch.setattr(memory, "mem_available", lambda: None)  # unknown free memory: only the index limit
     check_frame_pairs(memory.MAX_PAIRS, v, 1280, 720, 8, "cpu", counted=True, reference=True)
     with pytest.raises(OutOfDeviceMemoryError, match="more than the 2,147,483,647 a frame can index$"):

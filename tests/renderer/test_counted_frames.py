@@ -48,3 +48,36 @@ def test_auto_mode_counts_from_the_threshold(scene_path, device, monkeypatch):
     r2 = Renderer(scene, device=device, backend="torch")
     out = r2.render(cam)
     assert r2.pair_capacity.size == r2.macro_capacity.size == 0 and out.stats.n_pairs > 0, "at the threshold: counted"
+
+
+@pytest.mark.parametrize("depth", [False, True], ids=["colour", "with depth"])
+def test_kept_counted_frames_hold_no_tensors_of_their_own(scene_path, device, depth, monkeypatch):
+    """The frame cache keeps stage objects across frames; a counted one must let go of its frame's order, offsets
+    and lists once the frame is done (each kept one held its last frame's, all counted in the renderer's peak
+    memory). The depth pass, which reads the lists after the colour, still matches the capacity route's. Frames
+    stream on any device here, so both hand-overs are seen: `render`'s and the stream's."""
+    import renderer.pipeline
+
+    monkeypatch.setattr(renderer.pipeline, "frames_in_flight", lambda device: True)
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))
+    cams = orbit_path(scene, 24, 16, 3)
+    settings = RenderSettings(depth=depth)
+    by_capacity = Renderer(scene, device=device, backend="torch")
+    by_capacity.frame_mode = "graph"
+    counted = Renderer(scene, device=device, backend="torch")
+    counted.frame_mode = "counted"
+    for cam in cams:
+        want, got = by_capacity.render(cam, settings), counted.render(cam, settings)
+        assert torch.equal(got.image, want.image)
+        if depth:
+            assert got.depth is not None and torch.equal(got.depth, want.depth)
+    assert counted.streams(RenderSettings()), "the stream's hand-over is one of the two tested"
+    for _ in counted.render_stream(cams, RenderSettings()):
+        pass
+    kept = list(counted.frames.frames.values())
+    assert kept and all(f.counted for f in kept)
+    for f in kept:
+        held = {name: getattr(f, name, None) for name in ("order_idx", "offsets")}
+        held.update(ids=f.pairs.ids, sorted_values=f.pairs.sorted_values)
+        assert all(t is None for t in held.values()), {k: tuple(t.shape) for k, t in held.items() if t is not None}

@@ -118,16 +118,23 @@ class Frame:
         self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
         self.degree = r.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, r.scene.sh_degree)
         ws, shared, n, W, H = SlotBuffers(r.ws, slot), r.ws, self.n, self.width, self.height
+        # What a frame reads only while its stages run is shared by the slots where no frame runs a stage after the
+        # next frame's start: the GPU runs a stream's frames in order, one after the other. A capacity frame whose
+        # pairs did not fit bins again after the frame after it was launched (`Renderer._fit_pairs`), from its own
+        # records; a counted frame never does, so its records, macro-tile counts and binning thresholds are shared
+        # (36-40 bytes a Gaussian: 0.9 GB of a 24M-Gaussian scene in flight). Its tile counts and tiles touched go
+        # out with its image (`RenderOutput`): those stay the slot's.
+        per_frame = shared if self.counted else ws
         # stage 1, per Gaussian
-        self.records = ws.rows("records", n, 8)  # the blend records (kernels/buffers.py)
+        self.records = per_frame.rows("records", n, 8)  # the blend records (kernels/buffers.py)
         self.depths = shared.buffer("depths", n, torch.float32)
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         # stages 2-5: the route's own; binned per macro-tile or per tile, as the launch configuration says
         self.macro = self.launch.macro
         # only where they are read: the macro-tile counts by frames binned per macro-tile, AdaGScale's binning
         # thresholds by its frames (exact ones bin from the records' lo): 4 bytes a Gaussian a slot each
-        self.macros_touched = ws.buffer("macros_touched", n, torch.int32) if self.macro else None
-        self.bin_t = ws.buffer("bin_t", n, torch.float32) if settings.adagscale else None
+        self.macros_touched = per_frame.buffer("macros_touched", n, torch.int32) if self.macro else None
+        self.bin_t = per_frame.buffer("bin_t", n, torch.float32) if settings.adagscale else None
         n_mx, n_my = r.k.macro_grid(self.n_tx, self.n_ty)
         self.key_dtype = r.k.key_dtype(n_mx * n_my if self.macro else self.n_tx * self.n_ty)
         self.pair_counts = self.macros_touched if self.macro else self.tiles_touched  # order's prefix sum

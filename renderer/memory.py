@@ -20,7 +20,8 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 |           | made before the settings are known);                                              |                     |
 |           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
 |           | also order 8, offsets 8, totals 32 bytes; counted, the counts and the longest     |                     |
-|           | list 32 bytes and 8 a counting program (4,096 Gaussians)                          |                     |
+|           | list 32 bytes and 8 a counting program (4,096 Gaussians); counted frames keep     |                     |
+|           | only tiles_touched per slot, the rest of a Gaussian's 40-44 shared (Frame.__init__)|                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
 |           | on the capacity route also sorted_depths 4, ordered_counts 4, the pair buffers:  |  (+ 8 N             |
@@ -184,9 +185,11 @@ def workspace_bytes(
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
     # records 32 and tiles_touched 4 a Gaussian; macros_touched 4 where frames bin per macro-tile (either form:
-    # `macro` None), bin_t 4 where AdaGScale is on
-    per_slot = (36 + 4 * (macro is not False) + 4 * adagscale) * n + 20 * x + 4 * t
-    shared = 4 * n + 12 * t + 4 * rows * cols
+    # `macro` None), bin_t 4 where AdaGScale is on; counted frames share all but tiles_touched between the slots
+    # (renderer/frame.py `Frame.__init__`)
+    staged = (32 + 4 * (macro is not False) + 4 * adagscale) * n
+    per_slot = 4 * n + 20 * x + 4 * t + (0 if counted else staged)
+    shared = 4 * n + 12 * t + 4 * rows * cols + (staged if counted else 0)
     if split:
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
         shared += max((4 * a * b for a, b in filter(None, shapes)), default=0)

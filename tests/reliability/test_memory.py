@@ -51,7 +51,8 @@ def test_estimate_terms():
     streamed = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True, in_flight=True)
     # a slot's counts and longest list, and each counting program's running visible count
     counts = 32 + 8 * -(-24_000_000 // 4096)
-    per_frame = 44 * 24_000_000 + 20 * w * h + 4 * tiles + counts  # a slot: records, tile counts, bin_t; outputs
+    # a second slot: tiles_touched, tile counts, outputs; the records, macro-tile counts and bin_t are shared
+    per_frame = 4 * 24_000_000 + 20 * w * h + 4 * tiles + counts
     assert streamed.workspace == counted.workspace + per_frame, "counted frames in flight: a second slot"
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each
     m = int(0.75 * p)  # macro-tile pairs: binned and sorted (keys 2, entries 8 each) and the sort's scratch 18

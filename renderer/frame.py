@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from kernels import list_class, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
+from kernels import rasterizer_variants, schedule_scratch_shape, split_scratch_shape
 
 from .camera import Camera
 from .memory import check_frame_pairs
@@ -149,10 +149,14 @@ class Frame:
             self.schedule = shared.buffer("tile_schedule", n_tiles, i32)
             rows, cols = schedule_scratch_shape(n_tiles)
             self.schedule_hist = shared.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
-        # the list class the rasterizer runs (a counted frame may take its own: `CountedFrame.tile_lists`), and the
-        # longest lists' parts (kernels/rasterize.py SPLIT_CONFIG), where the scalar loop splits them
-        self.lists = self.launch.lists
-        self.parts = self._kind_parts = self._parts_for(self.lists)
+        # the longest lists' parts (kernels/rasterize.py SPLIT_CONFIG), where the scalar loop splits them
+        self.parts = None
+        split = split_scratch_shape(tile, self.launch.lists, n_tiles)
+        scalar = settings.rasterizer == "scalar" or (
+            settings.rasterizer == "auto" and "scalar" in rasterizer_variants()
+        )
+        if split is not None and self.schedule is not None and scalar and r.backend == "triton":
+            self.parts = shared.rows("raster_parts", *split)
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
         self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
         self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
@@ -162,15 +166,6 @@ class Frame:
 
     def _order_and_pair_buffers(self, ws: SlotBuffers, shared: Workspace) -> None:
         raise NotImplementedError
-
-    def _parts_for(self, lists: int) -> Tensor | None:
-        """The split lists' parts buffer of list class `lists`, where this frame's rasterizer splits lists."""
-        s, r = self.settings, self.r
-        split = split_scratch_shape(self.tile, lists, self.n_tx * self.n_ty)
-        scalar = s.rasterizer == "scalar" or (s.rasterizer == "auto" and "scalar" in rasterizer_variants())
-        if split is None or self.schedule is None or not scalar or r.backend != "triton":
-            return None
-        return r.ws.rows("raster_parts", *split)
 
     @property
     def sorted_ids(self) -> Tensor | None:
@@ -183,7 +178,7 @@ class Frame:
         return dict(
             tile_size=s.tile_size,
             variant=s.rasterizer,
-            lists=self.lists,
+            lists=self.launch.lists,
             schedule=self.schedule,
             parts=self.parts,
         )
@@ -320,11 +315,6 @@ class CapacityFrame(Frame):
         self.r.k.sort_pairs(p.keys, p.values, out=(p.sorted_keys, p.perm, p.sorted_values))
 
 
-# A counted frame with more than this many times the tile pairs of the frame whose longest list chose its list
-# class reads its own longest list before rasterizing (`CountedFrame.tile_lists`)
-CLASS_JUMP = 4.0
-
-
 class CountedFrame(Frame):
     """The counted route: order waits for the visible and pair counts, and the stages after it run on tensors of
     exactly those counts (allocated per frame from torch's caching allocator), so nothing is sorted past what the
@@ -371,10 +361,6 @@ class CountedFrame(Frame):
             counts = totals.tolist()
         self.counts = self.counts_of(counts)
         self.binned = counts[2]  # the pairs bin writes: tile pairs, or macro-tile pairs
-        # its list class came from an earlier frame's longest list (read a frame or two late); a frame of many
-        # times that frame's pairs (a path's dense start after its sparse end, a jump) reads its own instead
-        self.lists, self.parts = self.launch.lists, self._kind_parts
-        self.reads_own_class = counts[1] >= r.raster_slots and counts[1] > CLASS_JUMP * r.class_pairs
         # before bin allocates the pairs
         check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
                           reference=r.backend == "torch", macro_pairs=self.counts[2])  # fmt: skip
@@ -423,13 +409,5 @@ class CountedFrame(Frame):
             p.scratch = torch.empty(rows * cols, dtype=torch.int32, device=device)
         super().tile_lists()
         p.sorted_keys = p.scratch = None  # the lists are what the rasterizer reads
-        if self.reads_own_class:
-            # a second wait, for stage 5's longest list: the GPU idles while the host launches the rasterizer
-            # (tens of us), where a stale class cost the 24M fly-over's densest frames 1.4-1.9 ms each
-            longest = int(self.longest_list.item())
-            r = self.r
-            lists = list_class(self.counts[1], self.n_tx * self.n_ty, longest, self.tile, self.lists, r.raster_slots)
-            if lists != self.lists:
-                self.lists, self.parts = lists, self._parts_for(lists)
         if self.macro:
             p.sorted_values = None

@@ -166,7 +166,6 @@ class Renderer:
         self._counted_pairs = [0] * len(self._host_longest)  # and their pairs
         self._counted_frames = 0  # counted frames launched: the next one's place in _host_longest
         self.raster_slots = raster_slots(self.device)  # tiles the GPU blends at once (the launch class's rule)
-        self.class_pairs = 0  # the tile pairs of the frame whose longest list chose the current list class
         # a counted frame's (visible, pairs, macro pairs), read while its depth sort runs (kernels/order.py)
         self.host_counts = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
         self.last_timer: StageTimer | None = None
@@ -362,8 +361,6 @@ class Renderer:
             previous, self._first_frame = replace(previous, macro=False), False
         launch = LaunchConfig.after(previous, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile, lists_of,
                                     self.raster_slots)  # fmt: skip
-        if lists_of is not None and lists_of[0] >= self.raster_slots:  # as `after` reads it
-            self.class_pairs = lists_of[0]
         if launch.macro and not f.macro and not f.counted:
             # the first frame binned per macro-tile would otherwise find no room, bin again, and be one more kind
             # of frame before graphs replay (a close-up's first frames in flight took 2-3 ms: BENCHMARKS.md, 25)

@@ -81,35 +81,3 @@ def test_kept_counted_frames_hold_no_tensors_of_their_own(scene_path, device, de
         held = {name: getattr(f, name, None) for name in ("order_idx", "offsets")}
         held.update(ids=f.pairs.ids, sorted_values=f.pairs.sorted_values)
         assert all(t is None for t in held.values()), {k: tuple(t.shape) for k, t in held.items() if t is not None}
-
-
-def test_a_frame_far_denser_than_its_class_source_reads_its_own_longest_list(scene_path, device, monkeypatch):
-    """A counted frame's list class comes from an earlier frame's longest list, read a frame or two late. A frame
-    of more than CLASS_JUMP times that frame's pairs (a looping path's dense start after its sparse end) takes
-    the class from its own longest list instead, read after stage 5; the frames before it do not wait for theirs,
-    and its image is a fresh renderer's."""
-    import renderer.frame as frame_module
-
-    scene = load_scene(scene_path("playbot_crop.ply"))
-    scene = scene.subset(torch.arange(0, len(scene), 4))
-    w, h = 260, 196  # the far view's Gaussians in one tile each: the image's centre is not on a tile corner
-    c = scene.center().numpy()
-    far = Camera.look_at(c + np.array([0, 0, 100.0]), c, width=w, height=h)
-    near = orbit_path(scene, w, h, 2)[0]
-    r = Renderer(scene, device=device, backend="torch")
-    r.frame_mode = "counted"
-    r.raster_slots = 1  # every frame past "too few pairs to say" on an image this small
-    read = []
-    real = frame_module.list_class
-    monkeypatch.setattr(frame_module, "list_class", lambda *a, **k: read.append(a) or real(*a, **k))
-    sparse = [r.render(far).stats.n_pairs for _ in range(4)]
-    # the first two have no class source yet (a frame's longest list is read two frames later one by one)
-    assert len(read) == 2, "frames like the one their class came from do not wait for their own longest list"
-    assert r.class_pairs == sparse[-1] > 0
-    out = r.render(near)
-    assert out.stats.n_pairs > frame_module.CLASS_JUMP * sparse[-1], "the test needs a dense frame after sparse ones"
-    assert len(read) == 3 and read[-1][0] == out.stats.n_pairs, "the dense frame read its own"
-    assert read[-1][2] == int(out.tile_counts.max()), "its own longest list"
-    fresh = Renderer(scene, device=device, backend="torch")
-    fresh.frame_mode = "counted"
-    assert torch.equal(out.image, fresh.render(near).image)

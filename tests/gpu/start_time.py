@@ -40,7 +40,7 @@ def one_start(scene: str | None, size: tuple[int, int]) -> dict:
     t_load = time.perf_counter()
     renderer = Renderer(loaded, frame_size=size)
     t_renderer = time.perf_counter()
-    settings = viewer_settings(cuda=True)
+    settings = viewer_settings()
     first = warm_up(renderer, [size], [settings])
     t_warm = time.perf_counter()
     renderer.render(default_camera(loaded, *size), settings)
@@ -78,6 +78,7 @@ def main() -> int:
                 print(done.stderr[-3000:], file=sys.stderr)
                 return 1
             rows[label] = json.loads(done.stdout.strip().splitlines()[-1])
+            print(label, json.dumps(rows[label]), flush=True)  # as it comes: a run cut short keeps the cold one
     print(f"scene: {args.scene or 'bundled'}, {args.size}")
     print(f"{'':<34}{'cold cache':>12}{'warm cache':>12}")
     for key, what in [

@@ -99,3 +99,19 @@ def test_counted_order_of_an_empty_view(impl, compact, device):
     totals, order, offsets = counted_order(impl, depths, tt, tt, compact)
     assert totals == [0, 0, 0] and offsets == [0] * len(order) and len(order) == (0 if compact else 50)
     assert counted_order(impl, depths[:0], tt[:0], tt[:0], compact) == ([0, 0, 0], [], [])
+
+
+def test_tile_pairs_over_several_programs_into_a_used_buffer(device):
+    """A macro-tile frame's tile-pair total is summed by SUM_BLOCK Gaussians a program, one atomic each: 3 programs
+    here (10,000 Gaussians, up to 40 tiles each) add into a totals buffer a frame before left holding garbage."""
+    n = 10_000
+    assert n > 2 * kernels.order.SUM_BLOCK
+    g = torch.Generator().manual_seed(3)
+    depths = torch.rand(n, generator=g) * 10.0
+    tt = torch.randint(0, 41, (n,), generator=g, dtype=torch.int32)
+    depths[tt == 0] = float("inf")
+    macros = torch.minimum(tt, torch.randint(1, 5, (n,), generator=g, dtype=torch.int32)) * (tt > 0)
+    out = kernels.order_outputs(n, device)
+    out[4].fill_(123_456_789)
+    _, _, totals = kernels.depth_order(depths.to(device), tt.to(device), macros.to(device), out=out)
+    assert totals.tolist() == [int((tt > 0).sum()), int(tt.long().sum()), int(macros.long().sum())]

@@ -12,14 +12,16 @@ so the list buffer holds, for bit 0, every macro-tile's tile-0 list in macro-til
 and so on. Within one bit the pairs keep their sorted order, so each tile's list is contiguous and in depth
 order: [O_b + R_b(first pair of its macro-tile), O_b + R_b(one past its last pair)). No second sort.
 
-R_b is a prefix count over the sorted pairs, taken in two launches: `_chunk_counts_kernel` counts each bit over
-chunks of LIST_CHUNK pairs, bit-major ([32, chunks], so that torch's cumsum runs along rows: along the outer
-dimension of [chunks, 32] it took 0.2-0.5 ms, 32 serial scans); the cumsum gives each chunk's start, from which
-`_scatter_kernel` counts within its chunk ([LIST_CHUNK, 32] bits, a cumsum down the chunk), writes the ids, and,
-at the first and last pair of each macro-tile, its tiles' ranges. Sentinel keys (the unused tail of the pair
-buffer and slots a walk did not reach) belong to no macro-tile; positions at or past the list buffer's length are
-not written, and ranges are cut to L (the renderer bins again into longer buffers: `depth_order`'s totals say
-how long).
+R_b is a prefix count over the sorted pairs, taken in three launches: `_chunk_counts_kernel` counts each bit over
+chunks of LIST_CHUNK pairs, bit-major ([32, chunks]); `_scan_kernel` turns each bit's row into its running sum,
+one program a row (torch's cumsum along the rows took 15-35 us on the close-ups, this 9-18: BENCHMARKS.md, section
+35); that gives each chunk's start, from which `_scatter_kernel` counts within its chunk ([LIST_CHUNK, 32] bits, a
+cumsum down the chunk), writes the ids, and, at the first and last pair of each macro-tile, its tiles' ranges.
+The counts hold a chunk's bits as [32, LIST_CHUNK], the pairs along a warp's lanes (a sum within the warp); the
+scatter keeps [LIST_CHUNK, 32]: laid out the other way it measured 1.7x slower (section 35). Sentinel keys (the
+unused tail of the pair buffer and slots a walk did not reach) belong to no macro-tile, and a scatter program whose
+chunk starts among them returns at once; positions at or past the list buffer's length are not written, and
+ranges are cut to L (the renderer bins again into longer buffers: `depth_order`'s totals say how long).
 
 Inputs : sorted keys [C] i16/i32 (tile or macro-tile ids), sorted entries [C] i64 (kernels/buffers.py
          `pack_entries`; macro-tile pairs)
@@ -38,6 +40,10 @@ from ._launch import interpreting, launch
 from .buffers import LIST_CHUNK, LIST_WARPS, list_scratch_shape, macro_grid
 
 BITS = MACRO_COLS * MACRO_ROWS  # 32
+# chunk counts a `_scan_kernel` step takes, with SCAN_WARPS (a 1080p close-up's 330k pair slots make 10,000 chunks:
+# 5 steps; of 512, 1024 and 2048 at 4 and 8 warps, this was the fastest on every frame measured: section 35)
+SCAN_BLOCK = 2048
+SCAN_WARPS = 8
 
 
 @triton.jit(do_not_specialize=["C", "n_macros", "n_chunks"])
@@ -56,8 +62,25 @@ def _chunk_counts_kernel(
     real = (offs < C) & (key >= 0) & (key < n_macros)
     mask = (tl.load(entries_ptr + offs, mask=real, other=0) >> 32).to(tl.int32)
     bit = tl.arange(0, MACRO_COLS * MACRO_ROWS)
-    bits = (mask[:, None] >> bit[None, :]) & 1  # [CHUNK, 32]
-    tl.store(counts_ptr + bit * n_chunks + pid, tl.sum(bits, axis=0))
+    bits = (mask[None, :] >> bit[:, None]) & 1  # [32, CHUNK]: a warp's lanes along the pairs
+    tl.store(counts_ptr + bit * n_chunks + pid, tl.sum(bits, axis=1))
+
+
+@triton.jit(do_not_specialize=["n_chunks"])
+def _scan_kernel(
+    counts_ptr,  # [32, chunks] i32, in place: each row's inclusive prefix sum
+    n_chunks,
+    BLOCK: tl.constexpr,
+):
+    """One program a bit: its row of chunk counts, BLOCK at a time with the sum so far carried."""
+    row = counts_ptr + tl.program_id(0).to(tl.int64) * n_chunks
+    carry = tl.zeros((), dtype=tl.int32)
+    for start in range(0, n_chunks, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        m = offs < n_chunks
+        v = tl.load(row + offs, mask=m, other=0)
+        tl.store(row + offs, carry + tl.cumsum(v, axis=0), mask=m)
+        carry += tl.sum(v)
 
 
 @triton.jit(do_not_specialize=["C", "n_macros", "n_chunks", "n_mx", "n_tx", "n_ty", "L"])
@@ -77,6 +100,10 @@ def _scatter_kernel(
     CHUNK: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
+    # the keys are sorted: a chunk that starts in the sentinel tail (a capacity frame's unused slots, a fifth of a
+    # close-up's) has nothing to write
+    if tl.load(keys_ptr + pid * CHUNK).to(tl.int32) >= n_macros:
+        return
     offs = pid * CHUNK + tl.arange(0, CHUNK)
     m = offs < C
     key = tl.load(keys_ptr + offs, mask=m, other=-1).to(tl.int32)
@@ -133,7 +160,7 @@ def tile_lists(
         return ids, ranges
     launch(_chunk_counts_kernel, (chunks,), sorted_keys, sorted_entries, counts, C, n_mx * n_my, chunks,
            CHUNK=chunk, num_warps=LIST_WARPS)  # fmt: skip
-    counts.cumsum_(1)
+    launch(_scan_kernel, (bits,), counts, chunks, BLOCK=SCAN_BLOCK, num_warps=SCAN_WARPS)
     launch(_scatter_kernel, (chunks,),
         sorted_keys, sorted_entries, counts, ids, ranges,
         C, n_mx * n_my, chunks, n_mx, n_tx, n_ty, ids.shape[0], CHUNK=chunk, num_warps=LIST_WARPS,

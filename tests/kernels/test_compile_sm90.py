@@ -1,14 +1,14 @@
 """Every configuration of the binning and tile-list kernels compiles for sm_90 (the H200), here on the CPU.
 
-The tests run the kernels in Triton's interpreter, which compiles nothing, so a kernel that Triton cannot lower
-for the GPU passes every CPU test and fails only there: the macro-tile bin kernel did, at 4 Gaussians a program
-("operand #1 does not dominate this use", Triton 3.6; BENCHMARKS.md, section 24). Triton compiles for a target it
-is given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch
-configuration the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, both key
-widths, both tile sizes; tile_lists at its chunk and warps; stage 1 with and without the macro-tile count; the
-counted frames' count, compaction and order, kernels/order.py). The rasterizer's scalar loop, a Gluon kernel, is
-compiled the same way in every (tile size, list class) configuration it is launched in, with and without the
-8-bit output and in its split form: the interpreter cannot run it at all, so this is the only CPU check that its
+The tests run the kernels in Triton's interpreter, which compiles nothing, so a kernel that Triton cannot lower for
+the GPU passes every CPU test and fails only there: the macro-tile bin kernel did, at 4 Gaussians a program
+("operand #1 does not dominate this use", Triton 3.6; BENCHMARKS.md, section 24). Triton compiles for a target it is
+given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch configuration
+the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, both key widths, both tile
+sizes; tile_lists at its chunk and warps, and its scan; stage 1 with and without the macro-tile count; the counted
+frames' count, compaction and order, and the tile-pair sum, kernels/order.py). The rasterizer's scalar loop, a Gluon
+kernel, is compiled the same way in every (tile size, list class) configuration it is launched in, with and without
+the 8-bit output and in its split form: the interpreter cannot run it at all, so this is the only CPU check that its
 code lowers.
 """
 
@@ -64,6 +64,9 @@ for key in ("*i16", "*i32"):
            **{s: "i32" for s in ("C", "n_macros", "n_chunks", "n_mx", "n_tx", "n_ty", "L")}, "CHUNK": "constexpr"}
     failures.append(compile_one(lists._scatter_kernel, sig, {"CHUNK": LIST_CHUNK}, LIST_WARPS))
     compiled += 2
+failures.append(compile_one(lists._scan_kernel, {"counts_ptr": "*i32", "n_chunks": "i32", "BLOCK": "constexpr"},
+                            {"BLOCK": lists.SCAN_BLOCK}, lists.SCAN_WARPS))
+compiled += 1
 sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "sh_ptr": "*fp16", "camera_ptr": "*fp32",
        "records_ptr": "*fp32", "depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "macros_touched_ptr": "*i32",
        "bin_t_ptr": "*fp32", "tau_ptr": "*fp32", "N": "i32", "width": "i32", "height": "i32", "near": "fp32",
@@ -83,11 +86,13 @@ for same in (False, True):
 sig = {"depths_ptr": "*fp32", "block_ends_ptr": "*i64", "cdepths_ptr": "*fp32", "cidx_ptr": "*i32", "N": "i32",
        "BLOCK": "constexpr"}
 failures.append(compile_one(order._compact_kernel, sig, {"BLOCK": order.COUNT_BLOCK}, 8))
+failures.append(compile_one(order._sum_kernel, {"values_ptr": "*i32", "total_ptr": "*i64", "N": "i32",
+                                                "BLOCK": "constexpr"}, {"BLOCK": order.SUM_BLOCK}, 8))
 for indexed in (False, True):
     sig = {"perm_ptr": "*i64", "cidx_ptr": "*i32", "pair_counts_ptr": "*i32", "order_ptr": "*i64", "counts_ptr": "*i64",
            "M": "i32", "INDEXED": "constexpr", "BLOCK": "constexpr"}
     failures.append(compile_one(order._ordered_kernel, sig, {"INDEXED": indexed, "BLOCK": order.ORDER_BLOCK}))
-compiled += 3
+compiled += 4
 failures = [f for f in failures if f]
 print(f"compiled {compiled}, failed {len(failures)}")
 print("\n".join(failures))

@@ -227,13 +227,21 @@ def test_chunks_of_either_length_with_the_nominal_scratch(chunk, device, monkeyp
     """The launcher counts bits over chunks of LIST_CHUNK pairs on the GPU and of 32 LIST_CHUNK in the
     interpreter, in a scratch of `list_scratch_shape(C)` (sized for the former): 20,000 pairs in 9 macro-tiles
     cross many chunk boundaries in the middle of a macro-tile's run, and 3 of the interpreter's chunks. The
-    launcher picks the length by `interpreting()`, replaced here to take each."""
+    launcher picks the length by `interpreting()`, replaced here to take each. The chunk counts' scan takes 4
+    at a time here (SCAN_BLOCK), so its carry from step to step is read in both; the pairs end in three chunks'
+    worth of sentinel slots."""
     if chunk == 32 and device != "cpu":
         pytest.skip("the interpreter's chunk length: the compiled kernel is not built for it")
     module = importlib.import_module("kernels.tile_lists")  # the package's `tile_lists` is the launcher
     monkeypatch.setattr(module, "interpreting", lambda: chunk == 32)
+    monkeypatch.setattr(module, "SCAN_BLOCK", 4)
     n_tx, n_ty, n = 20, 12, 20_000
     sk, se, n_entries = sorted_random_pairs(n_tx, n_ty, n, device, torch.int16, seed=4)
+    # a capacity frame's unused tail: chunks that start in it are skipped (masks of every bit: nothing may read them)
+    tail = 3 * LIST_CHUNK
+    sk = torch.cat([sk, torch.full((tail,), kernels.sentinel_key(torch.int16), dtype=sk.dtype, device=device)])
+    se = torch.cat([se, torch.full((tail,), -1, dtype=se.dtype, device=device)])
+    n += tail
     assert n > 2 * 32 * LIST_CHUNK
     rows, cols = kernels.list_scratch_shape(n)
     scratch = torch.full((rows * cols,), -1, dtype=torch.int32, device=device)  # exactly the nominal size

@@ -30,7 +30,7 @@ def test_estimate_terms():
     assert pairs == 12_960_000
     capacity = int(1.5 * pairs)  # the tiles' lists: 4 bytes an entry
     slots = int(0.75 * capacity)  # the macro-tile pairs' slots: 1,013 macro-tiles, int16 keys
-    pair_buffers = (2 + 8 + 2 + 8 + 8) * slots + 4 * 32 * -(-slots // 64)  # and the lists' chunk counts
+    pair_buffers = (2 + 8 + 2 + 8 + 8) * slots + 4 * 32 * -(-slots // 32)  # and 32 pairs' chunk counts
     tile_pairs = (2 + 4 + 2 + 8 + 4) * capacity  # binned per tile: keys, ids, sorted keys, permutation, sorted ids
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
     per_slot = 60 * n + 20 * w * h + 4 * tiles + 32  # totals: three counts and the longest list
@@ -220,7 +220,7 @@ def wide_scene(n=40, log_scale=0.0):
 
 def test_frame_pairs_terms_and_message(monkeypatch):
     """What check_frame_pairs counts, by hand: a capacity frame's new buffers, the tiles' lists (4 bytes an entry)
-    and the macro-tile pair buffers (28 bytes a slot with int16 keys, and 128 bytes of chunk counts a 64 slots),
+    and the macro-tile pair buffers (28 bytes a slot with int16 keys, and 128 bytes of chunk counts a 32 slots),
     less those it lets go, and the pair sort at the new pair capacity (CUB's 18 bytes a slot, the reference's 56);
     a counted frame's pair tensors, sort and lists, whichever peak is higher. The refusal is one line with the
     sizes; past MAX_PAIRS, whatever is free."""
@@ -229,7 +229,7 @@ def test_frame_pairs_terms_and_message(monkeypatch):
     tiles = 160 * 90  # 1280x720 at 8 px: 450 macro-tiles, int16 keys
 
     def pair_buffers(slots):
-        return 28 * slots + 128 * -(-slots // 64)
+        return 28 * slots + 128 * -(-slots // 32)
 
     def check(entries, slots, reference):
         check_frame_pairs(entries, 10, 1280, 720, 8, "cpu", counted=False, reference=reference, capacity=entries,
@@ -261,7 +261,7 @@ def test_frame_pairs_terms_and_message(monkeypatch):
     # chunk counts
     v, p = 1000, 2_000_000
     for m, edge in ((1_500_000, "sort"), (100_000, "lists")):  # 1.5M: the default, 0.75 P
-        at_sort, at_lists = 2 * 10 * m + 56 * m, 10 * m + 4 * p + 128 * -(-m // 64)
+        at_sort, at_lists = 2 * 10 * m + 56 * m, 10 * m + 4 * p + 128 * -(-m // 32)
         assert (at_sort > at_lists) == (edge == "sort")
         need = max(16 * v + 10 * m, at_sort, at_lists)
         assert memory.counted_pair_bytes(v, p, tiles, reference=True, macro_pairs=m) == need

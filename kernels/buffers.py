@@ -121,10 +121,10 @@ def unpack_records(records: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, t
 
 
 def order_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
-    """Buffers for `depth_order`: (sorted depths [n] f32, order [n] i64, counts [n] i32, offsets [n] i64,
+    """Buffers for `depth_order`: (sorted depths [n] f32, order [n] i64, counts [n] i64, offsets [n] i64,
     totals [3] i64, +inf [1] f32)."""
     return (torch.empty(n, dtype=torch.float32, device=device), torch.empty(n, dtype=torch.int64, device=device),
-            torch.empty(n, dtype=torch.int32, device=device), torch.empty(n, dtype=torch.int64, device=device),
+            torch.empty(n, dtype=torch.int64, device=device), torch.empty(n, dtype=torch.int64, device=device),
             torch.empty(3, dtype=torch.int64, device=device),
             torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
 

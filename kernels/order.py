@@ -52,12 +52,16 @@ def depth_order(
     assert pair_counts.shape == (N,) and pair_counts.dtype == torch.int32
     sorted_depths, order, counts, offsets, totals, inf = out
     sorted_depths, order, counts, offsets = sorted_depths[:N], order[:N], counts[:N], offsets[:N]
+    assert counts.dtype == torch.int64, counts.dtype
     if N == 0:
         totals.zero_()
         return order, offsets, totals
     torch.sort(depths, stable=True, out=(sorted_depths, order))
-    torch.index_select(pair_counts, 0, order, out=counts)
-    torch.cumsum(counts, 0, dtype=torch.int64, out=offsets)
+    # the counts gathered in depth order and widened as they are written (an index_select into int32 and the
+    # cumsum's widening copy cost twice as long on a 500k-Gaussian close-up: BENCHMARKS.md, section 35)
+    launch(_ordered_kernel, (triton.cdiv(N, ORDER_BLOCK),), order, order, pair_counts, order, counts, N,
+           INDEXED=False, BLOCK=ORDER_BLOCK)  # fmt: skip
+    torch.cumsum(counts, 0, out=offsets)
     torch.searchsorted(sorted_depths, inf, out=totals[0:1])  # the visible ones: every finite depth
     totals[2:3].copy_(offsets[-1:])
     if pair_counts is tiles_touched:  # pairs per tile: the tile pairs are the pairs, no second reduction

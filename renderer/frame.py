@@ -69,7 +69,7 @@ class OrderBuffers:
 
     sorted_depths: Tensor  # [N] f32 scratch: the depths, nearest first
     order: Tensor  # [N] i64 Gaussian indices, nearest first (the culled ones, at +inf, last)
-    ordered_counts: Tensor  # [N] i32 scratch: macro-tiles touched, in that order
+    ordered_counts: Tensor  # [N] i64 scratch: pairs (macro-tiles or tiles touched), in that order
     offsets: Tensor  # [N] i64 inclusive prefix sum of the ordered counts: where each Gaussian's pairs end
     totals: Tensor  # [3] i64 (visible Gaussians, tile pairs, macro-tile pairs), for the frame's one sync
     inf: Tensor  # [1] f32 +inf: the visible ones are the depths before it
@@ -280,7 +280,7 @@ class CapacityFrame(Frame):
         # stage 2, per Gaussian in depth order
         i32, i64, f32, n = torch.int32, torch.int64, torch.float32, self.n
         self.ordered = OrderBuffers(
-            shared.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), shared.buffer("ordered_counts", n, i32),
+            shared.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), shared.buffer("ordered_counts", n, i64),
             ws.buffer("offsets", n, i64), ws.buffer("totals", 4, i64), self.r._inf,
         )  # fmt: skip
         # the frame's longest tile list (stage 5) after its three counts: the one copy to the host brings all four

@@ -24,9 +24,9 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 |           | only tiles_touched per slot, the rest of a Gaussian's 40-44 shared (Frame.__init__)|                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
-|           | on the capacity route also sorted_depths 4, ordered_counts 4, the pair buffers:  |  (+ 8 N             |
-|           | keys kb, entries 8, sorted keys kb, permutation 8, sorted entries 8, chunk       |   + (24.5 + 2 kb) D |
-|           | counts 0.5 a slot; the tiles' lists: ids 4 an entry                              |   + 4 C)            |
+|           | on the capacity route also sorted_depths 4, ordered_counts 8, the pair buffers:  |  (+ 12 N            |
+|           | keys kb, entries 8, sorted keys kb, permutation 8, sorted entries 8, chunk       |   + (28 + 2 kb) D   |
+|           | counts 4 a slot; the tiles' lists: ids 4 an entry                                |   + 4 C)            |
 | transient | a frame's largest temporaries: see `transient_bytes`                             |                     |
 | graphs    | a captured graph's own pool keeps a frame's sort scratch reserved, one per slot  | S x the sorts' scratch|
 | reference | the torch reference pipeline's temporaries (CPU only; measured at 1M Gaussians)  | 250 N               |
@@ -204,7 +204,7 @@ def workspace_bytes(
                  False: tile_pair_buffer_bytes(capacity, t)}  # fmt: skip
         small, large = sorted(forms.values())
         both = large + (small if small <= KEPT_FORM_BYTES else 0)
-        shared += 8 * n + (both if macro is None else forms[macro])
+        shared += 12 * n + (both if macro is None else forms[macro])  # sorted depths 4, ordered counts 8
     return slots * per_slot + shared
 
 

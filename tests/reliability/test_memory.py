@@ -41,7 +41,8 @@ def test_estimate_terms():
     # where CUDA runs the rasterizer's compiled loop, the longest lists' parts: 16 MB at 8 px (the tests run on the
     # GPU machine too)
     split = 16 << 20 if torch.cuda.is_available() else 0
-    assert cuda.workspace == 2 * per_slot + 12 * n + 12 * tiles + hist + forms + split
+    # shared per Gaussian: the depths 4, the sorted depths 4 and the ordered pair counts 8 (int64, as the offsets)
+    assert cuda.workspace == 2 * per_slot + 16 * n + 12 * tiles + hist + forms + split
     assert cpu.workspace == cuda.workspace - per_slot - split  # a CPU renderer keeps no frame in flight: one slot
     # the larger pair sort: of the macro-tile pair slots, or of the per-tile pairs (18 bytes a slot either way)
     assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0

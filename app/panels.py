@@ -26,7 +26,7 @@ from renderer.camera import AXES
 from renderer.settings import rasterizers
 
 from .frames import HEAT_COLORS
-from .state import RENDER_MODE_LABELS, RENDER_MODES, ViewerState
+from .state import RENDER_MODE_LABELS, RENDER_MODES, FrameTimes, ViewerState
 
 MARGIN = 8  # pixels between panels and from the window's edges
 ITEM_WIDTH = 170  # sliders and combos: imgui's default (a share of the window) makes auto-sized panels wide
@@ -167,6 +167,26 @@ def performance_lines(state: ViewerState) -> list[str]:
     return lines
 
 
+RAN_WORDS = {"replay": "a CUDA graph replayed", "capture": "a CUDA graph captured", "eager": "stage by stage",
+             "counted": "counted", "reused": "the frame before, reused"}  # fmt: skip
+
+
+def slowest_line(render_ms: FrameTimes, now: float, seconds: float = GRAPH_SECONDS) -> str | None:
+    """The graph's slowest render and what it was made of, so a spike on the graph has a cause beside it ("slowest
+    2.71 ms, 4 s ago: a CUDA graph captured"); None before a render, or when the slowest is within 1.5x the median
+    (no spike to explain)."""
+    worst = render_ms.slowest_since(now - seconds)
+    if worst is None:
+        return None
+    ms, at, tag = worst
+    _, recent = render_ms.since(now - seconds)
+    if ms <= 1.5 * float(np.median(recent)):
+        return None
+    ran, _, rebin = tag.partition("+")
+    why = ", ".join(w for w in (RAN_WORDS.get(ran, ran), "binned again after a growth" if rebin else "") if w)
+    return f"slowest {ms:8.2f} ms, {now - at:.0f} s ago" + (f": {why}" if why else "")
+
+
 def stage_lines(stage_ms: dict[str, float]) -> list[str]:
     """The previous frame's time per stage, in the order the frame ran them, "total" last (none before a frame)."""
     if not stage_ms:
@@ -225,6 +245,7 @@ class PerformancePanel(Panel):
         self.graph: GraphScale | None = None  # the graph's scale when last drawn
         self.plotted: dict[str, int] = {}  # samples plotted per series when last drawn
         self.message_lines: list[str] = []  # the status message as last drawn
+        self.slowest: str | None = None  # the slowest render's line (`slowest_line`) as last drawn
 
     def place(self) -> None:
         imgui.set_next_window_pos((MARGIN, MARGIN), imgui.Cond_.always)
@@ -234,6 +255,9 @@ class PerformancePanel(Panel):
         for line in performance_lines(s):
             imgui.text(line)
         self._graph()
+        self.slowest = slowest_line(s.render_ms, time.perf_counter())
+        if self.slowest:
+            imgui.text(self.slowest)
         for line in stage_lines(s.stage_ms):
             imgui.text(line)
         st = s.stats

@@ -31,22 +31,27 @@ def viewer_settings() -> RenderSettings:
 
 
 class FrameTimes:
-    """Frame times in ms, each with when it was recorded (time.perf_counter() seconds): the newest `maxlen`.
+    """Frame times in ms, each with when it was recorded (time.perf_counter() seconds) and a tag (how a render
+    ran: `RenderStats.ran_label`): the newest `maxlen`.
 
-    Iterating gives the times in ms, oldest first; `since(t0)` the samples the performance graph plots.
+    Iterating gives the times in ms, oldest first; `since(t0)` the samples the performance graph plots;
+    `slowest_since(t0)` the worst of them with its tag.
     """
 
     def __init__(self, maxlen: int = 4096):  # 4096: 34 s of a 120 Hz window loop
         self.ms: collections.deque[float] = collections.deque(maxlen=maxlen)
         self.at: collections.deque[float] = collections.deque(maxlen=maxlen)
+        self.tags: collections.deque[str] = collections.deque(maxlen=maxlen)
 
-    def append(self, ms: float, at: float | None = None) -> None:
+    def append(self, ms: float, at: float | None = None, tag: str = "") -> None:
         self.ms.append(float(ms))
         self.at.append(time.perf_counter() if at is None else at)
+        self.tags.append(tag)
 
     def clear(self) -> None:
         self.ms.clear()
         self.at.clear()
+        self.tags.clear()
 
     def __len__(self) -> int:
         return len(self.ms)
@@ -59,6 +64,14 @@ class FrameTimes:
         at = np.fromiter(self.at, np.float64, len(self.at))
         first = int(np.searchsorted(at, t0))
         return at[first:], np.fromiter(self.ms, np.float64, len(self.ms))[first:]
+
+    def slowest_since(self, t0: float) -> tuple[float, float, str] | None:
+        """(ms, when, tag) of the slowest sample recorded at t0 or later; None when there is none."""
+        at, ms = self.since(t0)
+        if not ms.size:
+            return None
+        k = int(np.argmax(ms))
+        return float(ms[k]), float(at[k]), self.tags[len(self.tags) - ms.size + k]
 
 
 def keep_whole(path: str) -> str:

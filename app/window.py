@@ -335,7 +335,7 @@ class ViewerWindow(pyglet.window.Window):
         self.state.depth_range = frame.depth_range
         if frame.stats.stage_ms:  # filled synchronously (CPU)
             self.state.stage_ms = dict(frame.stats.stage_ms)
-            self.state.render_ms.append(frame.stats.stage_ms.get("total", frame.wall_ms))
+            self.state.render_ms.append(frame.stats.stage_ms.get("total", frame.wall_ms), tag=frame.stats.ran_label())
             self._pending_timer = None
 
     def _read_previous_times(self) -> None:
@@ -347,7 +347,7 @@ class ViewerWindow(pyglet.window.Window):
         if ms is None or not (frame.host_counts is None or frame.host_counts_ready()):
             return
         self.state.stage_ms = ms
-        self.state.render_ms.append(ms.get("total", 0.0))
+        self.state.render_ms.append(ms.get("total", 0.0), tag=frame.stats.ran_label())
         if frame.host_counts is not None:
             frame.stats.max_tile_pairs = int(frame.host_counts[0])
             frame.stats.n_visible = int(frame.host_counts[1])

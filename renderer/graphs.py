@@ -14,6 +14,9 @@ from .timing import StageTimer
 
 CAPTURE_AFTER = 3  # frames in a row of one kind before it is captured as a graph (>= 2: see `FrameGraphs.capture`)
 KINDS_REMEMBERED = 32  # kinds captured before, which are captured again on their first frame when they come back
+# how a frame ran (`RenderStats.ran`): its kind's graph replayed; captured as a graph this frame (then replayed);
+# stage by stage (a kind not captured yet, graphs off, a temporal window's frame); counted (renderer/routes.py)
+REPLAY, CAPTURE, EAGER, COUNTED = "replay", "capture", "eager", "counted"
 
 
 class FrameGraphs:
@@ -28,7 +31,7 @@ class FrameGraphs:
         self._kind_run = 0  # frames in a row of that kind, in either slot
         self._captured: dict = {}  # kinds captured before (their graphs may have been retired since), oldest first
 
-    def run(self, f: Frame, timer: StageTimer) -> bool:
+    def run(self, f: Frame, timer: StageTimer) -> str:
         """The whole frame as one captured graph. A kind of frame is captured on its CAPTURE_AFTER-th frame in
         a row: a capture costs about one eager frame of host time, too much to pay for a configuration that a
         moving camera passes through (capturing on a kind's first or second frame left fly-overs 4-8% slower
@@ -36,13 +39,13 @@ class FrameGraphs:
         form, a growth), or captured before at other capacities, is captured again on its first frame: it came
         back, so it is a view's, not one passed through, and its eager frames were most of a fly-through's slow
         frames (BENCHMARKS.md, sections 26 and 27).
-        True when the frame was a replay of a graph captured before (its steady form)."""
+        Returns how it ran: REPLAY (a graph captured before: its steady form), CAPTURE or EAGER."""
         self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
         self._last_kind = f.kind
         known = self._known(f.kind)
         if f.graph is None and self._kind_run < CAPTURE_AFTER and known not in self._captured:
             f.run(timer)
-            return False
+            return EAGER
         captured = f.graph is None
         if captured:
             try:
@@ -56,10 +59,10 @@ class FrameGraphs:
                               stacklevel=4)  # fmt: skip
                 self.enabled = False
                 f.run(timer)
-                return False
+                return EAGER
         f.graph.replay()
         self.replays += 1
-        return not captured  # a frame that captured its graph also ran it once more: not what a replay costs
+        return CAPTURE if captured else REPLAY  # a capture also ran the graph once: not what a replay costs
 
     @staticmethod
     def _known(kind: FrameKind) -> FrameKind:

@@ -22,6 +22,16 @@ class RenderStats:
     n_projected: int = -1  # Gaussians stage 1 ran on (fewer than n_gaussians inside a temporal window)
     source: str = "full"  # "full" | "window" (a temporal window's set) | "reused" (the last frame, unchanged)
     adagscale_tau: float | None = None  # the tau AdaGScale binned this frame with (`adagscale_frame_tau`)
+    # how the frame ran, what its time is made of (renderer/graphs.py): "replay" (its kind's CUDA graph, the steady
+    # form), "capture" (captured as a graph, then replayed: about one eager frame of host time more), "eager" (stage by
+    # stage: a kind not captured yet, no graphs), "counted" (renderer/routes.py), "reused" (the frame before)
+    ran: str = ""
+    rebinned: bool = False  # its pairs did not fit the capacity: grown, and binned again (a growth frame)
+
+    def ran_label(self) -> str:
+        """How the frame ran, in a word: `ran`, with "+rebin" when it was binned again (the bench's worst-frames
+        table and the viewer's slowest-frame line name a slow frame's cause with it)."""
+        return self.ran + ("+rebin" if self.rebinned else "")
 
 
 @dataclass

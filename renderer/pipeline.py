@@ -63,7 +63,7 @@ from .frame import (
 )
 from .frame_cache import FrameCache
 from .frame_kind import FrameKind, baked_settings
-from .graphs import FrameGraphs
+from .graphs import COUNTED, EAGER, REPLAY, FrameGraphs
 from .launch import Capacities, LaunchConfig
 from .memory import KEPT_FORM_BYTES, MemoryEstimate, OutOfDeviceMemoryError, check_fits, check_frame_pairs
 from .output import RenderOutput, RenderStats, check_image_size, fill_stats
@@ -243,16 +243,18 @@ class Renderer:
         if self._last_output is not None and temporal.unchanged(camera, settings):
             temporal.stats.frames_reused += 1
             last = self._last_output
-            stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused"})
+            stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused", "ran": "reused",
+                                   "rebinned": False})  # fmt: skip
             return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth,
                                 last.tiles_touched)  # fmt: skip
         if use_window is None:
             use_window = temporal.wants_window(camera, settings, future is not None, self.scene_radius)
-        f, src, timer = self._start(camera, settings, future, slot=0, use_window=use_window)
+        f, src, timer, ran = self._start(camera, settings, future, slot=0, use_window=use_window)
         n_visible, n_pairs, n_macro_pairs = f.totals()  # a capacity frame's one host sync (counted: in order)
         # a counted frame's longest list comes a frame late: the last one's is complete (this frame waited for
         # its counts behind it)
         lists_of = self._counted_lists(self._counted_frames - 2) if f.counted else (n_pairs, f.longest)
+        rebins = self.rebins
         f = self._fit_pairs(f, src, camera, settings, n_visible, n_pairs, n_macro_pairs, timer, lists_of)
         depth = None
         if settings.depth:  # the same lists and weights, depth in place of colour: sum(w z), then / sum(w)
@@ -263,7 +265,8 @@ class Renderer:
 
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
                             backend=self.backend, n_projected=f.n, source=src.kind,
-                            adagscale_tau=self.params.tau[0])  # fmt: skip
+                            adagscale_tau=self.params.tau[0], ran=ran,
+                            rebinned=self.rebins > rebins)  # fmt: skip
         if sync_stats:
             fill_stats(stats, f.tile_counts, timer)
         if settings.reuse_unchanged_frame:
@@ -274,8 +277,9 @@ class Renderer:
 
     def _start(
         self, camera: Camera, settings: RenderSettings, future: list[Camera] | None, slot: int, use_window: bool
-    ) -> tuple[Frame, object, StageTimer]:
-        """A frame's work up to its host sync, enqueued in `slot`: (its stage object, its source, its timer).
+    ) -> tuple[Frame, object, StageTimer, str]:
+        """A frame's work up to its host sync, enqueued in `slot`: (its stage object, its source, its timer, how it
+        ran: `RenderStats.ran`).
         use_window: whether an asked-for temporal window serves it (`TemporalCache.wants_window`)."""
         self._last_output = None  # the workspace is about to change
         self._update_scale_modifier(settings.scale_modifier)
@@ -294,18 +298,18 @@ class Renderer:
         # a graph holds the whole scene's arrays: a window's frames run stage by stage
         graphs = not f.counted and self.graphs and src.kind == "full" and not settings.depth
         if graphs and self.pair_capacity.size and (self.macro_capacity.size or not f.macro):
-            replayed = self._graphs.run(f, timer)
+            ran = self._graphs.run(f, timer)
         else:
             f.run(timer)
-            replayed = False
+            ran = COUNTED if f.counted else EAGER
         if f.counted:  # its pairs and longest list, for the launch class (`_counted_lists`)
             i = self._counted_frames % len(self._host_longest)
             self._host_longest[i : i + 1].copy_(f.longest_list, non_blocking=True)
             self._counted_pairs[i] = f.counts[1]
             self._counted_frames += 1
         if reuse:  # its cost, for the window choice; a plain frame counts once it replays, where graphs do
-            self.temporal.record(timer, steady=bool(replayed) or not graphs)
-        return f, src, timer
+            self.temporal.record(timer, steady=ran == REPLAY or not graphs)
+        return f, src, timer, ran
 
     def _counted_lists(self, serial: int) -> tuple[int, int] | None:
         """(pairs, longest tile list) of counted frame `serial` (0, 1, ... in launch order), which the caller knows
@@ -460,13 +464,14 @@ class Renderer:
         `future` (the cameras ahead) only tells the temporal cache what the frame was given."""
         check_image_size(camera.width, camera.height)
         self.temporal.stats.frames += 1
-        f, src, timer = self._start(camera, settings, future, slot, use_window=False)
+        f, src, timer, ran = self._start(camera, settings, future, slot, use_window=False)
         if f.counted:  # it has read its counts already, and will not bin again
             f.let_go()
         else:
             self._host_totals[slot].copy_(f.ordered.totals, non_blocking=True)
         timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
-        return _Launched(f, src, camera, settings, timer, slot, self._counted_frames - 1 if f.counted else -1)
+        return _Launched(f, src, camera, settings, timer, slot, ran,
+                         self._counted_frames - 1 if f.counted else -1)  # fmt: skip
 
     def _finish(self, p: _Launched) -> RenderOutput:
         """Wait for a launched frame, check its pairs (binning it again if they did not fit), and hand it over.
@@ -484,13 +489,15 @@ class Renderer:
         if rebin and self.device.type == "cuda":
             # the frame after it is in flight, on buffers and a graph that growing the capacity retires
             torch.cuda.synchronize(self.device)
+        rebins = self.rebins
         f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, n_macro_pairs, p.timer,
                             lists_of)  # fmt: skip
         if rebin:
             p.timer.stop()
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
                             backend=self.backend, n_projected=f.n, source=p.src.kind,
-                            adagscale_tau=self.params.tau[p.slot])  # fmt: skip
+                            adagscale_tau=self.params.tau[p.slot], ran=p.ran,
+                            rebinned=self.rebins > rebins)  # fmt: skip
         return RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, None, f.tiles_touched, p.timer)
 
     def _frame_for(self, src, camera: Camera, settings: RenderSettings, slot: int = 0) -> Frame:
@@ -525,4 +532,5 @@ class _Launched:
     settings: RenderSettings
     timer: StageTimer
     slot: int
+    ran: str  # how it ran (`RenderStats.ran`)
     serial: int = -1  # a counted frame's place among them (`Renderer._counted_lists`)

@@ -361,18 +361,21 @@ def frame_mode(variant: str) -> str:
     return variant.split("=", 1)[1] if variant in ("frames=graph", "frames=counted") else "auto"
 
 
-def stream_pass(renderer, cams, settings, futures: list | None = None) -> tuple[list[float], float, list]:
+def stream_pass(renderer, cams, settings, futures: list | None = None) -> tuple[list[float], float, list, list[str]]:
     """One pass through `Renderer.render_stream` (one frame in flight, as `warpsplat render` does, with each
     frame's cameras ahead where the variant knows the path): (handover ms per frame, wall frames/s, the frames'
-    timers)."""
+    timers, how each ran: `RenderStats.ran_label`)."""
     from renderer.timing import handover_ms
 
     synchronize(renderer.device)
     t0 = time.perf_counter()
-    timers = [out.timer for out in renderer.render_stream(cams, settings, futures=futures)]
+    timers, ran = [], []
+    for out in renderer.render_stream(cams, settings, futures=futures):
+        timers.append(out.timer)
+        ran.append(out.stats.ran_label())
     synchronize(renderer.device)
     wall = time.perf_counter() - t0
-    return handover_ms(timers), len(cams) / wall, timers
+    return handover_ms(timers), len(cams) / wall, timers, ran
 
 
 def future_cameras(res: PathResult, cams) -> dict:
@@ -393,18 +396,21 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int,
     futures = future_cameras(res, cams)
     stream = res.variant != "frames=one-by-one" and renderer.streams(settings)
     res.timing = IN_FLIGHT if stream else ONE_BY_ONE
-    timers = []
+    timers, ran = [], []  # the pass's: each frame's timer, how each ran (`RenderStats.ran_label`)
 
     def frame(i):
-        renderer.render(cams[i], settings, sync_stats=False, future=futures[id(cams[i])])
+        out = renderer.render(cams[i], settings, sync_stats=False, future=futures[id(cams[i])])
         timers.append(renderer.last_timer)
+        ran.append(out.stats.ran_label())
 
     def timed_pass():
         renderer.temporal.reset()
         timers.clear()
+        ran.clear()
         if stream:
-            ms, fps, stream_timers = stream_pass(renderer, cams, settings, [futures[id(c)] for c in cams])
+            ms, fps, stream_timers, stream_ran = stream_pass(renderer, cams, settings, [futures[id(c)] for c in cams])
             timers.extend(stream_timers)
+            ran.extend(stream_ran)
             return ms, fps
         return one_by_one(frame, len(cams), device)
 
@@ -421,7 +427,9 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int,
         else:
             warm_up(frame, len(cams), warmup, device)
         first, _ = timed_pass()
+        res.first_pass_ran = list(ran)
         second, fps = timed_pass()
+        res.ran = list(ran)
     passes = Passes(first, second, fps)
     res.first_pass_ms, res.frame_ms, res.wall_fps = passes.first, passes.second, passes.wall_fps
     stage_lists: dict[str, list[float]] = {}

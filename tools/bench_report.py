@@ -50,6 +50,8 @@ class PathResult:
     tile_size: int = 0  # HiGS: the faster of its tile sizes on this path, whose times these are
     tile_medians: dict[int, float] = field(default_factory=dict)  # HiGS: each tile size's one-by-one median
     default_after_ms: list[float] = field(default_factory=list)  # --bracket: the default's frames right after this row
+    ran: list[str] = field(default_factory=list)  # how each frame of the second pass ran (`RenderStats.ran_label`)
+    first_pass_ran: list[str] = field(default_factory=list)  # and of the first (warpsplat's rows only)
 
     def key(self) -> tuple:
         return self.scene, self.path, tuple(self.size)
@@ -70,6 +72,14 @@ class PathResult:
 
     def first_max(self) -> float:
         return max(self.first_pass_ms, default=float("nan"))
+
+    def slowest(self, first: bool = True) -> str:
+        """How a pass's slowest frame ran (`RenderStats.ran_label`: a graph capture, a rebin, ...); "" where not
+        recorded (anchors)."""
+        ms, ran = (self.first_pass_ms, self.first_pass_ran) if first else (self.frame_ms, self.ran)
+        if not ms or len(ran) != len(ms):
+            return ""
+        return ran[max(range(len(ms)), key=ms.__getitem__)]
 
     def stall(self) -> float | None:
         """The worst frame against the same camera's frame in the other pass: max over frames of the slower of the
@@ -232,16 +242,19 @@ def print_anchors(results, anchors, main_size, higs) -> None:
 def print_worst(rows, main_size) -> None:
     print("\nworst frames (ms) and peak GPU memory above the scene (MB): median and p99 of the second pass, p99 and "
           "maximum of the first (after the warm-up); stall: the worst frame over the same camera's frame in the "
-          "other pass (a path's own variety cancels; a stall does not); anchors one by one")  # fmt: skip
+          "other pass (a path's own variety cancels; a stall does not); anchors one by one; 1st, 2nd slowest: how "
+          "each pass's slowest frame ran (replay: a CUDA graph replayed, capture: captured then replayed, eager: "
+          "stage by stage, counted: the counted route; +rebin: binned again after a growth)")  # fmt: skip
     hdr = f"{'scene / path':38} {'row':24} {'timing':>6} {'median':>8} {'2nd p99':>8} {'1st p99':>8} " \
-          f"{'1st max':>8} {'stall':>6} {'MB':>8}"  # fmt: skip
+          f"{'1st max':>8} {'stall':>6} {'MB':>8}  {'1st slowest':<14} {'2nd slowest':<14}"  # fmt: skip
     print(hdr)
     print("-" * len(hdr))
     order = {k: i for i, k in enumerate(dict.fromkeys(r.key() for r in rows))}
     for r in sorted(rows, key=lambda r: order[r.key()]):
         print(f"{label(r, main_size)} {r.variant:24} {SHORT[r.timing]:>6} {r.median():8.3f} {r.p99():8.3f} "
               f"{r.first_p99():8.3f} {r.first_max():8.3f} {times(r.stall(), 6)} "
-              f"{cell(r.peak_mem_mb, 8, digits=0)}")  # fmt: skip
+              f"{cell(r.peak_mem_mb, 8, digits=0)}  {r.slowest() or '-':<14} "
+              f"{r.slowest(first=False) or '-':<14}")  # fmt: skip
 
 
 def print_stages(results, main_size) -> None:
@@ -326,7 +339,8 @@ def write_json(args, results, anchors, cuda, sizes, n_frames, higs) -> None:
         "timings": {IN_FLIGHT: "warpsplat's frames in flight (Renderer.render_stream), an anchor's back to back: "
                                "handover spans", ONE_BY_ONE: "each frame waited for: CUDA events around the call"},
         "passes": "frame_ms and median/p90/p99: the second pass; first_pass_ms, first_p99_ms, first_max_ms: the "
-                  "first, after the warm-up",
+                  "first, after the warm-up; ran and first_pass_ran: how each frame ran (replay, capture, eager, "
+                  "counted; +rebin: binned again after a growth)",
         "peak_mem_mb": "peak GPU memory above the scene's tensors while the row ran (torch's allocator), the "
         "renderer's buffers and graphs let go before each row",
         "paths": [r.as_dict(a) for r in results + anchors],

@@ -296,6 +296,29 @@ def test_graph_scale_follows_the_data():
     assert graph_scale([np.zeros(0), np.zeros(0)]) is None
 
 
+def test_the_graphs_slowest_render_is_named_with_its_cause():
+    """A spike on the performance graph gets a line saying what that render was made of (a CUDA graph capture, a
+    growth's rebin: RenderStats.ran_label), taken from the samples the graph shows; none without a spike (within
+    1.5x the median), and older samples than the graph's do not count."""
+    from app.panels import GRAPH_SECONDS, slowest_line
+    from app.state import FrameTimes
+
+    now = 1000.0
+    times = FrameTimes()
+    assert slowest_line(times, now) is None
+    times.append(90.0, at=now - GRAPH_SECONDS - 1, tag="eager")  # off the graph
+    for k in range(20):
+        times.append(0.40 + 0.01 * (k % 3), at=now - 10 + 0.1 * k, tag="replay")
+    assert slowest_line(times, now) is None, "no spike: nothing to explain"
+    times.append(2.71, at=now - 4, tag="capture")
+    times.append(0.41, at=now - 3, tag="replay")
+    assert times.slowest_since(now - GRAPH_SECONDS) == (2.71, now - 4, "capture")
+    assert slowest_line(times, now) == "slowest     2.71 ms, 4 s ago: a CUDA graph captured"
+    times.append(5.2, at=now - 1, tag="eager+rebin")
+    assert slowest_line(times, now) == "slowest     5.20 ms, 1 s ago: stage by stage, binned again after a growth"
+    assert slowest_line(times, now + GRAPH_SECONDS) is None
+
+
 @pytest.mark.gl
 def test_graph_shows_the_last_seconds_at_the_datas_scale(viewer):
     """Through the panel: samples of the last GRAPH_SECONDS are plotted, older ones are not, and the axis spans
@@ -317,6 +340,7 @@ def test_graph_shows_the_last_seconds_at_the_datas_scale(viewer):
     viewer.capture()  # draws the overlay without adding a window frame time of its own
     panel = viewer.overlay.panel(PerformancePanel)
     assert panel.plotted == {"render": 3, "window": 600}
+    assert panel.slowest.startswith("slowest  6000.00 ms, 5 s ago")  # the graph's spike, named (untagged here)
     assert panel.graph.log and panel.graph.low <= 16.7 and 6000 <= panel.graph.high < 40_000
     assert panel.graph.fps_lines == (60,)
 

@@ -230,6 +230,7 @@ def test_frames_stay_exact_through_growth_with_one_rebin_each(scene_path, device
         pairs.append(out.stats.n_pairs)
         grew = growing.pair_capacity.growths + growing.macro_capacity.growths - growths
         assert growing.rebins - rebins == (grew > 0), (k, grew)  # a rebin, once, exactly when a capacity grew
+        assert out.stats.rebinned == (grew > 0), k  # and the frame says so (the bench and the overlay name it)
         assert out.stats.n_pairs <= growing.pair_capacity.size
         assert torch.equal(out.image, roomy.render(cam).image), k
     assert roomy.rebins == 0
@@ -280,7 +281,7 @@ def test_a_frame_that_overflows_either_capacity_is_binned_again_once(scene_path,
         assert torch.equal(out.image, want.image) and torch.equal(out.tile_counts, want.tile_counts)
     else:  # up to float rounding: the launch configuration (from the last frame) may differ from roomy's
         assert psnr(out.image, want.image) >= 100.0, psnr(out.image, want.image)
-    assert r.rebins - rebins == 1
+    assert r.rebins - rebins == 1 and out.stats.rebinned
     [(binned, counts, rebinned)] = fitted
     assert all(count > 64 for count in counts), counts  # what was cut is too short
     assert all(count <= c.size for c, count in zip((lists, pairs), counts)), "and what was kept is not"
@@ -290,6 +291,7 @@ def test_a_frame_that_overflows_either_capacity_is_binned_again_once(scene_path,
     assert rebinned == (lists.size, pairs.size), "binned again at both capacities as they are now"
     again = r.render(cam)
     assert r.rebins - rebins == 1 and len(fitted) == 2 and fitted[1][0] == fitted[1][2], "the next frame fits"
+    assert not again.stats.rebinned
     assert torch.equal(again.image, out.image)
 
 
@@ -325,7 +327,7 @@ def test_a_kind_captured_before_is_captured_again_on_its_first_frame():
     comes back."""
     from typing import NamedTuple
 
-    from renderer.graphs import CAPTURE_AFTER, FrameGraphs
+    from renderer.graphs import CAPTURE, CAPTURE_AFTER, EAGER, REPLAY, FrameGraphs
 
     class Kind(NamedTuple):  # FrameKind's part that matters here
         name: str
@@ -346,19 +348,19 @@ def test_a_kind_captured_before_is_captured_again_on_its_first_frame():
     captures = []
     graphs.capture = lambda f: captures.append(f.kind.name) or FakeGraph()
     a = FakeFrame("A")
-    assert [graphs.run(a, None) for _ in range(CAPTURE_AFTER + 1)] == [False] * CAPTURE_AFTER + [True]
+    assert [graphs.run(a, None) for _ in range(CAPTURE_AFTER + 1)] == [EAGER] * (CAPTURE_AFTER - 1) + [CAPTURE, REPLAY]
     assert a.eager == CAPTURE_AFTER - 1 and captures == ["A"]
     b = FakeFrame("B")  # a kind passed through: eager, never captured
     graphs.run(b, None)
     assert b.eager == 1 and captures == ["A"]
     again = FakeFrame("A")  # A's frame objects were retired; the kind comes back
-    assert graphs.run(again, None) is False and again.eager == 0 and captures == ["A", "A"]
-    assert graphs.run(again, None) is True
+    assert graphs.run(again, None) == CAPTURE and again.eager == 0 and captures == ["A", "A"]
+    assert graphs.run(again, None) == REPLAY
     new = FakeFrame("C")
     graphs.run(new, None)
     assert new.eager == 1 and captures == ["A", "A"]
     grown = FakeFrame("A", (20, 8))  # A again after the capacities grew: its buffers are new, the view is not
-    assert graphs.run(grown, None) is False and grown.eager == 0 and captures == ["A", "A", "A"]
+    assert graphs.run(grown, None) == CAPTURE and grown.eager == 0 and captures == ["A", "A", "A"]
 
 
 def test_the_first_frame_bins_per_macro_tile_and_the_next_takes_the_footprints_form(scene_path, device, monkeypatch):

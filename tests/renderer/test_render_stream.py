@@ -74,11 +74,20 @@ def test_stream_matches_one_by_one(scene, device, mode):
     launched = []
     launch = r._launch
     r._launch = lambda *a, **k: launched.append(1) or launch(*a, **k)
-    got = []
+    got, ran = [], []
     for out in r.render_stream(cams):
         got.append(out.image.clone())
+        ran.append(out.stats.ran)
         assert len(launched) == min(len(got) + 1, len(cams)), "the next frame was launched first"
     assert len(got) == len(cams)
+    # how each frame ran (RenderStats.ran): counted frames as such; capacity frames stage by stage until their
+    # kind is captured as a CUDA graph (on CUDA), then replayed
+    if mode == "counted":
+        assert set(ran) == {"counted"}, ran
+    elif torch.device(device).type == "cuda":
+        assert ran[0] == "eager" and "capture" in ran and ran[-1] == "replay", ran
+    else:
+        assert set(ran) == {"eager"}, ran
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         assert psnr(g, w) >= 100.0, (k, psnr(g, w))
     assert not torch.equal(got[0], got[4]), "the orbit's frames differ: the comparison can fail"
@@ -112,9 +121,10 @@ def test_overflowing_frame_is_binned_again_before_it_is_yielded(scene, device, s
     cams = orbit_path(scene, *SIZE, 6)
     want = one_by_one(scene, cams, device)
     r = Renderer(scene, device=device)
-    got = []
+    got, rebinned = [], []
     for k, out in enumerate(r.render_stream(cams)):
         got.append(out.image.clone())
+        rebinned.append(out.stats.rebinned)
         if k == 2:  # frame 3 is in flight, with the capacity frame 2 left; frame 4 launches with this one
             rebins = r.rebins
             capacity = r.pair_capacity if short == "lists" else r.macro_capacity
@@ -122,6 +132,9 @@ def test_overflowing_frame_is_binned_again_before_it_is_yielded(scene, device, s
     for k in range(len(cams)):
         assert psnr(got[k], want[k]) >= 100.0, (k, psnr(got[k], want[k]))
     assert capacity.size > 64 and r.rebins > rebins
+    # the frames binned again say so, and only they: the first ones (sizing the capacities from nothing) and those
+    # launched into the cut capacity (not frame 3: in flight already, binned into the buffers it had)
+    assert sum(rebinned) == r.rebins and sum(rebinned[3:]) == r.rebins - rebins and rebinned[4], rebinned
 
 
 def test_a_frame_binned_again_keeps_its_own_binning_form(scene, device, monkeypatch):

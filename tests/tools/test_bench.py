@@ -5,6 +5,7 @@ rasterizer forms: the lossless switches are checked on the Triton kernels, in th
 
 import json
 import os
+import re
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -29,6 +30,21 @@ def test_stall_is_a_frame_against_the_same_camera_in_the_other_pass():
     row.first_pass_ms[3], row.frame_ms[1] = 3.0, 40.0
     assert row.stall() == 5.0
     assert PathResult(scene="s", path="p", n_gaussians=1, variant="default", size=(8, 8), timing="t").stall() is None
+
+
+def test_slowest_names_how_each_passs_slowest_frame_ran():
+    """The worst-frames table says what the slowest frame of each pass was made of (a graph capture, a rebin):
+    the label of the frame at the pass's maximum, nothing where a pass's labels were not recorded (anchors)."""
+    from tools.bench_report import PathResult
+
+    row = PathResult(scene="s", path="orbit", n_gaussians=1, variant="default", size=(8, 8), timing="in flight",
+                     first_pass_ms=[1.8, 1.3, 0.3, 0.3], first_pass_ran=["capture", "eager+rebin", "replay", "replay"],
+                     frame_ms=[0.3, 0.3, 0.5, 0.3], ran=["replay", "replay", "eager", "replay"])  # fmt: skip
+    assert row.slowest() == "capture" and row.slowest(first=False) == "eager"
+    row.first_pass_ms[1] = 2.0
+    assert row.slowest() == "eager+rebin"
+    row.ran = []
+    assert row.slowest(first=False) == ""
 
 
 def test_first_pass_p99_is_the_nearest_rank_of_the_first_pass():
@@ -97,6 +113,9 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
         timed = [(a, b) for a, b in zip(p["first_pass_ms"], p["frame_ms"]) if a > 0 and b > 0]
         assert p["stall"] == (max(max(a, b) / min(a, b) for a, b in timed) if timed else None)
         assert p["vs_anchors"] == {"gsplat": None, "HiGS": None} and p["size"] == [24, 16]
+        # how each frame ran: on a CPU stage by stage (no CUDA graphs), or a temporal window's unchanged frame reused
+        assert len(p["ran"]) == len(p["first_pass_ran"]) == 2, p["variant"]
+        assert all(re.fullmatch(r"(eager|counted|reused)(\+rebin)?", x) for x in p["ran"] + p["first_pass_ran"])
         assert p["timing"] == ("one by one" if p["variant"] == "frames=one-by-one" else p["timing"])
         lossy = p["variant"].startswith("adagscale") or "occl" in p["variant"]
         if lossy:  # reports its loss against exact

@@ -353,6 +353,13 @@ class Renderer:
                     self.launch = current
                 f.run(timer, from_stage="bin")
                 self.rebins += 1
+                if lists_of is not None and not f.counted:
+                    # its longest list as binned again: the one read with its counts came from the lists that
+                    # overflowed (empty on a renderer's first frames), and the list class chosen from it changed again
+                    # a frame later, one more kind of frame before graphs replay: the orbits' first two frames after
+                    # the bench's warm-up were graph captures (BENCHMARKS.md, section 36). A rebin waits for the GPU
+                    # anyway; this waits for the frame's own stages too.
+                    lists_of = (n_pairs, int(f.longest_list.item()))
             else:
                 sizes = self.pair_capacity.size, self.macro_capacity.size
                 self.pair_capacity.observe(n_pairs)

@@ -137,6 +137,33 @@ def test_overflowing_frame_is_binned_again_before_it_is_yielded(scene, device, s
     assert sum(rebinned) == r.rebins and sum(rebinned[3:]) == r.rebins - rebins and rebinned[4], rebinned
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_list_class_after_a_rebin_comes_from_the_lists_binned_again(scene, device, streamed, monkeypatch):
+    """A renderer's first frames find no capacity and are binned again. The next frame's list class
+    (`LaunchConfig.after`'s lists_of) must come from each such frame's longest list as binned again, not from the
+    lists that overflowed (empty then): a class chosen from those changed again a frame later, one more kind of
+    frame before graphs replay, and the bench's orbits spent their first two frames after its warm-up capturing
+    graphs (BENCHMARKS.md, section 36). Both ways of rendering: one by one and in flight."""
+    import renderer.launch
+
+    after = renderer.launch.LaunchConfig.after
+    chosen_from = []  # lists_of of each frame's `after`: (pairs, longest tile list)
+    spy = lambda *a, **k: chosen_from.append(a[6]) or after(*a, **k)  # noqa: E731
+    monkeypatch.setattr(renderer.launch.LaunchConfig, "after", staticmethod(spy))
+    cams = orbit_path(scene, *SIZE, 3)
+    r = Renderer(scene, device=device)
+    assert r.streams(RenderSettings()) and not r.counted()
+    frames = r.render_stream(cams) if streamed else (r.render(c, sync_stats=False) for c in cams)
+    truth, rebinned = [], []
+    for out in frames:
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize()
+        truth.append((out.stats.n_pairs, int(out.tile_counts.max())))
+        rebinned.append(out.stats.rebinned)
+    assert rebinned[0] and not rebinned[-1] and all(n > 0 for _, n in truth), (rebinned, truth)
+    assert chosen_from == truth, (chosen_from, truth)
+
+
 def test_a_frame_binned_again_keeps_its_own_binning_form(scene, device, monkeypatch):
     """Frames in flight that alternate binning form (per tile, per macro-tile: kernels/bin.py), each overflowing
     its capacities: a frame is binned again in the form its projection and order ran for, not in the form the

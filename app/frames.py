@@ -113,11 +113,23 @@ def alpha_image(alpha: torch.Tensor) -> torch.Tensor:
     return torch.stack([a, a, a, torch.full_like(a, 255)], dim=-1)
 
 
+# The images each display mode reads (`RenderSettings.outputs`): the colour view the 8-bit image alone, 4 bytes a
+# pixel where all three outputs take 20 (the heat map reads none of them: the smallest); the coverage and depth views
+# the float coverage. A frame in flight keeps its own: at 3840x2160 the colour view holds 66 MB of images, not 332.
+MODE_OUTPUTS = {"rgb": "rgba8", "heatmap": "rgba8", "alpha": "float", "depth": "float"}
+
+
+def mode_settings(settings: RenderSettings, mode: str) -> RenderSettings:
+    """The settings a display mode renders with: the outputs it reads (MODE_OUTPUTS), and depth for the depth view.
+    The warm-up takes the same (app/warmup.py), so each mode's kernels are the ones it compiled."""
+    return replace(settings, outputs=MODE_OUTPUTS[mode], depth=mode == "depth")
+
+
 def render_frame(renderer: Renderer, request: FrameRequest, *, sync_stats: bool, copy: bool) -> Frame:
     """Render one request and convert it to its display mode. `copy` detaches the image from the renderer's
     workspace (needed when the next frame may render before this one is shown)."""
     t0 = time.perf_counter()
-    settings = replace(request.settings, depth=True) if request.mode == "depth" else request.settings
+    settings = mode_settings(request.settings, request.mode)
     if request.jump:
         renderer.temporal.invalidate()
     out = renderer.render(request.camera, settings, sync_stats=sync_stats)

@@ -25,7 +25,7 @@ from renderer.camera import framing_sphere
 from renderer.warmup import compile_counter, needs_warm_up
 
 from .camera_controller import CAMERA_HELP, CameraController, SceneExtent
-from .frames import Frame, FrameProducer, FrameRequest
+from .frames import Frame, FrameProducer, FrameRequest, mode_settings
 from .imgui_gl import ImguiRenderer
 from .imgui_input import ImguiInput
 from .interop import FrameTexture
@@ -173,7 +173,12 @@ class ViewerWindow(pyglet.window.Window):
 
     def _start_warm_up(self, renderer: Renderer, scene) -> BackgroundWarmUp:
         fb_w, fb_h = self.get_framebuffer_size()
-        warm = BackgroundWarmUp(renderer, self.state.render_size_for(fb_w, fb_h), self.state.settings, scene.sh_degree)
+        warm = BackgroundWarmUp(
+            renderer,
+            self.state.render_size_for(fb_w, fb_h),
+            mode_settings(self.state.settings, self.state.render_mode),
+            scene.sh_degree,
+        )
         self.state.kernel_status = warm.status
         return warm
 

@@ -84,14 +84,16 @@ def _blend_batched(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, BATCH
 
 
 @triton.jit
-def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8: tl.constexpr):
+def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT: tl.constexpr,
+                  HAS_RGBA8: tl.constexpr):  # fmt: skip
     r = cr + T * tl.load(bg_ptr + 0)
     g = cg + T * tl.load(bg_ptr + 1)
     b = cb + T * tl.load(bg_ptr + 2)
-    tl.store(rgb_ptr + pix * 3 + 0, r, mask=inside)
-    tl.store(rgb_ptr + pix * 3 + 1, g, mask=inside)
-    tl.store(rgb_ptr + pix * 3 + 2, b, mask=inside)
-    tl.store(alpha_ptr + pix, 1.0 - T, mask=inside)
+    if HAS_FLOAT:
+        tl.store(rgb_ptr + pix * 3 + 0, r, mask=inside)
+        tl.store(rgb_ptr + pix * 3 + 1, g, mask=inside)
+        tl.store(rgb_ptr + pix * 3 + 2, b, mask=inside)
+        tl.store(alpha_ptr + pix, 1.0 - T, mask=inside)
     if HAS_RGBA8:
         # the pixel's four bytes as one little-endian 32-bit word: one store where four byte stores were
         r8 = (tl.minimum(tl.maximum(r, 0.0), 1.0) * 255.0 + 0.5).to(tl.int32)
@@ -112,13 +114,14 @@ def _rasterize_kernel(
     rec_ptr,  # [N, 8] f32 blend records (kernels/buffers.py)
     bg_ptr,  # [3] f32
     schedule_ptr,  # [n_tiles] i32, the tile each program takes (read when SCHEDULED)
-    rgb_ptr,  # [H, W, 3] f32 out
-    alpha_ptr,  # [H, W] f32 out
+    rgb_ptr,  # [H, W, 3] f32 out (unused unless HAS_FLOAT)
+    alpha_ptr,  # [H, W] f32 out (unused unless HAS_FLOAT)
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
     width,
     height,
     TILE: tl.constexpr,
     STEP: tl.constexpr,
+    HAS_FLOAT: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
     SCHEDULED: tl.constexpr,
 ):
@@ -141,7 +144,7 @@ def _rasterize_kernel(
     fy = py.to(tl.float32) + PIXEL_CENTRE
     zero = tl.zeros([1, R], tl.float32)
     T, cr, cg, cb = _blend_batched(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero, STEP)
-    _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+    _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
 
 
 # Triton device functions called from the Gluon kernel: the same code, built for Gluon's layouts.
@@ -246,8 +249,8 @@ def _rasterize_shared_kernel(
     rec_ptr,  # [N, 8] f32 blend records (kernels/buffers.py)
     bg_ptr,  # [3] f32
     schedule_ptr,  # [n_tiles] i32, the tile each program takes (read when SCHEDULED)
-    rgb_ptr,  # [H, W, 3] f32 out
-    alpha_ptr,  # [H, W] f32 out
+    rgb_ptr,  # [H, W, 3] f32 out (unused unless HAS_FLOAT)
+    alpha_ptr,  # [H, W] f32 out (unused unless HAS_FLOAT)
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
     parts_ptr,  # [n_split * PARTS, TILE * TILE, 4] f32 out: split lists' partial (C, T) (written when PARTS > 1)
     width,
@@ -257,6 +260,7 @@ def _rasterize_shared_kernel(
     TILE: gl.constexpr,
     WARPS: gl.constexpr,  # the program's warps (its launch's num_warps)
     STEP: gl.constexpr,
+    HAS_FLOAT: gl.constexpr,
     HAS_RGBA8: gl.constexpr,
     SCHEDULED: gl.constexpr,
     PARTS: gl.constexpr,  # 1: every list whole; else the longest lists in PARTS parts (SCHEDULED only)
@@ -356,7 +360,7 @@ def _rasterize_shared_kernel(
                                                cr, cg, cb)  # fmt: skip
         s += STEP
     if PARTS == 1:
-        _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+        _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
     elif split:  # this part's (C, T) for each of the tile's pixels, row by row
         at = ((q * PARTS + part) * (TILE * TILE) + (py % TILE) * TILE + px % TILE) * 4
         gl.store(parts_ptr + at + 0, cr)
@@ -364,7 +368,7 @@ def _rasterize_shared_kernel(
         gl.store(parts_ptr + at + 2, cb)
         gl.store(parts_ptr + at + 3, gl.where(alive | ~inside, T, -T))  # -T: the part stopped the pixel
     elif writes:
-        _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+        _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
 
 
 @triton.jit(do_not_specialize=["width", "height", "split_from"])
@@ -373,14 +377,15 @@ def _combine_parts_kernel(
     schedule_ptr,  # [n_tiles] i32
     parts_ptr,  # [n_split * PARTS, TILE * TILE, 4] f32: each part's (C, T), from `_rasterize_shared_kernel`
     bg_ptr,  # [3] f32
-    rgb_ptr,  # [H, W, 3] f32 out
-    alpha_ptr,  # [H, W] f32 out
+    rgb_ptr,  # [H, W, 3] f32 out (unused unless HAS_FLOAT)
+    alpha_ptr,  # [H, W] f32 out (unused unless HAS_FLOAT)
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
     width,
     height,
     split_from,
     TILE: tl.constexpr,
     PARTS: tl.constexpr,
+    HAS_FLOAT: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
 ):
     """The pixels of each split tile: its parts' (C, T) composited front to back, C += T C_k, T *= T_k, until a
@@ -415,7 +420,7 @@ def _combine_parts_kernel(
             T = tl.where(done, T, T * tl.abs(t))
             done = done | (t < 0) | (T <= T_STOP)
         pix = py.to(tl.int64) * width + px
-        _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_RGBA8)
+        _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
 
 
 # ----------------------------------------------------------------------------------------------- launcher
@@ -511,18 +516,20 @@ def rasterize_tiles(
     variant: str = "auto",
     step: int | None = None,
     num_warps: int | None = None,
-    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
+    out: tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None] | None = None,
     lists: int = 0,
     schedule: torch.Tensor | None = None,
     parts: torch.Tensor | None = None,
     split: tuple[int, int, int] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 or None).
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+    """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8), each None where `out`
+    asked for none.
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
     step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; lists: 0, 1, 2 for
     short, medium, long tile lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of
-    them changes the image. `out` = (rgb, alpha, rgba8 or None) buffers to write into.
+    them changes the image. `out` = (rgb, alpha, rgba8) buffers to write into: rgb and alpha both or neither (a
+    display takes the 8-bit image alone: 4 bytes a pixel where the three take 20), rgba8 or None.
     schedule: optional [n_tiles] i32 permutation of the tiles, the order in which programs take them
     (`schedule_tiles`: longest lists first); None takes them in id order. The image is the same either way.
     parts: the `split_scratch_shape` buffer: with it, a scheduled scalar frame splits the longest lists by
@@ -543,7 +550,11 @@ def rasterize_tiles(
             None,
         )
     rgb, alpha, rgba8 = out
-    has_rgba8 = rgba8 is not None
+    has_float, has_rgba8 = rgb is not None, rgba8 is not None
+    assert (alpha is not None) == has_float and (has_float or has_rgba8), "rgb and alpha together, or rgba8 alone"
+    # an output not asked for gets another's pointer (never written: HAS_FLOAT, HAS_RGBA8)
+    some = rgb if has_float else rgba8
+    outs = (rgb if has_float else some, alpha if has_float else some, rgba8 if has_rgba8 else some)
     if variant == "auto":
         variant = "batched" if interpreting() else "scalar"
     if variant not in ("batched", "scalar"):
@@ -551,12 +562,12 @@ def rasterize_tiles(
     if variant == "scalar" and interpreting():
         raise ValueError("rasterizer variant 'scalar' is a Gluon kernel: it needs CUDA, not Triton's interpreter")
     assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
-    args = (gaussian_ids, ranges, records, background, ranges if schedule is None else schedule,
-            rgb, alpha, rgba8 if has_rgba8 else alpha)  # fmt: skip
+    args = (gaussian_ids, ranges, records, background, ranges if schedule is None else schedule, *outs)
     if variant == "batched":  # one row of pixels, a batch of Gaussians down the block
         launch(_rasterize_kernel, (n_tiles,),
-            *args, width, height, TILE=tile_size, STEP=step or (64 if interpreting() else 16), HAS_RGBA8=has_rgba8,
-            SCHEDULED=schedule is not None, num_warps=num_warps or max(1, tile_size * tile_size // 32),
+            *args, width, height, TILE=tile_size, STEP=step or (64 if interpreting() else 16), HAS_FLOAT=has_float,
+            HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None,
+            num_warps=num_warps or max(1, tile_size * tile_size // 32),
         )  # fmt: skip
     else:
         warps, unroll = SCALAR_CONFIG[tile_size, lists]
@@ -570,14 +581,14 @@ def rasterize_tiles(
             n_split = min(n_split, n_tiles)
             assert parts.dtype == torch.float32 and parts.numel() >= n_split * n_parts * tile_size**2 * 4, parts.shape
         launch(_rasterize_shared_kernel, (n_tiles + (n_parts - 1) * n_split,),
-            *args, parts if n_parts > 1 else alpha, width, height, split_from, n_split, TILE=tile_size,
-            WARPS=num_warps, STEP=step or unroll, HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None,
-            PARTS=n_parts, num_warps=num_warps,
+            *args, parts if n_parts > 1 else some, width, height, split_from, n_split, TILE=tile_size,
+            WARPS=num_warps, STEP=step or unroll, HAS_FLOAT=has_float, HAS_RGBA8=has_rgba8,
+            SCHEDULED=schedule is not None, PARTS=n_parts, num_warps=num_warps,
         )  # fmt: skip
         if n_parts > 1:
             launch(_combine_parts_kernel, (n_split,),
-                ranges, schedule, parts, background, rgb, alpha, rgba8 if has_rgba8 else alpha, width, height,
-                split_from, TILE=tile_size, PARTS=n_parts, HAS_RGBA8=has_rgba8,
+                ranges, schedule, parts, background, *outs, width, height,
+                split_from, TILE=tile_size, PARTS=n_parts, HAS_FLOAT=has_float, HAS_RGBA8=has_rgba8,
                 num_warps=max(1, tile_size * tile_size // 32),
             )  # fmt: skip
     return rgb, alpha, rgba8

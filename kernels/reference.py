@@ -715,12 +715,12 @@ def rasterize_tiles(
     variant: str = "auto",
     step: int | None = None,
     num_warps: int | None = None,
-    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None,
+    out: tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None] | None = None,
     lists: int = 0,
     schedule: torch.Tensor | None = None,
     parts: torch.Tensor | None = None,
     split: tuple[int, int, int] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
     (`variant`, `step`, `num_warps`, `lists`, `schedule`, and the split lists' `parts` and `split`, which move
@@ -776,10 +776,12 @@ def rasterize_tiles(
         C[ys : ys + tile_size, xs : xs + tile_size] = acc.reshape(tile_size, tile_size, 3)
         T_img[ys : ys + tile_size, xs : xs + tile_size] = T.reshape(tile_size, tile_size)
     T_img = T_img[:height, :width]
-    rgb.copy_(C[:height, :width] + T_img[..., None] * background)
-    alpha_out.copy_(1.0 - T_img)
+    image, coverage = C[:height, :width] + T_img[..., None] * background, 1.0 - T_img
+    if rgb is not None:
+        rgb.copy_(image)
+        alpha_out.copy_(coverage)
     if rgba8 is not None:
-        rgba = torch.cat([rgb, alpha_out[..., None]], -1)
+        rgba = torch.cat([image, coverage[..., None]], -1)
         rgba8.copy_((rgba.clamp(0, 1) * 255.0 + 0.5).to(torch.uint8))
     return rgb, alpha_out, rgba8
 

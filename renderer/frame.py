@@ -157,9 +157,11 @@ class Frame:
         )
         if split is not None and self.schedule is not None and scalar and r.backend == "triton":
             self.parts = shared.rows("raster_parts", *split)
-        self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3)
-        self.alpha = ws.buffer("alpha", H * W, f32).view(H, W)
-        self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4)
+        # the images the settings ask for (`RenderSettings.outputs`): a display's frames hold 4 bytes a pixel, not 20
+        floats, bytes = settings.outputs != "rgba8", settings.outputs != "float"
+        self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3) if floats else None
+        self.alpha = ws.buffer("alpha", H * W, f32).view(H, W) if floats else None
+        self.rgba8 = ws.rows("rgba8", H * W, 4, torch.uint8).view(H, W, 4) if bytes else None
         params = r.params.on_device[slot]  # the frame's camera [24], background [3], AdaGScale's tau [1]
         self.camera, self.background, self.tau = params[:24], params[24:27], params[27:]
         self.generation = r.ws.generation  # the views above stay valid while it does not change

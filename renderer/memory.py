@@ -18,7 +18,8 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 | workspace | per slot: records 32, tiles_touched 4, macros_touched 4 (frames binned per        | S (44 N + 20 X      |
 |           | macro-tile), bin_t 4 (AdaGScale's frames; counted in whenever the estimate is     |                     |
 |           | made before the settings are known);                                              |                     |
-|           | rgb 12, alpha 4, rgba8 4 a pixel; tile_counts 4 a tile; on the capacity route     |   + 4 T) (+ S 16 N) |
+|           | rgb 12, alpha 4, rgba8 4 a pixel (as `outputs` asks: 16 or 4 alone; the estimate  |   + 4 T) (+ S 16 N) |
+|           | takes all three); tile_counts 4 a tile; on the capacity route                     |                     |
 |           | also order 8, offsets 8, totals 32 bytes; counted, the counts and the longest     |                     |
 |           | list 32 bytes and 8 a counting program (4,096 Gaussians); counted frames keep     |                     |
 |           | only tiles_touched per slot, the rest of a Gaussian's 40-44 shared (Frame.__init__)|                     |
@@ -70,6 +71,7 @@ from scenes.limits import mem_available, set_cap  # the one reader of MemAvailab
 
 from .device import frames_in_flight
 
+PIXEL_BYTES = {"both": 20, "float": 16, "rgba8": 4}  # a frame's images a pixel, by `RenderSettings.outputs`
 MARGIN = 1.1  # x the estimate: the caching allocator's rounding and fragmentation
 FIXED_BYTES = 64 << 20  # small tensors, kernel arguments, the pinned staging buffers
 NOMINAL_FRAME = (1920, 1080)  # the frame assumed when no size is known
@@ -174,21 +176,22 @@ def estimated_pairs(n: int, tiles: int) -> int:
 
 def workspace_bytes(
     n: int, capacity: int, width: int, height: int, tile: int, *, slots: int, counted: bool, split: bool = False,
-    pair_capacity: int | None = None, macro: bool | None = None, adagscale: bool = False,
+    pair_capacity: int | None = None, macro: bool | None = None, adagscale: bool = False, outputs: str = "both",
 ) -> int:  # fmt: skip
     """The renderer's workspace (`Renderer.ws`) after frames of n Gaussians at W x H: exactly what its buffers
     hold when the largest frame had these sizes (the capacity route's tile lists at `capacity` entries and pair
     buffers at `pair_capacity` slots, by default `macro_pairs(capacity)`); `split`: with the buffer of the longest
     lists' parts (the scalar loop's, kernels/rasterize.py `split_scratch_shape`); `macro`: the frames bin per
     macro-tile (True) or per tile (False), or a path of both forms (None: the larger, and the smaller beside it
-    where a path that leaves it keeps it); `adagscale`: frames with AdaGScale on (their binning thresholds)."""
+    where a path that leaves it keeps it); `adagscale`: frames with AdaGScale on (their binning thresholds);
+    `outputs`: the images the frames write (`RenderSettings.outputs`)."""
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
     # records 32 and tiles_touched 4 a Gaussian; macros_touched 4 where frames bin per macro-tile (either form:
     # `macro` None), bin_t 4 where AdaGScale is on; counted frames share all but tiles_touched between the slots
     # (renderer/frame.py `Frame.__init__`)
     staged = (32 + 4 * (macro is not False) + 4 * adagscale) * n
-    per_slot = 4 * n + 20 * x + 4 * t + (0 if counted else staged)
+    per_slot = 4 * n + PIXEL_BYTES[outputs] * x + 4 * t + (0 if counted else staged)
     shared = 4 * n + 12 * t + 4 * rows * cols + (staged if counted else 0)
     if split:
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]

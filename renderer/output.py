@@ -38,9 +38,9 @@ class RenderStats:
 class RenderOutput:
     """One frame. Tensors are views of the renderer's workspace: clone them to keep past the next frame."""
 
-    image: Tensor  # [H, W, 3] float32, background included
-    alpha: Tensor  # [H, W] float32 coverage (1 - final transmittance)
-    rgba8: Tensor | None  # [H, W, 4] uint8 (RGB clamped to [0, 1], A = coverage)
+    image: Tensor | None  # [H, W, 3] float32, background included (None: `RenderSettings.outputs` "rgba8")
+    alpha: Tensor | None  # [H, W] float32 coverage (1 - final transmittance); None with the image
+    rgba8: Tensor | None  # [H, W, 4] uint8 (RGB clamped to [0, 1], A = coverage); None: outputs "float"
     stats: RenderStats
     tile_counts: Tensor  # [n_ty, n_tx] int32 Gaussians per tile (for the heat-map view)
     depth: Tensor | None = None  # [H, W] float32 expected depth (settings.depth); 0 where coverage < 1/255

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from kernels import rasterizer_variants
 
+OUTPUTS = ("both", "float", "rgba8")  # `RenderSettings.outputs`
+
 
 @dataclass
 class RenderSettings:
@@ -35,7 +37,11 @@ class RenderSettings:
         adagscale_s_min: the smallest scale of the binning ellipse, in (0, 1]; it bounds what the many
             Gaussians whose whole periphery scores under tau can lose (at most exp(-s_min^2 t / 2) of their mass).
         depth: also output each pixel's expected depth, sum(w_i z_i) / sum(w_i) with the blending weights w_i
-            of the colour pass (gsplat's "ED"); costs a second rasterization pass.
+            of the colour pass (gsplat's "ED"); costs a second rasterization pass. Needs the float outputs.
+        outputs: which images a frame writes: "both" (RGB and coverage as float32, 16 bytes a pixel, and the 8-bit
+            RGBA, 4), "float" (the float32 pair alone, as gsplat returns) or "rgba8" (the 8-bit RGBA alone, what a
+            display or a video takes: `RenderOutput.image` and `.alpha` are None). A frame in flight keeps its own,
+            so at 3840x2160 "rgba8" holds 66 MB of images where "both" holds 332 MB.
         Temporal reuse (renderer/temporal.py; each part measured on its own by `warpsplat bench`):
         reuse_unchanged_frame: the same camera and settings as the last frame return the last output (exact).
         temporal_window: K > 1 = one cull pass per K frames, the frames in between project only the Gaussians it
@@ -67,6 +73,7 @@ class RenderSettings:
     adagscale_budget: float = 0.5
     adagscale_s_min: float = 0.5
     depth: bool = False  # also output the expected depth (a second rasterization pass with depth as colour)
+    outputs: str = "both"  # "both" | "float" | "rgba8": the images a frame writes
     reuse_unchanged_frame: bool = False  # the viewer turns it on; benchmarks time every frame
     temporal_window: int = 0
     temporal_margin: float = 48.0
@@ -90,6 +97,10 @@ class RenderSettings:
             raise ValueError(f"rasterizer {self.rasterizer!r}: expected auto, scalar or batched")
         if self.tile_schedule not in ("longest-first", "in-order"):
             raise ValueError(f"tile_schedule {self.tile_schedule!r}: expected longest-first or in-order")
+        if self.outputs not in OUTPUTS:
+            raise ValueError(f"outputs {self.outputs!r}: expected {', '.join(OUTPUTS)}")
+        if self.depth and self.outputs == "rgba8":
+            raise ValueError("depth needs the float coverage it divides by: outputs 'both' or 'float', not 'rgba8'")
         if not self.adagscale_tau >= 0:
             raise ValueError(f"adagscale_tau {self.adagscale_tau} must be >= 0")
         if not self.adagscale_budget >= 0:

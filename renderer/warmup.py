@@ -73,8 +73,9 @@ def synthetic_scene(n: int, sh_coeffs: int, seed: int = 0) -> GaussianScene:
 
 def switch_settings(settings: RenderSettings, scene_degree: int, *, depth: bool = True) -> list[RenderSettings]:
     """`settings` with every combination of the viewer's switches: SH degree, tile size, rasterizer loop,
-    AdaGScale and (with `depth`) the depth view; `settings` itself first, then the others by how many switches
-    differ (one flip first). Switches that change no kernel argument (the background, AdaGScale's tau) stay."""
+    AdaGScale and (with `depth`) the depth view, with the float outputs it needs; `settings` itself first, then the
+    others by how many switches differ (one flip first). Switches that change no kernel argument (the background,
+    AdaGScale's tau) stay."""
     options = {
         "sh_degree": [None, *range(scene_degree + 1)],
         "tile_size": list(TILE_SIZES),
@@ -85,7 +86,10 @@ def switch_settings(settings: RenderSettings, scene_degree: int, *, depth: bool 
     combos = [{}]
     for name, values in options.items():
         combos = [{**c, name: v} for c in combos for v in values]
-    variants = [dataclasses.replace(settings, **c) for c in combos]
+    # the depth view reads the float coverage: where the settings take the 8-bit image alone, its frames take the
+    # float outputs (app/frames.py `mode_settings`), whose rasterizer also serves the coverage view
+    floats = {"outputs": "float"} if settings.outputs == "rgba8" else {}
+    variants = [dataclasses.replace(settings, **c, **(floats if c["depth"] else {})) for c in combos]
     flips = lambda s: sum(getattr(s, k) != getattr(settings, k) for k in options)  # noqa: E731
     unique = {repr(v): v for v in sorted(variants, key=flips)}
     return list(unique.values())

@@ -9,6 +9,8 @@ warm-up, a first pass along the path, a second pass. Per row:
   p99 and maximum); wall frames/s; per-stage medians; peak GPU memory above the scene's tensors;
 - warpsplat's variants are rendered as `warpsplat render` renders a path (`Renderer.render_stream`: frames in
   flight where the renderer can keep them so, else one by one), and the row "frames=one-by-one" waits for each;
+  each writes the images the anchors return, the float RGB and coverage (tools/bench_variants.py BENCH_OUTPUTS),
+  but the "outputs=" rows: all three, and the 8-bit image alone that the viewer and `warpsplat render` take;
 - the anchors are timed one by one and back to back, on camera tensors made before their timers start; each of
   warpsplat's rows is compared with them timed the same way (ratio: anchor / warpsplat, tools/bench_report.py);
 - Gaussians visible, Gaussian-tile pairs, longest tile list (from warpsplat's exact binning);
@@ -458,6 +460,11 @@ def compare_variant(res: PathResult, renderer, cams, settings, psnr_every: int, 
         pairs.append(out.stats.n_pairs)
         longest.append(out.stats.max_tile_pairs)
         img = out.image
+        if img is None:  # the 8-bit image alone (outputs=rgba8): against the default's, made 8-bit the same way
+            img = out.rgba8[..., :3].float() / 255.0
+            kept = default["images"][i].to(img.device)
+            res.psnr_vs_default.append(psnr(img, (kept.clamp(0, 1) * 255.0 + 0.5).floor() / 255.0))
+            continue
         if i in reference_images:
             res.psnr_vs_gsplat.append(psnr(img, reference_images[i].to(img.device)))
         if res.variant == "default":

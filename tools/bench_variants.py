@@ -12,6 +12,11 @@ from .cli import CliError
 # Gaussians cover more pixels, so a tau keeps more of each footprint than at the small test sizes).
 ADAGSCALE_SWEEP = (0.3, 1.0, 3.0)
 TEMPORAL_K = 8
+# The images every row writes (`RenderSettings.outputs`) unless it names its own: what the anchors return, the
+# float RGB and coverage (gsplat's and HiGS's frames), so that each renderer's frame does the same work and holds
+# the same images. The "outputs=" rows time the others: all three (the renderer's default) and the 8-bit image
+# alone (what the viewer's colour view and `warpsplat render` take).
+BENCH_OUTPUTS = "float"
 # Rows whose switch the torch backend (kernels/reference.py, the CPU's) does not have: there they render the
 # default's frames (no CUDA graphs, no counted route below COUNTED_FROM, one rasterizer loop, no tile schedule).
 TRITON_ONLY = ("graphs=off", "frames=graph", "rasterizer=batched", "tile_schedule=in-order")
@@ -45,6 +50,10 @@ def variants():
     # (as the viewer); both render the path in order, so their quality is measured in order too
     out[f"temporal K={TEMPORAL_K} known"] = RenderSettings(temporal_window=TEMPORAL_K)
     out[f"temporal K={TEMPORAL_K} predicted"] = RenderSettings(temporal_window=TEMPORAL_K)
+    for s in out.values():
+        s.outputs = BENCH_OUTPUTS
+    out["outputs=both"] = RenderSettings(outputs="both")
+    out["outputs=rgba8"] = RenderSettings(outputs="rgba8")
     return out
 
 

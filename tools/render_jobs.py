@@ -299,7 +299,11 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
         scene = open_scene(job.scene, job.up)
     cam = job.cameras[0]
     renderer = Renderer(scene, device=job.device, backend=job.backend, frame_size=(cam.width, cam.height))
-    settings = replace(job.settings, depth=True) if job.depth_video else job.settings
+    # the video takes the 8-bit image alone (4 bytes a pixel in each of the two frames in flight, where the three
+    # outputs take 20); the depth video's frames need the float coverage that the depth divides by
+    settings = (
+        replace(job.settings, depth=True, outputs="both") if job.depth_video else replace(job.settings, outputs="rgba8")
+    )
     warm_up(renderer, [(cam.width, cam.height)], [settings])  # every kernel the path may need, before its frames
     stage_ms = []
     sink = FrameSink(job)

@@ -46,6 +46,29 @@ def test_a_jump_request_restarts_temporal_reuse(monkeypatch):
     assert not supersede(FrameRequest(cam, s, "rgb", 5), FrameRequest(cam, s, "rgb", 6)).jump
 
 
+def test_each_display_mode_renders_the_outputs_it_reads(scene_path):
+    """The colour view and the heat map take the 8-bit image alone (4 bytes a pixel, where the three outputs take
+    20), the coverage and depth views the float coverage: each mode's image is what it is with every output
+    written, and the colour view's renderer holds no float image."""
+    import pytest
+
+    from app.frames import MODE_OUTPUTS
+
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    cam = default_camera(scene, 40, 24)
+    assert MODE_OUTPUTS == {"rgb": "rgba8", "heatmap": "rgba8", "alpha": "float", "depth": "float"}
+    for mode in MODE_OUTPUTS:
+        r = Renderer(scene, backend="torch")
+        frame = render_frame(r, FrameRequest(cam, RenderSettings(), mode, 1), sync_stats=True, copy=True)
+        assert ("rgb" in r.ws.names()) == (MODE_OUTPUTS[mode] == "float"), (mode, r.ws.names())
+        with pytest.MonkeyPatch.context() as mp:  # the same mode with every output written
+            mp.setitem(MODE_OUTPUTS, mode, "both")
+            full = Renderer(scene, backend="torch")
+            want = render_frame(full, FrameRequest(cam, RenderSettings(), mode, 1), sync_stats=True, copy=True)
+            assert "rgb" in full.ws.names() and "rgba8" in full.ws.names()
+        assert frame.rgba8.shape == (24, 40, 4) and torch.equal(frame.rgba8, want.rgba8), mode
+
+
 def test_depth_view_masks_faintly_covered_pixels():
     """A floater of alpha 10/255 in front of nothing shows black, not as a solid disc of its depth; black is
     kept for that (the farthest depth is the palette's second colour)."""

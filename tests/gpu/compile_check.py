@@ -41,7 +41,8 @@ CASES = {  # Gaussians, log-scale of their axes (+ up to 0.5), camera distances 
     # few Gaussians of a hundred tiles and more each: the bin stage's few-huge class (kernels/bin.py `bin_config`)
     "huge": (8_000, -2.5, np.geomspace(8.0, 1.05, 16), "1920x1080"),
 }
-SETTINGS = {"exact": RenderSettings(), "viewer": RenderSettings(adagscale=True)}
+# "viewer": a switch on, and the colour view's outputs, the 8-bit image alone (app/frames.py MODE_OUTPUTS)
+SETTINGS = {"exact": RenderSettings(), "viewer": RenderSettings(adagscale=True, outputs="rgba8")}
 
 
 def cube_scene(n: int, log_scale: float, sh_coeffs: int = 4) -> GaussianScene:

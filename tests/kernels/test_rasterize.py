@@ -189,6 +189,43 @@ def test_split_lists_stay_within_their_bound(tile, opaque, n_split, device):
     assert float(err[have].max()) < 1e-4, float(err[have].max())
 
 
+@pytest.mark.parametrize("variant", [form("batched"), form("scalar")])
+@pytest.mark.parametrize("outputs", ["float", "rgba8"])
+def test_either_output_alone_is_what_it_is_beside_the_other(variant, outputs, device):
+    """`out` with the float pair alone, or the 8-bit image alone (RenderSettings.outputs "float", "rgba8": a display
+    holds 4 bytes a pixel, not 20): the same values as when all three are written, the same in the torch twin, and
+    nothing written where the output left out would have gone (its pointer stands in for another's, never written).
+    The scalar form with its longest lists split, so that the parts' combine writes the pixels too."""
+    width, height, tile = 40, 24, 8
+    args = binned(1500, width, height, device, seed=7, scale_shift=1.2, tile=tile)
+    bg = torch.tensor((0.3, 0.1, 0.2), device=device)
+    knobs = {}
+    if variant == "scalar":
+        schedule, _ = kernels.schedule_tiles(args[1])
+        parts = torch.zeros(2 * 8, tile * tile * 4, device=device)
+        knobs = dict(lists=2, schedule=schedule, parts=parts, split=(100, 2, 8))
+
+    def outs(floats, bytes_):
+        return (nan_like(torch.empty(height, width, 3, device=device)) if floats else None,
+                nan_like(torch.empty(height, width, device=device)) if floats else None,
+                torch.full((height, width, 4), 7, dtype=torch.uint8, device=device) if bytes_ else None)  # fmt: skip
+
+    for k in (kernels, ref):
+        full = k.rasterize_tiles(*args, bg, width, height, tile_size=tile, variant=variant, out=outs(True, True),
+                                 **knobs)  # fmt: skip
+        alone = outs(outputs == "float", outputs == "rgba8")
+        got = k.rasterize_tiles(*args, bg, width, height, tile_size=tile, variant=variant, out=alone, **knobs)
+        assert all(g is a for g, a in zip(got, alone)), "the buffers given, and None for those not asked for"
+        if outputs == "float":
+            assert got[2] is None and torch.equal(got[0], full[0]) and torch.equal(got[1], full[1])
+        else:
+            assert got[0] is None and got[1] is None and torch.equal(got[2], full[2])
+        assert not torch.equal(full[2], torch.full_like(full[2], 7)), "the case has an image to compare"
+    with pytest.raises(AssertionError, match="rgb and alpha together"):
+        kernels.rasterize_tiles(*args, bg, width, height, tile_size=tile, variant=variant, out=(None, None, None),
+                                **knobs)  # fmt: skip
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's refusal")
 def test_the_scalar_form_is_refused_by_the_interpreter_in_one_line(device):
     args = binned(10, 16, 16, device)

@@ -62,6 +62,18 @@ def test_switch_settings_cover_every_combination_once_the_start_first():
     assert flips == sorted(flips) and flips[1] == 1
 
 
+def test_the_depth_view_is_warmed_with_the_float_outputs_it_reads():
+    """The viewer's colour view takes the 8-bit image alone (`RenderSettings.outputs`); its depth view reads the
+    float coverage, so the warm-up's depth combinations take the float outputs (the coverage view's rasterizer as
+    well), and every combination is one the renderer accepts."""
+    variants = warmup.switch_settings(RenderSettings(outputs="rgba8"), scene_degree=1)
+    assert {v.outputs for v in variants if v.depth} == {"float"} and {v.outputs for v in variants if not v.depth} == {
+        "rgba8"
+    }
+    assert all(v.validate() is v for v in variants)
+    assert {v.outputs for v in warmup.switch_settings(RenderSettings(), scene_degree=1)} == {"both"}
+
+
 def tiny_scene(n=300, seed=1):
     return warmup.synthetic_scene(n, 4, seed=seed)
 

@@ -175,16 +175,30 @@ def test_lossless_switches_keep_the_image(tmp_path, scene_path):
     rc = main([
         "bench", "--scenes", "crop.ply", "--scenes-dir", str(tmp_path), "--size", "16x16",
         "--frames", "1", "--warmup", "0", "--composites", "none", "--paths", "orbit",
-        "--variants", "graphs*,tile_size*,rasterizer*", "--backend", "triton", "--json", str(out),
+        "--variants", "graphs*,tile_size*,rasterizer*,outputs*", "--backend", "triton", "--json", str(out),
     ])  # fmt: skip
     assert rc == 0
     rows = {p["variant"]: p for p in json.loads(out.read_text())["paths"]}
-    assert set(rows) == {"default", "graphs=off", "tile_size=16", "rasterizer=batched"}
+    assert set(rows) == {"default", "graphs=off", "tile_size=16", "rasterizer=batched", "outputs=both", "outputs=rgba8"}
     assert rows["tile_size=16"]["pairs"] < rows["default"]["pairs"], "16 px tiles bin fewer pairs"
-    for name in ("graphs=off", "tile_size=16", "rasterizer=batched"):
+    # the rows' images: the float pair, as the anchors return (BENCH_OUTPUTS); the "outputs=" rows all three, and the
+    # 8-bit image alone, which is compared with the default's made 8-bit the same way
+    for name in ("graphs=off", "tile_size=16", "rasterizer=batched", "outputs=both", "outputs=rgba8"):
         assert len(rows[name]["psnr_vs_default"]) == 1 and rows[name]["psnr_vs_default"][0] > 100, name
     for name in ("graphs=off", "rasterizer=batched"):
         assert rows[name]["pairs"] == rows["default"]["pairs"], name
+
+
+def test_every_row_writes_the_images_the_anchors_return():
+    """Like for like: gsplat and HiGS return the float RGB and coverage, so every warpsplat row writes those
+    (`BENCH_OUTPUTS`), but the two rows that time the renderer's other outputs."""
+    from tools.bench_variants import BENCH_OUTPUTS, variants
+
+    rows = variants()
+    assert BENCH_OUTPUTS == "float"
+    assert {name: s.outputs for name, s in rows.items() if name.startswith("outputs=")} == {
+        "outputs=both": "both", "outputs=rgba8": "rgba8"}  # fmt: skip
+    assert all(s.outputs == "float" for name, s in rows.items() if not name.startswith("outputs="))
 
 
 def test_quick_on_a_cpu_is_small_and_says_so(capsys):

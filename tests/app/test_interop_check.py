@@ -55,3 +55,23 @@ def test_an_uneven_second_pass_fails():
     second = [0.8] * 95 + [3.0] * 5
     _, failures = flight_verdict(second, second)
     assert len(failures) == 1 and "second pass's p99 3.000 ms" in failures[0]
+
+
+def test_the_check_itself_runs_on_the_host_path():
+    """The whole script, as the GPU machine runs it, on this machine's host path (a small size, few frames): it
+    ran only on the GPU, where a call left behind by a change of `viewer_settings`' signature failed it before
+    its viewer loop. Its verdicts are the functions above; here it must run to the end and say what it checked."""
+    import subprocess
+    import sys
+
+    import pytest
+    import torch
+
+    from tests.conftest import REPO
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA machine runs the check itself (tests/gpu/run_on_gpu.sh)")
+    done = subprocess.run([sys.executable, "tests/app/gpu_interop_check.py", "--frames", "2", "--size", "32x24"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    assert "viewer loop, host upload + present" in done.stdout and "bit-exact texture and framebuffer" in done.stdout

@@ -97,3 +97,23 @@ def test_capture_beside_a_thread_that_waits_on_events(scene):
         t.join()
     assert not errors, errors[0]
     assert r.graphs and r.graph_replays >= 8, "capture fell back to eager frames"
+
+
+@pytest.mark.parametrize("path", ["orbit", "close"])
+def test_after_the_bench_warm_up_every_frame_of_an_orbit_replays(scene, path):
+    """The bench's warm-up of a row in flight (tools/bench.py `time_variant`: 2 + CAPTURE_AFTER + SLOTS - 1 frames)
+    leaves both slots' graphs captured, so every frame of the timed passes replays (RenderStats.ran). The orbits'
+    first two first-pass frames were captures (1.3-2.7 ms against 0.27-0.39 medians) while the rebinned first
+    frames chose their list class from the lists that had overflowed (BENCHMARKS.md, section 36)."""
+    from renderer.graphs import CAPTURE_AFTER
+    from renderer.pipeline import SLOTS
+    from renderer.warmup import warm_up
+
+    cams = object_paths(scene, 1920, 1080, 20)[path]
+    r = Renderer(scene, device="cuda", frame_size=(1920, 1080))
+    warm_up(r, [(1920, 1080)], [RenderSettings()])
+    warm = [out.stats.ran_label() for out in r.render_stream(cams[: 2 + CAPTURE_AFTER + SLOTS - 1])]
+    for _ in range(2):  # the two timed passes, each from the path's start
+        ran = [out.stats.ran_label() for out in r.render_stream(cams)]
+        assert ran == ["replay"] * len(cams), (warm, ran)
+    assert warm[:2] == ["eager+rebin"] * 2 and warm[-2:] == ["capture"] * 2, warm

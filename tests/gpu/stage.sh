@@ -45,10 +45,11 @@ fi
 
 # 3. Real scenes, from $SHARED/scenes: by default those the GPU tests and `warpsplat bench` read
 # (tools/bench_paths.py SCENES and COMPOSITE_INPUTS, tests/gpu/test_gsplat_parity.py, the renderer tests:
-# lod1_tile_0_0.5x.ply's needle-flat splats in tests/renderer/test_pipeline.py, 3.5 MB) and st-peter.sog, which the
-# composites of BENCHMARKS.md sections 2-7 included.
+# lod1_tile_0_0.5x.ply's needle-flat splats in tests/renderer/test_pipeline.py, 3.5 MB; guitar.compressed.ply and
+# angel.sog, whose default view tests/renderer/test_camera.py checks) and st-peter.sog, which the composites of
+# BENCHMARKS.md sections 2-7 included.
 STAGED_SCENES="playbot_lod0.sog plant.splat winter_fountain.splat narcissus.sog fruit_drops_minimal.ply
-               lastchance.splat st-peter.sog lod1_tile_0_0.5x.ply"
+               lastchance.splat st-peter.sog lod1_tile_0_0.5x.ply guitar.compressed.ply angel.sog"
 for s in ${*:-$STAGED_SCENES}; do
   [ -f "$shared/scenes/$s" ] || { echo "stage.sh: $shared/scenes/$s not found" >&2; exit 2; }
   cp -u "$shared/scenes/$s" .gpu/scenes/

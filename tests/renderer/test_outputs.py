@@ -45,8 +45,12 @@ def test_a_stream_of_8_bit_frames_holds_4_bytes_a_pixel_a_slot(scene, device, mo
     """Frames in flight (two slots), the 8-bit image alone: the workspace holds what the memory model says, 16 bytes
     a pixel a slot less than with all three outputs, and every frame is the one-by-one frame's image."""
     import renderer.pipeline
+    from renderer.launch import LaunchConfig
 
     monkeypatch.setattr(renderer.pipeline, "frames_in_flight", lambda device: True)
+    # every frame bins per tile, as on a CPU: a GPU's first frame bins per macro-tile (`LaunchConfig.first`) and
+    # leaves that form's buffers in its slot alone, which the model (`macro` None) counts in both
+    monkeypatch.setattr(LaunchConfig, "first", staticmethod(lambda counted, cuda: LaunchConfig(macro=False)))
     cams = orbit_path(scene, *SIZE, 4)
     sizes = {}
     for outputs in ("both", "rgba8"):

@@ -10,6 +10,7 @@ at `state.render_scale` follows.
 from __future__ import annotations
 
 import datetime
+import gc
 import os
 import time
 
@@ -232,6 +233,10 @@ class ViewerWindow(pyglet.window.Window):
         self.overlay.scene_sh_degree = scene.sh_degree
         self.overlay.scene_name = self._describe_scene(name)
         self.state.mark_dirty()
+        # the old renderer's frames hold it in reference cycles: without a collection now its scene and buffers
+        # stay on the device beside the new scene's until Python's next full collection, which may not come for
+        # minutes (a 24M-Gaussian scene's are several GB)
+        gc.collect()
 
     def _replace_controller(self, home: Camera, training_cameras: list[Camera] | None) -> None:
         """A new camera controller for the current scene and up axis, starting at `home`."""

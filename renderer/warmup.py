@@ -154,6 +154,12 @@ def warm_up(
             _load_order_modules(renderer)
             if cuda:
                 stream.synchronize()
+    # the warm-up's renderers hold an image of every size they rendered (one slot each, at the frame size asked) and
+    # their buffers, in reference cycles (their frames point back at them) that only a full garbage collection
+    # undoes: let go of the buffers now, or they stay beside the real frames' (the bench's rows held two images more
+    # than their own frames': BENCHMARKS.md, section 37)
+    for w in warmers:
+        w.release_memory()
     report.compiles = counter.count() - before
     report.seconds = time.perf_counter() - t0
     return report

@@ -80,6 +80,22 @@ def test_load_scene_shows_the_new_scene_and_lets_the_old_one_go(viewer):
     assert [r() for r in refs] == [None, None, None]
 
 
+def test_loading_a_scene_frees_the_old_one_at_once(viewer):
+    """The old renderer lives in reference cycles (its frames point back at it): its device memory goes back when
+    the new scene is shown, not at Python's next full collection (none runs here)."""
+    import gc
+    import weakref
+
+    pump(viewer)
+    old = weakref.ref(viewer.renderer)
+    gc.disable()
+    try:
+        viewer.load_scene(small_scene())
+        assert old() is None
+    finally:
+        gc.enable()
+
+
 def test_a_scene_that_fails_to_load_leaves_the_old_one(viewer):
     scene, renderer = viewer.scene, viewer.renderer
     with pytest.raises(ValueError):

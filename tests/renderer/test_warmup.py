@@ -111,6 +111,30 @@ def test_warm_up_renders_every_setting_under_every_configuration(monkeypatch):
     assert warmup.warm_up(real, [(40, 24)], settings).frames == 0  # unforced: nothing compiles on the CPU
 
 
+def test_the_warm_up_lets_go_of_its_renderers_buffers(monkeypatch):
+    """Its renderers' frames hold them in reference cycles, so they live until a full garbage collection, which a
+    frame loop may not run for minutes: when the warm-up returns, none of them holds a buffer or a frame (their
+    images at the frame size were counted in every bench row's peak, beside the real renderer's own)."""
+    import gc
+
+    made = []
+
+    class Recorded(pipeline.Renderer):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+
+    monkeypatch.setattr(pipeline, "Renderer", Recorded)
+    real = Renderer(tiny_scene(), device="cpu", backend="torch")
+    gc.disable()  # as in a frame loop between collections
+    try:
+        warmup.warm_up(real, [(40, 24)], [RenderSettings(outputs="float")], force=True)
+        assert made and all(w is not real for w in made)
+        assert all(w.ws.nbytes() == 0 and not w.ws.names() and not w.frames.frames for w in made)
+    finally:
+        gc.enable()
+
+
 def test_warm_up_hands_stage_1_the_dtypes_real_frames_do(monkeypatch):
     """A pointer's element type is a specialization of its own: the warm-up's frames must give project tensors
     of the dtypes a real frame gives it (the SH copy in fp16, kernels.SH_DTYPE, among them), or the real frame

@@ -219,13 +219,7 @@ def child_run(folder: str) -> int:
     cams = np.load(os.path.join(folder, CAMERAS))
     out = []
     with torch.inference_mode():
-        scene = load_scene(request["scene"])
-        act = scene.to(device).activated()
-        higs_scene = GaussianInferenceScene.from_gaussian_tensors(
-            act.means, act.quats, act.scales, act.opacities, act.sh, sh_degree=scene.sh_degree,
-            sh_compression="none", id="warpsplat-bench",
-        )  # fmt: skip
-        del act, scene  # HiGS keeps its own packed copy: the inputs are not part of its memory
+        higs_scene = make_higs_scene(GaussianInferenceScene, load_scene(request["scene"]), device)
         for k, path in enumerate(request["paths"]):
             viewmats = torch.from_numpy(cams[f"viewmats_{k}"]).to(device)
             Ks = torch.from_numpy(cams[f"Ks_{k}"]).to(device)
@@ -246,6 +240,15 @@ def child_run(folder: str) -> int:
             print(f"HiGS {path['key']}: tile {best}, median {t.median():.3f} ms", file=sys.stderr, flush=True)
     write_result(folder, {"version": getattr(gsplat, "__version__", "unknown"), "paths": out})
     return 0
+
+
+def make_higs_scene(scene_class, scene, device):
+    """HiGS's scene object (`gsplat.experimental.GaussianInferenceScene`) for a warpsplat scene, on the device. HiGS
+    keeps its own packed copy: the activated inputs are let go, and are not part of its memory."""
+    act = scene.to(device).activated()
+    return scene_class.from_gaussian_tensors(act.means, act.quats, act.scales, act.opacities, act.sh,
+                                             sh_degree=scene.sh_degree, sh_compression="none",
+                                             id="warpsplat-bench")  # fmt: skip
 
 
 def higs_frames(rasterize, higs_scene, viewmats, Ks, path: dict, tile: int):

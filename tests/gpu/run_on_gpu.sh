@@ -5,7 +5,8 @@
 # Usage on the GPU machine: source .gpu/setup.sh && bash tests/gpu/run_on_gpu.sh "$OUT" [bench args...]
 # (.gpu/ is filled by tests/gpu/stage.sh; tests/gpu/README.md says what it holds and what setup.sh does)
 # STEPS narrows what runs (default "tests interop stages bench"; also "start": the viewer's start time with a
-# cold and a warm Triton cache, and "memory": peaks against the estimate, and the largest composite within 24 GB);
+# cold and a warm Triton cache, "memory": peaks against the estimate, and the largest composite within 24 GB, and
+# "profile": every kernel's time on the bench's paths, warpsplat's and then HiGS's on the same frames);
 # PYTEST_K narrows the test selection.
 set -uo pipefail
 out=${1:-gpu-out}; shift || true
@@ -32,6 +33,17 @@ fi
 if [[ $steps == *memory* ]]; then
   python3 tests/gpu/memory_check.py --scenes-dir "${WARPSPLAT_SCENES:-.gpu/scenes}" 2>&1 | tee "$out/memory.txt"
   python3 tests/gpu/memory_check.py --scenes-dir "${WARPSPLAT_SCENES:-.gpu/scenes}" --fit 24 2>&1 | tee -a "$out/memory.txt"
+fi
+if [[ $steps == *profile* ]]; then
+  profile=(--scenes plant.splat playbot_lod0.sog --composites 6M,24M --scenes-dir "${WARPSPLAT_SCENES:-.gpu/scenes}")
+  python3 tests/gpu/kernel_profile.py "${profile[@]}" --json "$out/kernels_warpsplat.json" 2>&1 | tee "$out/kernels.txt"
+  # HiGS is a package named gsplat, as gsplat 1.5.3 is: its folder first on this process's path
+  if [[ -n ${WARPSPLAT_HIGS:-} ]]; then
+    PYTHONPATH="$WARPSPLAT_HIGS:${PYTHONPATH:-}" python3 tests/gpu/kernel_profile.py --renderer higs --tile 8 \
+      "${profile[@]}" --json "$out/kernels_higs.json" 2>&1 | tee -a "$out/kernels.txt"
+  else
+    echo "profile: WARPSPLAT_HIGS is not set (source .gpu/setup.sh): HiGS not profiled" | tee -a "$out/kernels.txt"
+  fi
 fi
 if [[ $steps == *stages* ]]; then
   python3 tests/gpu/stage_bench.py --scenes-dir "${WARPSPLAT_SCENES:-.gpu/scenes}" --json "$out/stages.json" 2>&1 | tee "$out/stages.txt"

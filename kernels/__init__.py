@@ -21,6 +21,7 @@ from .bin import bin_config, bin_pairs, bins_macro_tiles, expected_macro_pairs  
 from .buffers import (  # noqa: E402
     SH_DTYPE,
     SH_MAX,
+    gaussian_extent,
     key_dtype,
     list_scratch_shape,
     macro_grid,
@@ -31,7 +32,7 @@ from .buffers import (  # noqa: E402
 )
 from .cull import cull_window  # noqa: E402
 from .order import count_blocks, count_visible, depth_order, visible_order  # noqa: E402
-from .project import project_block, project_gaussians  # noqa: E402
+from .project import culls_frustum, project_block, project_gaussians  # noqa: E402
 from .rasterize import SLOTS as RASTER_SLOTS  # noqa: E402
 from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
@@ -45,7 +46,9 @@ __all__ = [
     "bin_pairs",
     "bins_macro_tiles",
     "cull_window",
+    "culls_frustum",
     "expected_macro_pairs",
+    "gaussian_extent",
     "depth_order",
     "count_blocks",
     "count_visible",

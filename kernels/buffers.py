@@ -49,6 +49,18 @@ def sh_layout(n: int, k: int, device: torch.device | str) -> torch.Tensor:
     return torch.empty(k, 3, n, dtype=SH_DTYPE, device=device).permute(2, 0, 1)
 
 
+# ----------------------------------------------------------------------------------------------- extents
+def gaussian_extent(covars: torch.Tensor) -> torch.Tensor:
+    """[N] f32: an upper bound on the largest eigenvalue of each covariance [N, 6] (xx, xy, xz, yy, yz, zz), the
+    smaller of its trace and its largest Gershgorin row sum (both bound it for a symmetric positive semidefinite
+    matrix), raised by 1e-4 for their float rounding. What the projection's frustum pre-cull bounds a Gaussian's
+    screen footprint with (kernels/project.py); the renderer makes it once per scene (4 bytes a Gaussian)."""
+    xx, xy, xz, yy, yz, zz = covars.unbind(1)
+    axy, axz, ayz = xy.abs(), xz.abs(), yz.abs()
+    rows = torch.maximum(torch.maximum(xx + axy + axz, axy + yy + ayz), axz + ayz + zz)
+    return torch.minimum(rows, xx + yy + zz) * 1.0001
+
+
 # ----------------------------------------------------------------------------------------------- blend records
 # What `project_gaussians` writes for each visible Gaussian and `bin_pairs` and `rasterize_tiles` read: one
 # 32-byte row (one memory sector, four 8-byte loads in the rasterizer) of float32

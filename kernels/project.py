@@ -19,6 +19,20 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
                      alpha mass of the dropped annulus (`_device.adagscale_s2`); lossy, tiles only. Scored
                      only where the footprint's tile box at t has more than one tile (elsewhere s = 1)
 
+Frustum pre-cull (opt-in, `frustum=`): a Triton program runs every instruction above for all of its lanes, so a
+Gaussian culled by the near plane or outside the image still costs about what a visible one does (the 6M
+fly-over's projection, 1.2M visible of 6M, took 0.174 ms against the overview's 0.230 with all 6M visible:
+BENCHMARKS.md, section 38). Where few are visible, a first kernel (`_frustum_kernel`) reads each Gaussian's mean
+and one precomputed float, its extent (an upper bound on its covariance's largest eigenvalue, kernels/buffers.py
+`gaussian_extent`), and writes the culled outputs of every Gaussian that certainly reaches no tile; the others'
+indices (the survivors) go to a list, and the project kernel runs over that list alone. The bound: with t at most
+2 ln(255) + T_MARGIN (opacity <= 1), the ellipse's x-extent is sqrt(t cov_xx), and
+    cov_xx = j0 Sigma_c j0^T + eps2d <= (j00^2 + j02^2) lambda_max(W Sigma W^T) + eps2d,
+    lambda_max(W Sigma W^T) <= ||W^T W||_inf extent          (||W||_2^2 <= any norm of W^T W; 1 for a rotation),
+likewise cov_yy; a Gaussian survives unless that box, widened by 2% and 2 pixels, misses the tile grid, or it lies
+behind the near plane (or past the far one) by more than its depth's rounding. Survivors are projected by the
+same code as without the pre-cull, so the outputs are the same bit for bit; only the lanes' work moves.
+
 Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
          sh [N,K,3] fp16, camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
 Outputs: records [N,8] (the blend records of kernels/buffers.py), depths [N] (+inf where culled, so that one
@@ -30,12 +44,16 @@ Outputs: records [N,8] (the blend records of kernels/buffers.py), depths [N] (+i
 
 from __future__ import annotations
 
+import math
+
 import torch
 import triton
 import triton.language as tl
 
+from . import constants
 from ._device import (
     ALPHA_MIN,
+    FOV_SLACK,
     HALF_LOG2E,
     LOG2E,
     MACRO_ROWS,
@@ -53,6 +71,106 @@ from ._device import (
 from ._launch import interpreting, launch
 from .buffers import SH_DTYPE, project_outputs
 
+# t of the most opaque Gaussian (o = 1: `alpha_threshold_t`), with room for its float rounding
+T_BOUND = tl.constexpr(1.02 * (-2.0 * math.log(constants.ALPHA_MIN) + constants.T_MARGIN))
+
+
+@triton.jit(do_not_specialize=["N", "width", "height"])
+def _frustum_kernel(
+    means_ptr,  # [N, 3] f32
+    extent_ptr,  # [N] f32: >= the largest eigenvalue of each covariance (kernels/buffers.py gaussian_extent)
+    camera_ptr,  # [24] f32
+    depths_ptr,  # [N] f32 out: +inf where culled here
+    tiles_touched_ptr,  # [N] i32 out: 0 where culled here
+    macros_touched_ptr,  # [N] i32 out: 0 where culled here (when MACROS)
+    survivors_ptr,  # [N] i32 out: the indices the project kernel takes, each program's ascending
+    n_survivors_ptr,  # [1] i32: zero before the launch; the survivors' count after it
+    N,
+    width,
+    height,
+    near,
+    far,
+    eps2d,
+    extent_scale,  # the scale modifier squared (the covariances are the base's times it)
+    TILE: tl.constexpr,
+    MACROS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    pid = tl.program_id(0).to(tl.int64)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    in_range = offs < N
+    x = tl.load(means_ptr + offs * 3 + 0, mask=in_range, other=0.0)
+    y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
+    z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
+    r00 = tl.load(camera_ptr + 0)
+    r01 = tl.load(camera_ptr + 1)
+    r02 = tl.load(camera_ptr + 2)
+    r10 = tl.load(camera_ptr + 4)
+    r11 = tl.load(camera_ptr + 5)
+    r12 = tl.load(camera_ptr + 6)
+    r20 = tl.load(camera_ptr + 8)
+    r21 = tl.load(camera_ptr + 9)
+    r22 = tl.load(camera_ptr + 10)
+    fx = tl.load(camera_ptr + 16)
+    fy = tl.load(camera_ptr + 17)
+    cx = tl.load(camera_ptr + 18)
+    cy = tl.load(camera_ptr + 19)
+    xc = r00 * x + r01 * y + r02 * z + tl.load(camera_ptr + 3)
+    yc = r10 * x + r11 * y + r12 * z + tl.load(camera_ptr + 7)
+    t2 = tl.load(camera_ptr + 11)
+    zc = r20 * x + r21 * y + r22 * z + t2
+    # the project kernel computes zc apart (its float contraction may differ): within this of the near or far
+    # plane, it decides
+    z_slack = 1e-5 * (tl.abs(r20 * x) + tl.abs(r21 * y) + tl.abs(r22 * z) + tl.abs(t2)) + 1e-30
+    ahead = in_range & (zc >= near - z_slack) & (zc <= far + z_slack)
+    near_plane = zc < near + z_slack
+    # ||W||_2^2 <= ||W^T W||_inf (the Gram matrix's largest row sum): 1 for a camera's rotation
+    g00 = r00 * r00 + r10 * r10 + r20 * r20
+    g11 = r01 * r01 + r11 * r11 + r21 * r21
+    g22 = r02 * r02 + r12 * r12 + r22 * r22
+    g01 = tl.abs(r00 * r01 + r10 * r11 + r20 * r21)
+    g02 = tl.abs(r00 * r02 + r10 * r12 + r20 * r22)
+    g12 = tl.abs(r01 * r02 + r11 * r12 + r21 * r22)
+    w2 = tl.maximum(tl.maximum(g00 + g01 + g02, g01 + g11 + g12), g02 + g12 + g22) * 1.0001
+    # the Jacobian as `ewa_footprint` takes it (x/z, y/z clamped to 1 + FOV_SLACK of the frustum)
+    tan_fovx = 0.5 * width / fx
+    tan_fovy = 0.5 * height / fy
+    lim_x_pos = (width - cx) / fx + FOV_SLACK * tan_fovx
+    lim_x_neg = cx / fx + FOV_SLACK * tan_fovx
+    lim_y_pos = (height - cy) / fy + FOV_SLACK * tan_fovy
+    lim_y_neg = cy / fy + FOV_SLACK * tan_fovy
+    zs = tl.where(ahead & ~near_plane, zc, 1.0)
+    rz = 1.0 / zs
+    tx = zs * tl.minimum(lim_x_pos, tl.maximum(-lim_x_neg, xc * rz))
+    ty = zs * tl.minimum(lim_y_pos, tl.maximum(-lim_y_neg, yc * rz))
+    j00 = fx * rz
+    j02 = -fx * tx * rz * rz
+    j11 = fy * rz
+    j12 = -fy * ty * rz * rz
+    lam = tl.load(extent_ptr + offs, mask=ahead, other=0.0) * (extent_scale * w2)
+    rx = tl.sqrt(T_BOUND * ((j00 * j00 + j02 * j02) * lam + eps2d)) + 2.0
+    ry = tl.sqrt(T_BOUND * ((j11 * j11 + j12 * j12) * lam + eps2d)) + 2.0
+    mx = fx * xc * rz + cx
+    my = fy * yc * rz + cy
+    # the mean's own rounding, far off screen: relative
+    rx += 1e-4 * tl.abs(mx)
+    ry += 1e-4 * tl.abs(my)
+    grid_w = ((width + TILE - 1) // TILE) * TILE
+    grid_h = ((height + TILE - 1) // TILE) * TILE
+    on_grid = (mx + rx >= 0.0) & (mx - rx <= grid_w) & (my + ry >= 0.0) & (my - ry <= grid_h)
+    keep = ahead & (near_plane | on_grid)  # NaN compares false: culled, as `ewa_footprint` culls it
+    culled = in_range & ~keep
+    tl.store(depths_ptr + offs, float("inf"), mask=culled)
+    tl.store(tiles_touched_ptr + offs, 0, mask=culled)
+    if MACROS:
+        tl.store(macros_touched_ptr + offs, 0, mask=culled)
+    # the survivors after the programs' that reserved before this one (the order across programs is the
+    # atomics', which changes no output: each survivor's rows are its own)
+    k = keep.to(tl.int32)
+    rank = tl.cumsum(k, axis=0) - k
+    base = tl.atomic_add(n_survivors_ptr, tl.sum(k, axis=0))
+    tl.store(survivors_ptr + base + rank, offs.to(tl.int32), mask=keep)
+
 
 # the SH strides are not specialised: a renderer's copy (1, 3 N, N) and a window's compacted one would otherwise
 # compile apart by N's divisibility by 16, which the warm-up's synthetic scenes cannot match
@@ -69,6 +187,8 @@ def _project_kernel(
     macros_touched_ptr,  # [N] i32 out
     bin_t_ptr,  # [N] f32 out (written when WRITE_T)
     tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
+    survivors_ptr,  # [N] i32: the rows to project, when INDEXED (`_frustum_kernel`)
+    n_survivors_ptr,  # [1] i32: how many, when INDEXED
     N,
     width,
     height,
@@ -84,11 +204,21 @@ def _project_kernel(
     ADAGSCALE: tl.constexpr,
     MACROS: tl.constexpr,  # count macros_touched (the frame bins per macro-tile)
     WRITE_T: tl.constexpr,  # bin_t is given: the renderer's exact frames bin from the records and pass none
+    INDEXED: tl.constexpr,  # project the survivors of `_frustum_kernel` (their list), not rows 0..N-1
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
-    offs = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-    in_range = offs < N
+    if INDEXED:
+        # launched for all N (a captured graph's grid is fixed): the programs past the survivors return at once
+        n_survivors = tl.load(n_survivors_ptr)
+        if pid * BLOCK_N >= n_survivors:
+            return
+        lanes = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+        in_range = lanes < n_survivors
+        offs = tl.load(survivors_ptr + lanes, mask=in_range, other=0).to(tl.int64)
+    else:
+        offs = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+        in_range = offs < N
     x = tl.load(means_ptr + offs * 3 + 0, mask=in_range, other=0.0)
     y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
     z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
@@ -188,6 +318,8 @@ def project_gaussians(
     adagscale_s_min: float = 0.5,
     out: tuple[torch.Tensor, ...] | None = None,
     block: int | None = None,
+    frustum: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    extent_scale: float = 1.0,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
 
@@ -197,6 +329,10 @@ def project_gaussians(
             kernel reads when it runs (a captured graph then replays with each frame's value).
             adagscale_s_min: the smallest binning scale, in (0, 1].
         block: Gaussians per program (a launch knob; default `project_block(N)`).
+        frustum: (extent [N] f32 from kernels/buffers.py `gaussian_extent`, survivors [N] i32, n_survivors [1] i32,
+            both scratch) to pre-cull (module docstring): the same outputs, the culled Gaussians' lanes skipped.
+            The opacities must be at most 1 (activated ones are). extent_scale: what the covariances are the
+            extent's covariances times (the scale modifier squared).
 
     Returns:
         records [N,8] (kernels/buffers.py), depths [N] (+inf where culled), tiles_touched [N] int32 (0 = culled),
@@ -222,13 +358,27 @@ def project_gaussians(
     records, depths, tiles_touched, macros_touched, bin_t = out
     assert bin_t is not None or adagscale_tau is None, "AdaGScale's binning thresholds go to bin_t"
     block = 2048 if interpreting() else (block or project_block(N))  # the interpreter: few, wide programs
+    macros_out = tiles_touched if macros_touched is None else macros_touched
+    survivors, n_survivors = tiles_touched, tiles_touched  # not read unless INDEXED
+    if frustum is not None:
+        extent, survivors, n_survivors = frustum
+        assert extent.shape == (N,) and extent.dtype == torch.float32, (extent.shape, extent.dtype)
+        assert survivors.shape[0] >= N and survivors.dtype == torch.int32 and n_survivors.dtype == torch.int32
+        n_survivors.zero_()
+        cull_block = 2048 if interpreting() else FRUSTUM_BLOCK
+        launch(_frustum_kernel, (triton.cdiv(N, cull_block),),
+            means, extent, camera, depths, tiles_touched, macros_out, survivors, n_survivors,
+            N, width, height, near, far, eps2d, float(extent_scale),
+            TILE=tile_size, MACROS=macros_touched is not None, BLOCK=cull_block,
+        )  # fmt: skip
     launch(_project_kernel, (triton.cdiv(N, block),),
         means, covars, opacities, sh, camera,
-        records, depths, tiles_touched, tiles_touched if macros_touched is None else macros_touched,
+        records, depths, tiles_touched, macros_out,
         depths if bin_t is None else bin_t, depths if adagscale_tau is None else adagscale_tau,
+        survivors, n_survivors,
         N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(),
         DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, MACROS=macros_touched is not None,
-        WRITE_T=bin_t is not None,
+        WRITE_T=bin_t is not None, INDEXED=frustum is not None,
         BLOCK_N=block,
     )  # fmt: skip
     return records, depths, tiles_touched, macros_touched, bin_t
@@ -242,3 +392,20 @@ def project_block(n: int) -> int:
 
 
 PROJECT_SMALL_SCENE = 65536
+
+
+def culls_frustum(n: int, n_visible: int, previous: bool = False) -> bool:
+    """Whether a frame of n Gaussians, after one that saw n_visible, pre-culls (`frustum=`). The pre-cull reads 16
+    and writes 8-12 bytes of every Gaussian, about a fifth of what projecting it costs, and its survivors are
+    some more than the visible ones; so it pays where under about half of the scene is visible (a fly-through,
+    not an object's orbit). With hysteresis (on below FRUSTUM_ON, off above FRUSTUM_OFF), so that a view near
+    the threshold does not flip it, and the frame's graph, back and forth. Small scenes do not: their
+    projection is a few microseconds, the second launch's order."""
+    if n < FRUSTUM_FROM:
+        return False
+    return n_visible < (FRUSTUM_OFF if previous else FRUSTUM_ON) * n
+
+
+FRUSTUM_FROM = 262144
+FRUSTUM_ON, FRUSTUM_OFF = 0.45, 0.55
+FRUSTUM_BLOCK = 1024  # Gaussians per program of the pre-cull: a mean and an extent each, nothing to walk

@@ -6,6 +6,8 @@ renderer. They are written for clarity, vectorised where that is natural, and ne
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 # the buffers and pair keys, from the one module both read (kernels/buffers.py)
@@ -77,6 +79,39 @@ def eval_sh(sh: torch.Tensor, dirs: torch.Tensor, degree: int) -> torch.Tensor:
         ]
     b = torch.stack(basis, dim=1)  # [N, k]
     return (b[:, :, None] * sh[:, : b.shape[1], :]).sum(1)  # [N, k, 3] in b's dtype, then summed over k
+
+
+def frustum_survivors(
+    means, extent, camera, width: int, height: int, near: float, far: float, eps2d: float, tile_size: int
+) -> torch.Tensor:
+    """[N] bool: the Gaussians the projection's pre-cull keeps (kernels/project.py's module docstring): ahead of
+    the near plane within rounding, and near it or with the bounding box of the largest footprint their extent
+    allows (x 1.02 in t, + 2 px, + 1e-4 of the mean's distance) meeting the tile grid."""
+    viewmat, fx, fy, cx, cy, _ = _unpack_camera(camera)
+    R, t = viewmat[:3, :3], viewmat[:3, 3]
+    xc, yc, zc = (means @ R.T + t).unbind(-1)
+    z_slack = 1e-5 * ((means * R[2]).abs().sum(-1) + t[2].abs()) + 1e-30
+    ahead = (zc >= near - z_slack) & (zc <= far + z_slack)
+    near_plane = zc < near + z_slack
+    w2 = float((R.T @ R).abs().sum(1).max()) * 1.0001  # ||W||_2^2 <= ||W^T W||_inf
+    tan_fovx, tan_fovy = 0.5 * width / fx, 0.5 * height / fy
+    lim_x_pos, lim_x_neg = (width - cx) / fx + FOV_SLACK * tan_fovx, cx / fx + FOV_SLACK * tan_fovx
+    lim_y_pos, lim_y_neg = (height - cy) / fy + FOV_SLACK * tan_fovy, cy / fy + FOV_SLACK * tan_fovy
+    zs = torch.where(ahead & ~near_plane, zc, torch.ones_like(zc))
+    rz = 1.0 / zs
+    tx = zs * torch.clamp(xc * rz, -lim_x_neg, lim_x_pos)
+    ty = zs * torch.clamp(yc * rz, -lim_y_neg, lim_y_pos)
+    j00, j02 = fx * rz, -fx * tx * rz * rz
+    j11, j12 = fy * rz, -fy * ty * rz * rz
+    t_bound = 1.02 * (-2.0 * math.log(ALPHA_MIN) + T_MARGIN)
+    lam = torch.where(ahead, extent, torch.zeros_like(extent)) * w2
+    mx, my = fx * xc * rz + cx, fy * yc * rz + cy
+    rx = torch.sqrt(t_bound * ((j00 * j00 + j02 * j02) * lam + eps2d)) + 2.0 + 1e-4 * mx.abs()
+    ry = torch.sqrt(t_bound * ((j11 * j11 + j12 * j12) * lam + eps2d)) + 2.0 + 1e-4 * my.abs()
+    grid_w = (width + tile_size - 1) // tile_size * tile_size
+    grid_h = (height + tile_size - 1) // tile_size * tile_size
+    on_grid = (mx + rx >= 0) & (mx - rx <= grid_w) & (my + ry >= 0) & (my - ry <= grid_h)
+    return ahead & (near_plane | on_grid)
 
 
 def _unpack_camera(camera: torch.Tensor):
@@ -219,12 +254,21 @@ def project_gaussians(
     adagscale_s_min: float = 0.5,
     out: tuple[torch.Tensor, ...] | None = None,
     block: int | None = None,
+    frustum: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    extent_scale: float = 1.0,
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
     if isinstance(adagscale_tau, torch.Tensor):  # [1] on the device, as the kernel reads it
         adagscale_tau = float(adagscale_tau)
     campos = camera[20:23]
     zc, mx, my, a, b, c, visible = ewa_footprint(means, covars, camera, width, height, near, far, eps2d)
+    if frustum is not None:  # the pre-cull: only the survivors can be visible
+        extent, survivors, n_survivors = frustum
+        keep = frustum_survivors(means, extent * extent_scale, camera, width, height, near, far, eps2d, tile_size)
+        kept = torch.nonzero(keep).flatten()
+        survivors[: kept.numel()] = kept.to(torch.int32)
+        n_survivors.fill_(kept.numel())
+        visible &= keep
 
     o = opacities
     visible &= o >= ALPHA_MIN

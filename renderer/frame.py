@@ -128,6 +128,12 @@ class Frame:
         # stage 1, per Gaussian
         self.records = per_frame.rows("records", n, 8)  # the blend records (kernels/buffers.py)
         self.depths = shared.buffer("depths", n, torch.float32)
+        # the pre-cull's survivors (kernels/project.py `frustum=`), where the launch configuration asks for it; a
+        # window's set was culled for its cameras already, and has no extent of its own
+        self.frustum = None
+        if self.launch.cull and src.kind == "full":
+            self.frustum = (r.extent, shared.buffer("survivors", n, torch.int32), shared.buffer("n_survivors", 1,
+                            torch.int32))  # fmt: skip
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         # stages 2-5: the route's own; binned per macro-tile or per tile, as the launch configuration says
         self.macro = self.launch.macro
@@ -215,6 +221,7 @@ class Frame:
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
             adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
             out=(self.records, self.depths, self.tiles_touched, self.macros_touched, self.bin_t),
+            frustum=self.frustum, extent_scale=s.scale_modifier**2,
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from kernels import RASTER_SLOTS, bin_config, bins_macro_tiles, list_class, project_block
+from kernels import RASTER_SLOTS, bin_config, bins_macro_tiles, culls_frustum, list_class, project_block
 
 from .settings import RenderSettings
 
@@ -118,6 +118,7 @@ class LaunchConfig:
     bin_cols: int = 4
     lists: int = 0  # tile lists short (0), medium (1) or long (2): the rasterizer's configuration
     macro: bool = False  # bin per macro-tile (kernels/bin.py `bins_macro_tiles`), else per tile
+    cull: bool = False  # project pre-culls the scene's Gaussians (kernels/project.py `culls_frustum`)
 
     @staticmethod
     def first(counted: bool, cuda: bool) -> LaunchConfig:
@@ -146,7 +147,8 @@ class LaunchConfig:
         if lists_of is not None and lists_of[0] >= slots:
             lists = list_class(lists_of[0], n_tiles, lists_of[1], tile, previous.lists, slots)
         block, cols = bin_config(n_visible, footprint, wide=previous.bin_cols > 4)
-        return LaunchConfig(project_block(n), block, cols, lists, bins_macro_tiles(footprint, previous.macro))
+        return LaunchConfig(project_block(n), block, cols, lists, bins_macro_tiles(footprint, previous.macro),
+                            culls_frustum(n, n_visible, previous.cull))  # fmt: skip
 
     @staticmethod
     @functools.cache
@@ -197,4 +199,4 @@ class LaunchConfig:
         if windows:
             blocks = {project_block(int(m)) for m in grid(n, 2.0)}
             found |= {replace(c, project_block=b) for c in found for b in blocks}
-        return tuple(sorted(found, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols, c.macro)))
+        return tuple(sorted(found, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols, c.macro, c.cull)))

@@ -14,7 +14,8 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 | term      | what                                                                             | bytes               |
 |-----------|----------------------------------------------------------------------------------|---------------------|
 | scene     | means 12 (on the CPU the renderer shares the scene's own tensor)                 | 12 N                |
-| prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too)          | N (28 + 6 K)        |
+| prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too); from     | N (28 + 6 K)        |
+|           | FRUSTUM_FROM Gaussians on, the extents 4 (kernels/project.py `culls_frustum`)     | (+ 4 N)             |
 | workspace | per slot: records 32, tiles_touched 4, macros_touched 4 (frames binned per        | S (44 N + 20 X      |
 |           | macro-tile), bin_t 4 (AdaGScale's frames; counted in whenever the estimate is     |                     |
 |           | made before the settings are known);                                              |                     |
@@ -24,6 +25,7 @@ macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gau
 |           | list 32 bytes and 8 a counting program (4,096 Gaussians); counted frames keep     |                     |
 |           | only tiles_touched per slot, the rest of a Gaussian's 40-44 shared (Frame.__init__)|                     |
 |           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
+|           | from FRUSTUM_FROM Gaussians on, the pre-cull's survivors 4                        | (+ 4 N)             |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
 |           | on the capacity route also sorted_depths 4, ordered_counts 8, the pair buffers:  |  (+ 12 N            |
 |           | keys kb, entries 8, sorted keys kb, permutation 8, sorted entries 8, chunk       |   + (28 + 2 kb) D   |
@@ -67,6 +69,7 @@ import torch
 from kernels import count_blocks, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
 from kernels.buffers import LIST_CHUNK
 from kernels.constants import INT16_TILES, MACRO_COLS, MACRO_ROWS
+from kernels.project import FRUSTUM_FROM
 from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
 
 from .device import frames_in_flight
@@ -193,6 +196,8 @@ def workspace_bytes(
     staged = (32 + 4 * (macro is not False) + 4 * adagscale) * n
     per_slot = 4 * n + PIXEL_BYTES[outputs] * x + 4 * t + (0 if counted else staged)
     shared = 4 * n + 12 * t + 4 * rows * cols + (staged if counted else 0)
+    if n >= FRUSTUM_FROM:  # the pre-cull's survivors and their count (renderer/frame.py), where frames may take it
+        shared += 4 * n + 4
     if split:
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
         shared += max((4 * a * b for a, b in filter(None, shapes)), default=0)
@@ -281,7 +286,8 @@ def estimate_bytes(
     workspace = workspace_bytes(n, capacity, w, h, tile_size, slots=slots, counted=counted, split=split, adagscale=True)
     return MemoryEstimate(
         scene=12 * n if cuda else 0,
-        prepared=(28 + 6 * k) * n,  # SH as fp16 (renderer/prepare.py prepare_scene)
+        # SH as fp16 (renderer/prepare.py prepare_scene); the extents where frames may pre-cull (`Renderer.extent`)
+        prepared=(28 + 6 * k + 4 * (n >= FRUSTUM_FROM)) * n,
         workspace=workspace,
         transient=transient,
         graphs=slots * transient if cuda and not counted else 0,  # a graph per slot, each with its pool

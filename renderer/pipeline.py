@@ -48,7 +48,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from kernels import expected_macro_pairs
+from kernels import expected_macro_pairs, gaussian_extent
 from scenes import GaussianScene
 
 from .camera import Camera
@@ -68,7 +68,7 @@ from .launch import Capacities, LaunchConfig
 from .memory import KEPT_FORM_BYTES, MemoryEstimate, OutOfDeviceMemoryError, check_fits, check_frame_pairs
 from .output import RenderOutput, RenderStats, check_image_size, fill_stats
 from .params import FrameParams
-from .prepare import prepare_scene
+from .prepare import PREPARE_CHUNK, prepare_scene
 from .routes import DENSE_ORDER_FROM, runs_counted
 from .settings import RenderSettings, rasterizers
 from .temporal import SceneArrays, TemporalCache
@@ -191,6 +191,16 @@ class Renderer:
     def scene_radius(self) -> float:
         """The size that temporal reuse's distance settings scale with (computed on first use, not at load)."""
         return self.scene.robust_radius()
+
+    @functools.cached_property
+    def extent(self) -> torch.Tensor:
+        """[N] f32: each base covariance's largest eigenvalue, bounded (kernels/buffers.py `gaussian_extent`), for
+        the projection's pre-cull; made on the first frame that pre-culls (4 bytes a Gaussian), a chunk at a
+        time. A scale modifier reaches it as a factor (renderer/frame.py `Frame.project`)."""
+        extent = torch.empty(self.n, dtype=torch.float32, device=self.device)
+        for a in range(0, self.n, PREPARE_CHUNK):
+            extent[a : a + PREPARE_CHUNK] = gaussian_extent(self._covars_base[a : a + PREPARE_CHUNK])
+        return extent
 
     def scene_arrays(self) -> SceneArrays:
         return SceneArrays(self.means, self.covars, self.opacities, self.sh)

@@ -10,7 +10,9 @@ first_frame.py runs it in fresh processes (a process that compiled the kernels b
 
 Each case flies from far outside a cube of Gaussians to inside its near face: the tile lists go from short to
 long (list classes 0, 1 and 2), and the footprints grow past the bin stage's wide-step threshold; between them
-the cases take every bin configuration (bench paths do not cross them all on one scene). Counted: every
+the cases take every bin configuration (bench paths do not cross them all on one scene). The graph and counted
+cases then turn away from the cube and back: the projection's pre-cull goes on and off (kernels/project.py
+`culls_frustum`). Counted: every
 call of Triton's jit_post_compile_hook (a compile, or a load from Triton's on-disk cache: both stall a frame),
 in every thread, and the kernel module loads of every launch (Triton's kernel_load_start_hook), split into
 the warm-up, the first frame, and the frames after it.
@@ -56,10 +58,17 @@ def cube_scene(n: int, log_scale: float, sh_coeffs: int = 4) -> GaussianScene:
     )
 
 
-def fly_in(distances, width: int, height: int) -> list[Camera]:
+def fly_in(distances, width: int, height: int, turn: bool = False) -> list[Camera]:
+    """The fly-in; `turn`: then from its last place, twice away from the cube (nothing visible: the next frame
+    pre-culls) and twice back at it (all of it ahead again: the pre-cull goes off)."""
     up = np.array([0.0, -1.0, 0.0])
-    return [Camera.look_at(np.array([0.1, 0.05, -d]), np.zeros(3), up=up, width=width, height=height)
+    cams = [Camera.look_at(np.array([0.1, 0.05, -d]), np.zeros(3), up=up, width=width, height=height)
             for d in distances]  # fmt: skip
+    if turn:
+        eye = np.array([0.1, 0.05, -distances[-1]])
+        away = Camera.look_at(eye, eye + np.array([0.0, 0.0, -1.0]), up=up, width=width, height=height)
+        cams += [away, away, cams[-1], cams[-1]]
+    return cams
 
 
 def main() -> int:
@@ -81,7 +90,7 @@ def main() -> int:
     triton.knobs.runtime.kernel_load_start_hook.add(lambda *a, **k: loads.append(a[2] if len(a) > 2 else "?"))
     t0 = time.perf_counter()
     renderer = Renderer(cube_scene(n, log_scale), device="cuda", frame_size=(width, height))
-    cams = fly_in(distances, width, height)
+    cams = fly_in(distances, width, height, turn=args.case in ("graph", "counted"))
     t_warm = time.perf_counter()
     report = None if args.no_warm_up else warm_up(renderer, [(width, height)], [settings])
     warm_s = time.perf_counter() - t_warm
@@ -113,7 +122,7 @@ def main() -> int:
         "median_frame_ms": round(float(np.median(frame_ms)), 3) if frame_ms else None,
         "lists": sorted({c.lists for c in configs}), "bin_blocks": sorted({c.bin_block for c in configs}),
         "bin_cols": sorted({c.bin_cols for c in configs}), "project_blocks": sorted({c.project_block for c in configs}),
-        "bins": sorted({(c.bin_block, c.bin_cols) for c in configs}),
+        "bins": sorted({(c.bin_block, c.bin_cols) for c in configs}), "culls": sorted({c.cull for c in configs}),
         "total_s": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
     print(json.dumps(result))

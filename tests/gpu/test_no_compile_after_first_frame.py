@@ -48,6 +48,8 @@ def test_no_compile_after_the_first_frame(args):
     # section 33: the list classes follow the GPU's multiprocessors, so another GPU may cross them elsewhere).
     if r["case"] == "graph":
         assert r["lists"] == [0, 1] and r["bins"] == [[32, 4], [32, 16]], r
+    if r["case"] in ("graph", "counted"):  # the projection's pre-cull both ways (kernels/project.py)
+        assert r["culls"] == [False, True], r
     if r["case"] == "dense":
         assert r["lists"] == [0, 1, 2] and r["bins"] == [[128, 4]], r
     if r["case"] == "huge":

@@ -1,0 +1,122 @@
+"""Stage 1's frustum pre-cull (kernels/project.py `frustum=`): the projection's outputs are the same with it and
+without it, on Gaussians placed where its bound is tightest (centres just off the image by about their own
+footprint, at the near plane, behind it), and it does cull the ones that reach no tile."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import kernels
+import kernels.reference as ref
+from kernels.buffers import gaussian_extent
+from tests.analytic import covariance, quat_matrix, upper
+from tests.conftest import nan_like
+from tests.kernels.synthetic import camera, look_at
+
+IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="torch")]
+
+
+def edge_scene(n: int, cam, seed: int = 0, device: str = "cpu"):
+    """(means, covars, opacities, sh) of n Gaussians whose screen centres lie in [-0.6, 1.6] of the image each
+    way (most off it), at depths from behind the camera to 30 units, with scales from needles to a fifth of a unit and
+    opacities up to 1: many footprints cross an image edge, many miss it by less than their own size."""
+    g = np.random.default_rng(seed)
+    u = g.uniform(-0.6, 1.6, n) * cam.width
+    v = g.uniform(-0.6, 1.6, n) * cam.height
+    z = np.concatenate([g.uniform(-2.0, 0.05, n // 8), np.exp(g.uniform(math.log(0.02), math.log(30.0), n - n // 8))])
+    g.shuffle(z)
+    p_cam = np.stack([(u - cam.cx) / cam.fx * z, (v - cam.cy) / cam.fy * z, z], 1)
+    T = np.asarray(cam.T_world_camera)
+    means = p_cam @ T[:3, :3].T + T[:3, 3]
+    scales = np.exp(g.uniform(-7.0, -1.5, (n, 3)))
+    R = quat_matrix(g.normal(size=(n, 4)))
+    covars = upper(covariance(R, scales))
+    opac = g.uniform(0.002, 1.0, n)
+    opac[:8] = 1.0  # the bound's largest t
+    sh = g.normal(size=(n, 1, 3)) * 0.5
+    f32 = dict(dtype=torch.float32, device=device)
+    return (torch.tensor(means, **f32), torch.tensor(covars, **f32), torch.tensor(opac, **f32),
+            torch.tensor(sh, dtype=kernels.SH_DTYPE, device=device))  # fmt: skip
+
+
+def project(impl, scene, cam, tile, *, frustum=None, extent_scale=1.0, covar_scale=1.0, device="cpu"):
+    means, covars, opac, sh = scene
+    n = means.shape[0]
+    out = tuple(nan_like(t) for t in kernels.project_outputs(n, device))
+    return impl.project_gaussians(means, covars * covar_scale, opac, sh, cam, 160, 120, sh_degree=0,
+                                  tile_size=tile, out=out, frustum=frustum, extent_scale=extent_scale)  # fmt: skip
+
+
+def scratch(n, device):
+    return torch.full((n,), -1, dtype=torch.int32, device=device), torch.zeros(1, dtype=torch.int32, device=device)
+
+
+def assert_same_projection(want, got):
+    visible = want[2] > 0
+    assert torch.equal(got[2], want[2]), f"tiles touched differ on rows {torch.nonzero(got[2] != want[2])[:8]}"
+    assert torch.equal(got[3], want[3]), "macro-tiles touched differ"
+    assert torch.equal(got[1][visible], want[1][visible]) and torch.isposinf(got[1][~visible]).all(), "depths"
+    assert torch.equal(got[0][visible], want[0][visible]), "records of visible Gaussians"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("tile,seed,view_scale", [(8, 0, 1.0), (16, 1, 1.0), (8, 2, 1.7)], ids=str)
+def test_the_pre_cull_changes_no_output_and_culls_what_reaches_no_tile(impl, tile, seed, view_scale, device):
+    """The same outputs bit for bit with and without the pre-cull; the survivors hold every visible Gaussian
+    and no Gaussian twice, and exclude most of those that are not (here more than half reach no tile). view_scale:
+    a view matrix that scales as well as rotates (the bound takes ||W||_2 from it, not 1)."""
+    n = 4000
+    pose = look_at((0.4, -0.3, -5.0), (0.2, 0.1, 0.0))
+    cam = camera(160, 120, 55.0, pose)
+    packed = cam.packed(device)
+    packed[[0, 1, 2, 4, 5, 6, 8, 9, 10]] *= view_scale  # W scaled: the same picture of the scene shrunk by it
+    scene = edge_scene(n, cam, seed, device)
+    if view_scale != 1.0:
+        means, covars, opac, sh = scene
+        scene = (means / view_scale, covars / view_scale**2, opac, sh)
+    extent = gaussian_extent(scene[1])
+    survivors, count = scratch(n, device)
+    want = project(impl, scene, packed, tile, device=device)
+    got = project(impl, scene, packed, tile, frustum=(extent, survivors, count), device=device)
+    assert_same_projection(want, got)
+    kept = survivors[: int(count)].long()
+    assert kept.unique().numel() == kept.numel() and bool((survivors[int(count) :] == -1).all())
+    visible = want[2] > 0
+    assert 200 < int(visible.sum()) < n // 2, "the scene should cross the image's edges"
+    is_kept = torch.zeros(n, dtype=torch.bool, device=device)
+    is_kept[kept] = True
+    assert not bool((visible & ~is_kept).any()), "a visible Gaussian was culled"
+    culled_of_invisible = int((~is_kept & ~visible).sum()) / int((~visible).sum())
+    assert culled_of_invisible > 0.6, f"the pre-cull culled {culled_of_invisible:.0%} of those that reach no tile"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_the_extent_scales_with_the_covariances(impl, device):
+    """The renderer keeps one extent for the base covariances and passes the scale modifier squared: scaled
+    covariances with the scaled extent give the unculled outputs; the base extent alone would not (checked: the
+    scaled scene has Gaussians that only its scaled extent keeps)."""
+    n = 3000
+    cam = camera(160, 120, 55.0, look_at((0.4, -0.3, -5.0), (0.2, 0.1, 0.0)))
+    packed = cam.packed(device)
+    scene = edge_scene(n, cam, 3, device)
+    extent = gaussian_extent(scene[1])
+    s2 = 9.0
+    want = project(impl, scene, packed, 8, covar_scale=s2, device=device)
+    got = project(impl, scene, packed, 8, frustum=(extent, *scratch(n, device)), extent_scale=s2, covar_scale=s2,
+                  device=device)  # fmt: skip
+    assert_same_projection(want, got)
+    stale = project(impl, scene, packed, 8, frustum=(extent, *scratch(n, device)), covar_scale=s2, device=device)
+    assert not torch.equal(stale[2], want[2]), "the scaled scene should need the scaled extent"
+
+
+def test_the_extent_bounds_the_largest_eigenvalue():
+    """gaussian_extent against numpy's eigenvalues, on covariances from needles to spheres in every orientation."""
+    g = np.random.default_rng(5)
+    R = quat_matrix(g.normal(size=(2000, 4)))
+    S = covariance(R, np.exp(g.uniform(-8.0, 3.0, (2000, 3))))
+    lam = np.linalg.eigvalsh(S)[:, -1]
+    extent = gaussian_extent(torch.tensor(upper(S), dtype=torch.float32)).double().numpy()
+    assert (extent >= lam).all(), float((lam / extent).max())
+    assert (extent <= 3.0001 * lam).all(), "the trace bounds it within 3x"

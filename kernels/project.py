@@ -369,7 +369,7 @@ def project_gaussians(
         launch(_frustum_kernel, (triton.cdiv(N, cull_block),),
             means, extent, camera, depths, tiles_touched, macros_out, survivors, n_survivors,
             N, width, height, near, far, eps2d, float(extent_scale),
-            TILE=tile_size, MACROS=macros_touched is not None, BLOCK=cull_block,
+            TILE=tile_size, MACROS=macros_touched is not None, BLOCK=cull_block, num_warps=FRUSTUM_WARPS,
         )  # fmt: skip
     launch(_project_kernel, (triton.cdiv(N, block),),
         means, covars, opacities, sh, camera,
@@ -408,4 +408,7 @@ def culls_frustum(n: int, n_visible: int, previous: bool = False) -> bool:
 
 FRUSTUM_FROM = 262144
 FRUSTUM_ON, FRUSTUM_OFF = 0.45, 0.55
-FRUSTUM_BLOCK = 1024  # Gaussians per program of the pre-cull: a mean and an extent each, nothing to walk
+# Gaussians per program of the pre-cull, and its warps: 256 to 2,048 a program on 2 to 16 warps took within 6% of
+# each other over the fly-overs (BENCHMARKS.md, section 38)
+FRUSTUM_BLOCK = 1024
+FRUSTUM_WARPS = 4

@@ -28,6 +28,42 @@ from tools.bench_paths import COMPOSITE_INPUTS, build_composite, composite_paths
 
 REPS = 10  # projections timed a frame, each way
 ROUNDS = 4  # alternated pairs of passes a path
+# --sweep: the pre-cull kernel's launch (Gaussians a program, warps), timed over every frame of the fly-overs
+SWEEP = [(1024, 4), (1024, 8), (1024, 16), (512, 4), (512, 8), (256, 4), (256, 2), (2048, 16)]
+
+
+def project_ms(r: Renderer, cam, frustum) -> float:
+    """The GPU time of one projection of `cam` (with the pre-cull where `frustum`): REPS of them queued back to back
+    between two CUDA events, so that the launches' host time overlaps the kernels before them."""
+    packed = cam.packed("cuda")
+    out = kernels.project_outputs(r.n, "cuda")
+
+    def once():
+        kernels.project_gaussians(r.means, r.covars, r.opacities, r.sh, packed, cam.width, cam.height,
+                                  sh_degree=r.scene.sh_degree, out=(*out[:4], None), frustum=frustum)  # fmt: skip
+
+    once()
+    torch.cuda.synchronize()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(REPS):
+        once()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / REPS
+
+
+def sweep(r: Renderer, cams, survivors, count) -> dict:
+    """{"BLOCKxWARPS": the projection's ms over the path with the pre-cull launched so}, and "plain" without it."""
+    frustum = (r.extent, survivors, count)
+    result = {"plain": sum(project_ms(r, cam, None) for cam in cams)}
+    default = kernels.project.FRUSTUM_BLOCK, kernels.project.FRUSTUM_WARPS
+    for block, warps in SWEEP:
+        kernels.project.FRUSTUM_BLOCK, kernels.project.FRUSTUM_WARPS = block, warps
+        project_ms(r, cams[0], frustum)  # compiled before it is timed
+        result[f"{block}x{warps}"] = sum(project_ms(r, cam, frustum) for cam in cams)
+    kernels.project.FRUSTUM_BLOCK, kernels.project.FRUSTUM_WARPS = default
+    return result
 
 
 def project_both(r: Renderer, cam, survivors, count) -> tuple[float, float, int, bool]:
@@ -71,6 +107,7 @@ def main() -> int:
     p.add_argument("--cache-dir", default="/tmp/warpsplat-bench")
     p.add_argument("--frames", type=int, default=20)
     p.add_argument("--json", default=None)
+    p.add_argument("--sweep", action="store_true", help="only the pre-cull kernel's launch sweep, on the fly-overs")
     args = p.parse_args()
     inputs = [find_scene(n, args.scenes_dir) for n in COMPOSITE_INPUTS]
     settings, rows = RenderSettings(), []
@@ -80,6 +117,14 @@ def main() -> int:
         survivors = torch.empty(r.n, dtype=torch.int32, device="cuda")
         count = torch.zeros(1, dtype=torch.int32, device="cuda")
         for path_name, cams in composite_paths(scene, 1920, 1080, args.frames).items():
+            if args.sweep:
+                if path_name == "flyover":
+                    for cam in cams:
+                        r.render(cam, settings)
+                    row = dict(path=f"composite_{label}/{path_name}", n=r.n, sweep_ms=sweep(r, cams, survivors, count))
+                    rows.append(row)
+                    print(row, flush=True)
+                continue
             frames = []
             for cam in cams:
                 out = r.render(cam, settings)
@@ -115,7 +160,7 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
-    return 0 if all(row["all_same"] for row in rows) else 1
+    return 0 if all(row.get("all_same", True) for row in rows) else 1
 
 
 if __name__ == "__main__":

@@ -24,7 +24,9 @@ def test_estimate_terms():
     cuda = estimate_bytes(n, k, w, h, "cuda")
     cpu = estimate_bytes(n, k, w, h, "cpu")
     assert cuda.scene == 12 * n and cpu.scene == 0  # the CPU renderer shares the scene's means
-    assert cuda.prepared == cpu.prepared == (28 + 6 * 9) * n  # opacities, covariances, the SH in fp16
+    # opacities, covariances, the SH in fp16, and (from FRUSTUM_FROM Gaussians) the extents the pre-cull reads
+    assert n >= memory.FRUSTUM_FROM
+    assert cuda.prepared == cpu.prepared == (28 + 6 * 9 + 4) * n
     tiles = 240 * 135  # 32,400: int16 keys
     pairs = max(2 * n, min(16 * n, 400 * tiles))  # 12.96M
     assert pairs == 12_960_000
@@ -41,8 +43,9 @@ def test_estimate_terms():
     # where CUDA runs the rasterizer's compiled loop, the longest lists' parts: 16 MB at 8 px (the tests run on the
     # GPU machine too)
     split = 16 << 20 if torch.cuda.is_available() else 0
-    # shared per Gaussian: the depths 4, the sorted depths 4 and the ordered pair counts 8 (int64, as the offsets)
-    assert cuda.workspace == 2 * per_slot + 16 * n + 12 * tiles + hist + forms + split
+    # shared per Gaussian: the depths 4, the sorted depths 4, the ordered pair counts 8 (int64, as the offsets) and
+    # the pre-cull's survivors 4 (and their count)
+    assert cuda.workspace == 2 * per_slot + 20 * n + 4 + 12 * tiles + hist + forms + split
     assert cpu.workspace == cuda.workspace - per_slot - split  # a CPU renderer keeps no frame in flight: one slot
     # the larger pair sort: of the macro-tile pair slots, or of the per-tile pairs (18 bytes a slot either way)
     assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
@@ -64,7 +67,8 @@ def test_estimate_terms():
     # the order and offsets 16 v let go of after the binning: at the sort, only the pairs
     at_bin = (16 * v + 10 * m, 16 * v + 6 * p)
     assert counted.transient == max(64 * v, *at_bin, at_sort, at_lists, per_tile) and counted.graphs == 0
-    assert counted.workspace == 44 * v + 20 * w * h + 4 * tiles + counts + 4 * v + 12 * tiles + hist + split  # 1 slot
+    survivors = 4 * v + 4  # the pre-cull's list and count, shared
+    assert counted.workspace == 44 * v + 20 * w * h + 4 * tiles + counts + 4 * v + 12 * tiles + hist + split + survivors
     assert estimate_bytes(10, 1, None, None, "cpu").workspace == estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
     assert estimate_bytes(10, 1, 3840, 2160, "cpu").workspace > estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
 

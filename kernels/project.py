@@ -174,21 +174,22 @@ def _frustum_kernel(
 
 # the SH strides are not specialised: a renderer's copy (1, 3 N, N) and a window's compacted one would otherwise
 # compile apart by N's divisibility by 16, which the warm-up's synthetic scenes cannot match
-@triton.jit
-def _project_rows(
-    offs,  # [BLOCK_N] i64: the Gaussians' rows
-    in_range,  # [BLOCK_N] bool: which lanes hold one
-    means_ptr,
-    covars_ptr,
-    opacities_ptr,
-    sh_ptr,
-    camera_ptr,
-    records_ptr,
-    depths_ptr,
-    tiles_touched_ptr,
-    macros_touched_ptr,
-    bin_t_ptr,
-    tau_ptr,
+@triton.jit(do_not_specialize=["N", "width", "height", "sh_n", "sh_k", "sh_c"])
+def _project_kernel(
+    means_ptr,  # [N, 3] f32
+    covars_ptr,  # [N, 6] f32
+    opacities_ptr,  # [N] f32
+    sh_ptr,  # [N, K, 3] f16 (kernels/buffers.py SH_DTYPE), strides (sh_n, sh_k, sh_c)
+    camera_ptr,  # [24] f32
+    records_ptr,  # [N, 8] f32 out (kernels/buffers.py)
+    depths_ptr,  # [N] f32 out
+    tiles_touched_ptr,  # [N] i32 out
+    macros_touched_ptr,  # [N] i32 out
+    bin_t_ptr,  # [N] f32 out (written when WRITE_T)
+    tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
+    survivors_ptr,  # [N] i32: the rows to project, when INDEXED (`_frustum_kernel`)
+    n_survivors_ptr,  # [1] i32: how many, when INDEXED
+    N,
     width,
     height,
     near,
@@ -201,11 +202,25 @@ def _project_rows(
     DEGREE: tl.constexpr,
     TILE: tl.constexpr,
     ADAGSCALE: tl.constexpr,
-    MACROS: tl.constexpr,
-    WRITE_T: tl.constexpr,
+    MACROS: tl.constexpr,  # count macros_touched (the frame bins per macro-tile)
+    WRITE_T: tl.constexpr,  # bin_t is given: the renderer's exact frames bin from the records and pass none
+    INDEXED: tl.constexpr,  # project the survivors of `_frustum_kernel` (their list), not rows 0..N-1
     BLOCK_N: tl.constexpr,
 ):
-    """`_project_kernel`'s work for one block of rows (its arguments, by the same names)."""
+    pid = tl.program_id(0).to(tl.int64)
+    if INDEXED:
+        # launched for all N (a captured graph's grid is fixed): the programs past the survivors return at once. A
+        # grid cut to 1,024-8,192 programs, each looping over the list's blocks, measured slower on both fly-overs
+        # (the loop's form holds 80 registers to this one's 56: BENCHMARKS.md, section 39)
+        n_survivors = tl.load(n_survivors_ptr)
+        if pid * BLOCK_N >= n_survivors:
+            return
+        lanes = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+        in_range = lanes < n_survivors
+        offs = tl.load(survivors_ptr + lanes, mask=in_range, other=0).to(tl.int64)
+    else:
+        offs = pid * BLOCK_N + tl.arange(0, BLOCK_N)
+        in_range = offs < N
     x = tl.load(means_ptr + offs * 3 + 0, mask=in_range, other=0.0)
     y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
     z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
@@ -286,72 +301,6 @@ def _project_rows(
         tl.store(bin_t_ptr + offs, t_bin, mask=visible)
 
 
-@triton.jit(do_not_specialize=["N", "width", "height", "sh_n", "sh_k", "sh_c"])
-def _project_kernel(
-    means_ptr,  # [N, 3] f32
-    covars_ptr,  # [N, 6] f32
-    opacities_ptr,  # [N] f32
-    sh_ptr,  # [N, K, 3] f16 (kernels/buffers.py SH_DTYPE), strides (sh_n, sh_k, sh_c)
-    camera_ptr,  # [24] f32
-    records_ptr,  # [N, 8] f32 out (kernels/buffers.py)
-    depths_ptr,  # [N] f32 out
-    tiles_touched_ptr,  # [N] i32 out
-    macros_touched_ptr,  # [N] i32 out
-    bin_t_ptr,  # [N] f32 out (written when WRITE_T)
-    tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
-    survivors_ptr,  # [N] i32: the rows to project, when INDEXED (`_frustum_kernel`)
-    n_survivors_ptr,  # [1] i32: how many, when INDEXED
-    N,
-    width,
-    height,
-    near,
-    far,
-    eps2d,
-    s_min,
-    sh_n,
-    sh_k,
-    sh_c,
-    DEGREE: tl.constexpr,
-    TILE: tl.constexpr,
-    ADAGSCALE: tl.constexpr,
-    MACROS: tl.constexpr,  # count macros_touched (the frame bins per macro-tile)
-    WRITE_T: tl.constexpr,  # bin_t is given: the renderer's exact frames bin from the records and pass none
-    INDEXED: tl.constexpr,  # project the survivors of `_frustum_kernel` (their list), not rows 0..N-1
-    LOOP: tl.constexpr,  # INDEXED with a cut grid: each program loops over blocks of the list
-    BLOCK_N: tl.constexpr,
-):
-    pid = tl.program_id(0)
-    if INDEXED:
-        # the survivors' count is on the device (a captured graph's grid is fixed)
-        n_survivors = tl.load(n_survivors_ptr)
-        if LOOP:  # fewer programs than blocks (`SURVIVOR_PROGRAMS`): each takes the list's blocks in turn
-            for first in range(pid * BLOCK_N, n_survivors, tl.num_programs(0) * BLOCK_N):
-                lanes = first + tl.arange(0, BLOCK_N)
-                in_range = lanes < n_survivors
-                offs = tl.load(survivors_ptr + lanes, mask=in_range, other=0).to(tl.int64)
-                _project_rows(offs, in_range, means_ptr, covars_ptr, opacities_ptr, sh_ptr, camera_ptr, records_ptr,
-                              depths_ptr, tiles_touched_ptr, macros_touched_ptr, bin_t_ptr, tau_ptr, width, height,
-                              near, far, eps2d, s_min, sh_n, sh_k, sh_c, DEGREE, TILE, ADAGSCALE, MACROS, WRITE_T,
-                              BLOCK_N)  # fmt: skip
-        else:  # a program a block of all N: the programs past the survivors return at once (the loop's form holds
-            # 80 registers where this one holds 56)
-            first = pid.to(tl.int64) * BLOCK_N
-            if first >= n_survivors:
-                return
-            lanes = first + tl.arange(0, BLOCK_N)
-            in_range = lanes < n_survivors
-            offs = tl.load(survivors_ptr + lanes, mask=in_range, other=0).to(tl.int64)
-            _project_rows(offs, in_range, means_ptr, covars_ptr, opacities_ptr, sh_ptr, camera_ptr, records_ptr,
-                          depths_ptr, tiles_touched_ptr, macros_touched_ptr, bin_t_ptr, tau_ptr, width, height, near,
-                          far, eps2d, s_min, sh_n, sh_k, sh_c, DEGREE, TILE, ADAGSCALE, MACROS, WRITE_T,
-                          BLOCK_N)  # fmt: skip
-    else:
-        offs = pid.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-        _project_rows(offs, offs < N, means_ptr, covars_ptr, opacities_ptr, sh_ptr, camera_ptr, records_ptr, depths_ptr,
-                      tiles_touched_ptr, macros_touched_ptr, bin_t_ptr, tau_ptr, width, height, near, far, eps2d, s_min,
-                      sh_n, sh_k, sh_c, DEGREE, TILE, ADAGSCALE, MACROS, WRITE_T, BLOCK_N)  # fmt: skip
-
-
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def project_gaussians(
     means: torch.Tensor,  # [N, 3]
@@ -424,19 +373,14 @@ def project_gaussians(
             N, width, height, near, far, eps2d, float(extent_scale),
             TILE=tile_size, MACROS=macros_touched is not None, BLOCK=cull_block, num_warps=FRUSTUM_WARPS,
         )  # fmt: skip
-    programs = triton.cdiv(N, block)
-    # by the setting alone, not by N: the warm-up's small scenes then compile the form the real one launches
-    loop = frustum is not None and SURVIVOR_PROGRAMS is not None
-    if loop:
-        programs = min(programs, SURVIVOR_PROGRAMS)
-    launch(_project_kernel, (programs,),
+    launch(_project_kernel, (triton.cdiv(N, block),),
         means, covars, opacities, sh, camera,
         records, depths, tiles_touched, macros_out,
         depths if bin_t is None else bin_t, depths if adagscale_tau is None else adagscale_tau,
         survivors, n_survivors,
         N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(),
         DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, MACROS=macros_touched is not None,
-        WRITE_T=bin_t is not None, INDEXED=frustum is not None, LOOP=loop,
+        WRITE_T=bin_t is not None, INDEXED=frustum is not None,
         BLOCK_N=block,
     )  # fmt: skip
     return records, depths, tiles_touched, macros_touched, bin_t
@@ -470,7 +414,3 @@ FRUSTUM_ON, FRUSTUM_OFF = 0.45, 0.55
 # each other over the fly-overs (BENCHMARKS.md, section 38)
 FRUSTUM_BLOCK = 1024
 FRUSTUM_WARPS = 4
-# Programs of the project kernel over the survivors: None launches one a block of all N, as without the pre-cull
-# (the blocks past the survivors' count do nothing, but each is launched: 188k of them for 24M Gaussians); a
-# number launches at most that many, each taking blocks in turn. To be measured (BENCHMARKS.md, section 38)
-SURVIVOR_PROGRAMS: int | None = None

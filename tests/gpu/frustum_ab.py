@@ -28,10 +28,8 @@ from tools.bench_paths import COMPOSITE_INPUTS, build_composite, composite_paths
 
 REPS = 10  # projections timed a frame, each way
 ROUNDS = 4  # alternated pairs of passes a path
-# --sweep: the pre-cull's launches (its kernel's Gaussians a program and warps; the project kernel's programs over
-# the survivors, kernels/project.py SURVIVOR_PROGRAMS, None: one a block of all N), over every frame of the fly-overs
-SWEEP = [(1024, 4, None), (512, 4, None), (256, 2, None), (1024, 4, 1024), (1024, 4, 2048), (1024, 4, 4096),
-         (1024, 4, 8192), (256, 2, 4096)]  # fmt: skip
+# --sweep: the pre-cull kernel's launch (Gaussians a program, warps), timed over every frame of the fly-overs
+SWEEP = [(1024, 4), (1024, 8), (1024, 16), (512, 4), (512, 8), (256, 4), (256, 2), (2048, 16)]
 
 
 def project_ms(r: Renderer, cam, frustum) -> float:
@@ -56,17 +54,15 @@ def project_ms(r: Renderer, cam, frustum) -> float:
 
 
 def sweep(r: Renderer, cams, survivors, count) -> dict:
-    """{"BLOCKxWARPS/PROGRAMS": the projection's ms over the path with the pre-cull launched so}, and "plain"
-    without it."""
+    """{"BLOCKxWARPS": the projection's ms over the path with the pre-cull launched so}, and "plain" without it."""
     frustum = (r.extent, survivors, count)
     result = {"plain": sum(project_ms(r, cam, None) for cam in cams)}
-    kp = kernels.project
-    default = kp.FRUSTUM_BLOCK, kp.FRUSTUM_WARPS, kp.SURVIVOR_PROGRAMS
-    for block, warps, programs in SWEEP:
-        kp.FRUSTUM_BLOCK, kp.FRUSTUM_WARPS, kp.SURVIVOR_PROGRAMS = block, warps, programs
+    default = kernels.project.FRUSTUM_BLOCK, kernels.project.FRUSTUM_WARPS
+    for block, warps in SWEEP:
+        kernels.project.FRUSTUM_BLOCK, kernels.project.FRUSTUM_WARPS = block, warps
         project_ms(r, cams[0], frustum)  # compiled before it is timed
-        result[f"{block}x{warps}/{programs}"] = sum(project_ms(r, cam, frustum) for cam in cams)
-    kp.FRUSTUM_BLOCK, kp.FRUSTUM_WARPS, kp.SURVIVOR_PROGRAMS = default
+        result[f"{block}x{warps}"] = sum(project_ms(r, cam, frustum) for cam in cams)
+    kernels.project.FRUSTUM_BLOCK, kernels.project.FRUSTUM_WARPS = default
     return result
 
 

@@ -120,22 +120,3 @@ def test_the_extent_bounds_the_largest_eigenvalue():
     extent = gaussian_extent(torch.tensor(upper(S), dtype=torch.float32)).double().numpy()
     assert (extent >= lam).all(), float((lam / extent).max())
     assert (extent <= 3.0001 * lam).all(), "the trace bounds it within 3x"
-
-
-def test_fewer_programs_than_survivor_blocks_take_them_in_turn(device, monkeypatch):
-    """With the project kernel's grid cut to one program (SURVIVOR_PROGRAMS), that program projects every block of
-    the survivors' list in turn: the same outputs."""
-    import kernels.project
-
-    n = 5000
-    cam = camera(160, 120, 55.0, look_at((0.4, -0.3, -5.0), (0.2, 0.1, 0.0)))
-    packed = cam.packed(device)
-    scene = edge_scene(n, cam, 4, device)
-    want = project(kernels, scene, packed, 8, device=device)
-    monkeypatch.setattr(kernels.project, "SURVIVOR_PROGRAMS", 1)
-    monkeypatch.setattr(kernels.project, "project_block", lambda n: 256)  # several blocks on the GPU too
-    survivors, count = scratch(n, device)
-    got = project(kernels, scene, packed, 8, frustum=(gaussian_extent(scene[1]), survivors, count), device=device)
-    block = 2048 if kernels.project.interpreting() else 256
-    assert int(count) > block, "the survivors should span more than one block"
-    assert_same_projection(want, got)

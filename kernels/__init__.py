@@ -2,7 +2,8 @@
 
 project, bin, tile_lists, schedule and rasterize are Triton kernels (rasterize's compiled loop in Gluon,
 Triton's layout-explicit dialect, for its shared memory); order and sort are torch's `torch.sort`
-(CUB's radix sort on the GPU) with `cumsum`, `searchsorted` and `index_select`. kernels/constants.py holds the
+(CUB's radix sort on the GPU) with `cumsum`, `searchsorted` and `index_select`, and a Triton kernel that settles
+the ties of macro-tile pairs' depth keys. kernels/constants.py holds the
 numbers and kernels/buffers.py the buffers that launchers and twins share. Knows tensors, not scenes, cameras
 or windows.
 
@@ -19,8 +20,11 @@ if not torch.cuda.is_available():
 
 from .bin import bin_config, bin_pairs, bins_macro_tiles, expected_macro_pairs  # noqa: E402
 from .buffers import (  # noqa: E402
+    MACRO_KEY_DTYPE,
     SH_DTYPE,
     SH_MAX,
+    depth_bits,
+    depth_keys,
     gaussian_extent,
     key_dtype,
     list_scratch_shape,
@@ -31,7 +35,7 @@ from .buffers import (  # noqa: E402
     sh_layout,
 )
 from .cull import cull_window  # noqa: E402
-from .order import count_blocks, count_visible, depth_order, visible_order  # noqa: E402
+from .order import count_blocks, count_visible, depth_order, index_offsets, visible_order  # noqa: E402
 from .project import culls_frustum, project_block, project_gaussians  # noqa: E402
 from .rasterize import SLOTS as RASTER_SLOTS  # noqa: E402
 from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
@@ -55,6 +59,10 @@ __all__ = [
     "order_outputs",
     "project_block",
     "key_dtype",
+    "MACRO_KEY_DTYPE",
+    "depth_bits",
+    "depth_keys",
+    "index_offsets",
     "list_class",
     "RASTER_SLOTS",
     "list_scratch_shape",

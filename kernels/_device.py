@@ -58,6 +58,7 @@ FP16_MAX = tl.constexpr(65504.0)  # a record's colour is fp16: larger values are
 ALPHA_MIN_INV = tl.constexpr(1.0 / constants.ALPHA_MIN)  # 255.0 exactly: t = 2 ln(o / ALPHA_MIN), as a product
 MACRO_COLS = tl.constexpr(constants.MACRO_COLS)  # a macro-tile's tile columns and rows
 MACRO_ROWS = tl.constexpr(constants.MACRO_ROWS)
+DEPTH_KEY_FLOOR_BITS = tl.constexpr(constants.DEPTH_KEY_FLOOR_BITS)
 # a tile's first pixel centre lies PIXEL_CENTRE past its start, its last one LAST_CENTRE_FROM_END before its end
 PIXEL_CENTRE = tl.constexpr(constants.PIXEL_CENTRE)
 LAST_CENTRE_FROM_END = tl.constexpr(1.0 - constants.PIXEL_CENTRE)
@@ -396,6 +397,15 @@ def write_record(rec_ptr, offs, mask, mx, my, a, b, c, lo, cr, cg, cb):
     row = tl.reshape(row, (mx.shape[0], 8))
     words = rec_ptr.to(tl.pointer_type(tl.int32)) + offs[:, None] * 8 + tl.arange(0, 8)[None, :]
     tl.store(words, row, mask=mask[:, None])
+
+
+@triton.jit
+def depth_key(depth, bits, shift):
+    """The rounded depth a macro-tile pair's key holds in its low `bits` bits (kernels/buffers.py `depth_keys`, its
+    twin): the float's bit pattern (monotone for positive floats) less DEPTH_KEY_FLOOR_BITS, shifted right by
+    `shift`, clamped to [0, 2^bits - 1]. int32 throughout: a positive float's pattern is below 2^31."""
+    raw = tl.maximum(depth.to(tl.int32, bitcast=True) - DEPTH_KEY_FLOOR_BITS, 0)
+    return tl.minimum(raw >> shift, (1 << bits) - 1)
 
 
 @triton.jit

@@ -1,26 +1,28 @@
-"""Stage 3, bin: the (tile, Gaussian) or (macro-tile, Gaussian) pairs of every visible Gaussian, in depth order.
+"""Stage 3, bin: the (tile, Gaussian) or (macro-tile, Gaussian) pairs of every visible Gaussian.
 
-The Gaussians are visited in the order `depth_order` produced (nearest first, depth ties by Gaussian index). The
-r-th of them owns the pair slots [offsets[r] - count, offsets[r]) (offsets = inclusive prefix sum of the counts in
-that order) and walks the same exact ellipse-tile test as `project_gaussians`. Two forms, by the frame's launch
-configuration (`LaunchConfig.macro`, renderer/launch.py), told apart here by the values' dtype:
+The r-th Gaussian visited owns the pair slots [offsets[r] - count, offsets[r]) (offsets = inclusive prefix sum of
+the counts in the order visited) and walks the same exact ellipse-tile test as `project_gaussians`. Two forms, by
+the frame's launch configuration (`LaunchConfig.macro`, renderer/launch.py), told apart here by the values' dtype:
 
-- tiles (values int32, counts = tiles_touched): one pair per tile, row by row, tiles left to right,
+- tiles (values int32, counts = tiles_touched), the Gaussians visited in the order `depth_order` produced (nearest
+  first, depth ties by Gaussian index): one pair per tile, row by row, tiles left to right,
       key = tile id      (int16 when the image has at most 32,767 tiles, else int32)
       id  = Gaussian index
   A stable sort by key then leaves each tile's pairs in depth order with ties by index, which is gsplat's order;
   the key holds no depth, so it is 2 or 4 bytes instead of the 8 of a (tile << 32 | depth) key.
-- macro-tiles (values int64, counts = macros_touched): one pair per macro-tile, a block of MACRO_COLS x
-  MACRO_ROWS tiles (8 x 4, kernels/constants.py), walked a band of MACRO_ROWS tile rows at a time; for each
-  macro-tile column of the band's hull (`_device.band_hull`, left to right)
-      key   = macro-tile id, by * macro columns + bx   (int16 up to 32,767 macro-tiles, else int32)
+- macro-tiles (values int64, counts = macros_touched), the Gaussians visited in index order (all of them, or the
+  visible ones gathered): one pair per macro-tile, a block of MACRO_COLS x MACRO_ROWS tiles (8 x 4,
+  kernels/constants.py), walked a band of MACRO_ROWS tile rows at a time; for each macro-tile column of the band's
+  hull (`_device.band_hull`, left to right)
+      key   = macro-tile id (by * macro columns + bx) << bits | the Gaussian's rounded depth   (int32)
       entry = the Gaussian index in the low 32 bits, in the high 32 the mask of the macro-tile's tiles it reaches
               (bit MACRO_COLS * row + column within the macro-tile; kernels/buffers.py `pack_entries`)
-  A stable sort by key leaves each macro-tile's pairs in depth order, and stage 5 (`tile_lists`) splits them into
-  the tiles' lists, the same lists. A close-up's Gaussian reaches tens of tiles but a few macro-tiles: several
-  times fewer pairs to write and sort, and at 4K int16 keys where tiles need int32 ones. An overview's Gaussians
-  reach one or two tiles, mostly of one macro-tile: there the split costs more than the sort saves
-  (BENCHMARKS.md, section 24), so those frames bin per tile.
+  bits = `depth_bits` of the image's macro-tiles (21 at 1080p). The one pair sort orders each macro-tile's pairs
+  by depth and settles the ties exactly (kernels/sort.py), so these frames sort no Gaussians; stage 5
+  (`tile_lists`) splits the lists into the tiles', the same lists. A close-up's Gaussian reaches tens of tiles but
+  a few macro-tiles: several times fewer pairs to write and sort. An overview's Gaussians reach one or two tiles,
+  mostly of one macro-tile: there the split costs more than the sort saves (BENCHMARKS.md, section 24), so those
+  frames bin per tile.
 
 Slots at or past `capacity` are not written: the pair buffers have a fixed size (so a frame needs no host
 sync to size them, and can be replayed as a CUDA graph), and the renderer compares the true pair count with
@@ -32,11 +34,12 @@ The walk is the count's: the conic as the blend record holds it (`_device.record
 `project_gaussians` counted with: from the record's lo (`_device.record_threshold`), or AdaGScale's shrunken one
 from `bin_t` where it is on.
 
-Inputs : order [M] i64 (Gaussian indices, nearest first; an index N, past the last Gaussian, has no pairs),
-         offsets [M] i64, records [N,8] (kernels/buffers.py), counts [N] i32 (tiles or macro-tiles touched; the
-         kernels take each Gaussian's from the step of its offsets, the twin from counts), bin_t [N] or None
-Outputs: keys [capacity] i16/i32 (tile or macro-tile ids; untouched past the pair count), values [capacity] (i32
-         Gaussian ids, or i64 entries)
+Inputs : order [M] (tiles: i64 Gaussian indices, nearest first, an index N has no pairs; macro-tiles: i32 gathered
+         indices or none), offsets [M] i64, records [N,8] (kernels/buffers.py), counts [N] i32 (tiles or
+         macro-tiles touched; the kernels take each Gaussian's from the step of its offsets, the twin from counts),
+         bin_t [N] or None, depths [N] f32 (macro-tiles)
+Outputs: keys [capacity] (tile ids, i16/i32; macro-tile ids above rounded depths, i32; untouched past the pair
+         count), values [capacity] (i32 Gaussian ids, or i64 entries)
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from ._device import (
     MACRO_COLS,
     MACRO_ROWS,
     band_hull,
+    depth_key,
     record_conic,
     record_geometry,
     record_threshold,
@@ -58,7 +62,7 @@ from ._device import (
     tile_rows,
 )
 from ._launch import interpreting, launch
-from .buffers import macro_grid, sentinel_key
+from .buffers import MACRO_KEY_DTYPE, depth_bits, depth_shift, macro_grid, sentinel_key
 from .constants import MACRO_COLS as _COLS
 from .constants import MACRO_ROWS as _ROWS
 
@@ -66,9 +70,12 @@ assert _ROWS == 4, "the band walk below writes out its four rows"
 
 
 @triton.jit
-def _program_gaussians(order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N: tl.constexpr):
-    """This program's BLOCK_N Gaussians in depth order: (index g, pair count, first slot, live, screen mean,
-    conic, binning threshold); idle lanes (past M, or culled) get no pairs and a unit conic.
+def _program_gaussians(
+    order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N: tl.constexpr, INDEXED: tl.constexpr
+):
+    """This program's BLOCK_N Gaussians, the r-th visited being order[r] (INDEXED: in depth order, or the visible
+    ones gathered) or r: (index g, pair count, first slot, live, screen mean, conic, binning threshold); idle lanes
+    (past M, or culled) get no pairs and a unit conic.
 
     In depth order every read of a Gaussian's own data is a gather that fetches a 32-byte sector: the record is
     one, and all binning needs beside it. The pair count is the step of the offsets (read in order), not counts[g],
@@ -77,7 +84,10 @@ def _program_gaussians(order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M
     pid = tl.program_id(0).to(tl.int64)
     r = pid * BLOCK_N + tl.arange(0, BLOCK_N)
     in_range = r < M
-    g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
+    if INDEXED:
+        g = tl.load(order_ptr + r, mask=in_range, other=0).to(tl.int64)
+    else:
+        g = r
     base = tl.load(offsets_ptr + r - 1, mask=in_range & (r > 0), other=0)  # the pairs before this Gaussian's
     count = (tl.load(offsets_ptr + r, mask=in_range, other=0) - base).to(tl.int32)
     live = (count > 0) & (g < N)
@@ -121,13 +131,14 @@ def _row_bits(tx_lo, span, x0, j: tl.constexpr):
     return tl.where(n > 0, bits << (MACRO_COLS * j), 0)
 
 
-@triton.jit(do_not_specialize=["scaled", "M", "N", "capacity", "width", "height", "sentinel"])
+@triton.jit(do_not_specialize=["scaled", "M", "N", "capacity", "width", "height", "sentinel", "bits", "shift"])
 def _bin_macro_kernel(
-    order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
+    order_ptr,  # [M] i32, the visible Gaussians' indices in index order (INDEXED; else the r-th visited is r)
     offsets_ptr,  # [M] i64, inclusive prefix sum of the macro-tile counts in that order
     records_ptr,  # [N, 8] f32 blend records
+    depths_ptr,  # [N] f32
     bin_t_ptr,  # [N] f32 binning thresholds (read where `scaled`)
-    keys_ptr,  # [capacity] i16/i32 out
+    keys_ptr,  # [capacity] i32 out
     entries_ptr,  # [capacity] i64 out
     scaled,  # 1: the thresholds are bin_t's (AdaGScale); 0: the records' (`record_threshold`)
     M,
@@ -136,14 +147,17 @@ def _bin_macro_kernel(
     width,
     height,
     sentinel,
+    bits,  # the keys' depth bits (kernels/buffers.py `depth_bits`)
+    shift,  # `depth_shift(bits)`
     TILE: tl.constexpr,
     BLOCK_N: tl.constexpr,
     COLS: tl.constexpr,
+    INDEXED: tl.constexpr,
 ):
     g, count, base, live, mx, my, a, b, c, t = _program_gaussians(
-        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N
+        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N, INDEXED
     )
-    key_ty = keys_ptr.dtype.element_ty
+    dq = depth_key(tl.load(depths_ptr + g, mask=live, other=0.0), bits, shift)[:, None]
     gid = g[:, None]
 
     n_tx = (width + TILE - 1) // TILE
@@ -168,7 +182,7 @@ def _bin_macro_kernel(
         n_cols = tl.where(hull_hi >= hull_lo, hull_hi - hull_lo + 1, 0)
         n_cols = tl.minimum(n_cols, count - written)  # never past this Gaussian's slots
         # [BLOCK_N, 1] views made before the loop (made inside it, Triton 3.6 hoisted one out of order)
-        first_key, first_x = (by * n_mx + hull_lo)[:, None], (hull_lo * MACRO_COLS)[:, None]
+        first_unit, first_x = (by * n_mx + hull_lo)[:, None], (hull_lo * MACRO_COLS)[:, None]
         first_slot, n_cols_2d = (base + written)[:, None], n_cols[:, None]
         lo0, sp0, lo1, sp1 = lo0[:, None], sp0[:, None], lo1[:, None], sp1[:, None]
         lo2, sp2, lo3, sp3 = lo2[:, None], sp2[:, None], lo3[:, None], sp3[:, None]
@@ -179,7 +193,7 @@ def _bin_macro_kernel(
             mask = mask | _row_bits(lo2, sp2, x0, 2) | _row_bits(lo3, sp3, x0, 3)
             slot = first_slot + col.to(tl.int64)
             m = (col < n_cols_2d) & (slot < capacity)
-            tl.store(keys_ptr + slot, (first_key + col).to(key_ty), mask=m)
+            tl.store(keys_ptr + slot, ((first_unit + col) << bits) | dq, mask=m)
             tl.store(entries_ptr + slot, (mask.to(tl.int64) << 32) | gid, mask=m)
         written += n_cols
     _fill_missing(keys_ptr, entries_ptr, gid, base, written, count, capacity, sentinel, COLS)
@@ -205,7 +219,7 @@ def _bin_tiles_kernel(
     COLS: tl.constexpr,
 ):
     g, count, base, live, mx, my, a, b, c, t = _program_gaussians(
-        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N
+        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N, True
     )
     key_ty = keys_ptr.dtype.element_ty
     gid = g.to(tl.int32)
@@ -280,7 +294,7 @@ BIN_FEW_WIDE = 16384  # wide Gaussians under this many: 4 a program (at most 4,0
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def bin_pairs(
-    order: torch.Tensor,  # [M] i64 (or i32)
+    order: torch.Tensor | None,  # [M] i64 depth order (tile pairs), or i32 gathered indices / None (macro-tile pairs)
     offsets: torch.Tensor,  # [M] i64
     records: torch.Tensor,  # [N, 8] f32
     counts: torch.Tensor,  # [N] i32: tiles_touched or macros_touched (checked; the kernel reads the offsets' steps)
@@ -288,6 +302,7 @@ def bin_pairs(
     height: int,
     *,
     bin_t: torch.Tensor | None,  # [N], or None: the thresholds from the records
+    depths: torch.Tensor | None = None,  # [N] f32: macro-tile pairs' keys hold them
     tile_size: int = 8,
     out: tuple[torch.Tensor, torch.Tensor],
     block: int | None = None,
@@ -296,14 +311,18 @@ def bin_pairs(
     """Write the pairs of every visible Gaussian into `out` = (keys, values), whose length is the capacity: tile
     pairs when values are int32 (Gaussian ids), macro-tile pairs when they are int64 (entries).
 
+    Tile pairs are binned in `order`, the depth order, and keyed by tile id alone. Macro-tile pairs are binned in
+    index order (all N where `order` is None, else the gathered indices it lists) and keyed by macro-tile id above
+    the Gaussian's rounded depth (`buffers.depth_bits`), so `sort_pairs` orders them by depth.
     The caller fills keys with `sentinel_key(keys.dtype)` first when the buffers may be longer than the pair
     count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with, which
     binning needs only where they are AdaGScale's; None takes each from the Gaussian's record (`record_threshold`,
     as `project_gaussians` counted without AdaGScale), a gather less a Gaussian.
     block, cols: Gaussians per program and (macro-)tiles written per step (launch knobs; `bin_config`).
     """
-    M, N = order.shape[0], records.shape[0]
-    assert order.dtype in (torch.int32, torch.int64) and offsets.shape == (M,) and offsets.dtype == torch.int64
+    N = records.shape[0]
+    M = N if order is None else order.shape[0]
+    assert offsets.shape[0] >= M and offsets.dtype == torch.int64, (offsets.shape, M)
     assert records.shape == (N, 8) and counts.shape == (N,) and (bin_t is None or bin_t.shape == (N,)), records.shape
     keys, values = out
     assert keys.dtype in (torch.int16, torch.int32) and values.dtype in (torch.int32, torch.int64), values.dtype
@@ -311,18 +330,29 @@ def bin_pairs(
     macro = values.dtype == torch.int64
     n_tx, n_ty = (width + tile_size - 1) // tile_size, (height + tile_size - 1) // tile_size
     n_mx, n_my = macro_grid(n_tx, n_ty)
-    n_keys = n_mx * n_my if macro else n_tx * n_ty
-    assert n_keys < sentinel_key(keys.dtype), (n_keys, keys.dtype)
+    if macro:
+        assert keys.dtype == MACRO_KEY_DTYPE and depths is not None and depths.shape == (N,), keys.dtype
+        assert order is None or order.dtype == torch.int32, order.dtype
+    else:
+        assert order is not None and n_tx * n_ty < sentinel_key(keys.dtype), (n_tx * n_ty, keys.dtype)
     if M == 0:
         return keys, values
     if interpreting():  # wide programs and steps: the interpreter's cost is per step, not per element
         block, cols = 2048, 16
     elif block is None or cols is None:
         block, cols = bin_config(N, 0.0)
-    kernel = _bin_macro_kernel if macro else _bin_tiles_kernel
-    launch(kernel, (triton.cdiv(M, block),),
-        order, offsets, records, records if bin_t is None else bin_t, keys, values, int(bin_t is not None),
-        M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
-        TILE=tile_size, BLOCK_N=block, COLS=cols,
-    )  # fmt: skip
+    common = (records, records if bin_t is None else bin_t)
+    if macro:
+        bits = depth_bits(n_mx * n_my)
+        launch(_bin_macro_kernel, (triton.cdiv(M, block),),
+            offsets if order is None else order, offsets, records, depths, common[1], keys, values,
+            int(bin_t is not None), M, N, keys.shape[0], width, height, sentinel_key(keys.dtype), bits,
+            depth_shift(bits), TILE=tile_size, BLOCK_N=block, COLS=cols, INDEXED=order is not None,
+        )  # fmt: skip
+    else:
+        launch(_bin_tiles_kernel, (triton.cdiv(M, block),),
+            order, offsets, *common, keys, values, int(bin_t is not None),
+            M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
+            TILE=tile_size, BLOCK_N=block, COLS=cols,
+        )  # fmt: skip
     return keys, values

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .constants import INT16_TILES, LOG2E, MACRO_COLS, MACRO_ROWS
+from .constants import DEPTH_KEY_FLOOR_BITS, DEPTH_KEY_SPAN, INT16_TILES, LOG2E, MACRO_COLS, MACRO_ROWS
 
 
 def macro_grid(n_tx: int, n_ty: int) -> tuple[int, int]:
@@ -20,14 +20,40 @@ def macro_grid(n_tx: int, n_ty: int) -> tuple[int, int]:
     return (n_tx + MACRO_COLS - 1) // MACRO_COLS, (n_ty + MACRO_ROWS - 1) // MACRO_ROWS
 
 
-def key_dtype(n_macros: int) -> torch.dtype:
-    """The narrowest pair key type that holds every macro-tile id and a sentinel above them."""
-    return torch.int16 if n_macros <= INT16_TILES else torch.int32
+def key_dtype(n_tiles: int) -> torch.dtype:
+    """The narrowest tile pair key type that holds every tile id and a sentinel above them (macro-tile pairs' keys
+    are MACRO_KEY_DTYPE)."""
+    return torch.int16 if n_tiles <= INT16_TILES else torch.int32
 
 
 def sentinel_key(dtype: torch.dtype) -> int:
-    """The key of an unused slot: the type's maximum, above every tile id, so it sorts last."""
+    """The key of an unused slot: the type's maximum, above every real key, so it sorts last."""
     return torch.iinfo(dtype).max
+
+
+# Macro-tile pair keys are int32 (kernels/constants.py DEPTH_KEY_FLOOR_BITS): the macro-tile above its Gaussian's
+# rounded depth. Tile pairs' keys are the tile ids alone (`key_dtype`): those frames sort their Gaussians by depth.
+MACRO_KEY_DTYPE = torch.int32
+
+
+def depth_bits(n_macros: int) -> int:
+    """The low bits of a macro-tile pair's key that hold the rounded depth, for `n_macros` macro-tiles: what their
+    ids leave of 31 bits. Every id is below 2^(31 - bits) - 1, so the sentinel's (all ones) is past every real one
+    and every real key is below the sentinel (1920x1080 at 8 px: 1,020 macro-tiles leave 21 bits; 3840x2160, 12
+    bits of ids and 19 of depth)."""
+    return 31 - int(n_macros).bit_length()
+
+
+def depth_shift(bits: int) -> int:
+    """How far a depth's bits (less DEPTH_KEY_FLOOR_BITS) are shifted right to fit `bits` bits."""
+    return max(DEPTH_KEY_SPAN - bits, 0)
+
+
+def depth_keys(depths: torch.Tensor, bits: int) -> torch.Tensor:
+    """[N] int32: the rounded depths a key holds in its low `bits` bits, monotone in the depth (the twin of
+    kernels/_device.py `depth_key`)."""
+    raw = depths.contiguous().view(torch.int32).long() - DEPTH_KEY_FLOOR_BITS
+    return (raw.clamp(min=0) >> depth_shift(bits)).clamp(max=(1 << bits) - 1).to(torch.int32)
 
 
 # ----------------------------------------------------------------------------------------------- SH input
@@ -88,9 +114,9 @@ def project_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, .
 
 
 # ----------------------------------------------------------------------------------------------- pairs
-# A binned pair is a key (the macro-tile id, `key_dtype`) and an int64 entry: the Gaussian's index in the low 32
-# bits and the mask of the macro-tile's tiles it reaches in the high 32 (bit MACRO_COLS * row + column). One
-# int64 word, so the sort moves both with one gather.
+# A binned macro-tile pair is a key (the macro-tile id above the rounded depth, `depth_bits`) and an int64 entry:
+# the Gaussian's index in the low 32 bits and the mask of the macro-tile's tiles it reaches in the high 32 (bit
+# MACRO_COLS * row + column). One int64 word, so the sort moves both with one gather.
 
 
 def pack_entries(gaussian_ids: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:

@@ -47,9 +47,16 @@ CLAMP_TILES = 4.0
 # tiles and a few macro-tiles, so the pairs that are emitted and sorted are several times fewer.
 MACRO_COLS = 8
 MACRO_ROWS = 4
-# Pair keys are int16 where the image has at most this many tiles (per-tile pairs: 1920x1080 at 8 px has 32,400)
-# or macro-tiles (macro-tile pairs: 7680x4320 at 8 px has 16,200).
+# Tile pairs' keys are int16 where the image has at most this many tiles (1920x1080 at 8 px has 32,400).
 INT16_TILES = 32767
+# A macro-tile pair's key is one int32: the macro-tile id in the high bits and the Gaussian's depth, rounded down, in
+# the low ones (kernels/buffers.py `depth_bits`: 21 at 1080p's 1,020 macro-tiles), so one sort of the pairs orders
+# every macro-tile's list by depth, and the pairs that tie in it are put in exact (depth, index) order after it
+# (kernels/sort.py). The rounded depth is the float's bit pattern less that of DEPTH_KEY_FLOOR, over DEPTH_KEY_SPAN
+# bits (2^-8 to 2^24: 32 octaves), cut to the bits the key has left; depths outside it clamp to its ends (they tie,
+# and the ties are resolved exactly).
+DEPTH_KEY_FLOOR_BITS = 0x3B800000  # the float 2^-8 (0.0039, under any near plane), as an int32
+DEPTH_KEY_SPAN = 28  # bits of float bit patterns from 2^-8 to 2^24: 5 of exponent, 23 of mantissa
 
 # ----------------------------------------------------------------------------------------------- schedule
 

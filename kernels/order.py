@@ -16,6 +16,9 @@ every launch takes its length from the tensors, so the stage needs no host sync 
 graph. The visible, tile-pair and macro-pair counts stay on the device, in `totals`, for the frame's one sync to
 read: the pairs size the pair buffers, the tile pairs the tiles' lists (kernels/tile_lists.py).
 
+Frames binned per macro-tile sort no Gaussians: their pair keys hold the depth (kernels/bin.py), and their stage
+is the counts and `index_offsets`, the prefix sum of the pair counts in index order.
+
 Counted frames (renderer/frame.py `CountedFrame`) split the stage around the host's one wait. Before it,
 `count_visible` reduces the counts (which do not depend on the order) and gathers the visible Gaussians; the host
 reads the counts, and the stages after it run on exactly them; after it, `visible_order` sorts only the visible
@@ -237,3 +240,25 @@ def visible_order(
            INDEXED=compact, BLOCK=ORDER_BLOCK)  # fmt: skip
     torch.cumsum(counts, 0, out=offsets)
     return order, offsets
+
+
+# ------------------------------------------------------------------------------------- frames binned per macro-tile
+
+
+# Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
+def index_offsets(
+    pair_counts: torch.Tensor,  # [N] i32
+    order: torch.Tensor | None,  # [M] i32: the Gaussians binning visits (the visible ones gathered), or None: all
+    *,
+    out: torch.Tensor,  # [>= M] i64
+) -> torch.Tensor:
+    """[M] i64 offsets for a frame binned per macro-tile, which bins in index order: the inclusive prefix sum of the
+    pair counts of the Gaussians `order` lists (`count_visible`'s gathered indices), or of all N. Its pairs' keys
+    hold their depths, so the one pair sort orders them (kernels/sort.py) and nothing sorts the Gaussians."""
+    M = pair_counts.shape[0] if order is None else order.shape[0]
+    offsets = out[:M]
+    if M == 0:
+        return offsets
+    counts = pair_counts if order is None else torch.index_select(pair_counts, 0, order)
+    torch.cumsum(counts, 0, dtype=torch.int64, out=offsets)
+    return offsets

@@ -12,6 +12,9 @@ import torch
 
 # the buffers and pair keys, from the one module both read (kernels/buffers.py)
 from .buffers import (
+    MACRO_KEY_DTYPE,
+    depth_bits,
+    depth_keys,
     key_dtype,
     list_scratch_shape,
     macro_grid,
@@ -471,6 +474,19 @@ def visible_order(
     return order, offsets
 
 
+# Twin of `index_offsets` in kernels/order.py: the same signature on purpose.
+def index_offsets(pair_counts: torch.Tensor, order: torch.Tensor | None, *, out: torch.Tensor) -> torch.Tensor:
+    """A running sum in Python's order of the counts, without a gather first: the counts of `order`'s Gaussians
+    picked by a mask over all of them (its entries ascend: the gathered visible ones in index order)."""
+    counts = pair_counts.long()
+    if order is not None:
+        picked = torch.zeros_like(pair_counts, dtype=torch.bool)
+        picked[order.long()] = True
+        counts = counts[picked]
+    out[: counts.numel()].copy_(torch.cumsum(counts, 0))
+    return out[: counts.numel()]
+
+
 # ----------------------------------------------------------------------------------------------- bin
 
 
@@ -481,7 +497,7 @@ BIN_CHUNK_PAIRS = 1 << 18
 
 # Twin of the launcher in kernels/bin.py: the same signature on purpose (see the module docstring).
 def bin_pairs(
-    order: torch.Tensor,
+    order: torch.Tensor | None,
     offsets: torch.Tensor,
     records: torch.Tensor,
     counts: torch.Tensor,
@@ -489,20 +505,25 @@ def bin_pairs(
     height: int,
     *,
     bin_t: torch.Tensor | None,
+    depths: torch.Tensor | None = None,
     tile_size: int = 8,
     out: tuple[torch.Tensor, torch.Tensor],
     block: int | None = None,
     cols: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs (values int32), whose mask bits are
-    summed into their (Gaussian, macro-tile) pairs (values int64), Gaussians in `order`, in chunks of about
-    BIN_CHUNK_PAIRS pairs.
+    summed into their (Gaussian, macro-tile) pairs (values int64), Gaussians in `order` (macro-tile pairs: or all
+    in turn), in chunks of about BIN_CHUNK_PAIRS pairs; macro-tile ids are shifted above their Gaussians' rounded
+    depths (`buffers.depth_keys`) once all are written.
     As the kernel, it writes only slots below the capacity, and does no work for a Gaussian whose slots all lie
     past it (a frame binned into a capacity too small for its pairs costs no more than the capacity). `block`
     and `cols`, the kernel's launch knobs, are ignored."""
     keys, values = out
     macro = values.dtype == torch.int64  # the kernel's two forms (kernels/bin.py)
     capacity = keys.shape[0]
+    if order is None:
+        order = torch.arange(records.shape[0], device=records.device)
+    offsets = offsets[: order.shape[0]]
     padded = torch.cat([counts, counts.new_zeros(1)])  # index N (none) has no pairs
     has = padded[order.long()] > 0
     live = order.long()[has]  # visible Gaussians, nearest first
@@ -517,6 +538,12 @@ def bin_pairs(
         chunk = _bin_macro_chunk if macro else _bin_tile_chunk
         chunk(live[a:b], base[a:b], records, counts, width, height, bin_t, tile_size, out)
         a = b
+    if macro:  # the rounded depths under the ids, in every slot a Gaussian wrote (not the sentinels)
+        n_mx, n_my = macro_grid((width + tile_size - 1) // tile_size, (height + tile_size - 1) // tile_size)
+        bits = depth_bits(n_mx * n_my)
+        real = keys != sentinel_key(keys.dtype)
+        real[int(offsets[-1]) if offsets.numel() else 0 :] = False  # past the pairs: the caller's
+        keys[real] = (keys[real] << bits) | depth_keys(depths, bits)[(values[real] & 0xFFFFFFFF).long()]
     return out
 
 
@@ -622,12 +649,25 @@ def sort_pairs(
     keys: torch.Tensor,
     entries: torch.Tensor,
     *,
+    depths: torch.Tensor | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stable by construction: one sort of unique keys (macro-tile above the position), not a stable sort."""
+    """Stable by construction: one sort of unique keys (the key above the position), not a stable sort. With
+    `depths` (macro-tile pairs keyed by depth) the other way round from the kernel: first by the exact order
+    (unique (depth bits, Gaussian index) keys), then stably by key, so the ties are left in exact order with no
+    runs to settle (the rounded depth is a function of the depth)."""
     C = keys.shape[0]
     position = torch.arange(C, dtype=torch.int64, device=keys.device)
-    perm = torch.argsort((keys.long() << 32) | position)
+    if depths is None:
+        perm = torch.argsort((keys.long() << 32) | position)
+    else:
+        ids = entries.long() & 0xFFFFFFFF
+        real = keys != sentinel_key(keys.dtype)
+        depth = torch.zeros(C, dtype=torch.float32, device=keys.device)
+        depth[real] = depths[ids[real]]
+        exact = torch.where(real, (depth.view(torch.int32).long() << 32) | ids, torch.iinfo(torch.int64).max)
+        first = torch.argsort(exact, stable=True)
+        perm = first[torch.argsort(keys[first], stable=True)]
     sorted_keys, sorted_entries = keys[perm], entries[perm]
     if out is not None:
         out[0][:C].copy_(sorted_keys)
@@ -680,9 +720,10 @@ def tile_lists(
     bits = MACRO_COLS * MACRO_ROWS
     b = torch.arange(bits, device=device)
     C, L = sorted_keys.numel(), ids.shape[0]
+    units = sorted_keys.long() >> depth_bits(n_mx * n_my)  # the keys' macro-tiles, above their rounded depths
 
     def chunk_bits(lo: int, hi: int):
-        key = sorted_keys[lo:hi].long()
+        key = units[lo:hi]
         real = (key >= 0) & (key < n_mx * n_my)
         masks = torch.where(real, (sorted_entries[lo:hi] >> 32) & 0xFFFFFFFF, torch.zeros_like(key))
         return key, real, ((masks[:, None] >> b) & 1).bool()  # [c, 32]
@@ -702,8 +743,8 @@ def tile_lists(
         at = start[pair, bit]
         fits = at < L
         ids[at[fits]] = (sorted_entries[lo:hi][pair[fits]] & 0xFFFFFFFF).to(torch.int32)
-        prev = sorted_keys[lo - 1 : lo].long() if lo else key.new_full((1,), -1)
-        nxt = sorted_keys[hi : hi + 1].long() if hi < C else key.new_full((1,), -1)
+        prev = units[lo - 1 : lo] if lo else key.new_full((1,), -1)
+        nxt = units[hi : hi + 1] if hi < C else key.new_full((1,), -1)
         first = real & (key != torch.cat([prev, key[:-1]]))
         last = real & (key != torch.cat([key[1:], nxt]))
         for where, end in ((first, 0), (last, 1)):
@@ -832,6 +873,10 @@ def rasterize_tiles(
 
 __all__ = [
     "key_dtype",
+    "MACRO_KEY_DTYPE",
+    "depth_bits",
+    "depth_keys",
+    "index_offsets",
     "list_scratch_shape",
     "macro_grid",
     "sentinel_key",

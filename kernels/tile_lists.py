@@ -2,7 +2,8 @@
 
 A frame binned per tile (kernels/bin.py) has its lists already: the sorted pairs' ids; `tile_ranges` finds each
 tile's run in the sorted keys. A frame binned per macro-tile has the macro-tile lists that `sort_pairs` left
-grouped by macro-tile in depth order, and `tile_lists` splits them:
+grouped by macro-tile in depth order (a key's macro-tile is its bits above `depth_bits`), and `tile_lists` splits
+them:
 
 A sorted pair i carries a Gaussian id and the mask of the macro-tile's 32 tiles it reaches (kernels/bin.py). Its
 id goes to the list of every tile whose bit b is set, at
@@ -23,8 +24,8 @@ unused tail of the pair buffer and slots a walk did not reach) belong to no macr
 chunk starts among them returns at once; positions at or past the list buffer's length are not written, and
 ranges are cut to L (the renderer bins again into longer buffers: `depth_order`'s totals say how long).
 
-Inputs : sorted keys [C] i16/i32 (tile or macro-tile ids), sorted entries [C] i64 (kernels/buffers.py
-         `pack_entries`; macro-tile pairs)
+Inputs : sorted keys [C] (tile ids i16/i32; or macro-tile ids above rounded depths, i32), sorted entries [C] i64
+         (kernels/buffers.py `pack_entries`; macro-tile pairs)
 Outputs: ids [L] i32 (the tiles' lists; tile pairs: the sorted ids), ranges [n_tiles, 2] i32 (tiles of no pair:
          empty)
 """
@@ -37,7 +38,7 @@ import triton.language as tl
 
 from ._device import MACRO_COLS, MACRO_ROWS
 from ._launch import interpreting, launch
-from .buffers import LIST_CHUNK, LIST_WARPS, list_scratch_shape, macro_grid
+from .buffers import LIST_CHUNK, LIST_WARPS, MACRO_KEY_DTYPE, depth_bits, list_scratch_shape, macro_grid
 
 BITS = MACRO_COLS * MACRO_ROWS  # 32
 # chunk counts a `_scan_kernel` step takes, with SCAN_WARPS (a 1080p close-up's 330k pair slots make 10,000 chunks:
@@ -46,19 +47,20 @@ SCAN_BLOCK = 2048
 SCAN_WARPS = 8
 
 
-@triton.jit(do_not_specialize=["C", "n_macros", "n_chunks"])
+@triton.jit(do_not_specialize=["C", "n_macros", "n_chunks", "shift"])
 def _chunk_counts_kernel(
-    keys_ptr,  # [C] i16/i32, sorted
+    keys_ptr,  # [C] i32, sorted
     entries_ptr,  # [C] i64
     counts_ptr,  # [32, chunks] i32 out
     C,
     n_macros,
     n_chunks,
+    shift,  # the keys' depth bits: a key's macro-tile is key >> shift
     CHUNK: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = pid * CHUNK + tl.arange(0, CHUNK)
-    key = tl.load(keys_ptr + offs, mask=offs < C, other=-1).to(tl.int32)
+    key = tl.load(keys_ptr + offs, mask=offs < C, other=-1) >> shift
     real = (offs < C) & (key >= 0) & (key < n_macros)
     mask = (tl.load(entries_ptr + offs, mask=real, other=0) >> 32).to(tl.int32)
     bit = tl.arange(0, MACRO_COLS * MACRO_ROWS)
@@ -83,9 +85,9 @@ def _scan_kernel(
         carry += tl.sum(v)
 
 
-@triton.jit(do_not_specialize=["C", "n_macros", "n_chunks", "n_mx", "n_tx", "n_ty", "L"])
+@triton.jit(do_not_specialize=["C", "n_macros", "n_chunks", "n_mx", "n_tx", "n_ty", "L", "shift"])
 def _scatter_kernel(
-    keys_ptr,  # [C] i16/i32, sorted
+    keys_ptr,  # [C] i32, sorted
     entries_ptr,  # [C] i64
     cum_ptr,  # [32, chunks] i32: inclusive cumsum over chunks of the per-chunk bit counts
     ids_ptr,  # [L] i32 out
@@ -97,16 +99,17 @@ def _scatter_kernel(
     n_tx,
     n_ty,
     L,
+    shift,  # as in _chunk_counts_kernel
     CHUNK: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     # the keys are sorted: a chunk that starts in the sentinel tail (a capacity frame's unused slots, a fifth of a
     # close-up's) has nothing to write
-    if tl.load(keys_ptr + pid * CHUNK).to(tl.int32) >= n_macros:
+    if (tl.load(keys_ptr + pid * CHUNK) >> shift) >= n_macros:
         return
     offs = pid * CHUNK + tl.arange(0, CHUNK)
     m = offs < C
-    key = tl.load(keys_ptr + offs, mask=m, other=-1).to(tl.int32)
+    key = tl.load(keys_ptr + offs, mask=m, other=-1) >> shift
     real = m & (key >= 0) & (key < n_macros)
     entry = tl.load(entries_ptr + offs, mask=real, other=0)
     mask = (entry >> 32).to(tl.int32)
@@ -122,8 +125,8 @@ def _scatter_kernel(
     start = before_bit + chunk_start + inclusive - bits  # [CHUNK, 32] position(i, b), int32
     tl.store(ids_ptr + start, gid[:, None] + bit * 0, mask=(bits != 0) & (start < L))
     # a macro-tile's first pair opens its tiles' ranges, its last pair closes them
-    prev = tl.load(keys_ptr + offs - 1, mask=m & (offs > 0), other=-1).to(tl.int32)
-    nxt = tl.load(keys_ptr + offs + 1, mask=offs + 1 < C, other=-1).to(tl.int32)
+    prev = tl.load(keys_ptr + offs - 1, mask=m & (offs > 0), other=-1) >> shift
+    nxt = tl.load(keys_ptr + offs + 1, mask=offs + 1 < C, other=-1) >> shift
     tx = (key % n_mx)[:, None] * MACRO_COLS + bit % MACRO_COLS
     ty = (key // n_mx)[:, None] * MACRO_ROWS + bit // MACRO_COLS
     tile = ty * n_tx + tx
@@ -136,7 +139,7 @@ def _scatter_kernel(
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def tile_lists(
-    sorted_keys: torch.Tensor,  # [C] i16/i32
+    sorted_keys: torch.Tensor,  # [C] i32
     sorted_entries: torch.Tensor,  # [C] i64
     n_tx: int,
     n_ty: int,
@@ -147,9 +150,10 @@ def tile_lists(
     [n_tiles, 2] i32, chunk scratch [at least the product of `list_scratch_shape(C)`] i32)."""
     C = sorted_keys.shape[0]
     ids, ranges, scratch = out
-    assert sorted_keys.dtype in (torch.int16, torch.int32) and sorted_entries.shape == (C,), sorted_keys.dtype
+    assert sorted_keys.dtype == MACRO_KEY_DTYPE and sorted_entries.shape == (C,), sorted_keys.dtype
     assert sorted_entries.dtype == torch.int64 and ids.dtype == torch.int32 and ranges.shape == (n_tx * n_ty, 2)
     n_mx, n_my = macro_grid(n_tx, n_ty)
+    shift = depth_bits(n_mx * n_my)
     # the interpreter's cost is per program, not per element: fewer, longer chunks (within the same scratch)
     chunk = LIST_CHUNK * (32 if interpreting() else 1)
     chunks, bits = triton.cdiv(max(C, 1), chunk), MACRO_COLS * MACRO_ROWS
@@ -158,12 +162,12 @@ def tile_lists(
     ranges.zero_()
     if C == 0:
         return ids, ranges
-    launch(_chunk_counts_kernel, (chunks,), sorted_keys, sorted_entries, counts, C, n_mx * n_my, chunks,
+    launch(_chunk_counts_kernel, (chunks,), sorted_keys, sorted_entries, counts, C, n_mx * n_my, chunks, shift,
            CHUNK=chunk, num_warps=LIST_WARPS)  # fmt: skip
     launch(_scan_kernel, (bits,), counts, chunks, BLOCK=SCAN_BLOCK, num_warps=SCAN_WARPS)
     launch(_scatter_kernel, (chunks,),
         sorted_keys, sorted_entries, counts, ids, ranges,
-        C, n_mx * n_my, chunks, n_mx, n_tx, n_ty, ids.shape[0], CHUNK=chunk, num_warps=LIST_WARPS,
+        C, n_mx * n_my, chunks, n_mx, n_tx, n_ty, ids.shape[0], shift, CHUNK=chunk, num_warps=LIST_WARPS,
     )  # fmt: skip
     return ids, ranges
 

@@ -67,10 +67,10 @@ class SlotBuffers:
 class OrderBuffers:
     """Stage 2's buffers on the capacity route (kernels/order.py `depth_order`, which takes them as `out()`)."""
 
-    sorted_depths: Tensor  # [N] f32 scratch: the depths, nearest first
-    order: Tensor  # [N] i64 Gaussian indices, nearest first (the culled ones, at +inf, last)
-    ordered_counts: Tensor  # [N] i64 scratch: pairs (macro-tiles or tiles touched), in that order
-    offsets: Tensor  # [N] i64 inclusive prefix sum of the ordered counts: where each Gaussian's pairs end
+    sorted_depths: Tensor | None  # [N] f32 scratch: the depths, nearest first (frames binned per tile)
+    order: Tensor | None  # [N] i64 Gaussian indices, nearest first, the culled ones (+inf) last (per tile)
+    ordered_counts: Tensor | None  # [N] i64 scratch: pairs (tiles touched), in that order (per tile)
+    offsets: Tensor  # [N] i64 inclusive prefix sum of the counts, in that order (per macro-tile: index order)
     totals: Tensor  # [3] i64 (visible Gaussians, tile pairs, macro-tile pairs), for the frame's one sync
     inf: Tensor  # [1] f32 +inf: the visible ones are the depths before it
 
@@ -121,13 +121,14 @@ class Frame:
         # What a frame reads only while its stages run is shared by the slots where no frame runs a stage after the
         # next frame's start: the GPU runs a stream's frames in order, one after the other. A capacity frame whose
         # pairs did not fit bins again after the frame after it was launched (`Renderer._fit_pairs`), from its own
-        # records; a counted frame never does, so its records, macro-tile counts and binning thresholds are shared
-        # (36-40 bytes a Gaussian: 0.9 GB of a 24M-Gaussian scene in flight). Its tile counts and tiles touched go
-        # out with its image (`RenderOutput`): those stay the slot's.
+        # records and depths; a counted frame never does, so its records, depths, macro-tile counts and binning
+        # thresholds are shared (40-44 bytes a Gaussian: 1 GB of a 24M-Gaussian scene in flight). Its tile counts
+        # and tiles touched go out with its image (`RenderOutput`): those stay the slot's.
         per_frame = shared if self.counted else ws
         # stage 1, per Gaussian
         self.records = per_frame.rows("records", n, 8)  # the blend records (kernels/buffers.py)
-        self.depths = shared.buffer("depths", n, torch.float32)
+        # the depths too: a frame binned per macro-tile keys its pairs by them and settles the ties in their order
+        self.depths = per_frame.buffer("depths", n, torch.float32)
         # the pre-cull's survivors (kernels/project.py `frustum=`), where the launch configuration asks for it; a
         # window's set was culled for its cameras already, and has no extent of its own
         self.frustum = None
@@ -142,7 +143,7 @@ class Frame:
         self.macros_touched = per_frame.buffer("macros_touched", n, torch.int32) if self.macro else None
         self.bin_t = per_frame.buffer("bin_t", n, torch.float32) if settings.adagscale else None
         n_mx, n_my = r.k.macro_grid(self.n_tx, self.n_ty)
-        self.key_dtype = r.k.key_dtype(n_mx * n_my if self.macro else self.n_tx * self.n_ty)
+        self.key_dtype = r.k.MACRO_KEY_DTYPE if self.macro else r.k.key_dtype(self.n_tx * self.n_ty)
         self.pair_counts = self.macros_touched if self.macro else self.tiles_touched  # order's prefix sum
         self._order_and_pair_buffers(ws, shared)
         # stages 5-6, per tile and pixel
@@ -225,11 +226,13 @@ class Frame:
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 
-    def _bin(self, order: Tensor, offsets: Tensor, **tuning) -> None:
-        """Stage 3 over the route's order [V] and offsets [V], into `pairs.keys` and `pairs.values`."""
+    def _bin(self, order: Tensor | None, offsets: Tensor, **tuning) -> None:
+        """Stage 3 over the route's order [V] (macro-tile pairs: the gathered indices, or None for all N in turn)
+        and offsets [V], into `pairs.keys` and `pairs.values`."""
         self.r.k.bin_pairs(
             order, offsets, self.records, self.pair_counts, self.width, self.height,
             tile_size=self.tile, bin_t=self.bin_t,  # None: the records' t
+            depths=self.depths if self.macro else None,
             out=(self.pairs.keys, self.pairs.values),
             **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
         )  # fmt: skip
@@ -286,12 +289,15 @@ class CapacityFrame(Frame):
     device until `totals`, the frame's one sync, after its last stage."""
 
     def _order_and_pair_buffers(self, ws: SlotBuffers, shared: Workspace) -> None:
-        # stage 2, per Gaussian in depth order
+        # stage 2: per tile, per Gaussian in depth order; per macro-tile, the counts and offsets in index order
         i32, i64, f32, n = torch.int32, torch.int64, torch.float32, self.n
         self.ordered = OrderBuffers(
-            shared.buffer("sorted_depths", n, f32), ws.buffer("order", n, i64), shared.buffer("ordered_counts", n, i64),
+            None if self.macro else shared.buffer("sorted_depths", n, f32),
+            None if self.macro else ws.buffer("order", n, i64),
+            None if self.macro else shared.buffer("ordered_counts", n, i64),
             ws.buffer("offsets", n, i64), ws.buffer("totals", 4, i64), self.r._inf,
         )  # fmt: skip
+        self.block_ends = shared.buffer("block_ends", self.r.k.count_blocks(n), i64) if self.macro else None
         # the frame's longest tile list (stage 5) after its three counts: the one copy to the host brings all four
         self.longest_list = self.ordered.totals[3:4]
         # stages 3-5: per tile, pairs of the list capacity; per macro-tile, pairs of the pair capacity, then lists
@@ -313,15 +319,22 @@ class CapacityFrame(Frame):
         return self.counts_of(values[:3])
 
     def order(self) -> None:
-        self.r.k.depth_order(self.depths, self.tiles_touched, self.pair_counts, out=self.ordered.out())
+        k, o = self.r.k, self.ordered
+        if self.macro:  # the counts, and the offsets in index order: the pair keys hold the depths
+            k.count_visible(self.depths, self.tiles_touched, self.pair_counts, compact=False,
+                            out=(o.totals[:3], self.block_ends, None, None))  # fmt: skip
+            k.index_offsets(self.pair_counts, None, out=o.offsets)
+        else:
+            k.depth_order(self.depths, self.tiles_touched, self.pair_counts, out=o.out())
 
     def bin(self, **tuning) -> None:
         self.pairs.keys.fill_(self.r.k.sentinel_key(self.key_dtype))  # the tail past the pair count sorts last
-        self._bin(self.ordered.order, self.ordered.offsets, **tuning)
+        self._bin(None if self.macro else self.ordered.order, self.ordered.offsets, **tuning)
 
     def sort(self) -> None:
         p = self.pairs
-        self.r.k.sort_pairs(p.keys, p.values, out=(p.sorted_keys, p.perm, p.sorted_values))
+        self.r.k.sort_pairs(p.keys, p.values, depths=self.depths if self.macro else None,
+                            out=(p.sorted_keys, p.perm, p.sorted_values))  # fmt: skip
 
 
 class CountedFrame(Frame):
@@ -347,10 +360,13 @@ class CountedFrame(Frame):
         gathers them while the host waits); the wait for the counts alone, through pinned memory (a full sync,
         with the depth sort queued before it, left the GPU idle 0.5-1 ms a frame: BENCHMARKS.md, section 21); then
         the order of exactly the visible Gaussians (`visible_order`). Where the last frame saw most of the scene
-        (`DENSE_ORDER_FROM`) all N are sorted instead, queued before the wait. On the CPU the counts are a plain
-        read."""
+        (`DENSE_ORDER_FROM`) all N are sorted instead, queued before the wait. A frame binned per macro-tile sorts
+        no Gaussians: it always gathers, and its offsets are those of the gathered ones (`index_offsets`).
+        On the CPU the counts are a plain read."""
         r, n = self.r, self.n
-        compact = r._last_visible < r.dense_order_from * n
+        # frames binned per macro-tile always gather: they sort no Gaussians, so sorting the culled costs nothing to
+        # save, and binning visits the visible ones alone (one launch form, warmed by the frames themselves)
+        compact = self.macro or r._last_visible < r.dense_order_from * n
         # the visible Gaussians' depths and indices, gathered before the wait: allocated per frame, let go before
         # bin allocates the pairs (8 bytes a Gaussian, outside the frame's peak at the pair sort)
         self.gathered = (torch.empty(n if compact else 0, dtype=torch.float32, device=r.device),
@@ -361,7 +377,7 @@ class CountedFrame(Frame):
             r.host_counts.copy_(totals, non_blocking=True)
             ready = torch.cuda.Event()
             ready.record()
-        if not compact:  # all N sorted: nothing waits for the counts, so it is queued before the wait too
+        if not compact and not self.macro:  # all N sorted: nothing waits for the counts, queued before the wait too
             self._order(self.n)
         if self.depths.is_cuda:
             ready.synchronize()
@@ -373,7 +389,11 @@ class CountedFrame(Frame):
         # before bin allocates the pairs
         check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
                           reference=r.backend == "torch", macro_pairs=self.counts[2])  # fmt: skip
-        if compact:
+        if self.macro:  # binned in index order: the offsets of the visible Gaussians gathered
+            order = self.gathered[1][: counts[0]]
+            offsets = torch.empty(counts[0], dtype=torch.int64, device=r.device)
+            self.order_idx, self.offsets = order, r.k.index_offsets(self.pair_counts, order, out=offsets)
+        elif compact:
             self._order(counts[0])
         self.gathered = None
 
@@ -399,7 +419,8 @@ class CountedFrame(Frame):
 
     def sort(self) -> None:
         p = self.pairs
-        p.sorted_keys, p.sorted_values = self.r.k.sort_pairs(p.keys, p.values)
+        p.sorted_keys, p.sorted_values = self.r.k.sort_pairs(p.keys, p.values,
+                                                             depths=self.depths if self.macro else None)  # fmt: skip
         p.keys = p.values = None  # the binned pairs are not read again
 
     def let_go(self) -> None:

@@ -8,26 +8,27 @@ other processes are outside it (MARGIN, FIXED_BYTES); the CUDA context is outsid
 `mem_get_info` already leaves it out of the free memory.
 
 Terms (bytes; N Gaussians, K SH coefficients per channel, X pixels, T tiles, P tile pairs (list entries), M
-macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gaussians, kb bytes a pair key: 2 up to
-32,767 macro-tiles, else 4; the names are pipeline.py's):
+macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gaussians, kb bytes a pair key: 4 of
+a macro-tile pair, 2 of a tile pair up to 32,767 tiles, else 4; the names are pipeline.py's):
 
 | term      | what                                                                             | bytes               |
 |-----------|----------------------------------------------------------------------------------|---------------------|
 | scene     | means 12 (on the CPU the renderer shares the scene's own tensor)                 | 12 N                |
 | prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too); from     | N (28 + 6 K)        |
 |           | FRUSTUM_FROM Gaussians on, the extents 4 (kernels/project.py `culls_frustum`)     | (+ 4 N)             |
-| workspace | per slot: records 32, tiles_touched 4, macros_touched 4 (frames binned per        | S (44 N + 20 X      |
-|           | macro-tile), bin_t 4 (AdaGScale's frames; counted in whenever the estimate is     |                     |
+| workspace | per slot: records 32, depths 4, tiles_touched 4, macros_touched 4 (frames binned  | S (48 N + 20 X      |
+|           | per macro-tile), bin_t 4 (AdaGScale's frames; counted in whenever the estimate is |                     |
 |           | made before the settings are known);                                              |                     |
 |           | rgb 12, alpha 4, rgba8 4 a pixel (as `outputs` asks: 16 or 4 alone; the estimate  |   + 4 T) (+ S 16 N) |
-|           | takes all three); tile_counts 4 a tile; on the capacity route                     |                     |
-|           | also order 8, offsets 8, totals 32 bytes; counted, the counts and the longest     |                     |
+|           | takes all three); tile_counts 4 a tile; on the capacity route offsets 8, order 8  |                     |
+|           | (frames binned per tile), totals 32 bytes; counted, the counts and the longest    |                     |
 |           | list 32 bytes and 8 a counting program (4,096 Gaussians); counted frames keep     |                     |
-|           | only tiles_touched per slot, the rest of a Gaussian's 40-44 shared (Frame.__init__)|                     |
-|           | shared by the slots: depths 4, ranges 8 T, tile_schedule 4 T and its histogram;   | 4 N + 12 T          |
+|           | only tiles_touched per slot, the rest of a Gaussian's 44-48 shared (Frame.__init__)|                     |
+|           | shared by the slots: ranges 8 T, tile_schedule 4 T and its histogram;             | 12 T                |
 |           | from FRUSTUM_FROM Gaussians on, the pre-cull's survivors 4                        | (+ 4 N)             |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
-|           | on the capacity route also sorted_depths 4, ordered_counts 8, the pair buffers:  |  (+ 12 N            |
+|           | on the capacity route also sorted_depths 4, ordered_counts 8 (and 8 bytes a      |  (+ 12 N            |
+|           | counting program where frames bin per macro-tile), the pair buffers:             |                     |
 |           | keys kb, entries 8, sorted keys kb, permutation 8, sorted entries 8, chunk       |   + (28 + 2 kb) D   |
 |           | counts 4 a slot; the tiles' lists: ids 4 an entry                                |   + 4 C)            |
 | transient | a frame's largest temporaries: see `transient_bytes`                             |                     |
@@ -68,7 +69,7 @@ import torch
 
 from kernels import count_blocks, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
 from kernels.buffers import LIST_CHUNK
-from kernels.constants import INT16_TILES, MACRO_COLS, MACRO_ROWS
+from kernels.constants import INT16_TILES
 from kernels.project import FRUSTUM_FROM
 from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
 
@@ -139,10 +140,9 @@ def n_tiles(width: int, height: int, tile: int) -> int:
 
 
 def key_bytes(tiles: int, *, macro: bool = True) -> int:
-    """Bytes of a pair key for an image of `tiles` tiles (kernels/buffers.py `key_dtype`): of a macro-tile pair,
-    or of a tile pair (`macro` False)."""
-    keys = -(-tiles // (MACRO_COLS * MACRO_ROWS)) if macro else tiles
-    return 2 if keys <= INT16_TILES else 4
+    """Bytes of a pair key for an image of `tiles` tiles: of a macro-tile pair (kernels/buffers.py MACRO_KEY_DTYPE:
+    the id above the rounded depth), or of a tile pair (`macro` False: `key_dtype`)."""
+    return 4 if macro or tiles > INT16_TILES else 2
 
 
 def tile_pair_buffer_bytes(slots: int, tiles: int) -> int:
@@ -190,12 +190,12 @@ def workspace_bytes(
     `outputs`: the images the frames write (`RenderSettings.outputs`)."""
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
-    # records 32 and tiles_touched 4 a Gaussian; macros_touched 4 where frames bin per macro-tile (either form:
-    # `macro` None), bin_t 4 where AdaGScale is on; counted frames share all but tiles_touched between the slots
+    # records 32, depths 4 and tiles_touched 4 a Gaussian; macros_touched 4 where frames bin per macro-tile (either
+    # form: `macro` None), bin_t 4 where AdaGScale is on; counted frames share all but tiles_touched between slots
     # (renderer/frame.py `Frame.__init__`)
-    staged = (32 + 4 * (macro is not False) + 4 * adagscale) * n
+    staged = (36 + 4 * (macro is not False) + 4 * adagscale) * n
     per_slot = 4 * n + PIXEL_BYTES[outputs] * x + 4 * t + (0 if counted else staged)
-    shared = 4 * n + 12 * t + 4 * rows * cols + (staged if counted else 0)
+    shared = 12 * t + 4 * rows * cols + (staged if counted else 0)
     if n >= FRUSTUM_FROM:  # the pre-cull's survivors and their count (renderer/frame.py), where frames may take it
         shared += 4 * n + 4
     if split:
@@ -204,7 +204,8 @@ def workspace_bytes(
     if counted:  # the counts, and each counting program's running visible count
         per_slot += 32 + 8 * count_blocks(n)  # and the longest list (kernels/schedule.py)
     else:
-        per_slot += 16 * n + 32  # order 8, offsets 8 a Gaussian; totals: 3 int64 and the longest list
+        # offsets 8 a Gaussian, the depth order 8 where frames bin per tile; totals: 3 int64 and the longest list
+        per_slot += (8 if macro is True else 16) * n + 32
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
         # a frame binned per macro-tile, or per tile (kernels/bin.py); a path that changes form keeps the form it
         # left while that one's buffers are at most KEPT_FORM_BYTES
@@ -213,6 +214,8 @@ def workspace_bytes(
         small, large = sorted(forms.values())
         both = large + (small if small <= KEPT_FORM_BYTES else 0)
         shared += 12 * n + (both if macro is None else forms[macro])  # sorted depths 4, ordered counts 8
+        if macro is not False:  # frames binned per macro-tile count each block of Gaussians (kernels/order.py)
+            shared += 8 * count_blocks(n)
     return slots * per_slot + shared
 
 

@@ -3,10 +3,11 @@
     1. project     per Gaussian: cull, EWA conic, depth, SH colour, exact tile count  Triton (kernels/project.py)
                    (AdaGScale, when on: the count at a shrunken binning threshold, lossy, with a tau
                    scaled to the frame: `adagscale_frame_tau`)
-    2. order       visible Gaussians nearest first (one stable 32-bit sort), offsets   torch (kernels/order.py)
+    2. order       per macro-tile: counts and offsets in index order; per tile: the    torch (kernels/order.py)
+                   visible Gaussians nearest first (one stable 32-bit sort), offsets
     3. bin         one (macro-tile, Gaussian) pair per 8x4-tile block reached, with    Triton (kernels/bin.py)
-                   the mask of its tiles there, in depth order
-    4. sort        stable by macro-tile id alone, int16 keys                           torch (kernels/sort.py)
+                   the mask of its tiles there, keyed by macro-tile and rounded depth
+    4. sort        by the int32 keys, the ties of rounded depths settled exactly       torch + Triton (kernels/sort.py)
     5. tile_lists  each tile's list and [start, end), split from its macro-tile's      Triton (kernels/tile_lists.py)
                    and the order the rasterizer takes the tiles in, longest first      Triton (kernels/schedule.py)
     6. rasterize   front-to-back compositing per tile, RGB float + alpha + RGBA8       Triton (kernels/rasterize.py)

@@ -166,11 +166,11 @@ def warm_up(
 
 
 def _load_order_modules(renderer) -> None:
-    """Run a counted frame's order stage both ways (compacting and not) on arrays of the scene's own size, half
-    of it culled. CUDA loads a library's kernels on their first launch (torch's default, CUDA_MODULE_LOADING=LAZY),
-    and which kernels torch's sort and cumsum launch depends on the input's size: the synthetic scenes'
-    thousands of Gaussians did not launch those of millions, and the 6M fly-over's first frame that compacts
-    waited 12 ms in its order stage for them (BENCHMARKS.md, section 20)."""
+    """Run a counted frame's order stage both ways (compacting and not), and a macro-tile frame's offsets, on
+    arrays of the scene's own size, half of it culled. CUDA loads a library's kernels on their first launch
+    (torch's default, CUDA_MODULE_LOADING=LAZY), and which kernels torch's sort and cumsum launch depends on the
+    input's size: the synthetic scenes' thousands of Gaussians did not launch those of millions, and the 6M
+    fly-over's first frame that compacts waited 12 ms in its order stage for them (BENCHMARKS.md, section 20)."""
     k, n, device = renderer.k, renderer.n, renderer.device
     depths = torch.rand(n, device=device)
     depths[::2] = float("inf")  # culled
@@ -183,6 +183,8 @@ def _load_order_modules(renderer) -> None:
         m = int(totals[0]) if compact else n  # the visible half, or all
         tail = tuple(torch.empty(m, **i64) for _ in range(4))
         k.visible_order(depths, tiles, compact=compact, out=(*head[2:], torch.empty(m, device=device), *tail))
+    # a frame binned per macro-tile: the gathered half's offsets in index order (kernels/order.py `index_offsets`)
+    k.index_offsets(tiles, head[3][: n // 2], out=torch.empty(n, **i64))
 
 
 def _frame(r, camera: Camera, settings: RenderSettings, config) -> int:

@@ -120,12 +120,21 @@ def random_keys(n_tiles, n, device, dtype=torch.int16, seed=0):
     return keys.to(device), torch.randperm(n, generator=g).to(torch.int32).to(device)
 
 
-def random_pairs(n_tx, n_ty, n, device, dtype=torch.int16, seed=0, macros=None):
-    """(keys [n], entries [n] i64) of random macro-tile pairs over an n_tx x n_ty tile grid, as `bin_pairs` writes
-    them: keys below `macros` (default: all of the grid's), the last 3 the unused-slot sentinel; entries pack ids,
-    a random permutation (so that an order among equal keys shows), and random masks of the tiles of the pair's
-    macro-tile that lie in the image (bit 31 included; a tenth of them empty, as a hull's column may be). The
-    sentinel slots' masks are random too: nothing may read them."""
+def tied_depths(n, generator, spread=64):
+    """[n] f32 depths within `spread` float steps of 1.0 (bit patterns 0x3F800000 + [0, spread)): keys that keep a
+    few macro-tiles' depth bits (`depth_bits`: 26-27, with 1-2 shifted away) round them into runs of equal keys
+    whose exact depths differ, and some Gaussians share a depth exactly (ties by index)."""
+    raw = 0x3F800000 + torch.randint(0, spread, (n,), generator=generator, dtype=torch.int32)
+    return raw.view(torch.float32)
+
+
+def random_pairs(n_tx, n_ty, n, device, seed=0, macros=None, spread=64):
+    """(keys [n] i32, entries [n] i64, depths [n] f32) of random macro-tile pairs over an n_tx x n_ty tile grid, as
+    `bin_pairs` writes them: macro-tiles below `macros` (default: all of the grid's) above their Gaussians'
+    rounded depths, the last 3 the unused-slot sentinel; entries pack ids, a random permutation (so that an order
+    among equal keys shows), and random masks of the tiles of the pair's macro-tile that lie in the image (bit 31
+    included; a tenth of them empty, as a hull's column may be); depths `tied_depths`. The sentinel slots' masks
+    are random too: nothing may read them."""
     g = torch.Generator().manual_seed(seed)
     n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
     keys = torch.randint(0, n_mx * n_my if macros is None else macros, (n,), generator=g)
@@ -136,12 +145,26 @@ def random_pairs(n_tx, n_ty, n, device, dtype=torch.int16, seed=0, macros=None):
     in_image = ((tx < n_tx) & (ty < n_ty)).long() << bit  # [n, 32] the bits real binning may set
     masks &= in_image.sum(1)
     masks[torch.rand(n, generator=g) < 0.1] = 0
-    sentinel = kernels.sentinel_key(dtype)
-    keys = keys.to(dtype)
-    keys[-3:] = sentinel  # unused slots sort last
-    masks[-3:] = torch.randint(1, 1 << 32, (3,), generator=g, dtype=torch.int64)
     ids = torch.randperm(n, generator=g)
-    return keys.to(device), pack_entries(ids, masks).to(device)
+    depths = tied_depths(n, g, spread)
+    bits = kernels.depth_bits(n_mx * n_my)
+    keys = (keys.to(torch.int32) << bits) | kernels.depth_keys(depths, bits)[ids]
+    keys[-3:] = kernels.sentinel_key(torch.int32)  # unused slots sort last
+    masks[-3:] = torch.randint(1, 1 << 32, (3,), generator=g, dtype=torch.int64)
+    return keys.to(device), pack_entries(ids, masks).to(device), depths.to(device)
+
+
+def exact_order_holds(keys, entries, depths, bits) -> bool:
+    """Whether sorted macro-tile pairs are in (macro-tile, depth, Gaussian index) order, gsplat's: macro-tiles
+    ascending, and within one the Gaussians' (depth, index) strictly ascending, the sentinels last. Checked from
+    the depths themselves, not from the keys' rounding."""
+    real = keys != kernels.sentinel_key(torch.int32)
+    ids = unpack_entries(entries[real])[0]
+    unit = keys[real].long() >> bits
+    exact = (depths[ids].contiguous().view(torch.int32).long() << 32) | ids
+    same = unit[1:] == unit[:-1]
+    sentinels_last = bool(real[: int(real.sum())].all())
+    return sentinels_last and bool((unit[1:] >= unit[:-1]).all() and (exact[1:][same] > exact[:-1][same]).all())
 
 
 def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
@@ -157,29 +180,33 @@ def assert_close_rows(name, ref, tri, rows, rtol=1e-4, atol=1e-5):
 FORMS = ("tiles", "macro-tiles")  # stage 3's two forms (kernels/bin.py), told apart by the values' dtype
 
 
-def bin_all(impl, proj, width, height, *, tile=8, capacity=None, form="macro-tiles", scaled=False):
+def bin_all(impl, proj, width, height, *, tile=8, capacity=None, form="macro-tiles", scaled=False, gathered=False):
     """Stages 2-3 of either implementation on a projection, in either form: (keys, values, n_pairs). Tiles: keys
     are tile ids, values int32 Gaussian ids, one pair per tiles_touched; macro-tiles: keys are macro-tile ids,
-    values int64 entries, one pair per macros_touched. The buffers hold `capacity` slots (default: exactly the
-    pair count), the keys filled with the sentinel first as the renderer does, the values with -1 (so that a slot
-    bin leaves alone shows). `scaled`: bin with the projection's bin_t (AdaGScale's thresholds), else with the
-    records' (`bin_t=None`, as the renderer bins exact frames)."""
+    values int64 entries, one pair per macros_touched, binned in index order (`gathered`: over the visible ones
+    gathered, a counted frame's form) and keyed above the rounded depths. The buffers hold `capacity` slots
+    (default: exactly the pair count), the keys filled with the sentinel first as the renderer does, the values
+    with -1 (so that a slot bin leaves alone shows). `scaled`: bin with the projection's bin_t (AdaGScale's
+    thresholds), else with the records' (`bin_t=None`, as the renderer bins exact frames)."""
     assert form in FORMS, form
     records, depths, tiles_touched, macros_touched, bin_t = proj
     macro = form == "macro-tiles"
     counts = macros_touched if macro else tiles_touched
     n = depths.shape[0]
-    out = impl.order_outputs(n, depths.device)
-    order, offsets, totals = impl.depth_order(depths, tiles_touched, counts, out=out)
-    n_pairs = int(totals[2])
-    cap = n_pairs if capacity is None else capacity
     n_tx, n_ty = tile_grid(width, height, tile)
-    n_mx, n_my = impl.macro_grid(n_tx, n_ty)
-    kd = impl.key_dtype(n_mx * n_my if macro else n_tx * n_ty)
+    if macro:  # in index order (over the visible ones gathered, where `gathered`), keyed by depth
+        order = torch.nonzero(tiles_touched > 0).flatten().to(torch.int32) if gathered else None
+        offsets = impl.index_offsets(counts, order, out=torch.empty(n, dtype=torch.int64, device=depths.device))
+        n_pairs, kd = int(offsets[-1]) if offsets.numel() else 0, impl.MACRO_KEY_DTYPE
+    else:  # in depth order
+        out = impl.order_outputs(n, depths.device)
+        order, offsets, totals = impl.depth_order(depths, tiles_touched, counts, out=out)
+        n_pairs, kd = int(totals[2]), impl.key_dtype(n_tx * n_ty)
+    cap = n_pairs if capacity is None else capacity
     keys = torch.full((cap,), impl.sentinel_key(kd), dtype=kd, device=records.device)
     values = torch.full((cap,), -1, dtype=torch.int64 if macro else torch.int32, device=records.device)
     impl.bin_pairs(order, offsets, records, counts, width, height, tile_size=tile, bin_t=bin_t if scaled else None,
-                   out=(keys, values))  # fmt: skip
+                   depths=depths if macro else None, out=(keys, values))  # fmt: skip
     return keys, values, n_pairs
 
 
@@ -205,7 +232,7 @@ def lists_of(impl, proj, width, height, *, tile=8, capacity=None, form="macro-ti
     sorted pairs' ids and `tile_ranges`; macro-tiles: `tile_lists`, its list buffer exactly the tile pairs long
     (`depth_order`'s totals). The pair buffers hold `capacity` slots (see `bin_all`)."""
     keys, values, _ = bin_all(impl, proj, width, height, tile=tile, capacity=capacity, form=form)
-    sorted_keys, sorted_values = impl.sort_pairs(keys, values)
+    sorted_keys, sorted_values = impl.sort_pairs(keys, values, depths=proj[1] if form == "macro-tiles" else None)
     n_tx, n_ty = tile_grid(width, height, tile)
     if form == "tiles":
         return sorted_values, impl.tile_ranges(sorted_keys, n_tx * n_ty)
@@ -224,6 +251,7 @@ def decode_pairs(keys, values, n_tx, n_ty) -> torch.Tensor:
         real = (key >= 0) & (key < n_tx * n_ty)
         return torch.stack([values.long().cpu()[real], key[real] % n_tx, key[real] // n_tx], 1)
     n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+    key = key >> kernels.depth_bits(n_mx * n_my)  # the macro-tile, above the rounded depth
     ids, masks = unpack_entries(values.cpu())
     real = (key >= 0) & (key < n_mx * n_my)
     bit = torch.arange(MACRO_COLS * MACRO_ROWS)

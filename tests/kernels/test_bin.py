@@ -1,6 +1,6 @@
-"""Stage 3, bin, in both forms (tile pairs, macro-tile pairs): pair emission in depth order (Triton) against the
-torch twin, the pairs against each Gaussian's tiles, walked one tile at a time (tests/kernels/synthetic.py
-`tile_sets`), a brute-force pixel test, and the per-frame rule that picks the form."""
+"""Stage 3, bin, in both forms (tile pairs in depth order, macro-tile pairs in index order keyed by depth) (Triton)
+against the torch twin, the pairs against each Gaussian's tiles, walked one tile at a time
+(tests/kernels/synthetic.py `tile_sets`), a brute-force pixel test, and the per-frame rule that picks the form."""
 
 from collections import Counter
 
@@ -24,6 +24,18 @@ def pair_counts(proj, form):
     return proj[2] if form == "tiles" else proj[3]
 
 
+def stage2(impl, proj, form):
+    """(order, offsets, pairs, key dtype) of the form's stage 2: tile pairs in depth order (`depth_order`),
+    macro-tile pairs in index order (`index_offsets`, no order)."""
+    records, depths, tt, _, _ = proj
+    counts, n = pair_counts(proj, form), depths.shape[0]
+    if form == "tiles":
+        order, offsets, totals = impl.depth_order(depths, tt, counts, out=impl.order_outputs(n, depths.device))
+        return order, offsets, int(totals[2]), torch.int16
+    offsets = impl.index_offsets(counts, None, out=torch.empty(n, dtype=torch.int64, device=depths.device))
+    return None, offsets, int(offsets[-1]), impl.MACRO_KEY_DTYPE
+
+
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("n,size,tile,grow", CASES, ids=str)
 def test_bin_matches_reference(n, size, tile, grow, form, device):
@@ -34,6 +46,9 @@ def test_bin_matches_reference(n, size, tile, grow, form, device):
     assert got_n == n_pairs == int(pair_counts(proj, form).sum())
     assert torch.equal(got_v[:n_pairs], want_v)
     assert torch.equal(got_k[:n_pairs], want_k), f"{int((got_k[:n_pairs] != want_k).sum())} of {n_pairs} keys differ"
+    if form == "macro-tiles":  # over the visible Gaussians gathered (a counted frame's form), the same pairs
+        cmp_k, cmp_v, _ = bin_all(kernels, proj, width, height, tile=tile, form=form, gathered=True)
+        assert torch.equal(cmp_k, want_k) and torch.equal(cmp_v, want_v)
     sentinel = kernels.sentinel_key(got_k.dtype)
     assert (got_k[:n_pairs] != sentinel).all(), "every slot holds a real pair when counts agree"
     assert (got_k[n_pairs:] == sentinel).all() and (got_v[n_pairs:] == -1).all(), "nothing written past the pairs"
@@ -68,16 +83,15 @@ def test_pairs_decode_to_each_gaussians_tiles(size, tile, grow, form, device):
         assert bool((values < 0).any()), "the case must reach bit 31, the entry's sign bit"
 
 
-@pytest.mark.parametrize("form", FORMS)
-def test_pairs_come_in_depth_order_with_ties_by_index(form, device):
-    """Pairs are emitted nearest Gaussian first, each one's pairs together; equal depths keep the Gaussians' index
-    order (gsplat's ties)."""
+def test_tile_pairs_come_in_depth_order_with_ties_by_index(device):
+    """Tile pairs are emitted nearest Gaussian first, each one's pairs together; equal depths keep the Gaussians'
+    index order (gsplat's ties)."""
     width, height = 120, 84
     proj = projected(500, width, height, device, seed=2, grow=0.7)
     depths = proj[1]
     visible = torch.nonzero(proj[2] > 0).flatten()
     depths[visible[::3]] = 2.5  # a third of the visible Gaussians at one depth
-    _, values, _ = bin_all(kernels, proj, width, height, form=form)
+    _, values, _ = bin_all(kernels, proj, width, height, form="tiles")
     g = gaussian_ids(values)
     d = depths[g]
     assert (d[1:] >= d[:-1]).all(), "pairs not in depth order"
@@ -85,6 +99,22 @@ def test_pairs_come_in_depth_order_with_ties_by_index(form, device):
     assert bool(tie.any()) and (g[1:][tie] >= g[:-1][tie]).all(), "ties not in index order"
     runs = torch.unique_consecutive(g)
     assert runs.numel() == torch.unique(g).numel() < g.numel(), "a Gaussian's pairs not together"
+
+
+def test_macro_tile_pairs_come_in_index_order_keyed_by_rounded_depth(device):
+    """Macro-tile pairs are emitted a Gaussian at a time in index order, each one's pairs together, every key its
+    macro-tile shifted above the Gaussian's rounded depth (`depth_keys`): what the pair sort orders by depth."""
+    width, height = 120, 84
+    proj = projected(500, width, height, device, seed=2, grow=0.7)
+    keys, values, _ = bin_all(kernels, proj, width, height, form="macro-tiles")
+    g = gaussian_ids(values)
+    assert (g[1:] >= g[:-1]).all(), "pairs not in index order"
+    assert torch.unique_consecutive(g).numel() == torch.unique(g).numel() < g.numel(), "a Gaussian's pairs apart"
+    n_mx, n_my = kernels.macro_grid(*tile_grid(width, height, 8))
+    bits = kernels.depth_bits(n_mx * n_my)
+    dq = kernels.depth_keys(proj[1], bits)
+    assert torch.equal(keys.long() & ((1 << bits) - 1), dq[g].long()), "the low bits are not the rounded depth"
+    assert torch.unique(dq[g]).numel() > 100, "the case must hold many depths"
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -97,25 +127,24 @@ def test_thresholds_from_the_records(impl, form, device):
     proj = projected(400, width, height, device, seed=11, grow=1.0)
     records, depths, tt, _, bin_t = proj
     counts = pair_counts(proj, form)
-    order, offsets, totals = impl.depth_order(depths, tt, counts, out=impl.order_outputs(400, device))
-    n_pairs = int(totals[2])
+    order, offsets, n_pairs, kd = stage2(impl, proj, form)
     macro = form == "macro-tiles"
 
     def run(recs, thresholds):
-        kd = torch.int16
         keys = torch.full((n_pairs,), impl.sentinel_key(kd), dtype=kd, device=device)
         values = torch.full((n_pairs,), -1, dtype=torch.int64 if macro else torch.int32, device=device)
-        impl.bin_pairs(order, offsets, recs, counts, width, height, bin_t=thresholds, out=(keys, values))
+        impl.bin_pairs(order, offsets, recs, counts, width, height, bin_t=thresholds, depths=depths if macro else None,
+                       out=(keys, values))  # fmt: skip
         return keys, values
 
     given_k, given_v = run(records, bin_t)
     own_k, own_v = run(records, None)
     assert torch.equal(own_k, given_k) and torch.equal(own_v, given_v)
-    assert (own_k != impl.sentinel_key(torch.int16)).all()
+    assert (own_k != impl.sentinel_key(kd)).all()
     lowered = records.clone()
     lowered[:, 5] -= 3.0  # an eighth of each opacity: smaller footprints than the counts were made for
     low_k, _ = run(lowered, None)
-    assert (low_k == impl.sentinel_key(torch.int16)).any()
+    assert (low_k == impl.sentinel_key(kd)).any()
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -131,10 +160,11 @@ def test_capacity_bounds_the_writes(impl, form, device):
     guard = 7
     records, depths, tt, _, bin_t = proj
     counts = pair_counts(proj, form)
-    order, offsets, _ = impl.depth_order(depths, tt, counts, out=impl.order_outputs(300, device))
+    order, offsets, _, _ = stage2(impl, proj, form)
     keys = torch.full((cap + guard,), -5, dtype=full_k.dtype, device=device)
     values = torch.full((cap + guard,), -5, dtype=full_v.dtype, device=device)
-    impl.bin_pairs(order, offsets, records, counts, width, height, bin_t=bin_t, out=(keys[:cap], values[:cap]))
+    impl.bin_pairs(order, offsets, records, counts, width, height, bin_t=bin_t,
+                   depths=depths if form == "macro-tiles" else None, out=(keys[:cap], values[:cap]))  # fmt: skip
     assert torch.equal(keys[:cap], full_k[:cap]) and torch.equal(values[:cap], full_v[:cap])
     assert (keys[cap:] == -5).all() and (values[cap:] == -5).all()
 
@@ -215,27 +245,30 @@ def test_sentinel_fill_when_walk_finds_fewer(impl, form, device):
         assert torch.equal(keys, want_k) and torch.equal(values, want_v)
 
 
-def test_key_width_follows_the_tile_or_macro_tile_count():
-    """int16 keys while every tile (tile pairs) or macro-tile id (macro-tile pairs) and the sentinel above them
-    fit: the launcher refuses narrower keys, by the count of the form its values' dtype picks."""
+def test_key_width_follows_the_tile_count_and_macro_tile_keys_are_int32():
+    """Tile pair keys are int16 while every tile id and the sentinel above them fit; macro-tile pair keys are int32,
+    the id above the rounded depth: the launcher refuses narrower keys."""
     assert kernels.macro_grid(240, 135) == (30, 34)  # 1920 x 1080 at 8 px: the last band of 3 tile rows
     assert kernels.macro_grid(960, 540) == (120, 135)  # 7680 x 4320 at 8 px
     assert kernels.key_dtype(240 * 135) == torch.int16  # 1920 x 1080's tiles at 8 px
-    assert kernels.key_dtype(120 * 135) == torch.int16
     assert kernels.key_dtype(32767) == torch.int16 and kernels.key_dtype(32768) == torch.int32
     assert kernels.sentinel_key(torch.int16) == 32767 > 32766
+    assert kernels.depth_bits(30 * 34) == 21 and kernels.depth_bits(60 * 68) == 19  # 1080p, 4K
     i64, i32 = torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int32)
-    none = (i64, i64, torch.empty(0, 8), i32)  # order, offsets, records, counts
+    tiles = (i64, i64, torch.empty(0, 8), i32)  # order, offsets, records, counts
+    macro = (None, i64, torch.empty(0, 8), i32)
     k16, k32 = torch.empty(0, dtype=torch.int16), i32
-    # 3840 x 2160 at 8 px: 129,600 tiles, too many for int16 keys, but 60 x 68 macro-tiles
+    # 3840 x 2160 at 8 px: 129,600 tiles, too many for int16 keys
     with pytest.raises(AssertionError):
-        kernels.bin_pairs(*none, 3840, 2160, bin_t=torch.empty(0), out=(k16, i32))
-    kernels.bin_pairs(*none, 3840, 2160, bin_t=torch.empty(0), out=(k32, i32))
-    kernels.bin_pairs(*none, 3840, 2160, bin_t=torch.empty(0), out=(k16, i64))
-    # 16384 x 8192 at 8 px has 256 x 256 macro-tiles
+        kernels.bin_pairs(*tiles, 3840, 2160, bin_t=torch.empty(0), out=(k16, i32))
+    kernels.bin_pairs(*tiles, 3840, 2160, bin_t=torch.empty(0), out=(k32, i32))
     with pytest.raises(AssertionError):
-        kernels.bin_pairs(*none, 16384, 8192, bin_t=torch.empty(0), out=(k16, i64))
-    kernels.bin_pairs(*none, 16384, 8192, bin_t=torch.empty(0), out=(k32, i64))
+        kernels.bin_pairs(*macro, 1920, 1080, bin_t=torch.empty(0), depths=torch.empty(0), out=(k16, i64))
+    kernels.bin_pairs(*macro, 1920, 1080, bin_t=torch.empty(0), depths=torch.empty(0), out=(k32, i64))
+    with pytest.raises(AssertionError):  # the depths are the keys' low bits
+        kernels.bin_pairs(*macro, 1920, 1080, bin_t=torch.empty(0), out=(k32, i64))
+    # 16384 x 8192 at 8 px has 256 x 256 macro-tiles: 17 bits of id, 14 of depth
+    assert kernels.depth_bits(256 * 256) == 14
 
 
 def test_frames_bin_per_macro_tile_from_macro_from_and_stay_down_to_macro_until():

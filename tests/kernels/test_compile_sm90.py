@@ -4,12 +4,13 @@ The tests run the kernels in Triton's interpreter, which compiles nothing, so a 
 the GPU passes every CPU test and fails only there: the macro-tile bin kernel did, at 4 Gaussians a program
 ("operand #1 does not dominate this use", Triton 3.6; BENCHMARKS.md, section 24). Triton compiles for a target it is
 given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch configuration
-the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, both key widths, both tile
-sizes; tile_lists at its chunk and warps, and its scan; stage 1 with and without the macro-tile count; the counted
-frames' count, compaction and order, and the tile-pair sum, kernels/order.py). The rasterizer's scalar loop, a Gluon
-kernel, is compiled the same way in every (tile size, list class) configuration it is launched in, for each of the
-outputs (both, the float pair alone, the 8-bit image alone) and in its split form: the interpreter cannot run it at
-all, so this is the only CPU check that its code lowers.
+the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, tile pairs at both key
+widths and macro-tile pairs over all Gaussians and over the visible ones gathered, both tile sizes; tile_lists at
+its chunk and warps, and its scan; stage 1 with and without the macro-tile count; the counted frames' count,
+compaction and order, and the tile-pair sum, kernels/order.py; the sort's settling of tied macro-tile keys). The
+rasterizer's scalar loop, a Gluon kernel, is compiled the same way in every (tile size, list class) configuration
+it is launched in, for each of the outputs (both, the float pair alone, the 8-bit image alone) and in its split
+form: the interpreter cannot run it at all, so this is the only CPU check that its code lowers.
 """
 
 import os
@@ -27,6 +28,7 @@ bin_ = importlib.import_module("kernels.bin")
 lists = importlib.import_module("kernels.tile_lists")
 project = importlib.import_module("kernels.project")
 order = importlib.import_module("kernels.order")
+sort = importlib.import_module("kernels.sort")
 from kernels.buffers import LIST_CHUNK, LIST_WARPS
 TARGET = GPUTarget("cuda", 90, 32)
 
@@ -47,23 +49,30 @@ def signature(names, types):
 configs = sorted({bin_.bin_config(n, f) for n in (1, 10_000, 100_000, 3_000_000) for f in (1.0, 20.0, 100.0, 2000.0)})
 failures, compiled = [], 0
 scalars = ["scaled", "M", "N", "capacity", "width", "height", "sentinel"]
-for (block, cols), tile, (fn, values, key) in itertools.product(configs, (8, 16), [
-        (bin_._bin_tiles_kernel, ("ids_ptr", "*i32"), "*i16"),
-        (bin_._bin_tiles_kernel, ("ids_ptr", "*i32"), "*i32"),
-        (bin_._bin_macro_kernel, ("entries_ptr", "*i64"), "*i16")]):
+for (block, cols), tile, key in itertools.product(configs, (8, 16), ("*i16", "*i32")):
     sig = {"order_ptr": "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32", "bin_t_ptr": "*fp32",
-           "keys_ptr": key, values[0]: values[1], **{s: "i32" for s in scalars}, "capacity": "i64",
+           "keys_ptr": key, "ids_ptr": "*i32", **{s: "i32" for s in scalars}, "capacity": "i64",
            "TILE": "constexpr", "BLOCK_N": "constexpr", "COLS": "constexpr"}
-    failures.append(compile_one(fn, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols}))
+    failures.append(compile_one(bin_._bin_tiles_kernel, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols}))
     compiled += 1
-for key in ("*i16", "*i32"):
-    sig = {"keys_ptr": key, "entries_ptr": "*i64", "counts_ptr": "*i32", "C": "i32", "n_macros": "i32",
-           "n_chunks": "i32", "CHUNK": "constexpr"}
-    failures.append(compile_one(lists._chunk_counts_kernel, sig, {"CHUNK": LIST_CHUNK}, LIST_WARPS))
-    sig = {"keys_ptr": key, "entries_ptr": "*i64", "cum_ptr": "*i32", "ids_ptr": "*i32", "ranges_ptr": "*i32",
-           **{s: "i32" for s in ("C", "n_macros", "n_chunks", "n_mx", "n_tx", "n_ty", "L")}, "CHUNK": "constexpr"}
-    failures.append(compile_one(lists._scatter_kernel, sig, {"CHUNK": LIST_CHUNK}, LIST_WARPS))
-    compiled += 2
+for (block, cols), tile, indexed in itertools.product(configs, (8, 16), (False, True)):
+    sig = {"order_ptr": "*i32" if indexed else "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32",
+           "depths_ptr": "*fp32", "bin_t_ptr": "*fp32", "keys_ptr": "*i32", "entries_ptr": "*i64",
+           **{s: "i32" for s in scalars + ["bits", "shift"]}, "capacity": "i64", "TILE": "constexpr",
+           "BLOCK_N": "constexpr", "COLS": "constexpr", "INDEXED": "constexpr"}
+    failures.append(compile_one(bin_._bin_macro_kernel, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols,
+                                                              "INDEXED": indexed}))
+    compiled += 1
+sig = {"keys_ptr": "*i32", "entries_ptr": "*i64", "counts_ptr": "*i32", "C": "i32", "n_macros": "i32",
+       "n_chunks": "i32", "shift": "i32", "CHUNK": "constexpr"}
+failures.append(compile_one(lists._chunk_counts_kernel, sig, {"CHUNK": LIST_CHUNK}, LIST_WARPS))
+sig = {"keys_ptr": "*i32", "entries_ptr": "*i64", "cum_ptr": "*i32", "ids_ptr": "*i32", "ranges_ptr": "*i32",
+       **{s: "i32" for s in ("C", "n_macros", "n_chunks", "n_mx", "n_tx", "n_ty", "L", "shift")}, "CHUNK": "constexpr"}
+failures.append(compile_one(lists._scatter_kernel, sig, {"CHUNK": LIST_CHUNK}, LIST_WARPS))
+sig = {"keys_ptr": "*i32", "perm_ptr": "*i64", "entries_ptr": "*i64", "depths_ptr": "*fp32", "out_ptr": "*i64",
+       "C": "i32", "sentinel": "i32", "BLOCK": "constexpr"}
+failures.append(compile_one(sort._settle_kernel, sig, {"BLOCK": sort.SETTLE_BLOCK}, sort.SETTLE_WARPS))
+compiled += 3
 failures.append(compile_one(lists._scan_kernel, {"counts_ptr": "*i32", "n_chunks": "i32", "BLOCK": "constexpr"},
                             {"BLOCK": lists.SCAN_BLOCK}, lists.SCAN_WARPS))
 compiled += 1

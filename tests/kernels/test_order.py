@@ -115,3 +115,24 @@ def test_tile_pairs_over_several_programs_into_a_used_buffer(device):
     out[4].fill_(123_456_789)
     _, _, totals = kernels.depth_order(depths.to(device), tt.to(device), macros.to(device), out=out)
     assert totals.tolist() == [int((tt > 0).sum()), int(tt.long().sum()), int(macros.long().sum())]
+
+
+@pytest.mark.parametrize("gathered", [True, False], ids=["gathered", "all"])
+@pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
+def test_index_offsets_of_a_frame_binned_per_macro_tile(impl, gathered, device):
+    """A frame binned per macro-tile visits its Gaussians in index order: the offsets are the running sum of the
+    macro-tile counts of the visible ones gathered (`count_visible`'s indices), or of all N, in that order, into a
+    longer buffer; no pairs, no offsets."""
+    depths, tt, counts = tied_projection(device, "macro-tiles")
+    visible = [g for g in range(2000) if tt[g] > 0]
+    order = torch.tensor(visible, dtype=torch.int32, device=device) if gathered else None
+    out = torch.full((2000 + 9,), -7, dtype=torch.int64, device=device)
+    got = impl.index_offsets(counts, order, out=out)
+    c = counts.tolist()
+    want, total = [], 0
+    for g in visible if gathered else range(2000):
+        total += c[g]
+        want.append(total)
+    assert got.tolist() == want and got.dtype == torch.int64 and 400 < len(visible) < 2000
+    assert impl.index_offsets(counts, order[:0] if gathered else None,
+                              out=out)[: 0 if gathered else 2000].numel() == (0 if gathered else 2000)  # fmt: skip

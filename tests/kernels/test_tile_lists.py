@@ -36,16 +36,22 @@ def run(impl, sorted_keys, sorted_entries, n_tx, n_ty, n_entries):
     return impl.tile_lists(sorted_keys, sorted_entries, n_tx, n_ty, out=out)
 
 
-def sorted_random_pairs(n_tx, n_ty, n, device, dtype=torch.int16, seed=0, macros=None, cleared=()):
-    """random_pairs, stably sorted by key (as `sort_pairs` leaves them), and their set bits' count; `cleared`:
-    (key, bit) whose pairs lose that bit, leaving an empty tile in a macro-tile with pairs."""
-    keys, entries = random_pairs(n_tx, n_ty, n, device, dtype, seed, macros)
+def macro_tiles(sorted_keys, n_tx, n_ty):
+    """[C] i64 the macro-tiles of macro-tile pair keys: their bits above the rounded depth's."""
+    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+    return sorted_keys.long() >> kernels.depth_bits(n_mx * n_my)
+
+
+def sorted_random_pairs(n_tx, n_ty, n, device, seed=0, macros=None, cleared=()):
+    """random_pairs, sorted (as `sort_pairs` leaves them), and their set bits' count; `cleared`: (macro-tile, bit)
+    whose pairs lose that bit, leaving an empty tile in a macro-tile with pairs."""
+    keys, entries, depths = random_pairs(n_tx, n_ty, n, device, seed=seed, macros=macros)
     ids, masks = unpack_entries(entries)
-    for key, bit in cleared:
-        masks[keys == key] &= ~(1 << bit)
+    for unit, bit in cleared:
+        masks[macro_tiles(keys, n_tx, n_ty) == unit] &= ~(1 << bit)
     entries = pack_entries(ids, masks)
-    sk, se = ref.sort_pairs(keys, entries)
-    real = sk.long() < kernels.sentinel_key(dtype)
+    sk, se = ref.sort_pairs(keys, entries, depths=depths)
+    real = sk != kernels.sentinel_key(torch.int32)
     return sk, se, sum(bin(m).count("1") for m in unpack_entries(se[real])[1].tolist())
 
 
@@ -55,7 +61,7 @@ def lists_from_pairs(sorted_keys, sorted_entries, n_tx, n_ty) -> list[list[int]]
     n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
     lists: list[list[int]] = [[] for _ in range(n_tx * n_ty)]
     ids, masks = unpack_entries(sorted_entries.cpu())
-    for key, g, m in zip(sorted_keys.tolist(), ids.tolist(), masks.tolist()):
+    for key, g, m in zip(macro_tiles(sorted_keys, n_tx, n_ty).tolist(), ids.tolist(), masks.tolist()):
         if key >= n_mx * n_my:
             continue  # the sentinel: no macro-tile's
         by, bx = divmod(key, n_mx)
@@ -72,7 +78,7 @@ def check_lists(ids, ranges, want, sorted_keys, n_tx, n_ty):
     no pair have [0, 0)."""
     ids, ranges = ids.tolist(), ranges.tolist()
     n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
-    keys = set(sorted_keys.tolist())
+    keys = set(macro_tiles(sorted_keys, n_tx, n_ty).tolist())
     wrong = [t for t, (start, end) in enumerate(ranges) if ids[start:end] != want[t]]
     assert not wrong, f"{len(wrong)} tiles' lists differ, e.g. tile {wrong[0]}: {ids[slice(*ranges[wrong[0]])]}"
     cursor = 0
@@ -108,13 +114,12 @@ def check_tile_layout(ids, ranges, want):
     assert cursor == sum(map(len, want)), "the ranges do not cover the pairs exactly"
 
 
-@pytest.mark.parametrize("dtype", [torch.int16, torch.int32])
-def test_random_pairs_match_twin_and_their_tiles(dtype, device):
+def test_random_pairs_match_twin_and_their_tiles(device):
     """21 x 10 tiles: 3 x 3 macro-tiles, the right column 5 tiles wide and the bottom band 2 rows high; the last 2
     macro-tiles get no pair, a tenth of the pairs have an empty mask, two tiles of macro-tiles with pairs get no
     Gaussian, and 3 sentinel slots with random masks end the pairs (nothing may read them)."""
     n_tx, n_ty = 21, 10
-    sk, se, n_entries = sorted_random_pairs(n_tx, n_ty, 3000, device, dtype, seed=2, macros=7,
+    sk, se, n_entries = sorted_random_pairs(n_tx, n_ty, 3000, device, seed=2, macros=7,
                                             cleared=((0, 5), (4, 31)))  # fmt: skip
     got = run(kernels, sk, se, n_tx, n_ty, n_entries)
     want = run(ref, sk, se, n_tx, n_ty, n_entries)
@@ -140,7 +145,7 @@ def test_lists_are_each_tiles_gaussians_in_depth_order(impl, n, size, tile, grow
     n_tx, n_ty = tile_grid(width, height, tile)
     n_pairs = int(proj[2 if form == "tiles" else 3].sum())
     keys, values, _ = bin_all(impl, proj, width, height, tile=tile, capacity=n_pairs + 37, form=form)
-    sk, sv = impl.sort_pairs(keys, values)
+    sk, sv = impl.sort_pairs(keys, values, depths=depths if form == "macro-tiles" else None)
     assert (sk[-37:] == kernels.sentinel_key(sk.dtype)).all()
     d = depths.tolist()
     sets = tile_sets(proj, width, height, tile=tile)
@@ -199,7 +204,7 @@ def test_a_short_list_buffer_is_filled_to_its_end(impl, device):
     n_tx, n_ty = tile_grid(width, height, 8)
     proj = projected(1000, width, height, device, seed=5, grow=1.0)
     keys, entries, n_pairs = bin_all(kernels, proj, width, height)
-    sk, se = ref.sort_pairs(keys, entries)
+    sk, se = ref.sort_pairs(keys, entries, depths=proj[1])
     n_entries = int(proj[2].sum())
     full_ids, full_ranges = run(impl, sk, se, n_tx, n_ty, n_entries)
     short, guard = n_entries // 2, 11
@@ -216,7 +221,7 @@ def test_empty_input(impl, device):
     """No pairs: every tile's range is [0, 0), the list buffer untouched."""
     ids = torch.full((4,), GUARD, dtype=torch.int32, device=device)
     _, ranges, scratch = list_buffers(0, 6, 0, device)
-    got_ids, got_ranges = impl.tile_lists(torch.empty(0, dtype=torch.int16, device=device),
+    got_ids, got_ranges = impl.tile_lists(torch.empty(0, dtype=torch.int32, device=device),
                                           torch.empty(0, dtype=torch.int64, device=device), 3, 2,
                                           out=(ids, ranges, scratch))  # fmt: skip
     assert got_ranges.shape == (6, 2) and (got_ranges == 0).all() and (got_ids == GUARD).all()
@@ -236,10 +241,10 @@ def test_chunks_of_either_length_with_the_nominal_scratch(chunk, device, monkeyp
     monkeypatch.setattr(module, "interpreting", lambda: chunk == 32)
     monkeypatch.setattr(module, "SCAN_BLOCK", 4)
     n_tx, n_ty, n = 20, 12, 20_000
-    sk, se, n_entries = sorted_random_pairs(n_tx, n_ty, n, device, torch.int16, seed=4)
+    sk, se, n_entries = sorted_random_pairs(n_tx, n_ty, n, device, seed=4)
     # a capacity frame's unused tail: chunks that start in it are skipped (masks of every bit: nothing may read them)
     tail = 3 * LIST_CHUNK
-    sk = torch.cat([sk, torch.full((tail,), kernels.sentinel_key(torch.int16), dtype=sk.dtype, device=device)])
+    sk = torch.cat([sk, torch.full((tail,), kernels.sentinel_key(torch.int32), dtype=sk.dtype, device=device)])
     se = torch.cat([se, torch.full((tail,), -1, dtype=se.dtype, device=device)])
     n += tail
     assert n > 2 * 32 * LIST_CHUNK

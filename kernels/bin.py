@@ -265,13 +265,16 @@ def bin_config(n_visible: int, pairs_per_gaussian: float, wide: bool = False) ->
 
 def bins_macro_tiles(pairs_per_gaussian: float, previous: bool = False) -> bool:
     """Whether a frame whose visible Gaussians reach `pairs_per_gaussian` tiles each bins per macro-tile. The split
-    into tile lists costs about as much a pair as the sort and the pair writes save, so it pays where a Gaussian
-    reaches many tiles of few macro-tiles: close-ups, at 4K most (BENCHMARKS.md, section 24). A frame leaves
-    `previous` only past the other threshold, so frames near one do not flip the form (and re-capture a graph)."""
+    into tile lists costs about as much a pair as the pair writes and the sort save, so it pays where a Gaussian
+    reaches many tiles of few macro-tiles: close-ups, at 4K most (BENCHMARKS.md, section 24). Since a macro-tile
+    frame sorts no Gaussians (its keys hold the depth: kernels/sort.py) it pays from fewer tiles: the forms timed
+    frame by frame crossed between 3.2 tiles a Gaussian (per tile 0.91x) and 5.9 (even), and per macro-tile won at
+    6.4-6.8 (0.94x) and 16-18 (0.82x) (tests/gpu/form_ab.py, section 40). A frame leaves `previous` only past the
+    other threshold, so frames near one do not flip the form (and re-capture a graph)."""
     return pairs_per_gaussian >= (MACRO_UNTIL if previous else MACRO_FROM)
 
 
-MACRO_FROM, MACRO_UNTIL = 12.0, 9.0  # tiles a visible Gaussian reaches, on average
+MACRO_FROM, MACRO_UNTIL = 6.0, 4.5  # tiles a visible Gaussian reaches, on average (12 and 9 until section 40)
 
 
 def expected_macro_pairs(n_visible: int, tile_pairs: int) -> int:

@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 import torch  # noqa: E402
 
+from kernels.buffers import depth_bits  # noqa: E402
 from renderer import Renderer, RenderSettings  # noqa: E402
 from renderer.launch import LaunchConfig  # noqa: E402
 from scenes import load_scene  # noqa: E402
@@ -34,8 +35,9 @@ FRAMES = 20  # the bench's path length; the middle one is taken
 LONG = (1024, 4096, 16384)
 
 
-def segment_stats(keys: torch.Tensor, n_macros: int) -> dict:
-    lengths = torch.bincount(keys[keys < n_macros].long(), minlength=n_macros)
+def segment_stats(sorted_keys: torch.Tensor, n_macros: int) -> dict:
+    keys = sorted_keys.long() >> depth_bits(n_macros)  # the macro-tiles, above the rounded depths
+    lengths = torch.bincount(keys[keys < n_macros], minlength=n_macros)
     held = lengths[lengths > 0].double()
     total = float(held.sum())
     q = torch.quantile(held, torch.tensor([0.5, 0.9, 0.99], dtype=torch.float64)).tolist() if held.numel() else [0] * 3
@@ -72,7 +74,7 @@ def main() -> int:
             tile = 8
             n_tx, n_ty = -(-args.size[0] // tile), -(-args.size[1] // tile)
             n_mx, n_my = r.k.macro_grid(n_tx, n_ty)
-            keys = r.ws.buffer("sorted_macro_keys", r.macro_capacity.size, r.k.key_dtype(n_mx * n_my))
+            keys = r.ws.buffer("sorted_macro_keys", r.macro_capacity.size, r.k.MACRO_KEY_DTYPE)
             row = dict(path=f"{os.path.basename(path)}/{name}", visible=out.stats.n_visible,
                        tile_pairs=out.stats.n_pairs, **segment_stats(keys, n_mx * n_my))  # fmt: skip
             rows.append(row)

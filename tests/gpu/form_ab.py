@@ -1,11 +1,15 @@
-"""Which binning form pays, frame by frame (GPU machine only): each bench path rendered by two renderers in one
+"""Which binning form pays, frame by frame (GPU machine only): each bench path rendered by renderers in one
 process, one forced to bin every frame per tile and one per macro-tile (kernels/bin.py `bins_macro_tiles`'s
-thresholds set past either end), in alternated passes, each frame timed between CUDA events (objects' frames
-replay their CUDA graphs, so the events hold the frame's GPU time). Prints, per path, each frame's footprint (tile
-pairs a visible Gaussian) and the two forms' median times, so that the thresholds can be set where the forms
-cross (BENCHMARKS.md, sections 24 and 40). Images are compared: the two forms give the same lists.
+thresholds set past either end), and with `--routes auto,graph` each form on either frame route as well
+(renderer/routes.py: composites run counted unless forced onto capacities), in alternated passes. `--timing
+events` times each frame between CUDA events (capacity frames replay their CUDA graphs, so the events hold the
+frame's GPU time); `--timing flight` times whole passes through `Renderer.render_stream` (frames in flight, as
+the bench's default rows), the wall time a frame. Prints, per path, each frame's footprint (tile pairs a visible
+Gaussian) and each variant's median time, so that the thresholds can be set where the forms cross (BENCHMARKS.md,
+sections 24, 40 and 41). Images are compared: the forms and routes give the same lists.
 
     python3 tests/gpu/form_ab.py --scenes plant.splat playbot_lod0.sog --composites none --json out/forms.json
+    python3 tests/gpu/form_ab.py --scenes --composites 6M,24M --forms auto --routes auto,graph --timing flight
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import os
 import statistics
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -34,11 +39,22 @@ from tools.bench_paths import (  # noqa: E402
 
 FRAMES = 20
 PASSES = 3
-FORMS = {"tiles": (1e12, 1e12), "macro": (0.0, 0.0)}  # (MACRO_FROM, MACRO_UNTIL) that force the form
+# (MACRO_FROM, MACRO_UNTIL) that force the form, or ("auto") the renderer's own thresholds
+FORMS = {"tiles": (1e12, 1e12), "macro": (0.0, 0.0), "auto": (kernels.bin.MACRO_FROM, kernels.bin.MACRO_UNTIL)}
 
 
 def force(form: str) -> None:
     kernels.bin.MACRO_FROM, kernels.bin.MACRO_UNTIL = FORMS[form]
+
+
+def flight_pass(r: Renderer, cams, settings) -> list[float]:
+    """The pass's wall time a frame, its frames in flight (`Renderer.render_stream`), once per camera."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in r.render_stream(cams, settings):
+        pass
+    torch.cuda.synchronize()
+    return [(time.perf_counter() - t0) * 1e3 / len(cams)] * len(cams)
 
 
 def timed_pass(r: Renderer, cams, settings) -> list[float]:
@@ -62,6 +78,9 @@ def main() -> int:
     p.add_argument("--scenes-dir", default=os.environ.get("WARPSPLAT_SCENES"))
     p.add_argument("--cache-dir", default="/tmp/warpsplat-bench")
     p.add_argument("--size", type=lambda v: tuple(int(x) for x in v.split("x")), default=(1920, 1080))
+    p.add_argument("--routes", default="auto", help="comma-separated frame routes: auto, graph, counted")
+    p.add_argument("--forms", default="tiles,macro", help="comma-separated binning forms: tiles, macro, auto")
+    p.add_argument("--timing", choices=("events", "flight"), default="events")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     if not torch.cuda.is_available():
@@ -73,40 +92,57 @@ def main() -> int:
         inputs = [find_scene(n, args.scenes_dir) for n in COMPOSITE_INPUTS]
         jobs += [(build_composite(c, parse_count(c), inputs, args.cache_dir), composite_paths) for c in comps]
     settings, rows = RenderSettings(), []
+    routes = args.routes.split(",")
+    variants = [(form, route) for form in args.forms.split(",") for route in routes]
+    passing = flight_pass if args.timing == "flight" else timed_pass
     for path, make_paths in jobs:
         scene = load_scene(path)
         for name, cams in make_paths(scene, *args.size, FRAMES).items():
-            rs = {form: Renderer(scene, device="cuda") for form in FORMS}
-            stats, images = {}, {}
-            for form, r in rs.items():
+            rs, stats, images, held, peaks = {}, {}, {}, {}, {}
+            for form, route in variants:  # made and warmed one at a time: what each holds after its warm-up
+                before = torch.cuda.memory_allocated()
+                rs[form, route] = r = Renderer(scene, device="cuda")
+                r.frame_mode = route
                 force(form)
                 outs = [r.render(cam, settings) for cam in cams]  # synced: counts, and the form it took
-                stats[form] = [(o.stats.n_visible, o.stats.n_pairs) for o in outs]
-                images[form] = [o.image.clone() for o in outs[:: FRAMES // 4]]
-                timed_pass(r, cams, settings)  # graphs captured
-            diff = max(float((a - b).abs().max()) for a, b in zip(images["tiles"], images["macro"], strict=True))
-            times = {form: [] for form in FORMS}
+                stats[form, route] = [(o.stats.n_visible, o.stats.n_pairs) for o in outs]
+                images[form, route] = [o.image.clone() for o in outs[:: FRAMES // 4]]
+                del outs
+                held_before_pass = torch.cuda.memory_allocated()
+                torch.cuda.reset_peak_memory_stats()
+                passing(r, cams, settings)  # graphs captured
+                peaks[form, route] = (torch.cuda.max_memory_allocated() - before) / 2**20
+                held[form, route] = (held_before_pass - before) / 2**20
+            first = variants[0]
+            diff = max(max(float((a - b).abs().max()) for a, b in zip(images[first], images[v], strict=True))
+                       for v in variants)  # fmt: skip
+            times = {v: [] for v in variants}
             for _ in range(PASSES):
-                for form, r in rs.items():
+                for (form, route), r in rs.items():
                     force(form)
-                    times[form].append(timed_pass(r, cams, settings))
+                    times[form, route].append(passing(r, cams, settings))
+            medians = {v: statistics.median(statistics.median(p[i] for p in times[v]) for i in range(len(cams)))
+                       for v in variants}  # fmt: skip
             per_frame = []
-            for i, (visible, pairs) in enumerate(stats["tiles"]):
-                t = statistics.median(p[i] for p in times["tiles"])
-                m = statistics.median(p[i] for p in times["macro"])
-                per_frame.append(dict(frame=i, visible=visible, tile_pairs=pairs,
-                                      footprint=pairs / max(visible, 1), tiles_ms=t, macro_ms=m))  # fmt: skip
-            tiles_ms = statistics.median(f["tiles_ms"] for f in per_frame)
-            macro_ms = statistics.median(f["macro_ms"] for f in per_frame)
-            row = dict(path=f"{os.path.basename(path)}/{name}", tiles_ms=tiles_ms, macro_ms=macro_ms,
-                       max_abs_diff=diff, frames=per_frame)  # fmt: skip
+            for i, (visible, pairs) in enumerate(stats[first]):
+                per_frame.append(dict(frame=i, visible=visible, tile_pairs=pairs, footprint=pairs / max(visible, 1),
+                                      **{f"{f}/{r}_ms": statistics.median(p[i] for p in times[f, r])
+                                         for f, r in variants}))  # fmt: skip
+            row = dict(path=f"{os.path.basename(path)}/{name}", timing=args.timing, max_abs_diff=diff,
+                       ms={f"{f}/{r}": m for (f, r), m in medians.items()},
+                       pass_ms={f"{f}/{r}": [statistics.median(p) for p in times[f, r]] for f, r in variants},
+                       peak_mb={f"{f}/{r}": m for (f, r), m in peaks.items()},
+                       held_mb={f"{f}/{r}": m for (f, r), m in held.items()}, frames=per_frame)  # fmt: skip
             rows.append(row)
-            print(f"{row['path']}: per tile {tiles_ms:.3f} ms, per macro-tile {macro_ms:.3f} ms "
-                  f"({macro_ms / tiles_ms:.3f}x); images differ by at most {diff:.2e}", flush=True)  # fmt: skip
-            for f in per_frame[:: FRAMES // 5]:
-                print(f"    frame {f['frame']:2d}: {f['footprint']:6.2f} tiles a Gaussian, {f['tiles_ms']:.3f} / "
-                      f"{f['macro_ms']:.3f} ms", flush=True)  # fmt: skip
-            del rs
+            base = medians[first]
+            print(f"{row['path']} ({args.timing}): " + ", ".join(
+                f"{f}/{r} {m:.3f} ms ({m / base:.3f}x, peak {peaks[f, r]:.0f} MB)" for (f, r), m in medians.items())
+                + f"; images differ by at most {diff:.2e}", flush=True)  # fmt: skip
+            if args.timing == "events":
+                for f in per_frame[:: FRAMES // 5]:
+                    print(f"    frame {f['frame']:2d}: {f['footprint']:6.2f} tiles a Gaussian, " + " / ".join(
+                        f"{f[f'{a}/{b}_ms']:.3f}" for a, b in variants) + " ms", flush=True)  # fmt: skip
+            del rs, r
             torch.cuda.empty_cache()
     if args.json:
         with open(args.json, "w") as fh:

@@ -10,8 +10,8 @@ one tile size, for a side by side view of where each spends its time.
 
 HiGS's package is named gsplat, as gsplat 1.5.3 is: its folder goes first on the path of a process of its own.
 Each path is rendered through once (capacities, launch classes and graphs settle; HiGS's JIT build), then its
-middle frame is timed: the median wall time of 15 frames, each waited for, and the kernels of 3 more under the
-profiler.
+middle frame (or those `--frames` names) is timed: the median wall time of 15 frames, each waited for, and the
+kernels of 3 more under the profiler.
 """
 
 from __future__ import annotations
@@ -78,6 +78,38 @@ def kernel_ms(frame: Callable[[], object], trace: str | None) -> dict[str, tuple
 
 
 @torch.inference_mode()  # as the renderer: its workspace tensors are inference tensors
+def profile_frame(args, r, higs, higs_scene, name: str, cams, index: int, settings) -> dict:
+    """One frame of a path (camera `index`), after the path was rendered through once: its row, printed."""
+    trace = (os.path.join(args.trace, f"{args.renderer}_{name.replace('/', '_')}_{index}.json")
+             if args.trace else None)  # fmt: skip
+    if r is not None:
+        for cam in cams:
+            r.render(cam, settings)
+        camera = cams[index]
+        out = r.render(camera, settings)  # synced: its stage times and counts
+        frame = functools.partial(r.render, camera, settings, sync_stats=False)
+        row = dict(path=name, frame=index, size=list(args.size), renderer="warpsplat", counted=r.counted(),
+                   visible=out.stats.n_visible, pairs=out.stats.n_pairs,
+                   longest_list=out.stats.max_tile_pairs, stages_ms=out.stats.stage_ms)  # fmt: skip
+        what = f"{'counted' if row['counted'] else 'graph'}, {row['visible']:,} visible, {row['pairs']:,} pairs"
+    else:  # HiGS on the same cameras, its inputs made before any timing (as the bench does)
+        viewmats, Ks = camera_tensors(cams, "cuda")
+        size = {"width": args.size[0], "height": args.size[1]}
+        draw = higs_frames(higs[1], higs_scene, viewmats, Ks, size, args.tile)
+        for i in range(len(cams)):
+            draw(i)
+        frame = functools.partial(draw, index)
+        row = dict(path=name, frame=index, size=list(args.size), renderer="higs", tile_size=args.tile)
+        what = f"HiGS, tile {args.tile}"
+    kernels = kernel_ms(frame, trace)
+    row.update(wall_ms=wall_ms(frame), kernels_ms=kernels)
+    print(f"{name} frame {index} {args.size[0]}x{args.size[1]} ({what}): wall {row['wall_ms']:.3f} ms, kernels "
+          f"{sum(v for v, _ in kernels.values()):.3f} ms", flush=True)  # fmt: skip
+    for k, (v, n) in list(kernels.items())[:14]:
+        print(f"    {v:8.4f} ms  x{n:4.1f}  {k}", flush=True)
+    return row
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenes", nargs="*", default=["plant.splat"])
@@ -89,6 +121,11 @@ def main() -> int:
     p.add_argument("--trace", default=None, help="folder for a Chrome trace of each frame")
     p.add_argument("--renderer", choices=("warpsplat", "higs"), default="warpsplat")
     p.add_argument("--tile", type=int, default=8, help="HiGS's tile size (8 or 16)")
+    p.add_argument(
+        "--frames",
+        default=str(FRAMES_PER_PATH // 2),
+        help=f"comma-separated frames of each path to profile (0-{FRAMES_PER_PATH - 1}; default its middle)",
+    )
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("kernel_profile: needs CUDA (run on the GPU machine)", file=sys.stderr)
@@ -115,34 +152,9 @@ def main() -> int:
         r = Renderer(scene, device="cuda") if higs is None else None
         higs_scene = make_higs_scene(higs[0], scene, "cuda") if higs is not None else None
         for path_name, cams in make_paths(scene, *args.size, FRAMES_PER_PATH).items():
-            name = f"{os.path.basename(path)}/{path_name}"
-            trace = os.path.join(args.trace, f"{args.renderer}_{name.replace('/', '_')}.json") if args.trace else None
-            if r is not None:
-                for cam in cams:
-                    r.render(cam, settings)
-                camera = cams[FRAMES_PER_PATH // 2]
-                out = r.render(camera, settings)  # synced: its stage times and counts
-                frame = functools.partial(r.render, camera, settings, sync_stats=False)
-                row = dict(path=name, size=list(args.size), renderer="warpsplat", counted=r.counted(),
-                           visible=out.stats.n_visible, pairs=out.stats.n_pairs,
-                           longest_list=out.stats.max_tile_pairs, stages_ms=out.stats.stage_ms)  # fmt: skip
-                what = f"{'counted' if row['counted'] else 'graph'}, {row['visible']:,} visible, {row['pairs']:,} pairs"
-            else:  # HiGS on the same cameras, its inputs made before any timing (as the bench does)
-                viewmats, Ks = camera_tensors(cams, "cuda")
-                size = {"width": args.size[0], "height": args.size[1]}
-                draw = higs_frames(higs[1], higs_scene, viewmats, Ks, size, args.tile)
-                for i in range(len(cams)):
-                    draw(i)
-                frame = functools.partial(draw, FRAMES_PER_PATH // 2)
-                row = dict(path=name, size=list(args.size), renderer="higs", tile_size=args.tile)
-                what = f"HiGS, tile {args.tile}"
-            kernels = kernel_ms(frame, trace)
-            row.update(wall_ms=wall_ms(frame), kernels_ms=kernels)
-            rows.append(row)
-            print(f"{name} {args.size[0]}x{args.size[1]} ({what}): wall {row['wall_ms']:.3f} ms, kernels "
-                  f"{sum(v for v, _ in kernels.values()):.3f} ms", flush=True)  # fmt: skip
-            for k, (v, n) in list(kernels.items())[:14]:
-                print(f"    {v:8.4f} ms  x{n:4.1f}  {k}", flush=True)
+            for index in (int(f) for f in args.frames.split(",")):
+                rows.append(profile_frame(args, r, higs, higs_scene, f"{os.path.basename(path)}/{path_name}", cams,
+                                          index, settings))  # fmt: skip
         del r, higs_scene
         torch.cuda.empty_cache()
     if args.json:

@@ -127,6 +127,12 @@ def main() -> int:
         help=f"comma-separated frames of each path to profile (0-{FRAMES_PER_PATH - 1}; default its middle)",
     )
     args = p.parse_args()
+    try:
+        frames = [int(f) for f in args.frames.split(",")]
+    except ValueError:
+        frames = [-1]
+    if not all(0 <= f < FRAMES_PER_PATH for f in frames):
+        p.error(f"--frames {args.frames}: comma-separated frame numbers from 0 to {FRAMES_PER_PATH - 1}")
     if not torch.cuda.is_available():
         print("kernel_profile: needs CUDA (run on the GPU machine)", file=sys.stderr)
         return 2
@@ -152,7 +158,7 @@ def main() -> int:
         r = Renderer(scene, device="cuda") if higs is None else None
         higs_scene = make_higs_scene(higs[0], scene, "cuda") if higs is not None else None
         for path_name, cams in make_paths(scene, *args.size, FRAMES_PER_PATH).items():
-            for index in (int(f) for f in args.frames.split(",")):
+            for index in frames:
                 rows.append(profile_frame(args, r, higs, higs_scene, f"{os.path.basename(path)}/{path_name}", cams,
                                           index, settings))  # fmt: skip
         del r, higs_scene

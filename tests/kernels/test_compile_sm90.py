@@ -6,8 +6,9 @@ the GPU passes every CPU test and fails only there: the macro-tile bin kernel di
 given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch configuration
 the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, tile pairs at both key
 widths and macro-tile pairs over all Gaussians and over the visible ones gathered, both tile sizes; tile_lists at
-its chunk and warps, and its scan; stage 1 with and without the macro-tile count; the counted frames' count,
-compaction and order, and the tile-pair sum, kernels/order.py; the sort's settling of tied macro-tile keys). The
+its chunk and warps, and its scan; stage 1 with and without the macro-tile count, over all rows or the pre-cull's
+survivors, and the pre-cull itself; the counted frames' count, compaction and order, and the tile-pair sum,
+kernels/order.py; the sort's settling of tied macro-tile keys). The
 rasterizer's scalar loop, a Gluon kernel, is compiled the same way in every (tile size, list class) configuration
 it is launched in, for each of the outputs (both, the float pair alone, the 8-bit image alone) and in its split
 form: the interpreter cannot run it at all, so this is the only CPU check that its code lowers.
@@ -78,14 +79,23 @@ failures.append(compile_one(lists._scan_kernel, {"counts_ptr": "*i32", "n_chunks
 compiled += 1
 sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "sh_ptr": "*fp16", "camera_ptr": "*fp32",
        "records_ptr": "*fp32", "depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "macros_touched_ptr": "*i32",
-       "bin_t_ptr": "*fp32", "tau_ptr": "*fp32", "N": "i32", "width": "i32", "height": "i32", "near": "fp32",
-       "far": "fp32", "eps2d": "fp32", "s_min": "fp32", "sh_n": "i32", "sh_k": "i32", "sh_c": "i32",
-       "DEGREE": "constexpr", "TILE": "constexpr", "ADAGSCALE": "constexpr", "MACROS": "constexpr",
-       "WRITE_T": "constexpr", "BLOCK_N": "constexpr"}
-for macros, adagscale in itertools.product((False, True), (False, True)):
+       "bin_t_ptr": "*fp32", "tau_ptr": "*fp32", "survivors_ptr": "*i32", "n_survivors_ptr": "*i32", "N": "i32",
+       "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32", "s_min": "fp32", "sh_n": "i32",
+       "sh_k": "i32", "sh_c": "i32", "DEGREE": "constexpr", "TILE": "constexpr", "ADAGSCALE": "constexpr",
+       "MACROS": "constexpr", "WRITE_T": "constexpr", "INDEXED": "constexpr", "BLOCK_N": "constexpr"}
+for macros, adagscale, indexed in itertools.product((False, True), (False, True), (False, True)):
     failures.append(compile_one(project._project_kernel, sig, {"DEGREE": 3, "TILE": 8, "ADAGSCALE": adagscale,
                                                                 "MACROS": macros, "WRITE_T": adagscale,
-                                                                "BLOCK_N": 128}))
+                                                                "INDEXED": indexed, "BLOCK_N": 128}))
+    compiled += 1
+# the pre-cull (kernels/project.py `culls_frustum`), at both tile sizes, with and without the macro-tile counts
+sig = {"means_ptr": "*fp32", "extent_ptr": "*fp32", "camera_ptr": "*fp32", "depths_ptr": "*fp32",
+       "tiles_touched_ptr": "*i32", "macros_touched_ptr": "*i32", "survivors_ptr": "*i32", "n_survivors_ptr": "*i32",
+       "N": "i32", "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32",
+       "extent_scale": "fp32", "TILE": "constexpr", "MACROS": "constexpr", "BLOCK": "constexpr"}
+for tile, macros in itertools.product((8, 16), (False, True)):
+    failures.append(compile_one(project._frustum_kernel, sig, {"TILE": tile, "MACROS": macros,
+                                                                "BLOCK": project.FRUSTUM_BLOCK}, project.FRUSTUM_WARPS))
     compiled += 1
 for same in (False, True):
     sig = {"depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "pair_counts_ptr": "*i32", "totals_ptr": "*i64",

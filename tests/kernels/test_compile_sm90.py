@@ -8,7 +8,8 @@ the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binni
 widths and macro-tile pairs over all Gaussians and over the visible ones gathered, both tile sizes; tile_lists at
 its chunk and warps, and its scan; stage 1 with and without the macro-tile count, over all rows or the pre-cull's
 survivors, and the pre-cull itself; the counted frames' count, compaction and order, and the tile-pair sum,
-kernels/order.py; the sort's settling of tied macro-tile keys). The
+kernels/order.py; the sort's settling of tied macro-tile keys; the tile ranges, the tile schedule and a temporal
+window's cull). The
 rasterizer's scalar loop, a Gluon kernel, is compiled the same way in every (tile size, list class) configuration
 it is launched in, for each of the outputs (both, the float pair alone, the 8-bit image alone) and in its split
 form: the interpreter cannot run it at all, so this is the only CPU check that its code lowers.
@@ -112,6 +113,37 @@ for indexed in (False, True):
            "M": "i32", "INDEXED": "constexpr", "BLOCK": "constexpr"}
     failures.append(compile_one(order._ordered_kernel, sig, {"INDEXED": indexed, "BLOCK": order.ORDER_BLOCK}))
 compiled += 4
+# the tile ranges of tile pairs (both key widths), the rasterizer's longest-first schedule at the tile counts of
+# 1080p and 4K at 8 px and 16 px, and a temporal window's cull (kernels/schedule.py, cull.py)
+for key in ("*i16", "*i32"):
+    sig = {"keys_ptr": key, "ranges_ptr": "*i32", "C": "i32", "n_tiles": "i32", "BLOCK": "constexpr"}
+    failures.append(compile_one(lists._tile_ranges_kernel, sig, {"BLOCK": 1024}))
+    compiled += 1
+schedule = importlib.import_module("kernels.schedule")
+sizes = ((1920, 1080), (3840, 2160))
+for n_tiles in sorted({((w + t - 1) // t) * ((h + t - 1) // t) for w, h in sizes for t in (8, 16)}):
+    block = schedule.schedule_block(n_tiles)
+    warps = min(8, block // 32)
+    sig = {"ranges_ptr": "*i32", "tile_counts_ptr": "*i32", "hist_ptr": "*i32", "n_tiles": "i32",
+           "CLASSES": "constexpr", "CLASS_SLOTS": "constexpr", "BLOCK": "constexpr"}
+    failures.append(compile_one(schedule._class_histogram_kernel, sig, {"CLASSES": schedule.CLASSES,
+                                "CLASS_SLOTS": schedule.CLASS_SLOTS, "BLOCK": block}, warps))
+    for has_longest in (False, True):
+        sig = {"tile_counts_ptr": "*i32", "hist_ptr": "*i32", "schedule_ptr": "*i32",
+               "longest_ptr": "*i64" if has_longest else "*i32", "n_tiles": "i32", "n_blocks": "i32",
+               "CLASSES": "constexpr", "CLASS_SLOTS": "constexpr", "BLOCK": "constexpr", "ROWS": "constexpr",
+               "HAS_LONGEST": "constexpr"}
+        failures.append(compile_one(schedule._place_kernel, sig, {"CLASSES": schedule.CLASSES,
+                                    "CLASS_SLOTS": schedule.CLASS_SLOTS, "BLOCK": block, "ROWS": 64,
+                                    "HAS_LONGEST": has_longest}, warps))
+    compiled += 3
+cull = importlib.import_module("kernels.cull")
+sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "cameras_ptr": "*fp32", "keep_ptr": "*i8",
+       "N": "i32", "n_cams": "i32", "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32",
+       "margin": "fp32", "guard2": "fp32", "TILE": "constexpr", "BLOCK_N": "constexpr"}
+for tile in (8, 16):
+    failures.append(compile_one(cull._cull_window_kernel, sig, {"TILE": tile, "BLOCK_N": 128}))
+    compiled += 1
 failures = [f for f in failures if f]
 print(f"compiled {compiled}, failed {len(failures)}")
 print("\n".join(failures))

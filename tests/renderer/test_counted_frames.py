@@ -20,6 +20,8 @@ def test_counted_frames_equal_capacity_frames(scene_path, device, backend, dense
     scene = scene.subset(torch.arange(0, len(scene), 4))  # 1,024 real Gaussians: the interpreter is slow
     cams = orbit_path(scene, 24, 16, 2)
     c = scene.center().numpy()
+    # from the scene's centre, about half of it behind the camera: a frame that gathers fewer than all (V < N)
+    cams.append(Camera.look_at(c, c + np.array([0.0, 0.0, 1.0]), width=24, height=16))
     cams.append(Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=24, height=16))
     settings = RenderSettings(background=(0.2, 0.1, 0.0))
     by_capacity = Renderer(scene, device=device, backend=backend)
@@ -27,14 +29,50 @@ def test_counted_frames_equal_capacity_frames(scene_path, device, backend, dense
     counted = Renderer(scene, device=device, backend=backend)
     counted.frame_mode = "counted"
     counted.dense_order_from = dense_from
+    seen = []
     for cam in cams:
         want = by_capacity.render(cam, settings)
         got = counted.render(cam, settings)
         assert got.stats.n_visible == want.stats.n_visible and got.stats.n_pairs == want.stats.n_pairs
         assert torch.equal(got.image, want.image) and torch.equal(got.alpha, want.alpha)
         assert torch.equal(got.tile_counts, want.tile_counts)
+        seen.append(got.stats.n_visible)
+    assert 0 < seen[-2] < len(scene), "the view from the centre sees part of the scene"
     assert counted.pair_capacity.size == counted.macro_capacity.size == 0, "counted frames use no capacity"
     assert want.stats.n_pairs == 0 and got.stats.n_pairs == 0, "the last view sees nothing"
+
+
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_counted_frames_binned_per_macro_tile(scene_path, device, monkeypatch, backend):
+    """Counted frames binned per macro-tile always gather their visible Gaussians and bin them in index order
+    (`CountedFrame.order`): on views that see all of the scene, part of it and none of it, the same images and
+    counts as counted frames binned per tile. (The scene's footprints bin per tile: the form is forced.)"""
+    import renderer.launch
+
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))
+    c = scene.center().numpy()
+    cams = orbit_path(scene, 24, 16, 2)
+    cams.append(Camera.look_at(c, c + np.array([0.0, 0.0, 1.0]), width=24, height=16))  # about half behind it
+    cams.append(Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=24, height=16))
+    cams += cams[:1]
+    settings = RenderSettings(background=(0.2, 0.1, 0.0))
+    per_tile = Renderer(scene, device=device, backend=backend)
+    per_tile.frame_mode = "counted"
+    # (counts, image, tile counts) of each: a renderer's images are its buffers, which its next frame writes
+    per_tile_frames = []
+    for cam in cams:
+        out = per_tile.render(cam, settings)
+        per_tile_frames.append((out.stats.n_visible, out.stats.n_pairs, out.image.clone(), out.tile_counts.clone()))
+    monkeypatch.setattr(renderer.launch, "bins_macro_tiles", lambda footprint, previous=False: True)
+    macro = Renderer(scene, device=device, backend=backend)
+    macro.frame_mode = "counted"
+    for cam, (visible, pairs, image, tile_counts) in zip(cams, per_tile_frames, strict=True):
+        got = macro.render(cam, settings)
+        assert (got.stats.n_visible, got.stats.n_pairs) == (visible, pairs)
+        assert torch.equal(got.image, image) and torch.equal(got.tile_counts, tile_counts)
+    assert macro.launch.macro and any(f.macro for f in macro.frames.frames.values()), "the frames binned per macro-tile"
+    assert 0 < per_tile_frames[-3][0] < len(scene) and per_tile_frames[-2][0] == 0
 
 
 def test_auto_mode_counts_from_the_threshold(scene_path, device, monkeypatch):

@@ -11,9 +11,10 @@ import torch
 import kernels
 import kernels.reference as ref
 from kernels.buffers import gaussian_extent
+from kernels.constants import ALPHA_MIN
 from tests.analytic import covariance, quat_matrix, upper
 from tests.conftest import nan_like
-from tests.kernels.synthetic import camera, look_at
+from tests.kernels.synthetic import PinholeCamera, camera, look_at
 
 IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="torch")]
 
@@ -90,6 +91,39 @@ def test_the_pre_cull_changes_no_output_and_culls_what_reaches_no_tile(impl, til
     assert not bool((visible & ~is_kept).any()), "a visible Gaussian was culled"
     culled_of_invisible = int((~is_kept & ~visible).sum()) / int((~visible).sum())
     assert culled_of_invisible > 0.6, f"the pre-cull culled {culled_of_invisible:.0%} of those that reach no tile"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_the_pre_cull_keeps_needles_that_reach_the_image_with_their_tips(impl, device):
+    """The bound where it is tightest: opacity-1 needles along the camera's x axis (sd 0.2 along it, 1e-5 across),
+    their ellipses about 200 px half-wide, centred from 1.1 half-widths to a pixel left of the image, so that the sweep
+    crosses the centres whose far tips just reach the first tile column. The principal point is on the left edge (a
+    crop's camera), so the clamped x/z term that the bound adds to cov_xx is 3.5% (53% at `camera`'s 0.44 w, room to
+    spare): with T_BOUND's 1.02 shrunk to 0.9, the pre-cull culls dozens of the needles that reach a tile here
+    (checked), and none of `edge_scene`'s random Gaussians. The same outputs with and without it, on a sweep most of
+    which reaches the image and some of which does not."""
+    n = 3000
+    base = camera(160, 120, 55.0, look_at((0.4, -0.3, -5.0), (0.2, 0.1, 0.0)))
+    cam = PinholeCamera(160, 120, base.fx, base.fy, 0.0, base.cy, base.T_world_camera)
+    t = -2.0 * math.log(ALPHA_MIN)  # an opacity-1 Gaussian's threshold
+    half, sd = 200.0, 0.2
+    z = math.sqrt(t) * cam.fx * sd / half  # the depth where the needle's ellipse is `half` px half-wide (eps2d aside)
+    g = np.random.default_rng(7)
+    u = np.linspace(-1.1 * half, -1.0, n)
+    v = g.uniform(0.0, cam.height, n)
+    p_cam = np.stack([(u - cam.cx) / cam.fx * z, (v - cam.cy) / cam.fy * z, np.full(n, z)], 1)
+    T = np.asarray(cam.T_world_camera)
+    means = p_cam @ T[:3, :3].T + T[:3, 3]
+    covars = upper(covariance(np.broadcast_to(T[:3, :3], (n, 3, 3)), np.broadcast_to([sd, 1e-5, 1e-5], (n, 3))))
+    f32 = dict(dtype=torch.float32, device=device)
+    scene = (torch.tensor(means, **f32), torch.tensor(covars, **f32), torch.ones(n, **f32),
+             torch.zeros(n, 1, 3, dtype=kernels.SH_DTYPE, device=device))  # fmt: skip
+    packed = cam.packed(device)
+    want = project(impl, scene, packed, 8, device=device)
+    got = project(impl, scene, packed, 8, frustum=(gaussian_extent(scene[1]), *scratch(n, device)), device=device)
+    assert_same_projection(want, got)
+    reached = int((want[2] > 0).sum())
+    assert n // 2 < reached < n - 100, f"{reached} of {n} needles reach a tile: the sweep should cross the bound"
 
 
 @pytest.mark.parametrize("impl", IMPLS)

@@ -260,6 +260,52 @@ def test_empty_tiles_get_background(tile, device):
         assert (got[1] == 0).all()
 
 
+def rgba8_of(rgb, alpha, device):
+    """The [H, W, 4] u8 image `_write_pixels` makes of the float image it writes, (clamp(x, 0, 1) * 255 + 0.5)
+    truncated in float32, for r, g, b and the coverage 1 - T: (unfused, fused). A compiled kernel may fuse the
+    multiply and the add (one rounding, not two), which can carry a product just under k + 0.5 up to k + 1: on CUDA
+    either is taken, byte by byte; the interpreter's is the unfused one, which the CPU (fused = unfused) demands."""
+    floats = torch.cat([rgb, alpha[..., None]], -1).clamp(0, 1)
+    unfused = (floats * 255.0 + 0.5).to(torch.uint8)
+    fused = (floats.double() * 255.0 + 0.5).float().to(torch.uint8) if device == "cuda" else unfused
+    return unfused, fused
+
+
+@pytest.mark.parametrize("variant", [form("batched"), form("scalar")])
+@pytest.mark.parametrize("tile", [8, 16])
+def test_rgba8_is_the_float_image_rounded_to_nearest(variant, tile, device):
+    """The 8-bit image exactly, not within 1 as `check` allows: from one call that writes both, each byte is the
+    same call's float value rounded to nearest (+ 0.5, truncated), on a sparse frame (most 8 px tiles empty) and a
+    dense one that saturates pixels. The background (0.25, 0.5, 1.0) makes an empty pixel's bytes (64, 128, 255, 0)
+    by that rule, and its 0.5 * 255 = 127.5 is exact in float32: a bias of + 0.4999 gives 127 there (checked), which
+    the within-1 checks and the random frames' values (rarely that close to a half) let through."""
+    bg = torch.tensor((0.25, 0.5, 1.0), dtype=torch.float32, device=device)
+    background8 = torch.tensor((64, 128, 255, 0), dtype=torch.uint8, device=device)
+    means, covars, opac, sh = gaussians(12, seed=1, device=device, edge_cases=False)
+    width, height = 48, 40
+    proj = ref.project_gaussians(means, covars, opac, sh, camera(width, height).packed(device), width, height,
+                                 sh_degree=0, tile_size=tile)  # fmt: skip
+    sparse = (*lists_of(ref, proj, width, height, tile=tile), proj[0])
+    dense = binned(1500, 40, 24, device, seed=7, scale_shift=1.2, tile=tile)
+    for args, width, height in ((sparse, 48, 40), (dense, 40, 24)):
+        out = (nan_like(torch.empty(height, width, 3, device=device)),
+               nan_like(torch.empty(height, width, device=device)),
+               nan_like(torch.empty(height, width, 4, dtype=torch.uint8, device=device)))  # fmt: skip
+        rgb, alpha, rgba8 = kernels.rasterize_tiles(*args, bg, width, height, variant=variant, out=out, tile_size=tile)
+        unfused, fused = rgba8_of(rgb, alpha, device)
+        off = ((rgba8 != unfused) & (rgba8 != fused)).any(-1)
+        assert not off.any(), f"{int(off.sum())} pixels, e.g. {rgba8[off][:4].tolist()} for {unfused[off][:4].tolist()}"
+        n_tx, n_ty = (width + tile - 1) // tile, (height + tile - 1) // tile
+        ranges = args[1]
+        empty = (ranges[:, 1] == ranges[:, 0]).reshape(n_ty, n_tx)
+        empty = empty.repeat_interleave(tile, 0).repeat_interleave(tile, 1)[:height, :width]
+        assert (rgba8[empty] == background8).all(), "an empty pixel's bytes"
+        if args is sparse:
+            assert int(empty.sum()) > width * height // 4 and int((alpha > 0).sum()) > 100, "empty and covered pixels"
+        else:
+            assert float((alpha > 0.99).float().mean()) > 0.25, "the dense frame should saturate pixels"
+
+
 # pixel centres holding a stack of three Gaussians: opacity 1.0 in front, centred there, a middle one of
 # opacity (0.62, 0.83, 0.97) set off by a pixel or two, and opacity 1.0 behind, centred again
 STACKS = [(3, 4), (10, 7), (18, 5), (6, 12), (15, 11), (21, 13), (12, 2), (1, 14)]

@@ -28,7 +28,8 @@ Loop forms, the same rule:
   multiply-adds for its exponent where d's form took seven, and no colour conversion; and it has no sigma >= 0
   test (`_blend_poly` says why). In the long-list class the
   longest lists are split across programs, each part blended from T = 1, and the parts composited after
-  (`_combine_parts_kernel`; within 1e-4 of whole lists except where a pixel's stop falls inside a later part).
+  (`_combine_parts_kernel`; within 1e-4 of whole lists except where a pixel's stop falls inside a later part:
+  there up to 0.006 on the 6M composite's overview, BENCHMARKS.md section 43).
 - "batched" (Triton, and what Triton's interpreter runs: it cannot run Gluon): B Gaussians per step as a
   [B, pixels] block, transmittance by `tl.cumprod` along the batch. Few, wide steps.
 
@@ -528,12 +529,14 @@ def rasterize_tiles(
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
     step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; lists: 0, 1, 2 for
     short, medium, long tile lists, which pick the measured defaults (SCALAR_CONFIG). Tuning knobs: none of
-    them changes the image. `out` = (rgb, alpha, rgba8) buffers to write into: rgb and alpha both or neither (a
-    display takes the 8-bit image alone: 4 bytes a pixel where the three take 20), rgba8 or None.
+    them changes the image, but the long lists' split (`parts`, below). `out` = (rgb, alpha, rgba8) buffers to
+    write into: rgb and alpha both or neither (a display takes the 8-bit image alone: 4 bytes a pixel where the
+    three take 20), rgba8 or None.
     schedule: optional [n_tiles] i32 permutation of the tiles, the order in which programs take them
     (`schedule_tiles`: longest lists first); None takes them in id order. The image is the same either way.
     parts: the `split_scratch_shape` buffer: with it, a scheduled scalar frame splits the longest lists by
-    SPLIT_CONFIG (or `split` = (split_from, n_split, parts), a tuning knob), within 1e-4 of whole lists.
+    SPLIT_CONFIG (or `split` = (split_from, n_split, parts), a tuning knob), within 1e-4 of whole lists except
+    where a pixel's stop falls inside a later part (the module docstring).
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size

@@ -107,13 +107,23 @@ class Camera:
     def fov_y_deg(self) -> float:
         return math.degrees(2 * math.atan(0.5 * self.height / self.fy))
 
+    def packed_list(self) -> list[float]:
+        """The [24] values the kernels take, as Python floats: viewmat row-major [16] (R^T and -R^T t of the pose),
+        fx, fy, cx, cy, the camera centre [3], pad. A frame packs them into its staging copy (renderer/params.py):
+        in plain floats, since numpy's dozen operations on arrays this small were most of that step's host time
+        (BENCHMARKS.md, section 44)."""
+        (r00, r01, r02, x), (r10, r11, r12, y), (r20, r21, r22, z), _ = self.T_world_camera.tolist()
+        return [
+            r00, r10, r20, -(r00 * x + r10 * y + r20 * z),
+            r01, r11, r21, -(r01 * x + r11 * y + r21 * z),
+            r02, r12, r22, -(r02 * x + r12 * y + r22 * z),
+            0.0, 0.0, 0.0, 1.0,
+            self.fx, self.fy, self.cx, self.cy, x, y, z, 0.0,
+        ]  # fmt: skip
+
     def packed_array(self) -> np.ndarray:
-        """[24] float32 for the kernels: viewmat row-major [16], fx, fy, cx, cy, camera centre [3], pad."""
-        v = np.zeros(24, dtype=np.float32)
-        v[:16] = self.viewmat.reshape(-1)
-        v[16:20] = (self.fx, self.fy, self.cx, self.cy)
-        v[20:23] = self.position
-        return v
+        """[24] float32 for the kernels (`packed_list`)."""
+        return np.array(self.packed_list(), dtype=np.float32)
 
     def packed(self, device: torch.device | str = "cpu") -> torch.Tensor:
         """`packed_array` as a tensor on `device`."""

@@ -210,7 +210,10 @@ class Frame:
     # ------------------------------------------------------------------ the stages, in frame order
 
     def run(self, timer: StageTimer, from_stage: str = "project") -> None:
-        """Every stage from `from_stage` on, each timed under its own name."""
+        """Every stage from `from_stage` on, each timed under its own name. A whole frame starts with its camera's
+        copy to the device (renderer/params.py `FrameParams.to_device`), which a captured graph then holds."""
+        if from_stage == "project":
+            self.r.params.to_device(self.slot)
         for name in self.STAGES[self.STAGES.index(from_stage) :]:
             with timer.stage(name):
                 getattr(self, name)()

@@ -42,12 +42,12 @@ class FrameGraphs:
         Returns how it ran: REPLAY (a graph captured before: its steady form), CAPTURE or EAGER."""
         self._kind_run = self._kind_run + 1 if self._last_kind == f.kind else 1
         self._last_kind = f.kind
-        known = self._known(f.kind)
-        if f.graph is None and self._kind_run < CAPTURE_AFTER and known not in self._captured:
+        if f.graph is None and self._kind_run < CAPTURE_AFTER and self._known(f.kind) not in self._captured:
             f.run(timer)
             return EAGER
         captured = f.graph is None
         if captured:
+            known = self._known(f.kind)
             try:
                 f.graph = self.capture(f)
                 self._captured.pop(known, None)

@@ -151,8 +151,8 @@ class LaunchConfig:
         if lists_of is not None and lists_of[0] >= slots:
             lists = list_class(lists_of[0], n_tiles, lists_of[1], tile, previous.lists, slots)
         block, cols = bin_config(n_visible, footprint, wide=previous.bin_cols > 4)
-        return LaunchConfig(project_block(n), block, cols, lists, bins_macro_tiles(footprint, previous.macro),
-                            culls_frustum(n, n_visible, previous.cull))  # fmt: skip
+        return _launch_config(project_block(n), block, cols, lists, bins_macro_tiles(footprint, previous.macro),
+                              culls_frustum(n, n_visible, previous.cull))  # fmt: skip
 
     @staticmethod
     @functools.cache
@@ -204,3 +204,10 @@ class LaunchConfig:
             blocks = {project_block(int(m)) for m in grid(n, 2.0)}
             found |= {replace(c, project_block=b) for c in found for b in blocks}
         return tuple(sorted(found, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols, c.macro, c.cull)))
+
+
+@functools.cache
+def _launch_config(*knobs) -> LaunchConfig:
+    """One object per configuration, as `after` chooses it every frame: a frozen dataclass's construction and the
+    frame's kind (renderer/frame_kind.py), compared and hashed each frame, cost less host time by identity."""
+    return LaunchConfig(*knobs)

@@ -43,16 +43,21 @@ class FrameParams:
         pinned = device.type == "cuda"
         self.host = [torch.empty(WIDTH, dtype=torch.float32, pin_memory=pinned) for _ in range(slots)]
         self.on_device = [torch.empty(WIDTH, dtype=torch.float32, device=device) for _ in range(slots)]
+        self._host_arrays = [h.numpy() for h in self.host]  # numpy views of the staging copies, for `fill`
         self.tau: list[float | None] = [None] * slots
 
-    def upload(self, camera: Camera, settings: RenderSettings, slot: int, last_visible: int) -> None:
-        """Camera [24], background [3] and AdaGScale's tau [1] into the slot's parameter buffer: one non-blocking
-        copy from pinned memory (safe to refill when the slot is next used: by then the frame that read it was
-        checked, which waits for it). `last_visible`: the frame before's visible Gaussians, which set the tau."""
-        host = self.host[slot].numpy()
-        host[:24] = camera.packed_array()
-        host[24:27] = settings.background
+    def fill(self, camera: Camera, settings: RenderSettings, slot: int, last_visible: int) -> None:
+        """Camera [24], background [3] and AdaGScale's tau [1] into the slot's pinned staging copy (safe to refill
+        when the slot is next used: by then the frame that read it was checked, which waits for it). The frame
+        copies it to the device itself, as its first step (`to_device`), so that a replayed graph's first node
+        does: torch's `copy_` from pinned memory took 35-60 us of the host's time a frame on the H200, before the
+        graph's launch (BENCHMARKS.md, section 44). `last_visible`: the frame before's visible Gaussians, which set
+        the tau."""
         tau = adagscale_frame_tau(settings, camera.width, camera.height, last_visible)
-        host[27] = tau
+        self._host_arrays[slot][:] = [*camera.packed_list(), *settings.background, tau]
         self.tau[slot] = tau if settings.adagscale else None
+
+    def to_device(self, slot: int) -> None:
+        """The slot's staging copy into its device buffer: one non-blocking copy, enqueued (or captured) with the
+        frame's stages (renderer/frame.py `Frame.run`)."""
         self.on_device[slot].copy_(self.host[slot], non_blocking=True)

@@ -237,7 +237,8 @@ class Renderer:
     def _checked(self, settings: RenderSettings | None) -> RenderSettings:
         """`settings` validated, and runnable here: the scalar rasterizer is a Gluon kernel, CUDA only."""
         settings = (settings or RenderSettings()).validate()
-        if self.backend == "triton" and settings.rasterizer not in rasterizers():
+        # ("auto" runs everywhere: the variants' lookup, the environment's read among them, is for the others)
+        if self.backend == "triton" and settings.rasterizer != "auto" and settings.rasterizer not in rasterizers():
             raise ValueError(f"rasterizer {settings.rasterizer!r} needs CUDA (a Gluon kernel); this renderer runs "
                              f"Triton's interpreter: use {' or '.join(rasterizers())}")  # fmt: skip
         return settings
@@ -303,7 +304,7 @@ class Renderer:
         with timer.stage("cull") if reuse and use_window else contextlib.nullcontext():
             src = self.temporal.source(self.scene_arrays(), self.k, self.scene_radius, camera, settings, future,
                                        use_window=use_window)  # fmt: skip
-        self.params.upload(camera, settings, slot, self._last_visible)
+        self.params.fill(camera, settings, slot, self._last_visible)  # copied by the frame (`Frame.run`)
         self.pair_capacity, self.macro_capacity = self._capacities.of(settings)
         f = self._frame_for(src, camera, settings, slot)
         # a graph holds the whole scene's arrays: a window's frames run stage by stage

@@ -41,7 +41,7 @@ def frame_of(r: Renderer, cam, settings: RenderSettings) -> Frame:
     r.render(cam, settings)
     r.render(cam, settings)  # with the launch configuration chosen from the first
     src = r.temporal.source(r.scene_arrays(), r.k, r.scene_radius, cam, settings, None, use_window=False)
-    r.params.upload(cam, settings, 0, r._last_visible)
+    r.params.fill(cam, settings, 0, r._last_visible)  # the frame copies it to the device (`Frame.run`)
     f = r._frame_for(src, cam, settings)
     f.run(StageTimer(None))
     return f

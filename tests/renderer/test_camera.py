@@ -34,6 +34,25 @@ def test_look_at_pose_is_rigid_and_centres_the_target(eye, target):
     assert np.allclose(uv, [32, 24], atol=1e-6 * max(1.0, np.abs(eye).max(), np.abs(target).max()))
 
 
+@settings(max_examples=60, deadline=None)
+@given(eye=vec, target=vec)
+def test_packed_camera_is_the_inverse_pose_and_intrinsics(eye, target):
+    """The kernels' [24] values, packed from plain floats, against the pose inverted by numpy, and against the
+    numpy layout they replaced (the same float32s but where a sum rounds otherwise)."""
+    if np.linalg.norm(target - eye) < 1e-3:
+        return
+    cam = Camera.look_at(eye, target, width=64, height=48)
+    inverse = np.linalg.inv(cam.T_world_camera)
+    packed = cam.packed_array()
+    assert packed.dtype == np.float32 and packed.shape == (24,)
+    assert np.allclose(packed[:16], inverse.reshape(-1), rtol=1e-6, atol=1e-6 * max(1.0, np.abs(eye).max()))
+    expected = np.zeros(24, dtype=np.float32)
+    expected[:16] = cam.viewmat.reshape(-1)
+    expected[16:20] = cam.fx, cam.fy, cam.cx, cam.cy
+    expected[20:23] = cam.position
+    assert np.allclose(packed, expected, rtol=2e-7, atol=1e-9 * max(1.0, np.abs(eye).max()))
+
+
 def test_opencv_axes_and_up():
     cam = Camera.look_at((0, 0, -5), (0, 0, 0), up=(0, -1, 0), width=100, height=100)
     # world -Y is up, so a point above the target (y = -1) lands in the upper half of the image (v < cy)

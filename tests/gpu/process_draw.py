@@ -44,7 +44,9 @@ def child(args) -> dict:
 
     host = collections.defaultdict(float)
 
-    def timed_run(self, timer, from_stage="project"):  # `Frame.run`'s stage calls, each timed on the host too
+    def timed_run(self, timer, from_stage="project"):  # `Frame.run`, each stage call timed on the host too
+        if from_stage == "project":
+            self.r.params.to_device(self.slot)  # the camera's copy, as `Frame.run` starts a whole frame
         for name in self.STAGES[self.STAGES.index(from_stage) :]:
             t0 = time.perf_counter()
             with timer.stage(name):

@@ -56,6 +56,7 @@ from .bench_timing import (
     Passes,
     PeakMemory,
     allocated,
+    host_probe_us,
     one_by_one,
     synchronize,
     time_anchor,
@@ -350,7 +351,8 @@ def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_p
 
 def anchor_row(label, path_name, n, name, size, times) -> PathResult:
     return PathResult(label, path_name, n, name, size, ONE_BY_ONE, times.one_by_one.second, times.one_by_one.first,
-                      times.back_to_back, times.one_by_one.wall_fps, peak_mem_mb=times.peak_mem_mb)  # fmt: skip
+                      times.back_to_back, times.one_by_one.wall_fps, peak_mem_mb=times.peak_mem_mb,
+                      host_probe_us=times.host_probe_us)  # fmt: skip
 
 
 def host_copy(image):
@@ -428,6 +430,7 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int,
             synchronize(device)
         else:
             warm_up(frame, len(cams), warmup, device)
+        res.host_probe_us = host_probe_us()
         first, _ = timed_pass()
         res.first_pass_ran = list(ran)
         second, fps = timed_pass()

@@ -52,6 +52,7 @@ class PathResult:
     default_after_ms: list[float] = field(default_factory=list)  # --bracket: the default's frames right after this row
     ran: list[str] = field(default_factory=list)  # how each frame of the second pass ran (`RenderStats.ran_label`)
     first_pass_ran: list[str] = field(default_factory=list)  # and of the first (warpsplat's rows only)
+    host_probe_us: float | None = None  # the host's speed before the row's passes (tools/bench_timing.py)
 
     def key(self) -> tuple:
         return self.scene, self.path, tuple(self.size)
@@ -191,6 +192,7 @@ def print_table(results, anchors, gpu, main_size, n_frames, higs) -> None:
           "the default timed right after the row).")  # fmt: skip
     print_bracketed(results, main_size)
     print_anchors(results, anchors, main_size, higs)
+    print_host_probe(results + anchors)
     print_worst(results + anchors, main_size)
     print_stages(results, main_size)
     print_temporal(results, main_size)
@@ -237,6 +239,25 @@ def print_anchors(results, anchors, main_size, higs) -> None:
                 if xs:
                     print(f"  {name}, {what}, {size[0]}x{size[1]}: {min(xs):.2f}-{max(xs):.2f}x over "
                           f"{len(xs)} paths")  # fmt: skip
+
+
+def host_probe_ranges(rows) -> dict[str, tuple[float, float]]:
+    """{warpsplat or an anchor: (lowest, highest) host probe over its rows, us}, for the rows that took one."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        if r.host_probe_us is not None:
+            by.setdefault(r.variant if r.variant in ANCHORS else "warpsplat", []).append(r.host_probe_us)
+    return {k: (min(v), max(v)) for k, v in by.items()}
+
+
+def print_host_probe(rows) -> None:
+    """The host's speed in each timing process (tools/bench_timing.py `host_probe_us`): read a host-paced row's
+    ratio beside it."""
+    ranges = host_probe_ranges(rows)
+    if ranges:
+        spans = ", ".join(f"{k} {lo:.1f}-{hi:.1f}" for k, (lo, hi) in ranges.items())
+        print(f"host speed before each row's passes, one sum(range(1000)) in us (lower is faster; HiGS times in a "
+              f"process of its own): {spans}")  # fmt: skip
 
 
 def print_worst(rows, main_size) -> None:

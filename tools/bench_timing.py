@@ -12,6 +12,9 @@ compared only within one:
   own end, idle gaps included.
 Peak GPU memory: torch's allocator's peak while a row ran, above a baseline (what was allocated once the renderer
 held its scene).
+The host's speed (`host_probe_us`) is taken before each row's passes, in the process that times it: on the GPU
+machine the same Python loop runs 1.9x slower in one process than in the next, whatever the hash seed, and the rows
+that the host paces (a counted fly-over) move with it (BENCHMARKS.md, section 45).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class AnchorTimes:
     one_by_one: Passes
     back_to_back: list[float]
     peak_mem_mb: float | None
+    host_probe_us: float | None = None  # `host_probe_us()` before its passes, in the process that timed them
 
     def median(self, timing: str = ONE_BY_ONE) -> float:
         return statistics.median(self.one_by_one.second if timing == ONE_BY_ONE else self.back_to_back)
@@ -52,6 +56,24 @@ def synchronize(device) -> None:
         import torch
 
         torch.cuda.synchronize(device)
+
+
+# `host_probe_us`'s loop and how often it is timed: about 30 ms a row
+PROBE_LOOPS = 200
+PROBE_ROUNDS = 9
+
+
+def host_probe_us() -> float:
+    """This process's host speed now: the median over PROBE_ROUNDS rounds of the time one `sum(range(1000))` takes,
+    in microseconds. A row's frames that wait on the host (launches between waits) take longer where it is higher;
+    the GPU's own time does not."""
+    rounds = []
+    for _ in range(PROBE_ROUNDS):
+        t0 = time.perf_counter()
+        for _ in range(PROBE_LOOPS):
+            sum(range(1000))
+        rounds.append((time.perf_counter() - t0) * 1e6 / PROBE_LOOPS)
+    return statistics.median(rounds)
 
 
 def timed_calls(draw: Callable[[int], object], n: int, device, *, wait_each: bool) -> tuple[list, float]:
@@ -99,10 +121,11 @@ def time_anchor(draw: Callable[[int], object], n: int, device, warmup: int) -> A
     passes one by one, then one back to back; peak GPU memory above what was allocated before it started."""
     with PeakMemory(device) as memory:
         warm_up(draw, n, warmup, device)
+        probe = host_probe_us()
         first, _ = one_by_one(draw, n, device)
         second, fps = one_by_one(draw, n, device)
         in_a_row, _ = back_to_back(draw, n, device)
-    return AnchorTimes(Passes(first, second, fps), in_a_row, memory.mb)
+    return AnchorTimes(Passes(first, second, fps), in_a_row, memory.mb, probe)
 
 
 class PeakMemory:

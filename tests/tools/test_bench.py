@@ -124,6 +124,7 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
         if p["variant"].startswith("temporal"):  # hit rates of the timed pass
             assert p["temporal"]["frames"] == 2 and p["temporal"]["window_builds"] >= 1
         assert 0 <= p["projected"] <= p["n_gaussians"]
+        assert p["host_probe_us"] > 0  # the host's speed in the process that timed the row
         if p["variant"].endswith("known"):  # exact with the path's cameras
             assert all(v == float("inf") for v in p["psnr_vs_default"])
     overview = next(p for p in doc["paths"] if p["path"] == "overview" and p["variant"] == "default")
@@ -137,6 +138,7 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
     table = capsys.readouterr().out
     assert "composite_8k.ply / flyover" in table and doc["command"].startswith("warpsplat bench")
     assert "HiGS: needs CUDA" in table and "worst frames (ms) and peak GPU memory" in table
+    assert "host speed before each row's passes" in table and "warpsplat " in table.split("host speed")[1]
 
 
 def test_bench_selects_paths_and_variants(tmp_path, scene_path):
@@ -391,3 +393,22 @@ def test_temporal_table_says_whether_the_window_is_in_use(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert "measured choice" in lines[0] and len(lines) == 2
     assert lines[1].split()[-8:] == ["off", "1.250", "0.750", "37", "0.0%", "1", "2", "1,234"], lines[1]
+
+
+def test_host_probe_is_the_median_rounds_time_a_loop(monkeypatch):
+    """`host_probe_us`: each round's clock span over its loops, in us, and the median round (a round slowed by
+    another process does not move it)."""
+    import tools.bench_timing as bt
+
+    spans = iter([0.002, 0.004, 0.003, 0.050, 0.003, 0.001, 0.004, 0.003, 0.002])  # s per round: median 0.003
+    clock = {"t": 0.0, "start": True}
+
+    def perf_counter():
+        if not clock["start"]:
+            clock["t"] += next(spans)
+        clock["start"] = not clock["start"]
+        return clock["t"]
+
+    monkeypatch.setattr(bt.time, "perf_counter", perf_counter)
+    assert bt.PROBE_ROUNDS == 9
+    assert bt.host_probe_us() == pytest.approx(0.003 * 1e6 / bt.PROBE_LOOPS)

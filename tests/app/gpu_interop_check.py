@@ -120,12 +120,14 @@ class Phase:
         self.throughput: list[float] = []  # ms/frame of each round's back-to-back pass
         self.synced: list[float] = []  # median ms of each round's waited-for frames
 
-    def frame(self, cam) -> None:
+    def frame(self, cam) -> str:
+        """One frame shown; how it ran (`RenderStats.ran_label`: a replay, a capture, eager, +rebin)."""
         out = self.renderer.render(cam, self.settings, sync_stats=False)
         if self.texture is not None:
             self.texture.upload(out.rgba8)
             self.fbo.use()
             self.presenter.draw(self.texture.texture, (0, 0, cam.width, cam.height))
+        return out.stats.ran_label()
 
     def sync(self) -> None:
         if self.cuda:
@@ -157,36 +159,42 @@ class Phase:
         return statistics.median(self.throughput), statistics.median(self.synced)
 
 
-def flight_passes(phase: Phase, cams) -> tuple[list[float], list[float]]:
+def flight_passes(phase: Phase, cams) -> tuple[list[float], list[float], list[str]]:
     """The viewer's loop along the path, timed as the bench times a row: the phase's renderer fresh (its kernels
     compiled), FLIGHT_WARM frames, then two passes, every frame waited for (rendered, uploaded, presented, one at
-    a time as the viewer draws them): (first pass, second pass), ms a frame."""
+    a time as the viewer draws them): (first pass, second pass) in ms a frame, and how each first-pass frame ran."""
     for cam in cams[:FLIGHT_WARM]:
         phase.frame(cam)
-    passes = []
+    passes, ran = [], []
     for _ in range(2):
         phase.sync()
         times = []
         for cam in cams:
             t = time.perf_counter()
-            phase.frame(cam)
+            how = phase.frame(cam)
             phase.sync()
             times.append((time.perf_counter() - t) * 1e3)
+            if len(passes) == 0:
+                ran.append(how)
         passes.append(times)
-    return passes[0], passes[1]
+    return passes[0], passes[1], ran
 
 
-def flight_verdict(first: list[float], second: list[float]) -> tuple[dict, list[str]]:
+def flight_verdict(first: list[float], second: list[float], ran: list[str] | None = None) -> tuple[dict, list[str]]:
     """Issue 25's bounds on the worst frames: the first pass's worst frame at most 3x the median plus 1 ms, the
     second pass's p99 at most 1.5x the median (the median: the second pass's). ({measure: ms or ratio}, failures);
-    stall: the worst frame over the same camera's frame in the other pass, as the bench reports it."""
+    stall: the worst frame over the same camera's frame in the other pass, as the bench reports it. `ran`: how each
+    first-pass frame ran, so that its worst frame says what it was (a capture, a rebin, eager frames of a new kind)."""
     median = statistics.median(second)
-    row = dict(median=median, p99=percentile(second, 99), first_p99=percentile(first, 99), first_max=max(first),
+    worst = max(range(len(first)), key=first.__getitem__)
+    row = dict(median=median, p99=percentile(second, 99), first_p99=percentile(first, 99), first_max=first[worst],
+               first_worst=worst, first_worst_ran=ran[worst] if ran else "",
                stall=max(max(a, b) / min(a, b) for a, b in zip(first, second, strict=True)))  # fmt: skip
     failures = []
     if row["first_max"] > 3 * median + 1.0:
-        failures.append(f"viewer loop: first pass's worst frame {row['first_max']:.3f} ms, over 3 x the median "
-                        f"{median:.3f} + 1 ms")  # fmt: skip
+        how = f", ran {ran[worst]}" if ran else ""
+        failures.append(f"viewer loop: first pass's worst frame {row['first_max']:.3f} ms (frame {worst}{how}), "
+                        f"over 3 x the median {median:.3f} + 1 ms")  # fmt: skip
     if row["p99"] > 1.5 * median:
         failures.append(f"viewer loop: second pass's p99 {row['p99']:.3f} ms, over 1.5 x the median {median:.3f}")
     return row, failures
@@ -296,7 +304,8 @@ def main() -> int:
             )
     how = "AdaGScale" if loop.settings.adagscale else "exact"
     print(f"{loop.name} ({how}), ms a frame waited for: median {flight['median']:.3f}, second pass p99 "
-          f"{flight['p99']:.3f}, first pass p99 {flight['first_p99']:.3f} and worst {flight['first_max']:.3f}, "
+          f"{flight['p99']:.3f}, first pass p99 {flight['first_p99']:.3f} and worst {flight['first_max']:.3f} "
+          f"(frame {flight['first_worst']}, ran {flight['first_worst_ran'] or '?'}), "
           f"stall {flight['stall']:.2f}x")  # fmt: skip
     print(f"bit-exact texture and framebuffer at {w}x{h}, {w - 3}x{h - 1}: {'yes' if exact else 'NO'}")
     for f in failures:

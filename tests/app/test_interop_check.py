@@ -45,8 +45,10 @@ def test_a_smooth_viewer_loop_passes():
 
 def test_a_stall_in_the_first_pass_fails():
     """A 423 ms frame (a compile inside a flight) against a 0.78 ms median."""
-    _, failures = flight_verdict([0.8] * 50 + [423.0] + [0.8] * 49, [0.78] * 100)
-    assert len(failures) == 1 and "first pass's worst frame 423.000 ms" in failures[0]
+    ran = ["replay"] * 50 + ["eager"] + ["replay"] * 49
+    row, failures = flight_verdict([0.8] * 50 + [423.0] + [0.8] * 49, [0.78] * 100, ran)
+    assert len(failures) == 1 and "first pass's worst frame 423.000 ms (frame 50, ran eager)" in failures[0]
+    assert row["first_worst"] == 50 and row["first_worst_ran"] == "eager"
 
 
 def test_an_uneven_second_pass_fails():

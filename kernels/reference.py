@@ -651,6 +651,7 @@ def sort_pairs(
     *,
     depths: torch.Tensor | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    gather: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Stable by construction: one sort of unique keys (the key above the position), not a stable sort. With
     `depths` (macro-tile pairs keyed by depth) the other way round from the kernel: first by the exact order
@@ -668,7 +669,15 @@ def sort_pairs(
         exact = torch.where(real, (depth.view(torch.int32).long() << 32) | ids, torch.iinfo(torch.int64).max)
         first = torch.argsort(exact, stable=True)
         perm = first[torch.argsort(keys[first], stable=True)]
-    sorted_keys, sorted_entries = keys[perm], entries[perm]
+    assert gather or depths is None, "macro-tile pairs are gathered as their ties are settled"
+    sorted_keys = keys[perm]
+    if not gather:  # the permutation, for `tile_ranges` to gather with
+        if out is not None:
+            out[0][:C].copy_(sorted_keys)
+            out[1][:C].copy_(perm)
+            return out[0][:C], out[1][:C]
+        return sorted_keys, perm
+    sorted_entries = entries[perm]
     if out is not None:
         out[0][:C].copy_(sorted_keys)
         out[2][:C].copy_(sorted_entries)
@@ -680,9 +689,14 @@ def sort_pairs(
 
 
 # Twin of `tile_ranges` in kernels/tile_lists.py: the same signature on purpose.
-def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None) -> torch.Tensor:
+def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None,
+                gather: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:  # fmt: skip
     tiles = sorted_keys.long()
     real = tiles < n_tiles
+    if gather is not None:  # the real pairs' ids in sorted order; the sentinel slots' are left as they were
+        values, perm, ids = gather
+        C = tiles.shape[0]
+        ids[:C] = torch.where(real, values[perm[:C]], ids[:C])
     counts = torch.bincount(tiles[real], minlength=n_tiles)[:n_tiles]
     ends = torch.cumsum(counts, 0)
     starts = ends - counts

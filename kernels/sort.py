@@ -97,20 +97,26 @@ def sort_pairs(
     *,
     depths: torch.Tensor | None = None,  # [N] f32: macro-tile pairs, whose keys hold the rounded depths
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    gather: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Stable by key, or (`depths`: macro-tile pairs keyed by depth) by key with ties settled in exact order.
-    `out` = (sorted keys, permutation i64, sorted entries) buffers, each at least C long."""
+    `out` = (sorted keys, permutation i64, sorted entries) buffers, each at least C long.
+    Returns (sorted keys, entries in that order); with gather=False (tile pairs) (sorted keys, the permutation
+    [C] i64) and no gather: `tile_ranges` gathers the ids of the real pairs with the ranges (kernels/tile_lists.py)."""
     C = keys.shape[0]
     assert keys.dtype in (torch.int16, torch.int32) and entries.shape == (C,), (keys.dtype, entries.shape)
     assert entries.dtype in (torch.int32, torch.int64), entries.dtype
+    assert gather or depths is None, "macro-tile pairs are gathered as their ties are settled"
     if depths is None and out is None:
         sorted_keys, perm = torch.sort(keys, stable=True)
-        return sorted_keys, entries[perm]
+        return sorted_keys, entries[perm] if gather else perm
     if out is None:
         out = (torch.empty_like(keys), torch.empty(C, dtype=torch.int64, device=keys.device), torch.empty_like(entries))
     k_buf, p_buf, e_buf = out
     sorted_keys, perm, sorted_entries = k_buf[:C], p_buf[:C], e_buf[:C]
     torch.sort(keys, stable=True, out=(sorted_keys, perm))
+    if not gather:
+        return sorted_keys, perm
     if depths is None:
         torch.index_select(entries, 0, perm, out=sorted_entries)
     elif C > 0:

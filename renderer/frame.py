@@ -85,7 +85,9 @@ class PairBuffers:
     id and tile mask, kernels/buffers.py), split into the lists by `tile_lists`. On the capacity route every field
     is a workspace buffer, the pairs' of the list capacity's length (per tile) or the pair capacity's (per
     macro-tile, and `ids` of the list capacity's); a counted frame's are tensors of exactly its counts, and the
-    sort's own outputs (no `perm`)."""
+    sort's own outputs. Binned per tile, the sort leaves the ids to `tile_lists`, which gathers them through `perm`
+    with the ranges, over the real pairs alone (the capacity route's slots past the pair count keep stale ids,
+    which no range reaches)."""
 
     keys: Tensor | None  # [C] tile or macro-tile ids (int16 up to 32,767 of them, else int32), in depth order
     values: Tensor | None  # [C] i32 Gaussian ids, or i64 entries, as binned
@@ -245,9 +247,10 @@ class Frame:
         if self.macro:
             self.r.k.tile_lists(p.sorted_keys, p.sorted_values, self.n_tx, self.n_ty,
                                 out=(p.ids, self.ranges, p.scratch))  # fmt: skip
-        else:  # binned per tile: the sorted ids are the lists
+        else:  # binned per tile: the sorted ids are the lists, gathered here with the ranges (`sort` left them)
+            self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges,
+                                 gather=(p.values, p.perm, p.sorted_values))  # fmt: skip
             p.ids = p.sorted_values
-            self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges)
         if self.schedule is None:
             torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
             self.longest_list.copy_(self.tile_counts.amax())
@@ -335,9 +338,9 @@ class CapacityFrame(Frame):
         self._bin(None if self.macro else self.ordered.order, self.ordered.offsets, **tuning)
 
     def sort(self) -> None:
-        p = self.pairs
+        p = self.pairs  # binned per tile, the ids are gathered by `tile_lists` (over the real pairs alone)
         self.r.k.sort_pairs(p.keys, p.values, depths=self.depths if self.macro else None,
-                            out=(p.sorted_keys, p.perm, p.sorted_values))  # fmt: skip
+                            out=(p.sorted_keys, p.perm, p.sorted_values), gather=self.macro)  # fmt: skip
 
 
 class CountedFrame(Frame):
@@ -422,9 +425,12 @@ class CountedFrame(Frame):
 
     def sort(self) -> None:
         p = self.pairs
-        p.sorted_keys, p.sorted_values = self.r.k.sort_pairs(p.keys, p.values,
-                                                             depths=self.depths if self.macro else None)  # fmt: skip
-        p.keys = p.values = None  # the binned pairs are not read again
+        if self.macro:
+            p.sorted_keys, p.sorted_values = self.r.k.sort_pairs(p.keys, p.values, depths=self.depths)
+            p.keys = p.values = None  # the binned pairs are not read again
+        else:  # the ids are gathered by `tile_lists`, with the ranges
+            p.sorted_keys, p.perm = self.r.k.sort_pairs(p.keys, p.values, gather=False)
+            p.keys = None
 
     def let_go(self) -> None:
         """Its lists, allocated for this frame: a frame cache keeps up to MAX_FRAMES stage objects, and each held its
@@ -440,7 +446,9 @@ class CountedFrame(Frame):
             rows, cols = self.r.k.list_scratch_shape(self.counts[2])
             p.ids = torch.empty(self.counts[1], dtype=torch.int32, device=device)
             p.scratch = torch.empty(rows * cols, dtype=torch.int32, device=device)
+        else:  # the lists: the ids in sorted order, which the ranges' pass gathers
+            p.sorted_values = torch.empty(self.binned, dtype=torch.int32, device=device)
         super().tile_lists()
-        p.sorted_keys = p.scratch = None  # the lists are what the rasterizer reads
+        p.sorted_keys = p.scratch = p.values = p.perm = None  # the lists are what the rasterizer reads
         if self.macro:
             p.sorted_values = None

@@ -78,3 +78,19 @@ def test_tile_pairs_sort_stably_as_the_twin(dtype, device):
     pos[ids.long()] = torch.arange(n, device=device)
     same = sk[1:] == sk[:-1]
     assert (pos[si[1:].long()][same] > pos[si[:-1].long()][same]).all(), "equal keys keep their original order"
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32])
+def test_tile_pairs_sorted_without_the_gather_give_the_permutation(dtype, device):
+    """gather=False (the ids left to `tile_ranges`): the stable sort's permutation, the twin's, into `out`'s
+    permutation buffer; the sorted-entries buffer untouched."""
+    keys, ids = random_keys(20, 5000, device, dtype)
+    n = keys.numel()
+    out = (torch.empty(n, dtype=dtype, device=device), torch.empty(n, dtype=torch.int64, device=device),
+           torch.full((n,), -7, dtype=torch.int32, device=device))  # fmt: skip
+    sk, perm = kernels.sort_pairs(keys, ids, out=out, gather=False)
+    wk, wperm = ref.sort_pairs(keys, ids, gather=False)
+    assert perm.data_ptr() == out[1].data_ptr() and torch.equal(sk, wk) and torch.equal(perm, wperm)
+    assert torch.equal(ids[perm], ref.sort_pairs(keys, ids)[1]) and (out[2] == -7).all()
+    sk2, perm2 = kernels.sort_pairs(keys, ids, gather=False)  # without `out`: torch.sort's own tensors
+    assert torch.equal(sk2, wk) and torch.equal(perm2, wperm)

@@ -345,7 +345,7 @@ def project_gaussians(
         macros_touched [N] int32, bin_t [N]. Rows with tiles_touched == 0 are unspecified in the float outputs.
         `out` may hold None for macros_touched: a frame that bins per tile does not count them; and for bin_t
         without AdaGScale: binning then takes each threshold from the record (kernels/bin.py), and the renderer
-        keeps no bin_t (4 bytes a Gaussian a slot).
+        keeps no bin_t (4 bytes a Gaussian).
     """
     N = means.shape[0]
     K = sh.shape[1]

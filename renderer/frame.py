@@ -14,11 +14,11 @@ the frame's Gaussian count and the capacities stay the same, which is what lets 
 CUDA graph and replayed with new camera parameters.
 
 Buffers are of two kinds. A slot's own (`SlotBuffers`): what a frame hands over (the image, tile counts, tiles
-touched) and what binning it again needs after the frame after it was launched (stage 1's outputs, the order
-and offsets, the totals). Shared by both slots: the scratch that a frame uses only while its own stages run (the
-depths, the pairs and their sort, the ranges and the schedule). The slots' frames run one after the other on one
-stream (a frame binned again after the next one was launched is binned after it), so one set of scratch serves
-both: a set per slot cost 20 bytes per pair slot and 8 per Gaussian more.
+touched) and its totals. Shared by both slots: what a frame uses only while its own stages run (stage 1's outputs,
+the order and offsets, the pairs and their sort, the ranges and the schedule). The slots' frames run one after the
+other on one stream, so one set serves both: a set per slot cost 20 bytes per pair slot and 56-60 per Gaussian
+more. A capacity frame binned again after the next one was launched runs its stages 1 and 2 again first, from its
+own camera (renderer/pipeline.py `Renderer._fit_pairs`).
 """
 
 from __future__ import annotations
@@ -120,17 +120,18 @@ class Frame:
         self.n_tx, self.n_ty = (self.width + tile - 1) // tile, (self.height + tile - 1) // tile
         self.degree = r.scene.sh_degree if settings.sh_degree is None else min(settings.sh_degree, r.scene.sh_degree)
         ws, shared, n, W, H = SlotBuffers(r.ws, slot), r.ws, self.n, self.width, self.height
-        # What a frame reads only while its stages run is shared by the slots where no frame runs a stage after the
-        # next frame's start: the GPU runs a stream's frames in order, one after the other. A capacity frame whose
-        # pairs did not fit bins again after the frame after it was launched (`Renderer._fit_pairs`), from its own
-        # records and depths; a counted frame never does, so its records, depths, macro-tile counts and binning
-        # thresholds are shared (40-44 bytes a Gaussian: 1 GB of a 24M-Gaussian scene in flight). Its tile counts
-        # and tiles touched go out with its image (`RenderOutput`): those stay the slot's.
-        per_frame = shared if self.counted else ws
+        # What a frame reads only while its stages run is shared by the slots: the GPU runs a stream's frames in
+        # order, one after the other, so the next frame's stage 1 overwrites it only once this frame's stages are
+        # done. A capacity frame whose pairs did not fit is binned again after that (`Renderer._fit_pairs`), and
+        # then runs its stages 1 and 2 again, from its own camera, where a frame was launched after it. So the
+        # records, depths, macro-tile counts, binning thresholds (and on the capacity route the depth order and the
+        # offsets) are one set for both slots: 40-44 bytes a Gaussian (56-60 on the capacity route) a slot less,
+        # 1 GB of a 24M-Gaussian scene in flight. Its tile counts and tiles touched go out with its image
+        # (`RenderOutput`): those stay the slot's.
         # stage 1, per Gaussian
-        self.records = per_frame.rows("records", n, 8)  # the blend records (kernels/buffers.py)
+        self.records = shared.rows("records", n, 8)  # the blend records (kernels/buffers.py)
         # the depths too: a frame binned per macro-tile keys its pairs by them and settles the ties in their order
-        self.depths = per_frame.buffer("depths", n, torch.float32)
+        self.depths = shared.buffer("depths", n, torch.float32)
         # the pre-cull's survivors (kernels/project.py `frustum=`), where the launch configuration asks for it; a
         # window's set was culled for its cameras already, and has no extent of its own
         self.frustum = None
@@ -141,9 +142,9 @@ class Frame:
         # stages 2-5: the route's own; binned per macro-tile or per tile, as the launch configuration says
         self.macro = self.launch.macro
         # only where they are read: the macro-tile counts by frames binned per macro-tile, AdaGScale's binning
-        # thresholds by its frames (exact ones bin from the records' lo): 4 bytes a Gaussian a slot each
-        self.macros_touched = per_frame.buffer("macros_touched", n, torch.int32) if self.macro else None
-        self.bin_t = per_frame.buffer("bin_t", n, torch.float32) if settings.adagscale else None
+        # thresholds by its frames (exact ones bin from the records' lo): 4 bytes a Gaussian each
+        self.macros_touched = shared.buffer("macros_touched", n, torch.int32) if self.macro else None
+        self.bin_t = shared.buffer("bin_t", n, torch.float32) if settings.adagscale else None
         n_mx, n_my = r.k.macro_grid(self.n_tx, self.n_ty)
         self.key_dtype = r.k.MACRO_KEY_DTYPE if self.macro else r.k.key_dtype(self.n_tx * self.n_ty)
         self.pair_counts = self.macros_touched if self.macro else self.tiles_touched  # order's prefix sum
@@ -299,9 +300,9 @@ class CapacityFrame(Frame):
         i32, i64, f32, n = torch.int32, torch.int64, torch.float32, self.n
         self.ordered = OrderBuffers(
             None if self.macro else shared.buffer("sorted_depths", n, f32),
-            None if self.macro else ws.buffer("order", n, i64),
+            None if self.macro else shared.buffer("order", n, i64),
             None if self.macro else shared.buffer("ordered_counts", n, i64),
-            ws.buffer("offsets", n, i64), ws.buffer("totals", 4, i64), self.r._inf,
+            shared.buffer("offsets", n, i64), ws.buffer("totals", 4, i64), self.r._inf,
         )  # fmt: skip
         self.block_ends = shared.buffer("block_ends", self.r.k.count_blocks(n), i64) if self.macro else None
         # the frame's longest tile list (stage 5) after its three counts: the one copy to the host brings all four

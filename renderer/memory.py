@@ -16,15 +16,15 @@ a macro-tile pair, 2 of a tile pair up to 32,767 tiles, else 4; the names are pi
 | scene     | means 12 (on the CPU the renderer shares the scene's own tensor)                 | 12 N                |
 | prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too); from     | N (28 + 6 K)        |
 |           | FRUSTUM_FROM Gaussians on, the extents 4 (kernels/project.py `culls_frustum`)     | (+ 4 N)             |
-| workspace | per slot: records 32, depths 4, tiles_touched 4, macros_touched 4 (frames binned  | S (48 N + 20 X      |
-|           | per macro-tile), bin_t 4 (AdaGScale's frames; counted in whenever the estimate is |                     |
-|           | made before the settings are known);                                              |                     |
-|           | rgb 12, alpha 4, rgba8 4 a pixel (as `outputs` asks: 16 or 4 alone; the estimate  |   + 4 T) (+ S 16 N) |
-|           | takes all three); tile_counts 4 a tile; on the capacity route offsets 8, order 8  |                     |
-|           | (frames binned per tile), totals 32 bytes; counted, the counts and the longest    |                     |
-|           | list 32 bytes and 8 a counting program (4,096 Gaussians); counted frames keep     |                     |
-|           | only tiles_touched per slot, the rest of a Gaussian's 44-48 shared (Frame.__init__)|                     |
-|           | shared by the slots: ranges 8 T, tile_schedule 4 T and its histogram;             | 12 T                |
+| workspace | per slot: tiles_touched 4; rgb 12, alpha 4, rgba8 4 a pixel (as `outputs` asks:   | S (4 N + 20 X + 4 T)|
+|           | 16 or 4 alone; the estimate takes all three); tile_counts 4 a tile; on the        |                     |
+|           | capacity route totals 32 bytes; counted, the counts and the longest list 32 bytes |                     |
+|           | and 8 a counting program (4,096 Gaussians)                                        |                     |
+|           | shared by the slots (Frame.__init__): records 32, depths 4, macros_touched 4      | 44 N (+ 16 N)       |
+|           | (frames binned per macro-tile), bin_t 4 (AdaGScale's frames; counted in whenever  |                     |
+|           | the estimate is made before the settings are known); on the capacity route        |                     |
+|           | offsets 8, order 8 (frames binned per tile);                                      |                     |
+|           | ranges 8 T, tile_schedule 4 T and its histogram;                                  | 12 T                |
 |           | from FRUSTUM_FROM Gaussians on, the pre-cull's survivors 4                        | (+ 4 N)             |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
 |           | on the capacity route also sorted_depths 4, ordered_counts 8 (and 8 bytes a      |  (+ 12 N            |
@@ -191,11 +191,11 @@ def workspace_bytes(
     x, t = width * height, n_tiles(width, height, tile)
     rows, cols = schedule_scratch_shape(t)
     # records 32, depths 4 and tiles_touched 4 a Gaussian; macros_touched 4 where frames bin per macro-tile (either
-    # form: `macro` None), bin_t 4 where AdaGScale is on; counted frames share all but tiles_touched between slots
-    # (renderer/frame.py `Frame.__init__`)
+    # form: `macro` None), bin_t 4 where AdaGScale is on; the slots share all but tiles_touched (renderer/frame.py
+    # `Frame.__init__`)
     staged = (36 + 4 * (macro is not False) + 4 * adagscale) * n
-    per_slot = 4 * n + PIXEL_BYTES[outputs] * x + 4 * t + (0 if counted else staged)
-    shared = 12 * t + 4 * rows * cols + (staged if counted else 0)
+    per_slot = 4 * n + PIXEL_BYTES[outputs] * x + 4 * t
+    shared = 12 * t + 4 * rows * cols + staged
     if n >= FRUSTUM_FROM:  # the pre-cull's survivors and their count (renderer/frame.py), where frames may take it
         shared += 4 * n + 4
     if split:
@@ -204,8 +204,9 @@ def workspace_bytes(
     if counted:  # the counts, and each counting program's running visible count
         per_slot += 32 + 8 * count_blocks(n)  # and the longest list (kernels/schedule.py)
     else:
-        # offsets 8 a Gaussian, the depth order 8 where frames bin per tile; totals: 3 int64 and the longest list
-        per_slot += (8 if macro is True else 16) * n + 32
+        # totals: 3 int64 and the longest list; shared: offsets 8 a Gaussian, the order 8 where frames bin per tile
+        per_slot += 32
+        shared += (8 if macro is True else 16) * n
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
         # a frame binned per macro-tile, or per tile (kernels/bin.py); a path that changes form keeps the form it
         # left while that one's buffers are at most KEPT_FORM_BYTES

@@ -166,6 +166,9 @@ class Renderer:
         self._host_longest = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
         self._counted_pairs = [0] * len(self._host_longest)  # and their pairs
         self._counted_frames = 0  # counted frames launched: the next one's place in _host_longest
+        # frames started (`_start`), and which one's stage 1 and 2 outputs the buffers the slots share hold
+        # (renderer/frame.py): a frame binned again runs those stages again first where they are another's
+        self._starts = self._staged = 0
         self.raster_slots = raster_slots(self.device)  # tiles the GPU blends at once (the launch class's rule)
         # a counted frame's (visible, pairs, macro pairs), read while its depth sort runs (kernels/order.py)
         self.host_counts = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
@@ -294,6 +297,8 @@ class Renderer:
         ran: `RenderStats.ran`).
         use_window: whether an asked-for temporal window serves it (`TemporalCache.wants_window`)."""
         self._last_output = None  # the workspace is about to change
+        self._starts += 1
+        self._staged = self._starts
         self._update_scale_modifier(settings.scale_modifier)
         timer = StageTimer(self.device)
         self.last_timer = timer
@@ -332,12 +337,15 @@ class Renderer:
         return self._counted_pairs[i], int(self._host_longest[i])
 
     def _fit_pairs(self, f: Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
-                   n_macro_pairs: int, timer: StageTimer,
-                   lists_of: tuple[int, int] | None = None) -> Frame:  # fmt: skip
+                   n_macro_pairs: int, timer: StageTimer, lists_of: tuple[int, int] | None = None,
+                   started: int | None = None) -> Frame:  # fmt: skip
         """After a frame's totals are known: if its pairs or its tiles' lists did not fit, grow the capacities
-        and bin again from stage 2's output (still in the frame's slot), so the frame is exact; then pick the next
-        frame's launch configuration (`lists_of`: its pairs and longest tile list, or a recent frame's; None: not
-        known, the list class stays). Returns the frame's stage object (a new one when it was binned again)."""
+        and bin again from stage 2's output, so the frame is exact (`started`: its `_starts` serial, None for the
+        frame started last; where the stage 1 and 2 outputs the slots share are another frame's now, those stages
+        run again first, from the frame's own camera in its slot); then pick the next frame's launch configuration
+        (`lists_of`: its pairs and longest tile list, or a recent frame's; None: not known, the list class stays).
+        Returns the frame's stage object (a new one when it was binned again)."""
+        restage = started is not None and started != self._staged
         if not f.counted:  # counted frames size their pair tensors exactly: no capacity to check
             # the capacities it was binned with (a streamed frame's may have grown since)
             if n_pairs > f.capacity or n_macro_pairs > f.pair_slots:
@@ -363,7 +371,9 @@ class Renderer:
                     f = self._frame_for(src, camera, settings, f.slot)
                 finally:
                     self.launch = current
-                f.run(timer, from_stage="bin")
+                f.run(timer, from_stage="project" if restage else "bin")
+                if restage:
+                    self._staged = started
                 self.rebins += 1
                 if lists_of is not None and not f.counted:
                     # its longest list as binned again: the one read with its counts came from the lists that
@@ -490,7 +500,7 @@ class Renderer:
             self._host_totals[slot].copy_(f.ordered.totals, non_blocking=True)
         timer.stop()  # recorded after the copy: once it has completed, the totals are in pinned memory
         return _Launched(f, src, camera, settings, timer, slot, ran,
-                         self._counted_frames - 1 if f.counted else -1)  # fmt: skip
+                         self._counted_frames - 1 if f.counted else -1, self._starts)  # fmt: skip
 
     def _finish(self, p: _Launched) -> RenderOutput:
         """Wait for a launched frame, check its pairs (binning it again if they did not fit), and hand it over.
@@ -510,7 +520,7 @@ class Renderer:
             torch.cuda.synchronize(self.device)
         rebins = self.rebins
         f = self._fit_pairs(p.frame, p.src, p.camera, p.settings, n_visible, n_pairs, n_macro_pairs, p.timer,
-                            lists_of)  # fmt: skip
+                            lists_of, started=p.started)  # fmt: skip
         if rebin:
             p.timer.stop()
         stats = RenderStats(n_gaussians=self.n, n_visible=n_visible, n_pairs=n_pairs, max_tile_pairs=-1,
@@ -553,3 +563,4 @@ class _Launched:
     slot: int
     ran: str  # how it ran (`RenderStats.ran`)
     serial: int = -1  # a counted frame's place among them (`Renderer._counted_lists`)
+    started: int = 0  # its serial among the frames started (`Renderer._starts`)

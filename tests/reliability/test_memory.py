@@ -35,9 +35,10 @@ def test_estimate_terms():
     pair_buffers = (4 + 8 + 4 + 8 + 8) * slots + 4 * 32 * -(-slots // 32)  # and 32 pairs' chunk counts
     tile_pairs = (2 + 4 + 2 + 8 + 4) * capacity  # binned per tile: keys, ids, sorted keys, permutation, sorted ids
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
-    # records 32, depths 4, tiles_touched 4, macros_touched 4, bin_t 4, order 8, offsets 8 a Gaussian; totals: three
-    # counts and the longest list
-    per_slot = 64 * n + 20 * w * h + 4 * tiles + 32
+    # a slot's own: tiles_touched 4 a Gaussian, the images, tile counts; totals: three counts and the longest list
+    per_slot = 4 * n + 20 * w * h + 4 * tiles + 32
+    # the slots' shared set (renderer/frame.py): records 32, depths 4, macros_touched 4, bin_t 4, order 8, offsets 8
+    staged = 60 * n
     # a path of both forms: the larger (the macro-tile form's, 525 MB), and the per-tile form's (389 MB) only were
     # it at most KEPT_FORM_BYTES (the form a path leaves is kept while that small)
     assert pair_buffers + 4 * capacity > tile_pairs > memory.KEPT_FORM_BYTES
@@ -48,7 +49,7 @@ def test_estimate_terms():
     # shared per Gaussian: the sorted depths 4, the ordered pair counts 8 (int64, as the offsets) and the pre-cull's
     # survivors 4 (and their count)
     blocks = 8 * -(-n // 4096)  # where frames bin per macro-tile, each counting program's visible count
-    assert cuda.workspace == 2 * per_slot + 16 * n + 4 + 12 * tiles + hist + forms + split + blocks
+    assert cuda.workspace == 2 * per_slot + staged + 16 * n + 4 + 12 * tiles + hist + forms + split + blocks
     assert cpu.workspace == cuda.workspace - per_slot - split  # a CPU renderer keeps no frame in flight: one slot
     # the larger pair sort: of the macro-tile pair slots (20 bytes a slot), or of the per-tile pairs (18)
     assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
@@ -123,8 +124,9 @@ def test_workspace_term_is_what_the_renderer_allocates(scene_path, route, monkey
     assert r.counted_frames_fit_in_flight  # a CPU's free memory is not known: the estimate is not refused
     for _ in r.render_stream(cams):
         pass
-    # the second slot's frames all binned per macro-tile: no depth order of its own (8 bytes a Gaussian)
-    assert r.ws.nbytes() == expected(2) - (8 * len(scene) if macro else 0)
+    # the second slot holds only what a frame hands over (its images, tile counts, tiles touched) and its totals:
+    # stage 1's outputs, the order and the offsets are the slots' shared set (renderer/frame.py)
+    assert r.ws.nbytes() == expected(2)
 
 
 def test_the_split_lists_parts_are_counted_where_the_scalar_loop_runs(monkeypatch):

@@ -16,7 +16,7 @@ CUDA graph and replayed with new camera parameters.
 Buffers are of two kinds. A slot's own (`SlotBuffers`): what a frame hands over (the image, tile counts, tiles
 touched) and its totals. Shared by both slots: what a frame uses only while its own stages run (stage 1's outputs,
 the order and offsets, the pairs and their sort, the ranges and the schedule). The slots' frames run one after the
-other on one stream, so one set serves both: a set per slot cost 20 bytes per pair slot and 56-60 per Gaussian
+other on one stream, so one set serves both: a set per slot cost 20 bytes per pair slot and 48-56 per Gaussian
 more. A capacity frame binned again after the next one was launched runs its stages 1 and 2 again first, from its
 own camera (renderer/pipeline.py `Renderer._fit_pairs`).
 """
@@ -125,7 +125,7 @@ class Frame:
         # done. A capacity frame whose pairs did not fit is binned again after that (`Renderer._fit_pairs`), and
         # then runs its stages 1 and 2 again, from its own camera, where a frame was launched after it. So the
         # records, depths, macro-tile counts, binning thresholds (and on the capacity route the depth order and the
-        # offsets) are one set for both slots: 40-44 bytes a Gaussian (56-60 on the capacity route) a slot less,
+        # offsets) are one set for both slots: 40-44 bytes a Gaussian (48-56 on the capacity route) a slot less,
         # 1 GB of a 24M-Gaussian scene in flight. Its tile counts and tiles touched go out with its image
         # (`RenderOutput`): those stay the slot's.
         # stage 1, per Gaussian

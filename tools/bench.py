@@ -352,7 +352,7 @@ def run_path(args, scene, label, path_name, cams, device, chosen, gsplat, higs_p
 def anchor_row(label, path_name, n, name, size, times) -> PathResult:
     return PathResult(label, path_name, n, name, size, ONE_BY_ONE, times.one_by_one.second, times.one_by_one.first,
                       times.back_to_back, times.one_by_one.wall_fps, peak_mem_mb=times.peak_mem_mb,
-                      host_probe_us=times.host_probe_us)  # fmt: skip
+                      host_probe_us=times.host_probe_us, host_probe_after_us=times.host_probe_after_us)  # fmt: skip
 
 
 def host_copy(image):
@@ -435,6 +435,7 @@ def time_variant(res: PathResult, renderer, cams, settings, device, warmup: int,
         res.first_pass_ran = list(ran)
         second, fps = timed_pass()
         res.ran = list(ran)
+        res.host_probe_after_us = host_probe_us()
     passes = Passes(first, second, fps)
     res.first_pass_ms, res.frame_ms, res.wall_fps = passes.first, passes.second, passes.wall_fps
     stage_lists: dict[str, list[float]] = {}

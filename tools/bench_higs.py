@@ -162,9 +162,9 @@ def higs_child(higs: Higs, label: str, scene_file: str, plan, device, warmup: in
 
 
 def higs_path(p: dict, folder: str) -> HigsPath:
-    times = AnchorTimes(
-        Passes(p["first"], p["second"], p["wall_fps"]), p["back_to_back"], p["peak_mem_mb"], p.get("host_probe_us")
-    )
+    passes = Passes(p["first"], p["second"], p["wall_fps"])
+    probes = p.get("host_probe_us"), p.get("host_probe_after_us")
+    times = AnchorTimes(passes, p["back_to_back"], p["peak_mem_mb"], *probes)
     medians = {int(k): v for k, v in p["tile_medians"].items()}
     return HigsPath(times, p["tile_size"], medians, os.path.join(folder, p["images"]))
 
@@ -238,7 +238,7 @@ def child_run(folder: str) -> int:
                 "key": path["key"], "tile_size": best, "tile_medians": {str(s): v.median() for s, v in times.items()},
                 "first": t.one_by_one.first, "second": t.one_by_one.second, "wall_fps": t.one_by_one.wall_fps,
                 "back_to_back": t.back_to_back, "peak_mem_mb": t.peak_mem_mb, "images": images,
-                "host_probe_us": t.host_probe_us,
+                "host_probe_us": t.host_probe_us, "host_probe_after_us": t.host_probe_after_us,
             })  # fmt: skip
             print(f"HiGS {path['key']}: tile {best}, median {t.median():.3f} ms", file=sys.stderr, flush=True)
     write_result(folder, {"version": getattr(gsplat, "__version__", "unknown"), "paths": out})

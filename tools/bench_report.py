@@ -53,6 +53,7 @@ class PathResult:
     ran: list[str] = field(default_factory=list)  # how each frame of the second pass ran (`RenderStats.ran_label`)
     first_pass_ran: list[str] = field(default_factory=list)  # and of the first (warpsplat's rows only)
     host_probe_us: float | None = None  # the host's speed before the row's passes (tools/bench_timing.py)
+    host_probe_after_us: float | None = None  # and after them
 
     def key(self) -> tuple:
         return self.scene, self.path, tuple(self.size)
@@ -241,23 +242,41 @@ def print_anchors(results, anchors, main_size, higs) -> None:
                           f"{len(xs)} paths")  # fmt: skip
 
 
+# A row whose host probes before and after its passes differ by more than this factor changed host speed while it
+# ran (the GPU machine's two speeds are about 2x apart: BENCHMARKS.md, section 45)
+PROBE_MOVED = 1.3
+
+
 def host_probe_ranges(rows) -> dict[str, tuple[float, float]]:
-    """{warpsplat or an anchor: (lowest, highest) host probe over its rows, us}, for the rows that took one."""
+    """{warpsplat or an anchor: (lowest, highest) host probe over its rows, before and after their passes, us}, for
+    the rows that took one."""
     by: dict[str, list[float]] = {}
     for r in rows:
-        if r.host_probe_us is not None:
-            by.setdefault(r.variant if r.variant in ANCHORS else "warpsplat", []).append(r.host_probe_us)
+        probes = [p for p in (r.host_probe_us, r.host_probe_after_us) if p is not None]
+        if probes:
+            by.setdefault(r.variant if r.variant in ANCHORS else "warpsplat", []).extend(probes)
     return {k: (min(v), max(v)) for k, v in by.items()}
+
+
+def probe_moved(r) -> bool:
+    """Whether the row's host changed speed between its probes (PROBE_MOVED)."""
+    a, b = r.host_probe_us, r.host_probe_after_us
+    return a is not None and b is not None and max(a, b) > PROBE_MOVED * min(a, b)
 
 
 def print_host_probe(rows) -> None:
     """The host's speed in each timing process (tools/bench_timing.py `host_probe_us`): read a host-paced row's
-    ratio beside it."""
+    ratio beside it. Rows whose host changed speed while they ran are named: their medians mix both speeds."""
     ranges = host_probe_ranges(rows)
     if ranges:
         spans = ", ".join(f"{k} {lo:.1f}-{hi:.1f}" for k, (lo, hi) in ranges.items())
-        print(f"host speed before each row's passes, one sum(range(1000)) in us (lower is faster; HiGS times in a "
-              f"process of its own): {spans}")  # fmt: skip
+        print(f"host speed before and after each row's passes, one sum(range(1000)) in us (lower is faster; HiGS "
+              f"times in a process of its own): {spans}")  # fmt: skip
+    moved = [r for r in rows if probe_moved(r)]
+    if moved:
+        names = "; ".join(f"{r.scene} / {r.path} {r.variant} {r.host_probe_us:.1f} -> {r.host_probe_after_us:.1f}"
+                          for r in moved)  # fmt: skip
+        print(f"rows whose host changed speed while they ran (probes over {PROBE_MOVED}x apart): {names}")
 
 
 def print_worst(rows, main_size) -> None:

@@ -12,9 +12,10 @@ compared only within one:
   own end, idle gaps included.
 Peak GPU memory: torch's allocator's peak while a row ran, above a baseline (what was allocated once the renderer
 held its scene).
-The host's speed (`host_probe_us`) is taken before each row's passes, in the process that times it: on the GPU
-machine the same Python loop runs 1.9x slower in one process than in the next, whatever the hash seed, and the rows
-that the host paces (a counted fly-over) move with it (BENCHMARKS.md, section 45).
+The host's speed (`host_probe_us`) is taken before each row's passes and again after them, in the process that
+times it: on the GPU machine the same Python loop runs 1.9x slower in one process than in the next, whatever the
+hash seed, and the rows that the host paces (a counted fly-over) move with it; within one process it changes too,
+so a probe before a row alone does not say the row kept that speed (BENCHMARKS.md, section 45).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class AnchorTimes:
     back_to_back: list[float]
     peak_mem_mb: float | None
     host_probe_us: float | None = None  # `host_probe_us()` before its passes, in the process that timed them
+    host_probe_after_us: float | None = None  # and after them
 
     def median(self, timing: str = ONE_BY_ONE) -> float:
         return statistics.median(self.one_by_one.second if timing == ONE_BY_ONE else self.back_to_back)
@@ -125,7 +127,8 @@ def time_anchor(draw: Callable[[int], object], n: int, device, warmup: int) -> A
         first, _ = one_by_one(draw, n, device)
         second, fps = one_by_one(draw, n, device)
         in_a_row, _ = back_to_back(draw, n, device)
-    return AnchorTimes(Passes(first, second, fps), in_a_row, memory.mb, probe)
+        after = host_probe_us()
+    return AnchorTimes(Passes(first, second, fps), in_a_row, memory.mb, probe, after)
 
 
 class PeakMemory:

@@ -124,7 +124,7 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
         if p["variant"].startswith("temporal"):  # hit rates of the timed pass
             assert p["temporal"]["frames"] == 2 and p["temporal"]["window_builds"] >= 1
         assert 0 <= p["projected"] <= p["n_gaussians"]
-        assert p["host_probe_us"] > 0  # the host's speed in the process that timed the row
+        assert p["host_probe_us"] > 0 and p["host_probe_after_us"] > 0  # the host's speed, before and after the row
         if p["variant"].endswith("known"):  # exact with the path's cameras
             assert all(v == float("inf") for v in p["psnr_vs_default"])
     overview = next(p for p in doc["paths"] if p["path"] == "overview" and p["variant"] == "default")
@@ -138,7 +138,7 @@ def test_bench_cpu_smoke(tmp_path, scene_path, capsys):
     table = capsys.readouterr().out
     assert "composite_8k.ply / flyover" in table and doc["command"].startswith("warpsplat bench")
     assert "HiGS: needs CUDA" in table and "worst frames (ms) and peak GPU memory" in table
-    assert "host speed before each row's passes" in table and "warpsplat " in table.split("host speed")[1]
+    assert "host speed before and after each row's passes" in table and "warpsplat " in table.split("host speed")[1]
 
 
 def test_bench_selects_paths_and_variants(tmp_path, scene_path):
@@ -412,3 +412,22 @@ def test_host_probe_is_the_median_rounds_time_a_loop(monkeypatch):
     monkeypatch.setattr(bt.time, "perf_counter", perf_counter)
     assert bt.PROBE_ROUNDS == 9
     assert bt.host_probe_us() == pytest.approx(0.003 * 1e6 / bt.PROBE_LOOPS)
+
+
+def test_rows_whose_host_changed_speed_while_they_ran_are_named(capsys):
+    """The host probes before and after a row's passes: the ranges take both, and a row whose two probes are more
+    than PROBE_MOVED apart (the GPU machine's two speeds are 2x apart) is named with them; a steady row is not."""
+    from tools.bench_report import PROBE_MOVED, PathResult, print_host_probe
+
+    def row(variant, path, before, after):
+        return PathResult(scene="s", path=path, n_gaussians=1, variant=variant, size=(8, 8), timing="in flight",
+                          host_probe_us=before, host_probe_after_us=after)  # fmt: skip
+
+    assert PROBE_MOVED == 1.3
+    rows = [row("default", "orbit", 10.0, 12.0), row("default", "flyover", 11.0, 22.0), row("HiGS", "orbit", 9.0, 9.5),
+            row("gsplat", "orbit", 20.0, None)]  # fmt: skip
+    print_host_probe(rows)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("warpsplat 10.0-22.0, HiGS 9.0-9.5, gsplat 20.0-20.0"), out[0]
+    assert out[1].endswith("s / flyover default 11.0 -> 22.0"), out[1]
+    assert len(out) == 2 and "orbit" not in out[1]

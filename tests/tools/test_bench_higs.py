@@ -89,7 +89,7 @@ def test_higs_is_timed_in_a_child_and_compared_frame_by_frame(tmp_path, scene_pa
     assert h["tile_size"] == 8 and h["tile_medians"]["16"] > h["tile_medians"]["8"] + 250
     assert len(h["frame_ms"]) == len(h["first_pass_ms"]) == len(h["back_to_back_ms"]) == 3
     assert len(h["psnr_vs_default"]) == 3 and min(h["psnr_vs_default"]) > 60, h["psnr_vs_default"]
-    assert h["host_probe_us"] > 0  # taken in the child, where HiGS was timed, and brought back
+    assert h["host_probe_us"] > 0 and h["host_probe_after_us"] > 0  # taken in the child, where HiGS was timed
     for name in ("default", "frames=one-by-one"):
         x = rows[name]["vs_anchors"]["HiGS"]
         timing = "back_to_back_median_ms" if name == "default" else "median_ms"  # like with like

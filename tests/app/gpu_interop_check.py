@@ -17,7 +17,9 @@
    the path), and frames waited for one by one (each frame's span up to a device sync and a GL finish, which
    every phase does, render only included; the median). A phase's cost is its time minus render only's, by
    the same measure, the medians over the rounds. The issue's budget: <= 0.5 ms a frame both ways. A negative
-   cost means the phases were not measured alike: it fails the check as well.
+   cost means the phases were not measured alike: it fails the check as well. Beside it, what GL itself costs
+   a frame on the machine (`gl_floor`): the handoff from the compute context to GL's and back, and a
+   full-frame draw, which every route pays.
 3. Worst frames in the viewer's own loop: a fresh renderer with the viewer's settings, through the viewer's
    route, timed along the path as the bench times a row (FLIGHT_WARM frames, then two passes, every frame
    waited for): issue 25's bounds, the first pass's worst frame at most 3x the median plus 1 ms and the second
@@ -219,6 +221,48 @@ def present_costs(rows: dict[str, tuple[float, float]], budget: dict[str, float]
     return costs, failures
 
 
+def gl_floor(ctx, fbo, presenter, texture, device: torch.device, rounds: int = 200) -> tuple[float, float]:
+    """What GL itself costs a frame on this machine, whatever the interop route: (handoff, draw) in ms, medians
+    over `rounds`, each timed from an idle GPU up to a device sync and a GL finish.
+
+    handoff: a tiny kernel on the renderer's device followed by a 1x1 draw, less each alone: the GPU's switch from
+    the compute context to GL's and back (on the H200, 0.29 ms against 0.03 for the two alone: BENCHMARKS.md,
+    section 47). draw: the presenter's full-frame draw of a texture alone. A route's cost over render only cannot
+    be less than their sum."""
+    x = torch.zeros(1, device=device)
+    tiny = ctx.simple_framebuffer((1, 1), components=4)
+    w, h = texture.size
+
+    def median_ms(step) -> float:
+        times = []
+        for _ in range(rounds):
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            ctx.finish()
+            t = time.perf_counter()
+            step()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            ctx.finish()
+            times.append((time.perf_counter() - t) * 1e3)
+        return statistics.median(times)
+
+    def tiny_draw():
+        tiny.use()
+        presenter.draw(texture, (0, 0, 1, 1))
+
+    def full_draw():
+        fbo.use()
+        presenter.draw(texture, (0, 0, w, h))
+
+    kernel = median_ms(lambda: x.add_(1))
+    draw_1px = median_ms(tiny_draw)
+    both = median_ms(lambda: (x.add_(1), tiny_draw()))
+    draw = median_ms(full_draw)
+    tiny.release()
+    return both - kernel - draw_1px, draw
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scene", default=None, help="scene file (default: the bundled scene)")
@@ -278,6 +322,7 @@ def main() -> int:
     loop.settings = COLOUR_VIEW
     warm_up(viewer, [(w, h)], [loop.settings])
     flight, timing_failures = flight_verdict(*flight_passes(loop, cams))
+    handoff, draw = gl_floor(ctx, fbo, presenter, textures[viewer_route].texture, renderer.device)
     for tex in textures.values():
         tex.release()
     fbo.release()
@@ -302,6 +347,10 @@ def main() -> int:
             print(
                 f"{name}: {tp_cost:+.3f} / {med_cost:+.3f} ms a frame at {w}x{h}: {verdict} the {BUDGET_MS} ms budget"
             )
+    print(
+        f"GL floor on this machine: the handoff from {renderer.device.type} to GL and back {handoff:+.3f} ms a "
+        f"frame, a full-frame draw {draw:.3f} ms: no route presents for less than {max(handoff, 0.0) + draw:.3f}"
+    )
     how = "AdaGScale" if loop.settings.adagscale else "exact"
     print(f"{loop.name} ({how}), ms a frame waited for: median {flight['median']:.3f}, second pass p99 "
           f"{flight['p99']:.3f}, first pass p99 {flight['first_p99']:.3f} and worst {flight['first_max']:.3f} "

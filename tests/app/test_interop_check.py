@@ -77,3 +77,4 @@ def test_the_check_itself_runs_on_the_host_path():
                           cwd=REPO, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     assert "viewer loop, host upload + present" in done.stdout and "bit-exact texture and framebuffer" in done.stdout
+    assert "GL floor on this machine: the handoff from cpu to GL" in done.stdout

@@ -255,7 +255,10 @@ class Frame:
 
     def tile_lists(self) -> None:
         p = self.pairs
-        if self.macro:  # each tile's range is its macro-tile's run: its length, an upper bound, orders the schedule
+        if self.macro:
+            # each tile's range is its macro-tile's run: its length, an upper bound of the tile's list, orders the
+            # schedule and is the longest list's here; the list class it sets picks the launch of the per-tile form
+            # alone (the rasterizer writes the lists' true lengths into the tile counts)
             self.r.k.tile_lists(p.sorted_keys, self.n_tx, self.n_ty, out=self.ranges)
         else:  # binned per tile: the sorted ids are the lists, gathered here with the ranges (`sort` left them)
             self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges,
@@ -275,8 +278,6 @@ class Frame:
             lists, self.ranges, self.records, self.background, self.width, self.height,
             out=(self.rgb, self.alpha, self.rgba8), **{**self.raster_options(), **how, **tuning},
         )  # fmt: skip
-        if self.macro:  # the lists' true lengths came with the image: the longest, for the launch class
-            self.longest_list.copy_(self.tile_counts.amax())
 
     # ------------------------------------------------------------------ depth output
 

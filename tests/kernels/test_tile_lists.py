@@ -202,20 +202,23 @@ def test_empty_input(impl, device):
     assert got.shape == (6, 2) and (got == 0).all()
 
 
-def test_runs_across_the_kernels_blocks_and_a_sentinel_tail(device):
-    """20,000 pairs in 9 macro-tiles, whose runs cross the launcher's blocks of RUNS_BLOCK pairs, then three
-    blocks' worth of sentinel slots (a capacity frame's unused tail): the twin's runs, none reaching the tail."""
+def test_runs_of_more_macro_tiles_than_a_program_takes_and_a_sentinel_tail(device):
+    """136 x 36 tiles: 17 x 9 macro-tiles, more than a program of the launcher takes (RUNS_BLOCK), 20,000 pairs
+    over them, then a capacity frame's unused tail of sentinel slots: the twin's runs, none reaching the tail."""
     import importlib
 
     module = importlib.import_module("kernels.tile_lists")  # the package's `tile_lists` is the launcher
-    n_tx, n_ty = 20, 12
+    n_tx, n_ty = 136, 36
+    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+    assert n_mx * n_my > module.RUNS_BLOCK
     sk, _ = sorted_random_pairs(n_tx, n_ty, 20_000, device, seed=4)
-    tail = 3 * module.RUNS_BLOCK
+    tail = 300
     sk = torch.cat([sk, torch.full((tail,), kernels.sentinel_key(torch.int32), dtype=sk.dtype, device=device)])
     got = run(kernels, sk, n_tx, n_ty)
     assert torch.equal(got, run(ref, sk, n_tx, n_ty))
     check_runs(got, sk, n_tx, n_ty)
-    assert int(got.max()) <= sk.numel() - tail and len(set(got[:, 0].tolist())) == 9
+    units = set(macro_tiles(sk, n_tx, n_ty).tolist()) - {int(macro_tiles(sk[-1:], n_tx, n_ty))}
+    assert int(got.max()) <= sk.numel() - tail and len(set(got[:, 0].tolist())) == len(units) > module.RUNS_BLOCK
 
 
 def test_tile_ranges_match_reference_with_empty_tiles_and_sentinels(device):

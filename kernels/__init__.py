@@ -27,6 +27,7 @@ from .buffers import (  # noqa: E402
     depth_keys,
     gaussian_extent,
     key_dtype,
+    list_scratch_shape,
     macro_grid,
     order_outputs,
     project_outputs,
@@ -37,7 +38,7 @@ from .cull import cull_window  # noqa: E402
 from .order import count_blocks, count_visible, depth_order, index_offsets, visible_order  # noqa: E402
 from .project import culls_frustum, project_block, project_gaussians  # noqa: E402
 from .rasterize import SLOTS as RASTER_SLOTS  # noqa: E402
-from .rasterize import list_class, places_shape, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
+from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
 from .tile_lists import tile_lists, tile_ranges  # noqa: E402
@@ -64,7 +65,7 @@ __all__ = [
     "index_offsets",
     "list_class",
     "RASTER_SLOTS",
-    "places_shape",
+    "list_scratch_shape",
     "macro_grid",
     "sentinel_key",
     "sh_layout",

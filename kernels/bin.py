@@ -18,12 +18,11 @@ the frame's launch configuration (`LaunchConfig.macro`, renderer/launch.py), tol
       entry = the Gaussian index in the low 32 bits, in the high 32 the mask of the macro-tile's tiles it reaches
               (bit MACRO_COLS * row + column within the macro-tile; kernels/buffers.py `pack_entries`)
   bits = `depth_bits` of the image's macro-tiles (21 at 1080p). The one pair sort orders each macro-tile's pairs
-  by depth and settles the ties exactly (kernels/sort.py), so these frames sort no Gaussians; each tile's list is
-  then its macro-tile's entries with its bit, which the rasterizer keeps as it reads the run (kernels/tile_lists.py),
-  the same lists. A close-up's Gaussian reaches tens of tiles but a few macro-tiles: several times fewer pairs to
-  write and sort. An overview's Gaussians reach one or two tiles, mostly of one macro-tile: there a tile's program
-  reads many entries of its macro-tile for each of its own, and the depth keys' ties are long (BENCHMARKS.md,
-  sections 24 and 41), so those frames bin per tile.
+  by depth and settles the ties exactly (kernels/sort.py), so these frames sort no Gaussians; stage 5
+  (`tile_lists`) splits the lists into the tiles', the same lists. A close-up's Gaussian reaches tens of tiles but
+  a few macro-tiles: several times fewer pairs to write and sort. An overview's Gaussians reach one or two tiles,
+  mostly of one macro-tile: there the split costs more than the sort saves (BENCHMARKS.md, section 24), so those
+  frames bin per tile.
 
 Slots at or past `capacity` are not written: the pair buffers have a fixed size (so a frame needs no host
 sync to size them, and can be replayed as a CUDA graph), and the renderer compares the true pair count with
@@ -265,10 +264,9 @@ def bin_config(n_visible: int, pairs_per_gaussian: float, wide: bool = False) ->
 
 
 def bins_macro_tiles(pairs_per_gaussian: float, previous: bool = False) -> bool:
-    """Whether a frame whose visible Gaussians reach `pairs_per_gaussian` tiles each bins per macro-tile. Its tiles'
-    lists cost about as much a pair as the pair writes and the sort save, so it pays where a Gaussian reaches many
-    tiles of few macro-tiles: close-ups, at 4K most (BENCHMARKS.md, section 24; measured when the lists were split
-    out of the macro-tile lists, before the rasterizer read the runs: section 47). Since a macro-tile
+    """Whether a frame whose visible Gaussians reach `pairs_per_gaussian` tiles each bins per macro-tile. The split
+    into tile lists costs about as much a pair as the pair writes and the sort save, so it pays where a Gaussian
+    reaches many tiles of few macro-tiles: close-ups, at 4K most (BENCHMARKS.md, section 24). Since a macro-tile
     frame sorts no Gaussians (its keys hold the depth: kernels/sort.py) it pays from fewer tiles: the forms timed
     frame by frame crossed between 3.2 tiles a Gaussian (per tile 0.91x) and 5.9 (even), and per macro-tile won at
     6.4-6.8 (0.94x) and 16-18 (0.82x) (tests/gpu/form_ab.py, section 40). A frame leaves `previous` only past the

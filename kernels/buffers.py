@@ -165,3 +165,16 @@ def order_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...
             torch.empty(n, dtype=torch.int64, device=device), torch.empty(n, dtype=torch.int64, device=device),
             torch.empty(3, dtype=torch.int64, device=device),
             torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
+
+
+def list_scratch_shape(capacity: int) -> tuple[int, int]:
+    """(chunks, 32): the size of `tile_lists`' per-chunk tile-bit counts over `capacity` sorted macro pairs (it
+    holds them bit-major, [32, chunks])."""
+    return max((capacity + LIST_CHUNK - 1) // LIST_CHUNK, 1), MACRO_COLS * MACRO_ROWS
+
+
+# sorted macro pairs a `tile_lists` program expands (kernels/tile_lists.py), with LIST_WARPS warps. Of 32, 64 and 128
+# at 2, 4 and 8 warps, 32 at 2 split the 4K close-ups' lists fastest (78 and 138 us, from 94 and 168 at 64 and 8),
+# and the 1080p close-up's within 4 us of the best (BENCHMARKS.md, section 35); at 256 and 4 warps the kernel spilled
+LIST_CHUNK = 32
+LIST_WARPS = 2

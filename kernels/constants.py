@@ -42,10 +42,9 @@ TWO_LN2 = 1.3862943611198906  # 2 ln(2)
 # Far-off-screen extents are clamped to this many tiles beyond the image before float->int conversion.
 CLAMP_TILES = 4.0
 # Binning emits one pair per macro-tile a Gaussian reaches: a block of MACRO_COLS x MACRO_ROWS tiles, with a
-# 32-bit mask of the tiles it reaches there (bit MACRO_COLS * row + column, row-major within the block); a tile's
-# list is its macro-tile's entries with its bit, which the rasterizer keeps as it reads the run
-# (kernels/tile_lists.py). A close-up's Gaussian reaches tens of tiles and a few macro-tiles, so the pairs that are
-# emitted and sorted are several times fewer.
+# 32-bit mask of the tiles it reaches there (bit MACRO_COLS * row + column, row-major within the block); stage 5
+# expands the macro-tile lists into the tiles' lists (kernels/tile_lists.py). A close-up's Gaussian reaches tens of
+# tiles and a few macro-tiles, so the pairs that are emitted and sorted are several times fewer.
 MACRO_COLS = 8
 MACRO_ROWS = 4
 # Tile pairs' keys are int16 where the image has at most this many tiles (1920x1080 at 8 px has 32,400).

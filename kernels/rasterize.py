@@ -33,17 +33,9 @@ Loop forms, the same rule:
 - "batched" (Triton, and what Triton's interpreter runs: it cannot run Gluon): B Gaussians per step as a
   [B, pixels] block, transmittance by `tl.cumprod` along the batch. Few, wide steps.
 
-A frame binned per macro-tile has no lists of its tiles' own: a tile's range is its macro-tile's run of sorted
-entries (Gaussian id | tile mask << 32), and its list the entries with its bit (kernels/tile_lists.py). The scalar
-form then takes the run MACRO_SCAN entries at a time, places the kept ones by a scan of their bits and blends them
-as above (`_rasterize_macro_kernel`: the same image bit for bit); the batched form masks the others out of its
-steps (its cumprods group the kept entries otherwise, so its image may differ in the last bits). Both write the
-lists' lengths.
-
-Inputs : sorted gaussian_ids [C] i32 (only the ranges' entries are read; per macro-tile the sorted entries [C] i64),
-         ranges [n_tiles, 2] i32, records [N, 8] f32 (kernels/buffers.py), background [3]
-Outputs: rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 (optional; A = coverage); per macro-tile the lists'
-         lengths [n_tiles] i32
+Inputs : sorted gaussian_ids [C] i32 (only the ranges' entries are read), ranges [n_tiles, 2] i32,
+         records [N, 8] f32 (kernels/buffers.py), background [3]
+Outputs: rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 (optional; A = coverage)
 """
 
 from __future__ import annotations
@@ -54,54 +46,20 @@ import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
-from ._device import (
-    ALPHA_MAX,
-    LOG2_ALPHA_MIN,
-    MACRO_COLS,
-    MACRO_ROWS,
-    PIXEL_CENTRE,
-    T_STOP,
-    _two_halves,
-    record_colour,
-    record_geometry,
-)
+from ._device import ALPHA_MAX, LOG2_ALPHA_MIN, PIXEL_CENTRE, T_STOP, _two_halves, record_colour, record_geometry
 from ._launch import interpreting, launch
-
-# A macro-tile run's entries a tile's program reads at a time (`_rasterize_macro_kernel`; the batched form counts its
-# list MACRO_COUNT_BLOCK at a time): of 64, 128, 256 and 512 at a warp, 256 was the fastest on the bench's close-ups
-# (BENCHMARKS.md, section 47), and its places in a chunk fit a byte
-MACRO_SCAN = 256
-MACRO_COUNT_BLOCK = tl.constexpr(1024)
-# (warps, Gaussians a step) of the macro-tile form's loop, by tile size: one warp of two pixels a thread at 8 px (16
-# a step: the kept entries of a 256-entry chunk are a few dozen, and 32 a step blended more past them), as the
-# scalar form's short lists; four warps at 16 px
-MACRO_CONFIG = {8: (1, 16), 16: (4, 16)}
-
-
-def places_shape(n_tiles: int) -> int:
-    """The bytes of the macro-tile form's scratch: MACRO_SCAN a tile (its kept entries' places in a chunk)."""
-    return n_tiles * MACRO_SCAN
-
 
 # ----------------------------------------------------------------------------------------------- blending
 
 
 @triton.jit
-def _blend_batched(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, bit, BATCH: tl.constexpr,
-                   MACRO: tl.constexpr):  # fmt: skip
+def _blend_batched(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, BATCH: tl.constexpr):
     """Blend list entries [s, end) into the pixels' (C, T) by gsplat's rule, `alive` pixels stopping by it, BATCH
-    Gaussians per step (transmittance by cumprod); pixels [1, PIX]. MACRO: the entries are a macro-tile's
-    (id | mask << 32), of which those with bit `bit` (the tile's, plus 32) are the tile's list; the others are
-    masked out, as entries past the list are (no pixel, no change of T)."""
+    Gaussians per step (transmittance by cumprod); pixels [1, PIX]."""
     k = tl.arange(0, BATCH)
     while (s < end) & (tl.max(tl.max(alive.to(tl.int32), axis=0), axis=0) > 0):
         in_batch = s + k < end
-        if MACRO:
-            entry = tl.load(ids_ptr + s + k, mask=in_batch, other=0)
-            in_batch = in_batch & (((entry >> bit) & 1) != 0)
-            gid = entry & 0xFFFFFFFF
-        else:
-            gid = tl.load(ids_ptr + s + k, mask=in_batch, other=0).to(tl.int64)
+        gid = tl.load(ids_ptr + s + k, mask=in_batch, other=0).to(tl.int64)
         mx, my, A, B, C, lo = record_geometry(rec_ptr, gid, in_batch)
         r, g, b = record_colour(rec_ptr, gid, in_batch)
         dx = mx[:, None] - fx  # [BATCH, PIX]
@@ -160,7 +118,6 @@ def _rasterize_kernel(
     rgb_ptr,  # [H, W, 3] f32 out (unused unless HAS_FLOAT)
     alpha_ptr,  # [H, W] f32 out (unused unless HAS_FLOAT)
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
-    counts_ptr,  # [n_tiles] i32 out: the tiles' list lengths (written when MACRO)
     width,
     height,
     TILE: tl.constexpr,
@@ -168,13 +125,10 @@ def _rasterize_kernel(
     HAS_FLOAT: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
     SCHEDULED: tl.constexpr,
-    MACRO: tl.constexpr,  # ids are sorted macro-tile entries and a tile's range its macro-tile's run
 ):
     """The batched form: one program per tile, its whole list front to back, STEP Gaussians a step, until every
     pixel is done. Program p takes tile schedule[p] when SCHEDULED (longest lists first, kernels/schedule.py),
-    else tile p. Pixel r of the [1, TILE * TILE] block is column r % TILE, row r // TILE of the tile. MACRO: the
-    tile's list is its macro-tile run's entries with its bit (kernels/tile_lists.py), and their count goes to
-    counts."""
+    else tile p. Pixel r of the [1, TILE * TILE] block is column r % TILE, row r // TILE of the tile."""
     R: tl.constexpr = TILE * TILE
     tile_id = tl.program_id(0)
     if SCHEDULED:
@@ -190,17 +144,8 @@ def _rasterize_kernel(
     fx = px.to(tl.float32) + PIXEL_CENTRE
     fy = py.to(tl.float32) + PIXEL_CENTRE
     zero = tl.zeros([1, R], tl.float32)
-    bit = ((tile_id // n_tx) % MACRO_ROWS * MACRO_COLS + (tile_id % n_tx) % MACRO_COLS + 32).to(tl.int64)
-    T, cr, cg, cb = _blend_batched(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero, bit,
-                                   STEP, MACRO)  # fmt: skip
+    T, cr, cg, cb = _blend_batched(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero, STEP)
     _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
-    if MACRO:  # the list's length: its entries with the tile's bit, the whole run (blending may have stopped early)
-        c = tl.arange(0, MACRO_COUNT_BLOCK)
-        n = tl.sum(c * 0, axis=0)
-        for s in range(start, end, MACRO_COUNT_BLOCK):
-            entry = tl.load(ids_ptr + s + c, mask=s + c < end, other=0)
-            n += tl.sum(((entry >> bit) & 1).to(tl.int32), axis=0)
-        tl.store(counts_ptr + tile_id, n)
 
 
 # Triton device functions called from the Gluon kernel: the same code, built for Gluon's layouts.
@@ -427,133 +372,6 @@ def _rasterize_shared_kernel(
         _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
 
 
-@gluon.jit
-def _add(a, b):
-    return a + b
-
-
-@gluon.jit
-def _kept_id(places, entries_ptr, s, at, m):
-    """The Gaussian ids of a chunk's kept entries `at` (where m): their places in the chunk starting at s, then the
-    entries' low 32 bits."""
-    j = gl.load(places + at, mask=m, other=0).to(gl.int32)
-    return gl.load(entries_ptr + s + j, mask=m, other=0).to(gl.int32)
-
-
-@gluon.jit(do_not_specialize=["width", "height"])
-def _rasterize_macro_kernel(
-    entries_ptr,  # [C] i64 sorted macro-tile entries: Gaussian id | tile mask << 32 (kernels/buffers.py)
-    ranges_ptr,  # [n_tiles, 2] i32: each tile's macro-tile run (kernels/tile_lists.py)
-    rec_ptr,  # [N, 8] f32 blend records (kernels/buffers.py)
-    bg_ptr,  # [3] f32
-    schedule_ptr,  # [n_tiles] i32, the tile each program takes (read when SCHEDULED)
-    rgb_ptr,  # [H, W, 3] f32 out (unused unless HAS_FLOAT)
-    alpha_ptr,  # [H, W] f32 out (unused unless HAS_FLOAT)
-    rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
-    places_ptr,  # [n_tiles, SCAN] u8 scratch: each program's kept entries' places in its chunk
-    counts_ptr,  # [n_tiles] i32 out: the tiles' list lengths
-    width,
-    height,
-    TILE: gl.constexpr,
-    WARPS: gl.constexpr,
-    STEP: gl.constexpr,
-    SCAN: gl.constexpr,
-    HAS_FLOAT: gl.constexpr,
-    HAS_RGBA8: gl.constexpr,
-    SCHEDULED: gl.constexpr,
-):
-    """The scalar form over macro-tile runs: one program per tile, its macro-tile's run SCAN entries at a time.
-    Of a chunk it keeps the entries with its tile's bit: an inclusive scan of the bits places each kept entry,
-    whose place in the chunk goes to the program's row of `places`; then it blends the kept ones as
-    `_rasterize_shared_kernel` blends a list, STEP a step through shared memory, the next step's records in flight
-    while one blends. The kept entries are the tile's list in its order and the arithmetic is the same, so the
-    image is the split lists' bit for bit (BENCHMARKS.md, section 47). The run's entries past a stop (every pixel
-    done) are only counted, for the list's length."""
-    R: gl.constexpr = 32 * WARPS
-    P: gl.constexpr = TILE * TILE // R  # pixels a thread, down a column
-    pixels: gl.constexpr = gl.BlockedLayout([P, 1], [1, 32], [1, WARPS], [1, 0])  # [P, R]
-    loading: gl.constexpr = gl.BlockedLayout([1, 8], [32, 1], [WARPS, 1], [1, 0])  # [STEP, 8]: a record a thread
-    whole: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, WARPS], [1, 0])  # [1, 8] in every thread
-    blues: gl.constexpr = gl.BlockedLayout([1, 2], [32, 1], [WARPS, 1], [1, 0])  # [STEP, 2]: a row a thread
-    both: gl.constexpr = gl.BlockedLayout([1, 2], [1, 32], [1, WARPS], [1, 0])  # [1, 2] in every thread
-    scanning: gl.constexpr = gl.BlockedLayout([SCAN // R], [32], [WARPS], [0])  # [SCAN]: a chunk's entries
-    step_rows = gl.allocate_shared_memory(gl.float32, [STEP, 8], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
-    step_b = gl.allocate_shared_memory(gl.float32, [STEP, 2], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
-
-    pid = gl.program_id(0)
-    tile_id = pid
-    if SCHEDULED:
-        tile_id = gl.load(schedule_ptr + pid)
-    start = gl.load(ranges_ptr + tile_id * 2 + 0)
-    end = gl.load(ranges_ptr + tile_id * 2 + 1)
-    n_tx = (width + TILE - 1) // TILE
-    tx = tile_id % n_tx
-    ty = tile_id // n_tx
-    bit = ((ty % MACRO_ROWS) * MACRO_COLS + tx % MACRO_COLS + 32).to(gl.int64)  # the tile's bit of an entry
-    lane = gl.arange(0, R, layout=gl.SliceLayout(0, pixels))[None, :]  # [1, R]
-    row = gl.arange(0, P, layout=gl.SliceLayout(1, pixels))[:, None]  # [P, 1]
-    px = tx * TILE + lane % TILE  # [1, R]
-    py = ty * TILE + lane // TILE + row * (R // TILE)  # [P, R]
-    inside = (px < width) & (py < height)
-    pix = py.to(gl.int64) * width + px
-    ox = (tx * TILE).to(gl.float32) + 0.5 * TILE
-    oy = (ty * TILE).to(gl.float32) + 0.5 * TILE
-    u = (px.to(gl.float32) + PIXEL_CENTRE) - ox  # [1, R]
-    v = (py.to(gl.float32) + PIXEL_CENTRE) - oy  # [P, R]
-    uu = u * u
-    uv = u * v
-    vv = v * v
-    T = gl.full([P, R], 1.0, gl.float32, layout=pixels)
-    cr = gl.zeros([P, R], gl.float32, layout=pixels)
-    cg = gl.zeros([P, R], gl.float32, layout=pixels)
-    cb = gl.zeros([P, R], gl.float32, layout=pixels)
-    alive = inside
-
-    places = places_ptr + pid.to(gl.int64) * SCAN
-    kk = gl.arange(0, SCAN, layout=scanning)
-    k = gl.arange(0, STEP, layout=gl.SliceLayout(1, loading))  # [STEP]: a step's kept entries
-    field = gl.arange(0, 8, layout=gl.SliceLayout(0, loading))[None, :]  # [1, 8]
-    past_end = gl.where(field == 5, float("-inf"), 0.0)  # entries past the kept ones: lo = -inf reaches no pixel
-    count = start * 0
-    s = start
-    while (s < end) & (gl.max(gl.max(alive.to(gl.int32), axis=1), axis=0) > 0):
-        entry = gl.load(entries_ptr + s + kk, mask=s + kk < end, other=0)
-        keep = ((entry >> bit) & 1).to(gl.int32)
-        at = gl.associative_scan(keep, 0, _add)  # inclusive: a kept entry's place among the kept, plus one
-        n = gl.sum(keep, axis=0)
-        gl.store(places + at - 1, kk.to(gl.uint8), mask=keep > 0)
-        gl.thread_barrier()  # the places stored before any thread reads them
-        count += n
-        t = n * 0
-        in_list = k < n
-        gid = _kept_id(places, entries_ptr, s, k, in_list)
-        records = gl.load(rec_ptr + gid[:, None] * 8 + field, mask=in_list[:, None], other=past_end)  # [STEP, 8]
-        while (t < n) & (gl.max(gl.max(alive.to(gl.int32), axis=1), axis=0) > 0):
-            gl.thread_barrier()  # every thread is done reading the last step's records
-            rows, b_rows = _tile_coefficients(records, ox, oy)
-            step_rows.store(rows)
-            step_b.store(gl.convert_layout(b_rows, blues))
-            gl.thread_barrier()
-            in_list = t + STEP + k < n  # the next step's, in flight while this one blends
-            gid = _kept_id(places, entries_ptr, s, t + STEP + k, in_list)
-            records = gl.load(rec_ptr + gid[:, None] * 8 + field, mask=in_list[:, None], other=past_end)
-            for j in gl.static_range(STEP):
-                c0, c1, c2, c3, c4, c5, r, g = _fields(step_rows.slice(j, 1, dim=0).load(whole), pixels)
-                b, _ = gl.split(gl.reshape(step_b.slice(j, 1, dim=0).load(both), [1, 1, 2]))
-                b = gl.convert_layout(b, pixels, assert_trivial=True)
-                T, alive, cr, cg, cb = _blend_poly(c0, c1, c2, c3, c4, c5, r, g, b, u, v, uu, uv, vv, T, alive,
-                                                   cr, cg, cb)  # fmt: skip
-            t += STEP
-        gl.thread_barrier()  # this chunk's places read before the next chunk's are stored
-        s += SCAN
-    while s < end:  # every pixel done: the rest of the run only counted
-        entry = gl.load(entries_ptr + s + kk, mask=s + kk < end, other=0)
-        count += gl.sum(((entry >> bit) & 1).to(gl.int32), axis=0)
-        s += SCAN
-    gl.store(counts_ptr + tile_id, count)
-    _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
-
-
 @triton.jit(do_not_specialize=["width", "height", "split_from"])
 def _combine_parts_kernel(
     ranges_ptr,  # [n_tiles, 2] i32
@@ -704,15 +522,9 @@ def rasterize_tiles(
     schedule: torch.Tensor | None = None,
     parts: torch.Tensor | None = None,
     split: tuple[int, int, int] | None = None,
-    macro: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8), each None where `out`
     asked for none.
-
-    macro: (places [at least `places_shape(n_tiles)`] u8 scratch, counts [n_tiles] i32 out) for a frame binned per
-    macro-tile: `gaussian_ids` are then its sorted entries [C] i64 (id | mask << 32) and each tile's range is its
-    macro-tile's run (kernels/tile_lists.py); a tile blends the run's entries with its bit, and writes how many
-    there are (its list's length) into counts. Such lists are never split (`parts` is not used).
 
     variant: "batched", "scalar" or "auto" (batched under the interpreter, scalar when compiled).
     step: Gaussians per loop step (batch width or unroll); num_warps: warps per program; lists: 0, 1, 2 for
@@ -754,26 +566,11 @@ def rasterize_tiles(
         raise ValueError("rasterizer variant 'scalar' is a Gluon kernel: it needs CUDA, not Triton's interpreter")
     assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
     args = (gaussian_ids, ranges, records, background, ranges if schedule is None else schedule, *outs)
-    if macro is not None:
-        places, counts = macro
-        assert gaussian_ids.dtype == torch.int64, gaussian_ids.dtype
-        assert places.dtype == torch.uint8 and places.numel() >= places_shape(n_tiles), places.shape
-        assert counts.shape == (n_tiles,) and counts.dtype == torch.int32, (counts.shape, counts.dtype)
     if variant == "batched":  # one row of pixels, a batch of Gaussians down the block
         launch(_rasterize_kernel, (n_tiles,),
-            *args, macro[1] if macro is not None else ranges, width, height, TILE=tile_size,
-            STEP=step or (64 if interpreting() else 16), HAS_FLOAT=has_float, HAS_RGBA8=has_rgba8,
-            SCHEDULED=schedule is not None, MACRO=macro is not None,
+            *args, width, height, TILE=tile_size, STEP=step or (64 if interpreting() else 16), HAS_FLOAT=has_float,
+            HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None,
             num_warps=num_warps or max(1, tile_size * tile_size // 32),
-        )  # fmt: skip
-    elif macro is not None:  # the scalar form over macro-tile runs
-        warps, unroll = MACRO_CONFIG[tile_size]
-        num_warps = num_warps or warps
-        assert 32 * num_warps <= tile_size * tile_size and MACRO_SCAN % (32 * num_warps) == 0, num_warps
-        launch(_rasterize_macro_kernel, (n_tiles,),
-            *args, macro[0], macro[1], width, height, TILE=tile_size, WARPS=num_warps, STEP=step or unroll,
-            SCAN=MACRO_SCAN, HAS_FLOAT=has_float, HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None,
-            num_warps=num_warps,
         )  # fmt: skip
     else:
         warps, unroll = SCALAR_CONFIG[tile_size, lists]

@@ -16,6 +16,7 @@ from .buffers import (
     depth_bits,
     depth_keys,
     key_dtype,
+    list_scratch_shape,
     macro_grid,
     order_outputs,
     pack_entries,
@@ -707,24 +708,67 @@ def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | 
     return out
 
 
+# Sorted pairs the twin of `tile_lists` expands at a time: its [chunk, 32] bit and position tensors take about
+# 400 bytes a pair.
+LIST_REF_CHUNK = 1 << 14
+
+
 # Twin of the launcher in kernels/tile_lists.py: the same signature on purpose (see the module docstring).
-def tile_lists(sorted_keys: torch.Tensor, n_tx: int, n_ty: int, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Each tile's macro-tile run, from the runs' lengths: the real keys come first, grouped by macro-tile in
-    order, so a run ends at the running sum of the lengths; a macro-tile with no pair leaves its tiles [0, 0)."""
+def tile_lists(
+    sorted_keys: torch.Tensor,
+    sorted_entries: torch.Tensor,
+    n_tx: int,
+    n_ty: int,
+    *,
+    out: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every (set bit, pair) of the sorted pairs, ordered by bit, then by the pair's position: its rank is where
+    its id goes (the kernel's layout). Here the ranks come from a pass over the pairs LIST_REF_CHUNK at a time with
+    running per-bit counts (so the [chunk, 32] bit tensors stay a few MB whatever the pair count), after a first
+    pass that totals each bit. A tile's range runs from the rank of its macro-tile's first pair within the bit to
+    that of its last pair, plus one where that pair has the bit, cut to the list buffer's length; tiles of a
+    macro-tile with no pair keep [0, 0)."""
+    ids, ranges, _ = out
+    device = sorted_keys.device
     n_mx, n_my = macro_grid(n_tx, n_ty)
+    bits = MACRO_COLS * MACRO_ROWS
+    b = torch.arange(bits, device=device)
+    C, L = sorted_keys.numel(), ids.shape[0]
     units = sorted_keys.long() >> depth_bits(n_mx * n_my)  # the keys' macro-tiles, above their rounded depths
-    real = (units >= 0) & (units < n_mx * n_my)
-    lengths = torch.bincount(units[real], minlength=n_mx * n_my)
-    ends = torch.cumsum(lengths, 0)
-    ty, tx = torch.meshgrid(torch.arange(n_ty, device=units.device), torch.arange(n_tx, device=units.device),
-                            indexing="ij")  # fmt: skip
-    unit = ((ty // MACRO_ROWS) * n_mx + tx // MACRO_COLS).reshape(-1)
-    ranges = torch.stack([ends[unit] - lengths[unit], ends[unit]], 1).to(torch.int32)
-    ranges[lengths[unit] == 0] = 0
-    if out is None:
-        return ranges
-    out.copy_(ranges)
-    return out
+
+    def chunk_bits(lo: int, hi: int):
+        key = units[lo:hi]
+        real = (key >= 0) & (key < n_mx * n_my)
+        masks = torch.where(real, (sorted_entries[lo:hi] >> 32) & 0xFFFFFFFF, torch.zeros_like(key))
+        return key, real, ((masks[:, None] >> b) & 1).bool()  # [c, 32]
+
+    totals = torch.zeros(bits, dtype=torch.int64, device=device)
+    for lo in range(0, C, LIST_REF_CHUNK):
+        totals += chunk_bits(lo, lo + LIST_REF_CHUNK)[2].sum(0)
+    before_bit = torch.cumsum(totals, 0) - totals  # [32] the entries of the bits below
+    running = torch.zeros(bits, dtype=torch.int64, device=device)  # the pairs before this chunk with the bit
+    ranges.zero_()
+    for lo in range(0, C, LIST_REF_CHUNK):
+        hi = min(lo + LIST_REF_CHUNK, C)
+        key, real, has = chunk_bits(lo, hi)
+        start = before_bit + running + torch.cumsum(has.long(), 0) - has.long()  # [c, 32]: position(i, b)
+        running += has.sum(0)
+        pair, bit = torch.nonzero(has, as_tuple=True)
+        at = start[pair, bit]
+        fits = at < L
+        ids[at[fits]] = (sorted_entries[lo:hi][pair[fits]] & 0xFFFFFFFF).to(torch.int32)
+        prev = units[lo - 1 : lo] if lo else key.new_full((1,), -1)
+        nxt = units[hi : hi + 1] if hi < C else key.new_full((1,), -1)
+        first = real & (key != torch.cat([prev, key[:-1]]))
+        last = real & (key != torch.cat([key[1:], nxt]))
+        for where, end in ((first, 0), (last, 1)):
+            i = torch.nonzero(where).squeeze(1)
+            tx = (key[i] % n_mx)[:, None] * MACRO_COLS + b % MACRO_COLS
+            ty = (key[i] // n_mx)[:, None] * MACRO_ROWS + b // MACRO_COLS
+            inside = (tx < n_tx) & (ty < n_ty)
+            value = (start[i] + (has[i].long() if end else 0)).clamp(max=L)
+            ranges[(ty * n_tx + tx)[inside], end] = value[inside].to(torch.int32)
+    return ids, ranges
 
 
 # ----------------------------------------------------------------------------------------------- schedule
@@ -775,11 +819,9 @@ def rasterize_tiles(
     schedule: torch.Tensor | None = None,
     parts: torch.Tensor | None = None,
     split: tuple[int, int, int] | None = None,
-    macro: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-    """Per tile: the depth-sorted list (`macro`: its macro-tile run's entries with the tile's bit, whose count goes
-    to macro's counts; the places scratch is not used) in blocks of 256, transmittance by cumprod within a block
-    and carried across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
+    """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
+    across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
     (`variant`, `step`, `num_warps`, `lists`, `schedule`, and the split lists' `parts` and `split`, which move
     a pixel by under 1e-4) are accepted and ignored: none of them changes the image beyond that. The records'
     log2 form (kernels/buffers.py): alpha = min(0.999, 2^e), e = lo - (A dx^2 + B dx dy +
@@ -801,24 +843,18 @@ def rasterize_tiles(
         torch.arange(tile_size, device=device), torch.arange(tile_size, device=device), indexing="ij"
     )
     block = 256
-    if macro is not None:
-        macro[1].zero_()
     for tile_id, (start, end) in enumerate(ranges.tolist()):
         if end <= start:
             continue
         ty, tx = divmod(tile_id, n_tx)
-        ids = gaussian_ids[start:end]
-        if macro is not None:  # the tile's list: its macro-tile run's entries with its bit
-            ids = ids[(ids >> (32 + (ty % MACRO_ROWS) * MACRO_COLS + tx % MACRO_COLS)) & 1 == 1] & 0xFFFFFFFF
-            macro[1][tile_id] = ids.numel()
         px = (tx * tile_size + lx).flatten()
         py = (ty * tile_size + ly).flatten()
         done = (px >= width) | (py >= height)  # pixels outside the image need no work
         fx, fy = px.float() + PIXEL_CENTRE, py.float() + PIXEL_CENTRE
         T = torch.ones_like(fx)
         acc = torch.zeros(fx.numel(), 3, dtype=torch.float32, device=device)
-        for b0 in range(0, ids.numel(), block):
-            g = ids[b0 : b0 + block].long()
+        for b0 in range(start, end, block):
+            g = gaussian_ids[b0 : min(end, b0 + block)].long()
             mx, my, A, B, Cq, lo = records[g, :6].unbind(-1)
             dx = mx[:, None] - fx[None]  # [B, PIX]
             dy = my[:, None] - fy[None]
@@ -855,6 +891,7 @@ __all__ = [
     "depth_bits",
     "depth_keys",
     "index_offsets",
+    "list_scratch_shape",
     "macro_grid",
     "sentinel_key",
     "cull_window",

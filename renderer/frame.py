@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from kernels import places_shape, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
+from kernels import rasterizer_variants, schedule_scratch_shape, split_scratch_shape
 
 from .camera import Camera
 from .memory import check_frame_pairs
@@ -42,11 +42,11 @@ if TYPE_CHECKING:
 
 # The pair buffers' workspace names (`PairBuffers`'s first five fields, in order), by how the frame bins
 # (kernels/bin.py): per tile, as many slots as the list capacity, the sorted ids being the lists; per macro-tile, as
-# many as the pair capacity, the sorted entries being the macro-tiles' lists, which the rasterizer reads (each tile
-# the entries of its macro-tile with its bit: kernels/tile_lists.py). Apart, so that frames of the two forms do not
-# reallocate each other's buffers, and a path can keep both (renderer/pipeline.py).
+# many as the pair capacity, then the tiles' lists (the list capacity) and the lists' chunk counts. Apart, so that
+# frames of the two forms do not reallocate each other's buffers, and a path can keep both (renderer/pipeline.py).
 TILE_PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")
-MACRO_PAIR_BUFFERS = ("macro_keys", "macro_entries", "sorted_macro_keys", "macro_perm", "sorted_entries")
+MACRO_PAIR_BUFFERS = ("macro_keys", "macro_entries", "sorted_macro_keys", "macro_perm", "sorted_entries", "tile_ids",
+                      "list_scratch")  # fmt: skip
 PAIR_BUFFERS = TILE_PAIR_BUFFERS + MACRO_PAIR_BUFFERS
 
 
@@ -82,19 +82,20 @@ class OrderBuffers:
 class PairBuffers:
     """Stages 3-5's pairs: the (key, value) pairs binned, stably sorted by key, then the tiles' lists (`ids`).
     Binned per tile, a value is a Gaussian id and the sorted ids are the lists; per macro-tile, an entry (Gaussian
-    id and tile mask, kernels/buffers.py), and the sorted entries are the macro-tiles' lists, which the rasterizer
-    reads (no `ids`). On the capacity route every field is a workspace buffer, the pairs' of the list capacity's
-    length (per tile) or the pair capacity's (per macro-tile); a counted frame's are tensors of exactly its counts,
-    and the sort's own outputs. Binned per tile, the sort leaves the ids to `tile_lists`, which gathers them through
-    `perm` with the ranges, over the real pairs alone (the capacity route's slots past the pair count keep stale
-    ids, which no range reaches)."""
+    id and tile mask, kernels/buffers.py), split into the lists by `tile_lists`. On the capacity route every field
+    is a workspace buffer, the pairs' of the list capacity's length (per tile) or the pair capacity's (per
+    macro-tile, and `ids` of the list capacity's); a counted frame's are tensors of exactly its counts, and the
+    sort's own outputs. Binned per tile, the sort leaves the ids to `tile_lists`, which gathers them through `perm`
+    with the ranges, over the real pairs alone (the capacity route's slots past the pair count keep stale ids,
+    which no range reaches)."""
 
     keys: Tensor | None  # [C] tile or macro-tile ids (int16 up to 32,767 of them, else int32), in depth order
     values: Tensor | None  # [C] i32 Gaussian ids, or i64 entries, as binned
     sorted_keys: Tensor | None = None  # [C] the keys sorted, stable: depth order within a tile (macro-tile)
     perm: Tensor | None = None  # [C] i64 the sort's permutation (capacity route: a buffer of its own)
     sorted_values: Tensor | None = None  # [C] the values in that order
-    ids: Tensor | None = None  # [L] i32 the tiles' lists of Gaussian ids, what the rasterizer reads (per tile)
+    ids: Tensor | None = None  # [L] i32 the tiles' lists of Gaussian ids: what the rasterizer reads
+    scratch: Tensor | None = None  # [chunks * 32] i32 the lists' chunk counts (kernels/tile_lists.py)
 
 
 class Frame:
@@ -164,10 +165,8 @@ class Frame:
         scalar = settings.rasterizer == "scalar" or (
             settings.rasterizer == "auto" and "scalar" in rasterizer_variants()
         )
-        if split is not None and self.schedule is not None and scalar and r.backend == "triton" and not self.macro:
+        if split is not None and self.schedule is not None and scalar and r.backend == "triton":
             self.parts = shared.rows("raster_parts", *split)
-        # per macro-tile, each rasterizer program's places of its tile's entries in a chunk of its macro-tile's run
-        self.places = shared.buffer("raster_places", places_shape(n_tiles), torch.uint8) if self.macro else None
         # the images the settings ask for (`RenderSettings.outputs`): a display's frames hold 4 bytes a pixel, not 20
         floats, bytes = settings.outputs != "rgba8", settings.outputs != "float"
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3) if floats else None
@@ -182,17 +181,8 @@ class Frame:
 
     @property
     def sorted_ids(self) -> Tensor | None:
-        """[L] i32 the tiles' lists of Gaussian ids, in depth order within a tile (once tile_lists ran), where the
-        frame binned per tile; None per macro-tile (the rasterizer reads the macro-tiles' lists: `raster_lists`)."""
+        """[L] i32 the tiles' lists of Gaussian ids, in depth order within a tile (once tile_lists ran)."""
         return self.pairs.ids if self.pairs is not None else None
-
-    def raster_lists(self) -> tuple[Tensor, dict]:
-        """What the rasterizer reads, and how: the tiles' lists (binned per tile); or the sorted macro-tile entries,
-        of which each tile keeps those with its bit, with the places scratch and the lists' lengths out into the
-        tile counts (per macro-tile: kernels/tile_lists.py)."""
-        if self.macro:
-            return self.pairs.sorted_values, {"macro": (self.places, self.tile_counts.view(-1))}
-        return self.pairs.ids, {}
 
     def raster_options(self) -> dict:
         """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
@@ -256,10 +246,8 @@ class Frame:
     def tile_lists(self) -> None:
         p = self.pairs
         if self.macro:
-            # each tile's range is its macro-tile's run: its length, an upper bound of the tile's list, orders the
-            # schedule and is the longest list's here; the list class it sets picks the launch of the per-tile form
-            # alone (the rasterizer writes the lists' true lengths into the tile counts)
-            self.r.k.tile_lists(p.sorted_keys, self.n_tx, self.n_ty, out=self.ranges)
+            self.r.k.tile_lists(p.sorted_keys, p.sorted_values, self.n_tx, self.n_ty,
+                                out=(p.ids, self.ranges, p.scratch))  # fmt: skip
         else:  # binned per tile: the sorted ids are the lists, gathered here with the ranges (`sort` left them)
             self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges,
                                  gather=(p.values, p.perm, p.sorted_values))  # fmt: skip
@@ -273,10 +261,9 @@ class Frame:
 
     def rasterize(self, **tuning) -> None:
         """`tuning`: launch knobs that override the settings' (variant, num_warps, step), for measuring them."""
-        lists, how = self.raster_lists()
         self.r.k.rasterize_tiles(
-            lists, self.ranges, self.records, self.background, self.width, self.height,
-            out=(self.rgb, self.alpha, self.rgba8), **{**self.raster_options(), **how, **tuning},
+            self.sorted_ids, self.ranges, self.records, self.background, self.width, self.height,
+            out=(self.rgb, self.alpha, self.rgba8), **{**self.raster_options(), **tuning},
         )  # fmt: skip
 
     # ------------------------------------------------------------------ depth output
@@ -294,9 +281,8 @@ class Frame:
         halves[:, 1:].zero_()
         rgb = r.ws.rows("depth_rgb", H * W, 3).view(H, W, 3)
         alpha = r.ws.buffer("depth_alpha", H * W, torch.float32).view(H, W)
-        lists, how = self.raster_lists()
         r.k.rasterize_tiles(
-            lists, self.ranges, records, r._zero3, W, H, out=(rgb, alpha, None), **self.raster_options(), **how
+            self.sorted_ids, self.ranges, records, r._zero3, W, H, out=(rgb, alpha, None), **self.raster_options()
         )
         depth = r.ws.buffer("depth", H * W, torch.float32).view(H, W)
         covered = self.alpha >= 1.0 / 255.0
@@ -321,13 +307,15 @@ class CapacityFrame(Frame):
         self.block_ends = shared.buffer("block_ends", self.r.k.count_blocks(n), i64) if self.macro else None
         # the frame's longest tile list (stage 5) after its three counts: the one copy to the host brings all four
         self.longest_list = self.ordered.totals[3:4]
-        # stages 3-5: per tile, pairs of the list capacity; per macro-tile, pairs of the pair capacity
+        # stages 3-5: per tile, pairs of the list capacity; per macro-tile, pairs of the pair capacity, then lists
         self.capacity = cl = self.r.pair_capacity.size
         kd = self.key_dtype
         if self.macro:
             self.pair_slots = cp = self.r.macro_capacity.size
-            self.pairs = PairBuffers(*(shared.buffer(name, cp, dtype) for name, dtype in
-                                       zip(MACRO_PAIR_BUFFERS, (kd, i64, kd, i64, i64), strict=True)))  # fmt: skip
+            rows, cols = self.r.k.list_scratch_shape(cp)
+            lengths, dtypes = (cp,) * 5 + (cl, rows * cols), (kd, i64, kd, i64, i64, i32, i32)
+            self.pairs = PairBuffers(*(shared.buffer(name, length, dtype) for name, length, dtype in
+                                       zip(MACRO_PAIR_BUFFERS, lengths, dtypes, strict=True)))  # fmt: skip
         else:
             self.pairs = PairBuffers(*(shared.buffer(name, cl, dtype) for name, dtype in
                                        zip(TILE_PAIR_BUFFERS, (kd, i32, kd, i64, i32), strict=True)))  # fmt: skip
@@ -454,9 +442,14 @@ class CountedFrame(Frame):
         self.pairs.ids = self.pairs.sorted_values = None
 
     def tile_lists(self) -> None:
-        p = self.pairs
-        if not self.macro:  # the lists: the ids in sorted order, which the ranges' pass gathers
-            p.sorted_values = torch.empty(self.binned, dtype=torch.int32, device=self.r.device)
+        p, device = self.pairs, self.r.device
+        if self.macro:
+            rows, cols = self.r.k.list_scratch_shape(self.counts[2])
+            p.ids = torch.empty(self.counts[1], dtype=torch.int32, device=device)
+            p.scratch = torch.empty(rows * cols, dtype=torch.int32, device=device)
+        else:  # the lists: the ids in sorted order, which the ranges' pass gathers
+            p.sorted_values = torch.empty(self.binned, dtype=torch.int32, device=device)
         super().tile_lists()
-        # the lists are what the rasterizer reads: the ids per tile, the sorted entries per macro-tile
-        p.sorted_keys = p.values = p.perm = None
+        p.sorted_keys = p.scratch = p.values = p.perm = None  # the lists are what the rasterizer reads
+        if self.macro:
+            p.sorted_values = None

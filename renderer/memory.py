@@ -29,8 +29,8 @@ a macro-tile pair, 2 of a tile pair up to 32,767 tiles, else 4; the names are pi
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
 |           | on the capacity route also sorted_depths 4, ordered_counts 8 (and 8 bytes a      |  (+ 12 N            |
 |           | counting program where frames bin per macro-tile), the pair buffers:             |                     |
-|           | keys kb, entries 8, sorted keys kb, permutation 8, sorted entries 8 a slot       |   + (24 + 2 kb) D)  |
-|           | frames binned per macro-tile: the rasterizer's places, MACRO_SCAN bytes a tile   | (+ 256 T)           |
+|           | keys kb, entries 8, sorted keys kb, permutation 8, sorted entries 8, chunk       |   + (28 + 2 kb) D   |
+|           | counts 4 a slot; the tiles' lists: ids 4 an entry                                |   + 4 C)            |
 | transient | a frame's largest temporaries: see `transient_bytes`                             |                     |
 | graphs    | a captured graph's own pool keeps a frame's sort scratch reserved, one per slot  | S x the sorts' scratch|
 | reference | the torch reference pipeline's temporaries (CPU only; measured at 1M Gaussians)  | 250 N               |
@@ -67,7 +67,8 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import count_blocks, places_shape, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
+from kernels import count_blocks, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
+from kernels.buffers import LIST_CHUNK
 from kernels.constants import INT16_TILES
 from kernels.project import FRUSTUM_FROM
 from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
@@ -149,10 +150,13 @@ def tile_pair_buffer_bytes(slots: int, tiles: int) -> int:
     return (2 * key_bytes(tiles, macro=False) + 16) * slots
 
 
+LIST_ENTRY_BYTES = 4  # the tiles' lists: an int32 Gaussian id an entry
+
+
 def pair_buffer_bytes(slots: int, tiles: int) -> int:
-    """The macro-tile pair buffers of `slots` slots, as allocated: their sorted entries are the lists the rasterizer
-    reads (kernels/tile_lists.py), so there is no list buffer of the tiles' own."""
-    return (2 * key_bytes(tiles) + 24) * slots
+    """The pair buffers of `slots` slots, as allocated (the chunk counts by whole chunks of LIST_CHUNK)."""
+    kb = key_bytes(tiles)
+    return (2 * kb + 24) * slots + 4 * 32 * max(-(-slots // LIST_CHUNK), 1)
 
 
 def macro_pairs(pairs: int) -> int:
@@ -197,8 +201,6 @@ def workspace_bytes(
     if split:
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
         shared += max((4 * a * b for a, b in filter(None, shapes)), default=0)
-    if macro is not False:  # the rasterizer's places of each tile's entries in a chunk (kernels/rasterize.py)
-        shared += places_shape(t)
     if counted:  # the counts, and each counting program's running visible count
         per_slot += 32 + 8 * count_blocks(n)  # and the longest list (kernels/schedule.py)
     else:
@@ -208,7 +210,8 @@ def workspace_bytes(
         d = macro_pairs(capacity) if pair_capacity is None else pair_capacity
         # a frame binned per macro-tile, or per tile (kernels/bin.py); a path that changes form keeps the form it
         # left while that one's buffers are at most KEPT_FORM_BYTES
-        forms = {True: pair_buffer_bytes(d, t), False: tile_pair_buffer_bytes(capacity, t)}
+        forms = {True: pair_buffer_bytes(d, t) + LIST_ENTRY_BYTES * capacity,
+                 False: tile_pair_buffer_bytes(capacity, t)}  # fmt: skip
         small, large = sorted(forms.values())
         both = large + (small if small <= KEPT_FORM_BYTES else 0)
         shared += 12 * n + (both if macro is None else forms[macro])  # sorted depths 4, ordered counts 8
@@ -243,12 +246,12 @@ def counted_pair_bytes(visible: int, pairs: int, tiles: int, *, reference: bool,
     """A counted frame's memory from its binning on, for its visible Gaussians, tile pairs and macro-tile pairs
     (default `macro_pairs(pairs)`): at the binning, the order and offsets 16 V and the pairs binned, (kb + 8) M (let
     go of once bin has read them: renderer/frame.py `CountedFrame.bin`); at the sort, the pairs binned, the sort's
-    outputs (kb + 8) M and scratch; at the tile lists, the sorted pairs, which the rasterizer reads."""
+    outputs (kb + 8) M and scratch; at the tile lists, the sorted pairs, the lists 4 P and chunk counts."""
     kb, kt = key_bytes(tiles), key_bytes(tiles, macro=False)
     m = _macro_pairs(pairs) if macro_pairs is None else macro_pairs
     at_bin = 16 * visible + (kb + 8) * m
     at_sort = 2 * (kb + 8) * m + pair_sort_bytes(m, tiles, reference=reference)
-    at_lists = (kb + 8) * m
+    at_lists = (kb + 8) * m + LIST_ENTRY_BYTES * pairs + 4 * 32 * max(-(-m // LIST_CHUNK), 1)
     # binned per tile (macro_pairs 0, or not known): the pairs (kt + 4) P, the sort's outputs and scratch
     tile_sort = pair_sort_bytes(pairs, tiles, reference=reference, macro=False)
     per_tile = (16 * visible + (kt + 4) * pairs, (kt + 4) * pairs + (kt + 8) * pairs + tile_sort)
@@ -409,7 +412,11 @@ def check_frame_pairs(
                                                                                   macro=False)  # fmt: skip
     else:
         slots = _macro_pairs(capacity) if pair_capacity is None else pair_capacity
-        buffers = pair_buffer_bytes(slots, tiles) - pair_buffer_bytes(pairs_held, tiles) * (pairs_held > 0)
+        buffers = (
+            LIST_ENTRY_BYTES * (capacity - held)
+            + pair_buffer_bytes(slots, tiles)
+            - pair_buffer_bytes(pairs_held, tiles) * (pairs_held > 0)
+        )
         need = buffers + pair_sort_bytes(slots, tiles, reference=reference)
     if pairs <= MAX_PAIRS and _known_free(device) >= 2 * need * MARGIN:
         return

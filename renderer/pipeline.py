@@ -8,7 +8,7 @@
     3. bin         one (macro-tile, Gaussian) pair per 8x4-tile block reached, with    Triton (kernels/bin.py)
                    the mask of its tiles there, keyed by macro-tile and rounded depth
     4. sort        by the int32 keys, the ties of rounded depths settled exactly       torch + Triton (kernels/sort.py)
-    5. tile_lists  each tile's [start, end): its macro-tile's run of sorted pairs       Triton (kernels/tile_lists.py)
+    5. tile_lists  each tile's list and [start, end), split from its macro-tile's      Triton (kernels/tile_lists.py)
                    and the order the rasterizer takes the tiles in, longest first      Triton (kernels/schedule.py)
     6. rasterize   front-to-back compositing per tile, RGB float + alpha + RGBA8       Triton (kernels/rasterize.py)
 

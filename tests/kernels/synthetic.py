@@ -215,39 +215,29 @@ def gaussian_ids(values: torch.Tensor) -> torch.Tensor:
     return unpack_entries(values)[0] if values.dtype == torch.int64 else values.long()
 
 
-def macro_tile_lists(sorted_entries, runs, n_tx, n_ty):
-    """The tiles' lists that the rasterizer keeps of macro-tile runs, laid out tile after tile: (ids [entries] i32,
-    ranges [n_tiles, 2] i32; tiles of no entry [0, 0)). Tile t's list: the entries of its run `runs[t]` whose mask
-    has its bit (MACRO_COLS * row + column within its macro-tile), in the run's order."""
-    ids, ranges, at = [], [], 0
-    for t, (start, end) in enumerate(runs.tolist()):
-        ty, tx = divmod(t, n_tx)
-        run = sorted_entries[start:end]
-        kept = run[(run >> (32 + (ty % MACRO_ROWS) * MACRO_COLS + tx % MACRO_COLS)) & 1 == 1] & 0xFFFFFFFF
-        ranges.append((at, at + kept.numel()) if kept.numel() else (0, 0))
-        at += kept.numel()
-        ids.append(kept)
-    device = sorted_entries.device
-    ids = torch.cat(ids).to(torch.int32) if ids else torch.empty(0, dtype=torch.int32, device=device)
-    return ids, torch.tensor(ranges, dtype=torch.int32, device=device).reshape(-1, 2)
-
-
-def sorted_pairs_of(impl, proj, width, height, *, tile=8, capacity=None, form="macro-tiles"):
-    """Stages 2-4 of either implementation, in either form: the sorted keys and values (ids, or macro-tile
-    entries). The pair buffers hold `capacity` slots (see `bin_all`)."""
-    keys, values, _ = bin_all(impl, proj, width, height, tile=tile, capacity=capacity, form=form)
-    return impl.sort_pairs(keys, values, depths=proj[1] if form == "macro-tiles" else None)
+def list_buffers(n_entries, n_tiles, n_pairs, device):
+    """`tile_lists`' out buffers, poisoned (unwritten list entries show as -1): ids [n_entries] i32, ranges
+    [n_tiles, 2] i32 and the chunk scratch of `list_scratch_shape(n_pairs)`."""
+    i32 = dict(dtype=torch.int32, device=device)
+    rows, cols = kernels.list_scratch_shape(n_pairs)
+    return (
+        torch.full((n_entries,), -1, **i32),
+        torch.full((n_tiles, 2), -1, **i32),
+        torch.full((rows * cols,), -1, **i32),
+    )
 
 
 def lists_of(impl, proj, width, height, *, tile=8, capacity=None, form="macro-tiles"):
-    """Stages 2-5 of either implementation, in either form: (ids, ranges), each tile's own list, ready for the
-    rasterizer's plain form. Tiles: the sorted pairs' ids and `tile_ranges`; macro-tiles: `tile_lists`' runs and
-    the entries with each tile's bit (`macro_tile_lists`)."""
-    sorted_keys, sorted_values = sorted_pairs_of(impl, proj, width, height, tile=tile, capacity=capacity, form=form)
+    """Stages 2-5 of either implementation, in either form: (ids, ranges) ready for the rasterizer. Tiles: the
+    sorted pairs' ids and `tile_ranges`; macro-tiles: `tile_lists`, its list buffer exactly the tile pairs long
+    (`depth_order`'s totals). The pair buffers hold `capacity` slots (see `bin_all`)."""
+    keys, values, _ = bin_all(impl, proj, width, height, tile=tile, capacity=capacity, form=form)
+    sorted_keys, sorted_values = impl.sort_pairs(keys, values, depths=proj[1] if form == "macro-tiles" else None)
     n_tx, n_ty = tile_grid(width, height, tile)
     if form == "tiles":
         return sorted_values, impl.tile_ranges(sorted_keys, n_tx * n_ty)
-    return macro_tile_lists(sorted_values, impl.tile_lists(sorted_keys, n_tx, n_ty), n_tx, n_ty)
+    out = list_buffers(int(proj[2].sum()), n_tx * n_ty, keys.shape[0], keys.device)
+    return impl.tile_lists(sorted_keys, sorted_values, n_tx, n_ty, out=out)
 
 
 def decode_pairs(keys, values, n_tx, n_ty) -> torch.Tensor:

@@ -5,15 +5,14 @@ the GPU passes every CPU test and fails only there: the macro-tile bin kernel di
 ("operand #1 does not dominate this use", Triton 3.6; BENCHMARKS.md, section 24). Triton compiles for a target it is
 given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch configuration
 the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, tile pairs at both key
-widths and macro-tile pairs over all Gaussians and over the visible ones gathered, both tile sizes; the macro-tile
-runs of tile_lists; stage 1 with and without the macro-tile count, over all rows or the pre-cull's
+widths and macro-tile pairs over all Gaussians and over the visible ones gathered, both tile sizes; tile_lists at
+its chunk and warps, and its scan; stage 1 with and without the macro-tile count, over all rows or the pre-cull's
 survivors, and the pre-cull itself; the counted frames' count, compaction and order, and the tile-pair sum,
 kernels/order.py; the sort's settling of tied macro-tile keys; the tile ranges, the tile schedule and a temporal
 window's cull). The
 rasterizer's scalar loop, a Gluon kernel, is compiled the same way in every (tile size, list class) configuration
 it is launched in, for each of the outputs (both, the float pair alone, the 8-bit image alone) and in its split
-form, and its form over macro-tile runs at both tile sizes: the interpreter cannot run either at all, so this is the
-only CPU check that their code lowers.
+form: the interpreter cannot run it at all, so this is the only CPU check that its code lowers.
 """
 
 import os
@@ -32,6 +31,7 @@ lists = importlib.import_module("kernels.tile_lists")
 project = importlib.import_module("kernels.project")
 order = importlib.import_module("kernels.order")
 sort = importlib.import_module("kernels.sort")
+from kernels.buffers import LIST_CHUNK, LIST_WARPS
 TARGET = GPUTarget("cuda", 90, 32)
 
 
@@ -65,13 +65,19 @@ for (block, cols), tile, indexed in itertools.product(configs, (8, 16), (False, 
     failures.append(compile_one(bin_._bin_macro_kernel, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols,
                                                               "INDEXED": indexed}))
     compiled += 1
-sig = {"keys_ptr": "*i32", "ranges_ptr": "*i32", **{s: "i32" for s in ("C", "n_macros", "n_mx", "n_tx", "n_ty",
-       "shift")}, "BLOCK": "constexpr"}  # fmt: skip
-failures.append(compile_one(lists._macro_runs_kernel, sig, {"BLOCK": lists.RUNS_BLOCK}))
+sig = {"keys_ptr": "*i32", "entries_ptr": "*i64", "counts_ptr": "*i32", "C": "i32", "n_macros": "i32",
+       "n_chunks": "i32", "shift": "i32", "CHUNK": "constexpr"}
+failures.append(compile_one(lists._chunk_counts_kernel, sig, {"CHUNK": LIST_CHUNK}, LIST_WARPS))
+sig = {"keys_ptr": "*i32", "entries_ptr": "*i64", "cum_ptr": "*i32", "ids_ptr": "*i32", "ranges_ptr": "*i32",
+       **{s: "i32" for s in ("C", "n_macros", "n_chunks", "n_mx", "n_tx", "n_ty", "L", "shift")}, "CHUNK": "constexpr"}
+failures.append(compile_one(lists._scatter_kernel, sig, {"CHUNK": LIST_CHUNK}, LIST_WARPS))
 sig = {"keys_ptr": "*i32", "perm_ptr": "*i64", "entries_ptr": "*i64", "depths_ptr": "*fp32", "out_ptr": "*i64",
        "C": "i32", "sentinel": "i32", "BLOCK": "constexpr"}
 failures.append(compile_one(sort._settle_kernel, sig, {"BLOCK": sort.SETTLE_BLOCK}, sort.SETTLE_WARPS))
-compiled += 2
+compiled += 3
+failures.append(compile_one(lists._scan_kernel, {"counts_ptr": "*i32", "n_chunks": "i32", "BLOCK": "constexpr"},
+                            {"BLOCK": lists.SCAN_BLOCK}, lists.SCAN_WARPS))
+compiled += 1
 sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "sh_ptr": "*fp16", "camera_ptr": "*fp32",
        "records_ptr": "*fp32", "depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "macros_touched_ptr": "*i32",
        "bin_t_ptr": "*fp32", "tau_ptr": "*fp32", "survivors_ptr": "*i32", "n_survivors_ptr": "*i32", "N": "i32",
@@ -198,21 +204,6 @@ for (tile, lists), (_, _, parts) in raster.SPLIT_CONFIG.items():
                            target=TARGET, options=dict(num_warps=max(1, tile * tile // 32)))
         except Exception as e:  # noqa: BLE001 - reported
             failures.append(f"combine {tile} {rgb} {rgba8}: {str(e).splitlines()[-1][:200]}")
-        compiled += 1
-for tile, (warps, step) in sorted(raster.MACRO_CONFIG.items()):  # the form over macro-tile runs
-    for (rgb, alpha, rgba8, floats, bytes_), scheduled in [(o, s) for o in OUTPUTS.values() for s in (False, True)]:
-        sig = {"entries_ptr": "*i64", "ranges_ptr": "*i32", "rec_ptr": "*fp32", "bg_ptr": "*fp32",
-               "schedule_ptr": "*i32", "rgb_ptr": rgb, "alpha_ptr": alpha, "rgba8_ptr": rgba8, "places_ptr": "*u8",
-               "counts_ptr": "*i32", "width": "i32", "height": "i32", "TILE": "constexpr", "WARPS": "constexpr",
-               "STEP": "constexpr", "SCAN": "constexpr", "HAS_FLOAT": "constexpr", "HAS_RGBA8": "constexpr",
-               "SCHEDULED": "constexpr"}
-        cx = {"TILE": tile, "WARPS": warps, "STEP": step, "SCAN": raster.MACRO_SCAN, "HAS_FLOAT": floats,
-              "HAS_RGBA8": bytes_, "SCHEDULED": scheduled}
-        try:
-            triton.compile(GluonASTSource(fn=raster._rasterize_macro_kernel, signature=sig, constexprs=cx),
-                           target=TARGET, options=dict(num_warps=warps))
-        except Exception as e:  # noqa: BLE001 - reported
-            failures.append(f"macro {cx}: {str(e).splitlines()[-1][:200]}")
         compiled += 1
 print(f"compiled {compiled}, failed {len(failures)}")
 print("\n".join(failures))

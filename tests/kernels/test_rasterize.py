@@ -12,15 +12,7 @@ import kernels.reference as ref
 from kernels.buffers import unpack_records
 from tests.analytic import ALPHA_CLAMP, T_STOP, composite
 from tests.conftest import nan_like
-from tests.kernels.synthetic import (
-    PinholeCamera,
-    camera,
-    gaussians,
-    lists_of,
-    macro_tile_lists,
-    sorted_pairs_of,
-    tile_grid,
-)
+from tests.kernels.synthetic import PinholeCamera, camera, gaussians, lists_of
 from tools.metrics import psnr
 
 
@@ -86,50 +78,6 @@ def test_long_lists_span_many_steps(variant, tile, device):
     lengths = args[1][:, 1] - args[1][:, 0]
     assert int(lengths.max()) > 4 * 64, "the case must exercise several steps"
     check(*render_pair(args, 16, 16, device, variant, tile=tile))
-
-
-@pytest.mark.parametrize("impl,variant", [pytest.param(kernels, "batched", id="batched"),
-                                          pytest.param(kernels, "scalar", id="scalar", marks=[CUDA_ONLY]),
-                                          pytest.param(ref, None, id="torch")])  # fmt: skip
-@pytest.mark.parametrize("tile,size,scale", [(8, (72, 40), 0.8), (8, (37, 53), 0.3), (16, (120, 84), 0.8)], ids=str)
-def test_macro_tile_runs_give_the_image_of_the_tiles_own_lists(impl, variant, tile, size, scale, device):
-    """A frame binned per macro-tile rasterized from its runs (each tile keeping the entries with its bit) is the
-    image of the same tiles' own lists, bit for bit in the scalar form and the twin (the same Gaussians in the same
-    order, the same arithmetic; the batched form's steps hold other entries, so its cumprods round otherwise), and
-    the lists' lengths come out in counts. 72 x 40 at 8 px: 9 x 5 tiles, the last macro-tile column one tile
-    wide and the last band one row high; runs of several of the scalar form's chunks (MACRO_SCAN entries). The
-    places scratch starts poisoned."""
-    width, height = size
-    means, covars, opac, sh = gaussians(1500, sh_degree=1, seed=8, device=device)
-    covars = covars * torch.exp(torch.tensor(2 * scale))
-    cam = camera(width, height).packed(device)
-    proj = ref.project_gaussians(means, covars, opac, sh, cam, width, height, sh_degree=1, tile_size=tile)
-    n_tx, n_ty = tile_grid(width, height, tile)
-    sorted_keys, entries = sorted_pairs_of(ref, proj, width, height, tile=tile, capacity=int(proj[3].sum()) + 9)
-    runs = ref.tile_lists(sorted_keys, n_tx, n_ty)
-    ids, ranges = macro_tile_lists(entries, runs, n_tx, n_ty)
-    lengths = ranges[:, 1] - ranges[:, 0]
-    assert int((runs[:, 1] - runs[:, 0]).max()) > 2 * rasterize.MACRO_SCAN, "runs of several chunks"
-    assert int(lengths.max()) > 16 and bool((lengths < runs[:, 1] - runs[:, 0]).any()), "lists shorter than runs"
-    bg = torch.tensor((0.2, 0.1, 0.3), dtype=torch.float32, device=device)
-    kw = dict(tile_size=tile) if impl is ref else dict(tile_size=tile, variant=variant)
-    outputs = [
-        (nan_like(torch.empty(height, width, 3, device=device)), nan_like(torch.empty(height, width, device=device)),
-         torch.zeros(height, width, 4, dtype=torch.uint8, device=device))
-        for _ in range(2)
-    ]  # fmt: skip
-    impl.rasterize_tiles(ids, ranges, proj[0], bg, width, height, out=outputs[0], **kw)
-    places = torch.full((rasterize.places_shape(n_tx * n_ty),), 255, dtype=torch.uint8, device=device)
-    counts = torch.full((n_tx * n_ty,), -1, dtype=torch.int32, device=device)
-    impl.rasterize_tiles(entries, runs, proj[0], bg, width, height, out=outputs[1], macro=(places, counts), **kw)
-    if variant == "batched" and impl is kernels:  # its steps group the kept entries otherwise: cumprod's rounding
-        for want, got in zip(outputs[0][:2], outputs[1][:2], strict=True):
-            assert float((got - want).abs().max()) <= 2e-6, float((got - want).abs().max())
-        assert int((outputs[1][2].int() - outputs[0][2].int()).abs().max()) <= 1
-    else:
-        for want, got in zip(*outputs, strict=True):
-            assert torch.equal(got, want), "the runs' image differs from the tiles' own lists'"
-    assert torch.equal(counts, lengths), "the lists' lengths"
 
 
 @CUDA_ONLY

@@ -1,23 +1,24 @@
-"""Stage 5, tile lists, for either form of stage 3. Macro-tile pairs: each tile's range, its macro-tile's run in the
-sorted pairs (Triton against the torch twin), and the lists the rasterizer keeps of the runs (each run's entries
-with the tile's bit) against lists built without macro-tiles: on random pairs, each tile's list read off the pairs
-one bit at a time; on binned Gaussians, the Gaussians whose tiles (walked one by one) include the tile, in (depth,
-index) order. Tile pairs: `tile_ranges` against its twin, and the sorted ids in those ranges against the same lists.
-And the two forms against each other: the same lists on the same projection."""
+"""Stage 5, tile lists, for either form of stage 3. Macro-tile pairs: the sorted pairs split into the tiles' lists
+(Triton) against the torch twin, and both against lists built without macro-tiles: on random pairs, each tile's
+list read off the pairs one bit at a time; on binned Gaussians, the Gaussians whose tiles (walked one by one)
+include the tile, in (depth, index) order. Tile pairs: `tile_ranges` against its twin, and the sorted ids in those
+ranges against the same lists. And the two forms against each other: the same lists on the same projection."""
+
+import importlib
 
 import pytest
 import torch
 
 import kernels
 import kernels.reference as ref
-from kernels.buffers import pack_entries, unpack_entries
+from kernels.buffers import LIST_CHUNK, pack_entries, unpack_entries
 from kernels.constants import MACRO_COLS, MACRO_ROWS
 from tests.conftest import nan_like
 from tests.kernels.synthetic import (
     FORMS,
     bin_all,
+    list_buffers,
     lists_of,
-    macro_tile_lists,
     projected,
     random_keys,
     random_pairs,
@@ -29,10 +30,10 @@ IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="torch")]
 GUARD = -5  # what a guard region past the list buffer holds
 
 
-def run(impl, sorted_keys, n_tx, n_ty):
-    """tile_lists into a poisoned ranges buffer."""
-    out = nan_like(torch.empty(n_tx * n_ty, 2, dtype=torch.int32, device=sorted_keys.device))
-    return impl.tile_lists(sorted_keys, n_tx, n_ty, out=out)
+def run(impl, sorted_keys, sorted_entries, n_tx, n_ty, n_entries):
+    """tile_lists into poisoned buffers (list entries -1), the list buffer n_entries long."""
+    out = list_buffers(n_entries, n_tx * n_ty, sorted_keys.shape[0], sorted_keys.device)
+    return impl.tile_lists(sorted_keys, sorted_entries, n_tx, n_ty, out=out)
 
 
 def macro_tiles(sorted_keys, n_tx, n_ty):
@@ -42,14 +43,16 @@ def macro_tiles(sorted_keys, n_tx, n_ty):
 
 
 def sorted_random_pairs(n_tx, n_ty, n, device, seed=0, macros=None, cleared=()):
-    """random_pairs, sorted (as `sort_pairs` leaves them); `cleared`: (macro-tile, bit) whose pairs lose that bit,
-    leaving an empty tile in a macro-tile with pairs."""
+    """random_pairs, sorted (as `sort_pairs` leaves them), and their set bits' count; `cleared`: (macro-tile, bit)
+    whose pairs lose that bit, leaving an empty tile in a macro-tile with pairs."""
     keys, entries, depths = random_pairs(n_tx, n_ty, n, device, seed=seed, macros=macros)
     ids, masks = unpack_entries(entries)
     for unit, bit in cleared:
         masks[macro_tiles(keys, n_tx, n_ty) == unit] &= ~(1 << bit)
     entries = pack_entries(ids, masks)
-    return ref.sort_pairs(keys, entries, depths=depths)
+    sk, se = ref.sort_pairs(keys, entries, depths=depths)
+    real = sk != kernels.sentinel_key(torch.int32)
+    return sk, se, sum(bin(m).count("1") for m in unpack_entries(se[real])[1].tolist())
 
 
 def lists_from_pairs(sorted_keys, sorted_entries, n_tx, n_ty) -> list[list[int]]:
@@ -69,28 +72,30 @@ def lists_from_pairs(sorted_keys, sorted_entries, n_tx, n_ty) -> list[list[int]]
     return lists
 
 
-def check_runs(ranges, sorted_keys, n_tx, n_ty):
-    """Every tile's range is its macro-tile's whole run in the sorted keys: each key in it is of that macro-tile,
-    the keys either side are not; the tiles of a macro-tile with no pair have [0, 0)."""
-    n_mx, _ = kernels.macro_grid(n_tx, n_ty)
-    units = macro_tiles(sorted_keys, n_tx, n_ty).tolist()
-    for t, (start, end) in enumerate(ranges.tolist()):
-        ty, tx = divmod(t, n_tx)
-        unit = (ty // MACRO_ROWS) * n_mx + tx // MACRO_COLS
-        if unit not in units:
-            assert (start, end) == (0, 0), f"tile {t} of a macro-tile with no pair: {(start, end)}"
-            continue
-        assert end > start and all(u == unit for u in units[start:end]), f"tile {t}: {(start, end)} is not its run"
-        assert start == 0 or units[start - 1] != unit, f"tile {t}'s run starts later than its macro-tile's"
-        assert end == len(units) or units[end] != unit, f"tile {t}'s run ends before its macro-tile's"
-
-
-def check_lists(sorted_entries, runs, want, n_tx, n_ty):
-    """What the rasterizer keeps of each tile's run (its entries with the tile's bit) is `want`'s list."""
-    ids, ranges = macro_tile_lists(sorted_entries, runs, n_tx, n_ty)
-    got = [ids[s:e].tolist() for s, e in ranges.tolist()]
-    wrong = [t for t in range(n_tx * n_ty) if got[t] != want[t]]
-    assert not wrong, f"{len(wrong)} tiles' lists differ, e.g. tile {wrong[0]}: {got[wrong[0]]}, not {want[wrong[0]]}"
+def check_lists(ids, ranges, want, sorted_keys, n_tx, n_ty):
+    """ids[start:end] is `want`'s list for every tile, and the ranges lay the lists out bit-major, back to back
+    from 0: for bit 0, every macro-tile with pairs in key order, then bit 1, ...; the tiles of a macro-tile with
+    no pair have [0, 0)."""
+    ids, ranges = ids.tolist(), ranges.tolist()
+    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
+    keys = set(macro_tiles(sorted_keys, n_tx, n_ty).tolist())
+    wrong = [t for t, (start, end) in enumerate(ranges) if ids[start:end] != want[t]]
+    assert not wrong, f"{len(wrong)} tiles' lists differ, e.g. tile {wrong[0]}: {ids[slice(*ranges[wrong[0]])]}"
+    cursor = 0
+    for bit in range(MACRO_COLS * MACRO_ROWS):
+        row, col = divmod(bit, MACRO_COLS)
+        for key in range(n_mx * n_my):
+            by, bx = divmod(key, n_mx)
+            tx, ty = bx * MACRO_COLS + col, by * MACRO_ROWS + row
+            if tx >= n_tx or ty >= n_ty:
+                continue
+            start, end = ranges[ty * n_tx + tx]
+            if key not in keys:
+                assert (start, end) == (0, 0), f"tile ({tx}, {ty}) of a macro-tile with no pair: {(start, end)}"
+                continue
+            assert start == cursor, f"tile ({tx}, {ty}) starts at {start}, not {cursor} (bit {bit}, key {key})"
+            cursor = end
+    assert cursor == len(ids) == sum(map(len, want)), "the lists do not fill the buffer exactly"
 
 
 def check_tile_layout(ids, ranges, want):
@@ -112,18 +117,16 @@ def check_tile_layout(ids, ranges, want):
 def test_random_pairs_match_twin_and_their_tiles(device):
     """21 x 10 tiles: 3 x 3 macro-tiles, the right column 5 tiles wide and the bottom band 2 rows high; the last 2
     macro-tiles get no pair, a tenth of the pairs have an empty mask, two tiles of macro-tiles with pairs get no
-    Gaussian, and 3 sentinel slots with random masks end the pairs (no run may reach them)."""
+    Gaussian, and 3 sentinel slots with random masks end the pairs (nothing may read them)."""
     n_tx, n_ty = 21, 10
-    sk, se = sorted_random_pairs(n_tx, n_ty, 3000, device, seed=2, macros=7, cleared=((0, 5), (4, 31)))
-    got = run(kernels, sk, n_tx, n_ty)
-    assert torch.equal(got, run(ref, sk, n_tx, n_ty))
-    check_runs(got, sk, n_tx, n_ty)
-    assert int(got.max()) == 3000 - 3, "the runs end where the sentinel slots begin"
-    want = lists_from_pairs(sk, se, n_tx, n_ty)
-    check_lists(se, got, want, n_tx, n_ty)
-    assert sum(1 for t in range(n_tx * n_ty) if not want[t] and got[t, 1] > got[t, 0]) >= 2, (
-        "the case must hold tiles with a run and an empty list"
-    )
+    sk, se, n_entries = sorted_random_pairs(n_tx, n_ty, 3000, device, seed=2, macros=7,
+                                            cleared=((0, 5), (4, 31)))  # fmt: skip
+    got = run(kernels, sk, se, n_tx, n_ty, n_entries)
+    want = run(ref, sk, se, n_tx, n_ty, n_entries)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    check_lists(*got, lists_from_pairs(sk, se, n_tx, n_ty), sk, n_tx, n_ty)
+    empty_inside = (got[1][:, 0] == got[1][:, 1]) & (got[1][:, 0] > 0)
+    assert int(empty_inside.sum()) == 2, "the case must hold [x, x) ranges of empty tiles"
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -134,8 +137,7 @@ def test_lists_are_each_tiles_gaussians_in_depth_order(impl, n, size, tile, grow
     """Stages 2-5 of each implementation in each form, into pair buffers with a sentinel tail, give every tile the
     list of the Gaussians whose tiles include it, nearest first, equal depths by index: the tile sets from the
     twin's row walk, one tile at a time (tests/kernels/synthetic.py `tile_sets`). 120 x 84 ends in partial
-    macro-tiles. Tile pairs: the sorted ids in `tile_ranges`; macro-tile pairs: each tile's run from `tile_lists`,
-    the entries with its bit."""
+    macro-tiles. Tile pairs: the sorted ids in `tile_ranges`; macro-tile pairs: `tile_lists`."""
     width, height = size
     proj = projected(n, width, height, device, seed=3, tile=tile, grow=grow)
     depths = proj[1]
@@ -153,15 +155,14 @@ def test_lists_are_each_tiles_gaussians_in_depth_order(impl, n, size, tile, grow
             want[y * n_tx + x].append(g)
     if form == "tiles":
         out = nan_like(torch.empty(n_tx * n_ty, 2, dtype=torch.int32, device=device))
-        ranges = impl.tile_ranges(sk, n_tx * n_ty, out=out)
-        check_tile_layout(sv, ranges, want)
-        twin = ref.tile_ranges(sk, n_tx * n_ty)
+        ids, ranges = sv, impl.tile_ranges(sk, n_tx * n_ty, out=out)
+        check_tile_layout(ids, ranges, want)
+        twin = sv, ref.tile_ranges(sk, n_tx * n_ty)
     else:
-        ranges = run(impl, sk, n_tx, n_ty)
-        check_runs(ranges, sk, n_tx, n_ty)
-        check_lists(sv, ranges, want, n_tx, n_ty)
-        twin = run(ref, sk, n_tx, n_ty)
-    assert torch.equal(ranges, twin), "the twin on the same pairs, exactly"
+        ids, ranges = run(impl, sk, sv, n_tx, n_ty, int(proj[2].sum()))
+        check_lists(ids, ranges, want, sk, n_tx, n_ty)
+        twin = run(ref, sk, sv, n_tx, n_ty, ids.shape[0])
+    assert torch.equal(ids, twin[0]) and torch.equal(ranges, twin[1]), "the twin on the same pairs, exactly"
     lengths = [len(w) for w in want]
     assert max(lengths) > 20 and lengths.count(0) < len(lengths) // 2
     assert any(d[a] == d[b] for w in want for a, b in zip(w, w[1:])), "the case must hold ties within a list"
@@ -171,11 +172,11 @@ def test_lists_are_each_tiles_gaussians_in_depth_order(impl, n, size, tile, grow
 @pytest.mark.parametrize("size,tile,grow", [((120, 84), 8, 1.0), ((120, 84), 16, 1.5), ((200, 76), 16, 1.0)],
                          ids=str)  # fmt: skip
 def test_both_forms_give_the_same_lists(impl, size, tile, grow, device):
-    """A projection binned per tile (the sorted ids in `tile_ranges`) and per macro-tile (`tile_lists`' runs, each
-    tile's entries) gives every tile the same list, in the same order, equal depths included: on 120 x 84 at 8 px
-    (15 x 11 tiles: the last macro-tile column 7 tiles wide, the last band 3 rows high), at 16 px (8 x 6 tiles: one
-    macro-tile column, the last band 2 rows high), and 200 x 76 at 16 px (13 x 5 tiles: the last column 5 tiles
-    wide, the last band 1 row high)."""
+    """A projection binned per tile (the sorted ids in `tile_ranges`) and per macro-tile (`tile_lists`) gives
+    every tile the same list, in the same order, equal depths included: on 120 x 84 at 8 px (15 x 11 tiles:
+    the last macro-tile column 7 tiles wide, the last band 3 rows high), at 16 px (8 x 6 tiles: one macro-tile
+    column, the last band 2 rows high), and 200 x 76 at 16 px (13 x 5 tiles: the last column 5 tiles wide, the
+    last band 1 row high)."""
     width, height = size
     proj = projected(800, width, height, device, seed=11, tile=tile, grow=grow)
     depths = proj[1]
@@ -195,30 +196,65 @@ def test_both_forms_give_the_same_lists(impl, size, tile, grow, device):
 
 
 @pytest.mark.parametrize("impl", IMPLS)
+def test_a_short_list_buffer_is_filled_to_its_end(impl, device):
+    """A list buffer shorter than the entries gets the entries that fall in it and nothing past its end (the
+    renderer sizes it again from depth_order's totals); the ranges are those of the full lists cut to the buffer,
+    so that the rasterizer, which runs before the renderer finds the overflow, reads nothing past it."""
+    width, height = 120, 84
+    n_tx, n_ty = tile_grid(width, height, 8)
+    proj = projected(1000, width, height, device, seed=5, grow=1.0)
+    keys, entries, n_pairs = bin_all(kernels, proj, width, height)
+    sk, se = ref.sort_pairs(keys, entries, depths=proj[1])
+    n_entries = int(proj[2].sum())
+    full_ids, full_ranges = run(impl, sk, se, n_tx, n_ty, n_entries)
+    short, guard = n_entries // 2, 11
+    ids = torch.full((short + guard,), GUARD, dtype=torch.int32, device=device)
+    _, ranges, scratch = list_buffers(0, n_tx * n_ty, n_pairs, device)
+    impl.tile_lists(sk, se, n_tx, n_ty, out=(ids[:short], ranges, scratch))
+    assert torch.equal(ids[:short], full_ids[:short]), "the entries before the end"
+    assert (ids[short:] == GUARD).all(), "written past the list buffer"
+    assert torch.equal(ranges, full_ranges.clamp(max=short)) and int(full_ranges.max()) > short
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 def test_empty_input(impl, device):
-    """No pairs: every tile's range is [0, 0), whatever the buffer held."""
-    got = impl.tile_lists(torch.empty(0, dtype=torch.int32, device=device), 3, 2,
-                          out=nan_like(torch.empty(6, 2, dtype=torch.int32, device=device)))  # fmt: skip
-    assert got.shape == (6, 2) and (got == 0).all()
+    """No pairs: every tile's range is [0, 0), the list buffer untouched."""
+    ids = torch.full((4,), GUARD, dtype=torch.int32, device=device)
+    _, ranges, scratch = list_buffers(0, 6, 0, device)
+    got_ids, got_ranges = impl.tile_lists(torch.empty(0, dtype=torch.int32, device=device),
+                                          torch.empty(0, dtype=torch.int64, device=device), 3, 2,
+                                          out=(ids, ranges, scratch))  # fmt: skip
+    assert got_ranges.shape == (6, 2) and (got_ranges == 0).all() and (got_ids == GUARD).all()
 
 
-def test_runs_of_more_macro_tiles_than_a_program_takes_and_a_sentinel_tail(device):
-    """136 x 36 tiles: 17 x 9 macro-tiles, more than a program of the launcher takes (RUNS_BLOCK), 20,000 pairs
-    over them, then a capacity frame's unused tail of sentinel slots: the twin's runs, none reaching the tail."""
-    import importlib
-
+@pytest.mark.parametrize("chunk", [1, 32], ids=["compiled-chunks", "interpreter-chunks"])
+def test_chunks_of_either_length_with_the_nominal_scratch(chunk, device, monkeypatch):
+    """The launcher counts bits over chunks of LIST_CHUNK pairs on the GPU and of 32 LIST_CHUNK in the
+    interpreter, in a scratch of `list_scratch_shape(C)` (sized for the former): 20,000 pairs in 9 macro-tiles
+    cross many chunk boundaries in the middle of a macro-tile's run, and 3 of the interpreter's chunks. The
+    launcher picks the length by `interpreting()`, replaced here to take each. The chunk counts' scan takes 4
+    at a time here (SCAN_BLOCK), so its carry from step to step is read in both; the pairs end in three chunks'
+    worth of sentinel slots."""
+    if chunk == 32 and device != "cpu":
+        pytest.skip("the interpreter's chunk length: the compiled kernel is not built for it")
     module = importlib.import_module("kernels.tile_lists")  # the package's `tile_lists` is the launcher
-    n_tx, n_ty = 136, 36
-    n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
-    assert n_mx * n_my > module.RUNS_BLOCK
-    sk, _ = sorted_random_pairs(n_tx, n_ty, 20_000, device, seed=4)
-    tail = 300
+    monkeypatch.setattr(module, "interpreting", lambda: chunk == 32)
+    monkeypatch.setattr(module, "SCAN_BLOCK", 4)
+    n_tx, n_ty, n = 20, 12, 20_000
+    sk, se, n_entries = sorted_random_pairs(n_tx, n_ty, n, device, seed=4)
+    # a capacity frame's unused tail: chunks that start in it are skipped (masks of every bit: nothing may read them)
+    tail = 3 * LIST_CHUNK
     sk = torch.cat([sk, torch.full((tail,), kernels.sentinel_key(torch.int32), dtype=sk.dtype, device=device)])
-    got = run(kernels, sk, n_tx, n_ty)
-    assert torch.equal(got, run(ref, sk, n_tx, n_ty))
-    check_runs(got, sk, n_tx, n_ty)
-    units = set(macro_tiles(sk, n_tx, n_ty).tolist()) - {int(macro_tiles(sk[-1:], n_tx, n_ty))}
-    assert int(got.max()) <= sk.numel() - tail and len(set(got[:, 0].tolist())) == len(units) > module.RUNS_BLOCK
+    se = torch.cat([se, torch.full((tail,), -1, dtype=se.dtype, device=device)])
+    n += tail
+    assert n > 2 * 32 * LIST_CHUNK
+    rows, cols = kernels.list_scratch_shape(n)
+    scratch = torch.full((rows * cols,), -1, dtype=torch.int32, device=device)  # exactly the nominal size
+    ids, ranges, _ = list_buffers(n_entries, n_tx * n_ty, n, device)
+    got = kernels.tile_lists(sk, se, n_tx, n_ty, out=(ids, ranges, scratch))
+    want = run(ref, sk, se, n_tx, n_ty, n_entries)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    check_lists(*got, lists_from_pairs(sk, se, n_tx, n_ty), sk, n_tx, n_ty)
 
 
 def test_tile_ranges_match_reference_with_empty_tiles_and_sentinels(device):

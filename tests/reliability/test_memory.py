@@ -30,20 +30,19 @@ def test_estimate_terms():
     tiles = 240 * 135  # 32,400: int16 keys
     pairs = max(2 * n, min(16 * n, 400 * tiles))  # 12.96M
     assert pairs == 12_960_000
-    capacity = int(1.5 * pairs)  # the list capacity: the tile pairs' slots
+    capacity = int(1.5 * pairs)  # the tiles' lists: 4 bytes an entry
     slots = int(0.75 * capacity)  # the macro-tile pairs' slots: int32 keys (the id above the rounded depth)
-    pair_buffers = (4 + 8 + 4 + 8 + 8) * slots  # keys, entries, sorted keys, permutation, sorted entries
+    pair_buffers = (4 + 8 + 4 + 8 + 8) * slots + 4 * 32 * -(-slots // 32)  # and 32 pairs' chunk counts
     tile_pairs = (2 + 4 + 2 + 8 + 4) * capacity  # binned per tile: keys, ids, sorted keys, permutation, sorted ids
     hist = memory.schedule_scratch_shape(tiles)[0] * 32 * 4
     # a slot's own: tiles_touched 4 a Gaussian, the images, tile counts; totals: three counts and the longest list
     per_slot = 4 * n + 20 * w * h + 4 * tiles + 32
     # the slots' shared set (renderer/frame.py): records 32, depths 4, macros_touched 4, bin_t 4, order 8, offsets 8
     staged = 60 * n
-    # a path of both forms: the larger (the macro-tile form's, 467 MB), and the per-tile form's (389 MB) only were
-    # it at most KEPT_FORM_BYTES (the form a path leaves is kept while that small); the macro-tile form's places,
-    # 256 bytes a tile (kernels/rasterize.py MACRO_SCAN)
-    assert pair_buffers > tile_pairs > memory.KEPT_FORM_BYTES
-    forms = pair_buffers + 256 * tiles
+    # a path of both forms: the larger (the macro-tile form's, 525 MB), and the per-tile form's (389 MB) only were
+    # it at most KEPT_FORM_BYTES (the form a path leaves is kept while that small)
+    assert pair_buffers + 4 * capacity > tile_pairs > memory.KEPT_FORM_BYTES
+    forms = pair_buffers + 4 * capacity
     # where CUDA runs the rasterizer's compiled loop, the longest lists' parts: 16 MB at 8 px (the tests run on the
     # GPU machine too)
     split = 16 << 20 if torch.cuda.is_available() else 0
@@ -65,7 +64,7 @@ def test_estimate_terms():
     assert streamed.workspace == counted.workspace + per_frame, "counted frames in flight: a second slot"
     v, p = 24_000_000, 48_000_000  # every Gaussian visible, 2 pairs each
     m = int(0.75 * p)  # macro-tile pairs: binned and sorted (keys 4, entries 8 each) and the sort's scratch 20
-    at_sort, at_lists = 2 * 12 * m + 20 * m, 12 * m
+    at_sort, at_lists = 2 * 12 * m + 20 * m, 12 * m + 4 * p + 4 * 32 * -(-m // 64)
     per_tile = 6 * p + 10 * p + 18 * p  # binned per tile: pairs (keys 2, ids 4), the sort's outputs and scratch
     # at the depth sort: the visible gathered 8 n (n = v), the sort's outputs 12 v, the order 8 v, the pair counts
     # and their sum 16 v, its scratch 20 v
@@ -74,10 +73,7 @@ def test_estimate_terms():
     assert counted.transient == max(64 * v, *at_bin, at_sort, at_lists, per_tile) and counted.graphs == 0
     survivors = 4 * v + 4  # the pre-cull's list and count, shared
     # records 32, depths 4, tiles_touched 4, macros_touched 4, bin_t 4 a Gaussian, all but tiles_touched shared
-    places = 256 * tiles  # frames binned per macro-tile: the rasterizer's places
-    assert (
-        counted.workspace == 48 * v + 20 * w * h + 4 * tiles + counts + 12 * tiles + hist + split + survivors + places
-    )
+    assert counted.workspace == 48 * v + 20 * w * h + 4 * tiles + counts + 12 * tiles + hist + split + survivors
     assert estimate_bytes(10, 1, None, None, "cpu").workspace == estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
     assert estimate_bytes(10, 1, 3840, 2160, "cpu").workspace > estimate_bytes(10, 1, 1920, 1080, "cpu").workspace
 
@@ -235,43 +231,57 @@ def wide_scene(n=40, log_scale=0.0):
 
 
 def test_frame_pairs_terms_and_message(monkeypatch):
-    """What check_frame_pairs counts, by hand: a capacity frame's new macro-tile pair buffers (32 bytes a slot with
-    int32 keys; the rasterizer reads the sorted pairs, so the tiles' lists take nothing of their own, whatever their
-    entries), less those it lets go, and the pair sort at the new pair capacity (CUB's 20 bytes a slot, the
-    reference's 56); a counted frame's pair tensors and sort, whichever peak is higher. The refusal is one line with
-    the sizes; past MAX_PAIRS, whatever is free."""
+    """What check_frame_pairs counts, by hand: a capacity frame's new buffers, the tiles' lists (4 bytes an entry)
+    and the macro-tile pair buffers (32 bytes a slot with int32 keys, and 128 bytes of chunk counts a 32 slots),
+    less those it lets go, and the pair sort at the new pair capacity (CUB's 20 bytes a slot, the reference's 56);
+    a counted frame's pair tensors, sort and lists, whichever peak is higher. The refusal is one line with the
+    sizes; past MAX_PAIRS, whatever is free."""
     free = 100 << 20
     monkeypatch.setattr(memory, "mem_available", lambda: free)
     tiles = 160 * 90  # 1280x720 at 8 px: 450 macro-tiles, int32 keys (the id above the rounded depth)
+
+    def pair_buffers(slots):
+        return 32 * slots + 128 * -(-slots // 32)
 
     def check(entries, slots, reference):
         check_frame_pairs(entries, 10, 1280, 720, 8, "cpu", counted=False, reference=reference, capacity=entries,
                           held=1000, pair_capacity=slots, pairs_held=800)  # fmt: skip
 
-    entries = 10**9  # list entries: they need no memory of their own
     for reference, sort in ((True, 56), (False, 20)):
-        # exactly what fits: (32 D - 32 x 800 + sort D) x MARGIN == free, at the pair slots' edge
-        budget = free / memory.MARGIN + 32 * 800
+        # exactly what fits: (4 (C - 1000) + buffers(D) - buffers(800) + sort D) x MARGIN == free, at the lists'
+        # edge (D fixed, C the most that fits) and at the pair slots' (C fixed, D the most)
+        slots = 600_000
+        rest = pair_buffers(slots) - pair_buffers(800) + sort * slots
+        c = int((free / memory.MARGIN - rest) / 4) + 1000
+        check(c, slots, reference)
+        with pytest.raises(OutOfDeviceMemoryError):
+            check(c + 1, slots, reference)
+        budget = free / memory.MARGIN - 4 * (c // 2 - 1000) + pair_buffers(800)
         d = int(budget / (32 + sort))  # about; then the exact edge
-        while (32 + sort) * d > budget:
+        while pair_buffers(d) + sort * d > budget:
             d -= 1
-        check(entries, d, reference)
+        check(c // 2, d, reference)
         with pytest.raises(OutOfDeviceMemoryError) as e:
-            check(entries, d + 1, reference)
+            check(c // 2, d + 1, reference)
     msg = str(e.value)
     assert "\n" not in msg and isinstance(e.value, MemoryError)
-    assert msg.startswith(f"a 1280x720 frame needs {entries:,} Gaussian-tile pairs ({entries / 10:,.0f} tiles for "
+    assert msg.startswith(f"a 1280x720 frame needs {c // 2:,} Gaussian-tile pairs ({c // 2 / 10:,.0f} tiles for "
                           "each of its 10 visible Gaussians): about ") and msg.endswith("but only 0.10 GB is free "
                           "(Gaussians this large on screen need a smaller frame)")  # fmt: skip
     # counted: at the binning the order and offsets 16 V and the binned pairs; at the sort the binned and sorted
-    # pairs (4 + 8 bytes each) and the reference's sort 56 M; at the lists the sorted pairs alone
-    v, p, m = 1000, 2_000_000, 1_500_000  # 1.5M: the default, 0.75 P
-    need = max(16 * v + 12 * m, 2 * 12 * m + 56 * m, 12 * m)
-    assert memory.counted_pair_bytes(v, p, tiles, reference=True, macro_pairs=m) == need
-    monkeypatch.setattr(memory, "mem_available", lambda need=need: int(need * memory.MARGIN) + 1)
-    check_frame_pairs(p, v, 1280, 720, 8, "cpu", counted=True, reference=True, macro_pairs=m)
-    with pytest.raises(OutOfDeviceMemoryError, match=f"{p:,} Gaussian-tile pairs"):
-        check_frame_pairs(p, v, 1280, 720, 8, "cpu", counted=True, reference=True, macro_pairs=m + 1)
+    # pairs (4 + 8 bytes each) and the reference's sort 56 M; at the lists the sorted pairs, the lists 4 P and the
+    # chunk counts
+    v, p = 1000, 2_000_000
+    for m, edge in ((1_500_000, "sort"), (100_000, "lists")):  # 1.5M: the default, 0.75 P
+        at_sort, at_lists = 2 * 12 * m + 56 * m, 12 * m + 4 * p + 128 * -(-m // 32)
+        assert (at_sort > at_lists) == (edge == "sort")
+        need = max(16 * v + 12 * m, at_sort, at_lists)
+        assert memory.counted_pair_bytes(v, p, tiles, reference=True, macro_pairs=m) == need
+        monkeypatch.setattr(memory, "mem_available", lambda need=need: int(need * memory.MARGIN) + 1)
+        check_frame_pairs(p, v, 1280, 720, 8, "cpu", counted=True, reference=True, macro_pairs=m)
+        more = (p, m + 1) if edge == "sort" else (p + 1, m)
+        with pytest.raises(OutOfDeviceMemoryError, match=f"{more[0]:,} Gaussian-tile pairs"):
+            check_frame_pairs(more[0], v, 1280, 720, 8, "cpu", counted=True, reference=True, macro_pairs=more[1])
     # the form not known (macro_pairs None): the larger of a frame binned per macro-tile (0.75 P pairs) and one
     # binned per tile (pairs 2 + 4 bytes each, the sort's outputs 2 + 8 and the reference's sort 56)
     assert memory.counted_pair_bytes(v, p, tiles, reference=True) == max(80 * 1_500_000, (6 + 10 + 56) * p)

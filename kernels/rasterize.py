@@ -33,7 +33,8 @@ Loop forms, the same rule:
 - "batched" (Triton, and what Triton's interpreter runs: it cannot run Gluon): B Gaussians per step as a
   [B, pixels] block, transmittance by `tl.cumprod` along the batch. Few, wide steps.
 
-Inputs : sorted gaussian_ids [C] i32 (only the ranges' entries are read), ranges [n_tiles, 2] i32,
+Inputs : sorted gaussian_ids [C] i32 (only the ranges' entries are read), or the ids as binned and the pair
+         sort's permutation [C] i64 (`perm`: entry i is ids[perm[i]]), ranges [n_tiles, 2] i32,
          records [N, 8] f32 (kernels/buffers.py), background [3]
 Outputs: rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8 (optional; A = coverage)
 """
@@ -53,13 +54,18 @@ from ._launch import interpreting, launch
 
 
 @triton.jit
-def _blend_batched(ids_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, BATCH: tl.constexpr):
+def _blend_batched(ids_ptr, perm_ptr, rec_ptr, s, end, fx, fy, T, alive, cr, cg, cb, BATCH: tl.constexpr,
+                   INDIRECT: tl.constexpr):  # fmt: skip
     """Blend list entries [s, end) into the pixels' (C, T) by gsplat's rule, `alive` pixels stopping by it, BATCH
-    Gaussians per step (transmittance by cumprod); pixels [1, PIX]."""
+    Gaussians per step (transmittance by cumprod); pixels [1, PIX]. Entry i's Gaussian is ids[i], or ids[perm[i]]
+    where INDIRECT."""
     k = tl.arange(0, BATCH)
     while (s < end) & (tl.max(tl.max(alive.to(tl.int32), axis=0), axis=0) > 0):
         in_batch = s + k < end
-        gid = tl.load(ids_ptr + s + k, mask=in_batch, other=0).to(tl.int64)
+        at = s + k
+        if INDIRECT:
+            at = tl.load(perm_ptr + at, mask=in_batch, other=0)
+        gid = tl.load(ids_ptr + at, mask=in_batch, other=0).to(tl.int64)
         mx, my, A, B, C, lo = record_geometry(rec_ptr, gid, in_batch)
         r, g, b = record_colour(rec_ptr, gid, in_batch)
         dx = mx[:, None] - fx  # [BATCH, PIX]
@@ -110,7 +116,8 @@ def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_
 
 @triton.jit(do_not_specialize=["width", "height"])
 def _rasterize_kernel(
-    ids_ptr,  # [C] i32, sorted by tile, depth order within a tile
+    ids_ptr,  # [C] i32, sorted by tile, depth order within a tile; or as binned (INDIRECT)
+    perm_ptr,  # [C] i64: list entry i is ids[perm[i]] (read when INDIRECT)
     ranges_ptr,  # [n_tiles, 2] i32
     rec_ptr,  # [N, 8] f32 blend records (kernels/buffers.py)
     bg_ptr,  # [3] f32
@@ -125,6 +132,7 @@ def _rasterize_kernel(
     HAS_FLOAT: tl.constexpr,
     HAS_RGBA8: tl.constexpr,
     SCHEDULED: tl.constexpr,
+    INDIRECT: tl.constexpr,
 ):
     """The batched form: one program per tile, its whole list front to back, STEP Gaussians a step, until every
     pixel is done. Program p takes tile schedule[p] when SCHEDULED (longest lists first, kernels/schedule.py),
@@ -144,7 +152,8 @@ def _rasterize_kernel(
     fx = px.to(tl.float32) + PIXEL_CENTRE
     fy = py.to(tl.float32) + PIXEL_CENTRE
     zero = tl.zeros([1, R], tl.float32)
-    T, cr, cg, cb = _blend_batched(ids_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero, STEP)
+    T, cr, cg, cb = _blend_batched(ids_ptr, perm_ptr, rec_ptr, start, end, fx, fy, zero + 1.0, inside, zero, zero, zero,
+                                   STEP, INDIRECT)  # fmt: skip
     _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
 
 
@@ -245,7 +254,8 @@ def _fields(rows, L: gl.constexpr):
 
 @gluon.jit(do_not_specialize=["width", "height", "split_from", "n_split"])
 def _rasterize_shared_kernel(
-    ids_ptr,  # [C] i32, sorted by tile, depth order within a tile
+    ids_ptr,  # [C] i32, sorted by tile, depth order within a tile; or as binned (INDIRECT)
+    perm_ptr,  # [C] i64: list entry i is ids[perm[i]] (read when INDIRECT)
     ranges_ptr,  # [n_tiles, 2] i32
     rec_ptr,  # [N, 8] f32 blend records (kernels/buffers.py)
     bg_ptr,  # [3] f32
@@ -265,13 +275,18 @@ def _rasterize_shared_kernel(
     HAS_RGBA8: gl.constexpr,
     SCHEDULED: gl.constexpr,
     PARTS: gl.constexpr,  # 1: every list whole; else the longest lists in PARTS parts (SCHEDULED only)
+    INDIRECT: gl.constexpr,  # the lists' ids through the sort's permutation (frames binned per tile)
 ):
     """The scalar form: one program per tile, one Gaussian at a time, STEP a step, until every pixel is done.
 
     A step's STEP records are loaded by the program together, one a thread (two 16-byte loads), into shared
     memory; every thread then reads each record whole from there (two 16-byte broadcast loads) and blends it
-    into its P pixels. The next step's ids and records are loaded before this step blends, so their memory
-    latency overlaps its arithmetic, and a record costs no address arithmetic in the blending loop.
+    into its P pixels. Loads run ahead of the blending, one level of indirection a step: while step s blends,
+    step s + 1's records load (by ids that arrived during step s - 1), step s + 2's ids and, INDIRECT, step s + 3's
+    permutation entries. No load waits on another within a step, so a step's memory latency overlaps the step's
+    arithmetic even where a chain of steps is the frame's critical path (a long list), and a record costs no
+    address arithmetic in the blending loop. INDIRECT, entry i's Gaussian is ids[perm[i]]: a frame binned per tile
+    reads its lists through the pair sort's permutation, and nothing gathers them before (kernels/tile_lists.py).
     Pixel (p, r) of the [P, R] block is column r % TILE, row r // TILE + p * (R // TILE) of the tile.
 
     With PARTS > 1 the first PARTS x n_split programs take the schedule's first n_split tiles (the longest lists),
@@ -340,9 +355,19 @@ def _rasterize_shared_kernel(
     k = gl.arange(0, STEP, layout=gl.SliceLayout(1, loading))  # [STEP]: the step's entries
     field = gl.arange(0, 8, layout=gl.SliceLayout(0, loading))[None, :]  # [1, 8]
     past_end = gl.where(field == 5, float("-inf"), 0.0)  # entries past the list: lo = -inf reaches no pixel
-    in_list = start + k < end
-    gid = gl.load(ids_ptr + start + k, mask=in_list, other=0)
-    records = gl.load(rec_ptr + gid[:, None] * 8 + field, mask=in_list[:, None], other=past_end)  # [STEP, 8]
+    # the pipeline's start: step 0's records, step 1's ids, and (INDIRECT) step 2's permutation entries
+    in0 = start + k < end
+    in1 = start + STEP + k < end
+    if INDIRECT:
+        slot = gl.load(perm_ptr + start + k, mask=in0, other=0)
+        gid = gl.load(ids_ptr + slot, mask=in0, other=0)
+        slot = gl.load(perm_ptr + start + STEP + k, mask=in1, other=0)
+        next_gid = gl.load(ids_ptr + slot, mask=in1, other=0)
+        slot = gl.load(perm_ptr + start + 2 * STEP + k, mask=start + 2 * STEP + k < end, other=0)
+    else:
+        gid = gl.load(ids_ptr + start + k, mask=in0, other=0)
+        next_gid = gl.load(ids_ptr + start + STEP + k, mask=in1, other=0)
+    records = gl.load(rec_ptr + gid[:, None] * 8 + field, mask=in0[:, None], other=past_end)  # [STEP, 8]
     s = start
     while (s < end) & (gl.max(gl.max(alive.to(gl.int32), axis=1), axis=0) > 0):
         gl.thread_barrier()  # every thread is done reading the last step's records
@@ -350,9 +375,15 @@ def _rasterize_shared_kernel(
         step_rows.store(rows)
         step_b.store(gl.convert_layout(b_rows, blues))
         gl.thread_barrier()
-        in_list = s + STEP + k < end  # the next step's, in flight while this one blends
-        gid = gl.load(ids_ptr + s + STEP + k, mask=in_list, other=0)
-        records = gl.load(rec_ptr + gid[:, None] * 8 + field, mask=in_list[:, None], other=past_end)
+        # in flight while this step blends: each load's address arrived a step ago
+        records = gl.load(rec_ptr + next_gid[:, None] * 8 + field, mask=(s + STEP + k < end)[:, None],
+                          other=past_end)  # fmt: skip
+        in2 = s + 2 * STEP + k < end
+        if INDIRECT:
+            next_gid = gl.load(ids_ptr + slot, mask=in2, other=0)
+            slot = gl.load(perm_ptr + s + 3 * STEP + k, mask=s + 3 * STEP + k < end, other=0)
+        else:
+            next_gid = gl.load(ids_ptr + s + 2 * STEP + k, mask=in2, other=0)
         for j in gl.static_range(STEP):
             c0, c1, c2, c3, c4, c5, r, g = _fields(step_rows.slice(j, 1, dim=0).load(whole), pixels)
             b, _ = gl.split(gl.reshape(step_b.slice(j, 1, dim=0).load(both), [1, 1, 2]))
@@ -522,6 +553,7 @@ def rasterize_tiles(
     schedule: torch.Tensor | None = None,
     parts: torch.Tensor | None = None,
     split: tuple[int, int, int] | None = None,
+    perm: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8), each None where `out`
     asked for none.
@@ -537,6 +569,8 @@ def rasterize_tiles(
     parts: the `split_scratch_shape` buffer: with it, a scheduled scalar frame splits the longest lists by
     SPLIT_CONFIG (or `split` = (split_from, n_split, parts), a tuning knob), within 1e-4 of whole lists except
     where a pixel's stop falls inside a later part (the module docstring).
+    perm: [C] i64, the pair sort's permutation: list entry i is then gaussian_ids[perm[i]] (the ids as binned,
+    `sort_pairs(gather=False)`), read only for the entries blended.
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -565,11 +599,14 @@ def rasterize_tiles(
     if variant == "scalar" and interpreting():
         raise ValueError("rasterizer variant 'scalar' is a Gluon kernel: it needs CUDA, not Triton's interpreter")
     assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
-    args = (gaussian_ids, ranges, records, background, ranges if schedule is None else schedule, *outs)
+    assert perm is None or (perm.dtype == torch.int64 and perm.shape[0] <= gaussian_ids.shape[0]), perm
+    indirect = perm is not None
+    args = (gaussian_ids, perm if indirect else gaussian_ids, ranges, records, background,
+            ranges if schedule is None else schedule, *outs)  # fmt: skip
     if variant == "batched":  # one row of pixels, a batch of Gaussians down the block
         launch(_rasterize_kernel, (n_tiles,),
             *args, width, height, TILE=tile_size, STEP=step or (64 if interpreting() else 16), HAS_FLOAT=has_float,
-            HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None,
+            HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None, INDIRECT=indirect,
             num_warps=num_warps or max(1, tile_size * tile_size // 32),
         )  # fmt: skip
     else:
@@ -586,7 +623,7 @@ def rasterize_tiles(
         launch(_rasterize_shared_kernel, (n_tiles + (n_parts - 1) * n_split,),
             *args, parts if n_parts > 1 else some, width, height, split_from, n_split, TILE=tile_size,
             WARPS=num_warps, STEP=step or unroll, HAS_FLOAT=has_float, HAS_RGBA8=has_rgba8,
-            SCHEDULED=schedule is not None, PARTS=n_parts, num_warps=num_warps,
+            SCHEDULED=schedule is not None, PARTS=n_parts, INDIRECT=indirect, num_warps=num_warps,
         )  # fmt: skip
         if n_parts > 1:
             launch(_combine_parts_kernel, (n_split,),

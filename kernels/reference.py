@@ -819,14 +819,18 @@ def rasterize_tiles(
     schedule: torch.Tensor | None = None,
     parts: torch.Tensor | None = None,
     split: tuple[int, int, int] | None = None,
+    perm: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
     (`variant`, `step`, `num_warps`, `lists`, `schedule`, and the split lists' `parts` and `split`, which move
     a pixel by under 1e-4) are accepted and ignored: none of them changes the image beyond that. The records'
     log2 form (kernels/buffers.py): alpha = min(0.999, 2^e), e = lo - (A dx^2 + B dx dy +
-    C dy^2), skipped where e > lo (sigma < 0) or e < log2(1/255)."""
+    C dy^2), skipped where e > lo (sigma < 0) or e < log2(1/255). With `perm` (the pair sort's permutation), list
+    entry i is gaussian_ids[perm[i]]."""
     device = records.device
+    if perm is not None:
+        gaussian_ids = gaussian_ids[perm]
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
     if out is None:

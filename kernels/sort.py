@@ -100,9 +100,10 @@ def sort_pairs(
     gather: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Stable by key, or (`depths`: macro-tile pairs keyed by depth) by key with ties settled in exact order.
-    `out` = (sorted keys, permutation i64, sorted entries) buffers, each at least C long.
+    `out` = (sorted keys, permutation i64, sorted entries) buffers, each at least C long (the third may be None
+    with gather=False).
     Returns (sorted keys, entries in that order); with gather=False (tile pairs) (sorted keys, the permutation
-    [C] i64) and no gather: `tile_ranges` gathers the ids of the real pairs with the ranges (kernels/tile_lists.py)."""
+    [C] i64) and no gather: the rasterizer reads the ids through the permutation (kernels/rasterize.py `perm`)."""
     C = keys.shape[0]
     assert keys.dtype in (torch.int16, torch.int32) and entries.shape == (C,), (keys.dtype, entries.shape)
     assert entries.dtype in (torch.int32, torch.int64), entries.dtype
@@ -113,10 +114,11 @@ def sort_pairs(
     if out is None:
         out = (torch.empty_like(keys), torch.empty(C, dtype=torch.int64, device=keys.device), torch.empty_like(entries))
     k_buf, p_buf, e_buf = out
-    sorted_keys, perm, sorted_entries = k_buf[:C], p_buf[:C], e_buf[:C]
+    sorted_keys, perm = k_buf[:C], p_buf[:C]
     torch.sort(keys, stable=True, out=(sorted_keys, perm))
     if not gather:
         return sorted_keys, perm
+    sorted_entries = e_buf[:C]
     if depths is None:
         torch.index_select(entries, 0, perm, out=sorted_entries)
     elif C > 0:

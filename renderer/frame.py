@@ -40,11 +40,12 @@ from .workspace import Workspace
 if TYPE_CHECKING:
     from .pipeline import Renderer
 
-# The pair buffers' workspace names (`PairBuffers`'s first five fields, in order), by how the frame bins
-# (kernels/bin.py): per tile, as many slots as the list capacity, the sorted ids being the lists; per macro-tile, as
-# many as the pair capacity, then the tiles' lists (the list capacity) and the lists' chunk counts. Apart, so that
-# frames of the two forms do not reallocate each other's buffers, and a path can keep both (renderer/pipeline.py).
-TILE_PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm", "sorted_ids")
+# The pair buffers' workspace names (`PairBuffers`'s first fields, in order), by how the frame bins (kernels/bin.py):
+# per tile, as many slots as the list capacity, the ids as binned read through the sort's permutation being the
+# lists; per macro-tile, as many as the pair capacity, then the tiles' lists (the list capacity) and the lists'
+# chunk counts. Apart, so that frames of the two forms do not reallocate each other's buffers, and a path can keep
+# both (renderer/pipeline.py).
+TILE_PAIR_BUFFERS = ("pair_keys", "pair_ids", "sorted_keys", "sort_perm")
 MACRO_PAIR_BUFFERS = ("macro_keys", "macro_entries", "sorted_macro_keys", "macro_perm", "sorted_entries", "tile_ids",
                       "list_scratch")  # fmt: skip
 PAIR_BUFFERS = TILE_PAIR_BUFFERS + MACRO_PAIR_BUFFERS
@@ -81,13 +82,13 @@ class OrderBuffers:
 @dataclass
 class PairBuffers:
     """Stages 3-5's pairs: the (key, value) pairs binned, stably sorted by key, then the tiles' lists (`ids`).
-    Binned per tile, a value is a Gaussian id and the sorted ids are the lists; per macro-tile, an entry (Gaussian
-    id and tile mask, kernels/buffers.py), split into the lists by `tile_lists`. On the capacity route every field
-    is a workspace buffer, the pairs' of the list capacity's length (per tile) or the pair capacity's (per
-    macro-tile, and `ids` of the list capacity's); a counted frame's are tensors of exactly its counts, and the
-    sort's own outputs. Binned per tile, the sort leaves the ids to `tile_lists`, which gathers them through `perm`
-    with the ranges, over the real pairs alone (the capacity route's slots past the pair count keep stale ids,
-    which no range reaches)."""
+    Binned per tile, a value is a Gaussian id and the ids read through the permutation are the lists; per
+    macro-tile, an entry (Gaussian id and tile mask, kernels/buffers.py), split into the lists by `tile_lists`. On
+    the capacity route every field is a workspace buffer, the pairs' of the list capacity's length (per tile) or
+    the pair capacity's (per macro-tile, and `ids` of the list capacity's); a counted frame's are tensors of
+    exactly its counts, and the sort's own outputs. Binned per tile, nothing gathers the ids in sorted order: the
+    rasterizer reads list entry i as values[perm[i]] (`ids` is `values`, `lists_perm` is `perm`), only for the
+    entries it blends."""
 
     keys: Tensor | None  # [C] tile or macro-tile ids (int16 up to 32,767 of them, else int32), in depth order
     values: Tensor | None  # [C] i32 Gaussian ids, or i64 entries, as binned
@@ -96,6 +97,7 @@ class PairBuffers:
     sorted_values: Tensor | None = None  # [C] the values in that order
     ids: Tensor | None = None  # [L] i32 the tiles' lists of Gaussian ids: what the rasterizer reads
     scratch: Tensor | None = None  # [chunks * 32] i32 the lists' chunk counts (kernels/tile_lists.py)
+    lists_perm: Tensor | None = None  # [L] i64 binned per tile: list entry i is ids[lists_perm[i]]
 
 
 class Frame:
@@ -181,11 +183,19 @@ class Frame:
 
     @property
     def sorted_ids(self) -> Tensor | None:
-        """[L] i32 the tiles' lists of Gaussian ids, in depth order within a tile (once tile_lists ran)."""
+        """[L] i32 the tiles' lists of Gaussian ids, in depth order within a tile (once tile_lists ran); binned per
+        tile, the ids as binned, whose entry i is sorted_ids[lists_perm[i]]."""
         return self.pairs.ids if self.pairs is not None else None
 
+    @property
+    def lists_perm(self) -> Tensor | None:
+        """[L] i64 the pair sort's permutation where the frame binned per tile (its lists are read through it), else
+        None."""
+        return self.pairs.lists_perm if self.pairs is not None else None
+
     def raster_options(self) -> dict:
-        """The rasterizer's scheduling from the settings, the same for the colour and the depth pass."""
+        """The rasterizer's scheduling from the settings, and how it reads the lists (through the sort's permutation
+        where the frame binned per tile): the same for the colour and the depth pass."""
         s = self.settings
         return dict(
             tile_size=s.tile_size,
@@ -193,6 +203,7 @@ class Frame:
             lists=self.launch.lists,
             schedule=self.schedule,
             parts=self.parts,
+            perm=self.lists_perm,
         )
 
     def totals(self) -> tuple[int, int, int]:
@@ -248,10 +259,9 @@ class Frame:
         if self.macro:
             self.r.k.tile_lists(p.sorted_keys, p.sorted_values, self.n_tx, self.n_ty,
                                 out=(p.ids, self.ranges, p.scratch))  # fmt: skip
-        else:  # binned per tile: the sorted ids are the lists, gathered here with the ranges (`sort` left them)
-            self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges,
-                                 gather=(p.values, p.perm, p.sorted_values))  # fmt: skip
-            p.ids = p.sorted_values
+        else:  # binned per tile: the lists are the ids as binned, read through the sort's permutation
+            self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges)
+            p.ids, p.lists_perm = p.values, p.perm
         if self.schedule is None:
             torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
             self.longest_list.copy_(self.tile_counts.amax())
@@ -318,7 +328,7 @@ class CapacityFrame(Frame):
                                        zip(MACRO_PAIR_BUFFERS, lengths, dtypes, strict=True)))  # fmt: skip
         else:
             self.pairs = PairBuffers(*(shared.buffer(name, cl, dtype) for name, dtype in
-                                       zip(TILE_PAIR_BUFFERS, (kd, i32, kd, i64, i32), strict=True)))  # fmt: skip
+                                       zip(TILE_PAIR_BUFFERS, (kd, i32, kd, i64), strict=True)))  # fmt: skip
 
     def totals(self) -> tuple[int, int, int]:
         values = self.ordered.totals.tolist()
@@ -339,7 +349,7 @@ class CapacityFrame(Frame):
         self._bin(None if self.macro else self.ordered.order, self.ordered.offsets, **tuning)
 
     def sort(self) -> None:
-        p = self.pairs  # binned per tile, the ids are gathered by `tile_lists` (over the real pairs alone)
+        p = self.pairs  # binned per tile, the rasterizer reads the ids through the permutation
         self.r.k.sort_pairs(p.keys, p.values, depths=self.depths if self.macro else None,
                             out=(p.sorted_keys, p.perm, p.sorted_values), gather=self.macro)  # fmt: skip
 
@@ -429,17 +439,19 @@ class CountedFrame(Frame):
         if self.macro:
             p.sorted_keys, p.sorted_values = self.r.k.sort_pairs(p.keys, p.values, depths=self.depths)
             p.keys = p.values = None  # the binned pairs are not read again
-        else:  # the ids are gathered by `tile_lists`, with the ranges
+        else:  # the rasterizer reads the ids as binned through the permutation
             p.sorted_keys, p.perm = self.r.k.sort_pairs(p.keys, p.values, gather=False)
             p.keys = None
 
     def let_go(self) -> None:
         """Its lists, allocated for this frame: a frame cache keeps up to MAX_FRAMES stage objects, and each held its
         last frame's lists, and its order and offsets until `bin` let go of them (the 24M fly-over's: 4 bytes a
-        list entry and 16 a visible Gaussian, up to 300 MB an object), all of them counted in the renderer's peak.
+        list entry (binned per tile: the ids and the sort's permutation, 12) and 16 a visible Gaussian, up to 300 MB
+        an object), all of them counted in the renderer's peak.
         Let go once enqueued (the caching allocator hands the memory on only to work queued after it on the
         stream)."""
-        self.pairs.ids = self.pairs.sorted_values = None
+        p = self.pairs
+        p.ids = p.sorted_values = p.values = p.perm = p.lists_perm = None
 
     def tile_lists(self) -> None:
         p, device = self.pairs, self.r.device
@@ -447,9 +459,7 @@ class CountedFrame(Frame):
             rows, cols = self.r.k.list_scratch_shape(self.counts[2])
             p.ids = torch.empty(self.counts[1], dtype=torch.int32, device=device)
             p.scratch = torch.empty(rows * cols, dtype=torch.int32, device=device)
-        else:  # the lists: the ids in sorted order, which the ranges' pass gathers
-            p.sorted_values = torch.empty(self.binned, dtype=torch.int32, device=device)
         super().tile_lists()
-        p.sorted_keys = p.scratch = p.values = p.perm = None  # the lists are what the rasterizer reads
+        p.sorted_keys = p.scratch = None  # the lists are what the rasterizer reads
         if self.macro:
-            p.sorted_values = None
+            p.sorted_values = p.values = p.perm = None

@@ -35,7 +35,7 @@ class Capacity:
 
     NOTE: the steps trade memory for fewer growths: the capacity ends within STEP x the largest count of a path
     (x HEADROOM right after a growth), and each slot costs bytes of buffers and of the sort's scratch: a per-tile
-    pair about 20 and 18, a macro-tile pair about 28 and 18, a tile-list entry 4 (renderer/memory.py)."""
+    pair about 16 and 18, a macro-tile pair about 28 and 18, a tile-list entry 4 (renderer/memory.py)."""
 
     HEADROOM = 1.2
     STEP = 1.5

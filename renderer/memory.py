@@ -92,7 +92,7 @@ REFERENCE_SORT_PER_SLOT = 56
 # Tile ranges are int32 offsets into a frame's tile lists (kernels/tile_lists.py): no frame may have more.
 MAX_PAIRS = 2**31 - 1
 # The pair buffers of the binning form a path leaves are kept up to this size (renderer/pipeline.py `_frame_for`):
-# 1% of a 24 GB card: a 1080p close-up's per-tile buffers are 122 MB (6.1M slots of 20 bytes), its per-macro-tile
+# 1% of a 24 GB card: a 1080p close-up's per-tile buffers are 98 MB (6.1M slots of 16 bytes), its per-macro-tile
 # ones 34 MB; a scene of millions seen whole per tile (20M slots and more) is let go
 KEPT_FORM_BYTES = 256 << 20
 # A counted frame checks its pairs every frame. Asking CUDA what is free (`mem_get_info`) and torch's allocator what
@@ -146,8 +146,9 @@ def key_bytes(tiles: int, *, macro: bool = True) -> int:
 
 
 def tile_pair_buffer_bytes(slots: int, tiles: int) -> int:
-    """The pair buffers of a frame binned per tile: keys, ids, sorted keys, permutation, sorted ids a slot."""
-    return (2 * key_bytes(tiles, macro=False) + 16) * slots
+    """The pair buffers of a frame binned per tile: keys, ids, sorted keys and the permutation a slot (the
+    rasterizer reads the ids through it: nothing holds them in sorted order)."""
+    return (2 * key_bytes(tiles, macro=False) + 12) * slots
 
 
 LIST_ENTRY_BYTES = 4  # the tiles' lists: an int32 Gaussian id an entry

@@ -94,6 +94,48 @@ def test_every_scalar_configuration_matches_reference(tile, lists, device):
     check(want, got)
 
 
+def as_binned(ids, seed=0, extra=37):
+    """(values, perm): the lists `ids` [C] laid out as a pair sort leaves them, list entry i at values[perm[i]]: a
+    random permutation of C + `extra` slots, the slots no entry reaches holding ids of no list (a capacity
+    frame's stale tail)."""
+    g = torch.Generator().manual_seed(seed)
+    C = ids.shape[0]
+    perm = torch.randperm(C + extra, generator=g).to(ids.device)
+    values = torch.randint(0, int(ids.max()) + 1, (C + extra,), generator=g, dtype=torch.int32).to(ids.device)
+    values[perm[:C]] = ids
+    return values, perm[:C].clone()
+
+
+@pytest.mark.parametrize("variant,tile,lists", [form("batched", 8, 0), form("batched", 16, 0)] +
+                         [form("scalar", t, c) for t, c in rasterize.SCALAR_CONFIG])  # fmt: skip
+@pytest.mark.parametrize("scene", ["long", "saturating"])
+def test_lists_read_through_the_permutation_are_the_lists(variant, tile, lists, scene, device):
+    """Frames binned per tile hand the rasterizer the ids as binned and the pair sort's permutation (`perm`): the
+    image is the one of the same lists gathered beforehand, bit for bit, for lists many steps long (the scalar
+    form's loads run up to three steps ahead) and for tiles that stop early; the twin agrees."""
+    if scene == "long":
+        args = binned(1500, 37, 29, device, seed=6, scale_shift=0.8, tile=tile)
+    else:
+        args = binned(900, 37, 29, device, seed=2, opaque=True, scale_shift=0.5, tile=tile)
+    ids, ranges, records = args
+    assert int((ranges[:, 1] - ranges[:, 0]).max()) > 4 * 64, "lists of several steps"
+    values, perm = as_binned(ids, seed=tile + lists)
+    bg = torch.tensor((0.3, 0.1, 0.2), device=device)
+
+    def images(lists_ids, perm=None, impl=kernels, **kw):
+        out = (nan_like(torch.empty(29, 37, 3, device=device)), nan_like(torch.empty(29, 37, device=device)),
+               nan_like(torch.empty(29, 37, 4, dtype=torch.uint8, device=device)))  # fmt: skip
+        return impl.rasterize_tiles(lists_ids, ranges, records, bg, 37, 29, tile_size=tile, out=out, perm=perm, **kw)
+
+    want = images(ids, variant=variant, lists=lists)
+    got = images(values, perm, variant=variant, lists=lists)
+    for w, g in zip(want, got, strict=True):
+        assert torch.equal(w, g)
+    twin = images(values, perm, impl=ref)
+    for w, g in zip(images(ids, impl=ref), twin, strict=True):
+        assert torch.equal(w, g)
+
+
 def split_by_definition(args, schedule, width, height, tile, split_from, n_split, n_parts, bg):
     """(rgb [H, W, 3], alpha [H, W]) of the split tiles as `_combine_parts_kernel` states it, Gaussian by Gaussian
     in float64: each part blended from T = 1 by gsplat's rule (noting whether the rule stopped a pixel), then the

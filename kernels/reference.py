@@ -671,7 +671,7 @@ def sort_pairs(
         perm = first[torch.argsort(keys[first], stable=True)]
     assert gather or depths is None, "macro-tile pairs are gathered as their ties are settled"
     sorted_keys = keys[perm]
-    if not gather:  # the permutation, for `tile_ranges` to gather with
+    if not gather:  # the permutation, through which the rasterizer reads the ids
         if out is not None:
             out[0][:C].copy_(sorted_keys)
             out[1][:C].copy_(perm)
@@ -689,14 +689,9 @@ def sort_pairs(
 
 
 # Twin of `tile_ranges` in kernels/tile_lists.py: the same signature on purpose.
-def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None,
-                gather: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:  # fmt: skip
+def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None) -> torch.Tensor:
     tiles = sorted_keys.long()
     real = tiles < n_tiles
-    if gather is not None:  # the real pairs' ids in sorted order; the sentinel slots' are left as they were
-        values, perm, ids = gather
-        C = tiles.shape[0]
-        ids[:C] = torch.where(real, values[perm[:C]], ids[:C])
     counts = torch.bincount(tiles[real], minlength=n_tiles)[:n_tiles]
     ends = torch.cumsum(counts, 0)
     starts = ends - counts

@@ -1,7 +1,8 @@
 """Stage 5, tile lists: each tile's list of Gaussians, and its [start, end) in the list buffer.
 
-A frame binned per tile (kernels/bin.py) has its lists already: the sorted pairs' ids; `tile_ranges` finds each
-tile's run in the sorted keys. A frame binned per macro-tile has the macro-tile lists that `sort_pairs` left
+A frame binned per tile (kernels/bin.py) has its lists already: the pairs' ids in the sort's order, which the
+rasterizer reads through the sort's permutation (kernels/rasterize.py `perm`); `tile_ranges` finds each tile's
+run in the sorted keys. A frame binned per macro-tile has the macro-tile lists that `sort_pairs` left
 grouped by macro-tile in depth order (a key's macro-tile is its bits above `depth_bits`), and `tile_lists` splits
 them:
 
@@ -26,7 +27,8 @@ ranges are cut to L (the renderer bins again into longer buffers: `depth_order`'
 
 Inputs : sorted keys [C] (tile ids i16/i32; or macro-tile ids above rounded depths, i32), sorted entries [C] i64
          (kernels/buffers.py `pack_entries`; macro-tile pairs)
-Outputs: ids [L] i32 (the tiles' lists; tile pairs: the sorted ids), ranges [n_tiles, 2] i32 (tiles of no pair:
+Outputs: ids [L] i32 (the tiles' lists; none for tile pairs: their ids as binned, read through the sort's
+         permutation), ranges [n_tiles, 2] i32 (tiles of no pair:
          empty)
 """
 
@@ -176,13 +178,9 @@ def tile_lists(
 def _tile_ranges_kernel(
     keys_ptr,  # [C] i16/i32, sorted
     ranges_ptr,  # [n_tiles, 2] i32 out, zero-filled by the launcher
-    values_ptr,  # [C] i32 Gaussian ids as binned (read when GATHER)
-    perm_ptr,  # [C] i64 the sort's permutation (read when GATHER)
-    ids_ptr,  # [C] i32 out: the ids in sorted order, the tiles' lists (written when GATHER)
     C,
     n_tiles,
     BLOCK: tl.constexpr,
-    GATHER: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
@@ -195,9 +193,6 @@ def _tile_ranges_kernel(
     real = m & (tile < n_tiles)
     tl.store(ranges_ptr + tile * 2 + 0, offs.to(tl.int32), mask=real & (tile != prev))
     tl.store(ranges_ptr + tile * 2 + 1, (offs + 1).to(tl.int32), mask=real & (tile != nxt))
-    if GATHER:  # the sorted ids of the real pairs alone: a slot past the pair count (the sentinel) is never read
-        src = tl.load(perm_ptr + offs, mask=real, other=0)
-        tl.store(ids_ptr + offs, tl.load(values_ptr + src, mask=real, other=0), mask=real)
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -206,28 +201,21 @@ def tile_ranges(
     n_tiles: int,
     *,
     out: torch.Tensor | None = None,
-    gather: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """[n_tiles, 2] int32 ranges into the sorted tile pairs (a frame binned per tile: its sorted ids are the
-    lists). A pair starts its tile's run where the previous key differs and ends it where the next one does.
+    """[n_tiles, 2] int32 ranges into the sorted tile pairs (a frame binned per tile: its lists are the ids as
+    binned, read through the sort's permutation by the rasterizer). A pair starts its tile's run where the previous
+    key differs and ends it where the next one does.
 
-    gather: (values [C] i32 as binned, the sort's permutation [C] i64, ids [C] i32 out): also write the sorted ids,
-    ids[i] = values[perm[i]], for the real pairs alone (`sort_pairs(gather=False)` left them to this pass). In the
-    same pass as the ranges, and not over the sentinel slots past the pair count, where torch's index_select
-    gathered every slot of the capacity in a launch of its own."""
+    The ids are not gathered here: this pass once wrote them in sorted order for the real pairs (section 46 of
+    BENCHMARKS.md), and the gather's random reads cost more there than the rasterizer's reads through the
+    permutation, of the entries it blends alone (section 48)."""
     C = sorted_keys.shape[0]
     assert sorted_keys.dtype in (torch.int16, torch.int32), sorted_keys.dtype
     if out is None:
         out = torch.empty(n_tiles, 2, dtype=torch.int32, device=sorted_keys.device)
     assert out.shape == (n_tiles, 2)
-    if gather is not None:
-        values, perm, ids = gather
-        assert values.dtype == torch.int32 and values.shape[0] >= C and ids.dtype == torch.int32, (values, ids)
-        assert perm.dtype == torch.int64 and perm.shape[0] >= C and ids.shape[0] >= C, (perm.shape, ids.shape)
     out.zero_()
     if C > 0:
         block = 1024
-        values, perm, ids = gather if gather is not None else (out, out, out)  # unread unless GATHER
-        launch(_tile_ranges_kernel, (triton.cdiv(C, block),), sorted_keys, out, values, perm, ids, C, n_tiles,
-               BLOCK=block, GATHER=gather is not None)  # fmt: skip
+        launch(_tile_ranges_kernel, (triton.cdiv(C, block),), sorted_keys, out, C, n_tiles, BLOCK=block)
     return out

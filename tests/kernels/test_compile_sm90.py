@@ -116,11 +116,9 @@ compiled += 4
 # the tile ranges of tile pairs (both key widths), the rasterizer's longest-first schedule at the tile counts of
 # 1080p and 4K at 8 px and 16 px, and a temporal window's cull (kernels/schedule.py, cull.py)
 for key in ("*i16", "*i32"):
-    for gather in (False, True):  # with the sorted ids gathered, as frames binned per tile run it, and without
-        sig = {"keys_ptr": key, "ranges_ptr": "*i32", "values_ptr": "*i32", "perm_ptr": "*i64", "ids_ptr": "*i32",
-               "C": "i32", "n_tiles": "i32", "BLOCK": "constexpr", "GATHER": "constexpr"}
-        failures.append(compile_one(lists._tile_ranges_kernel, sig, {"BLOCK": 1024, "GATHER": gather}))
-        compiled += 1
+    sig = {"keys_ptr": key, "ranges_ptr": "*i32", "C": "i32", "n_tiles": "i32", "BLOCK": "constexpr"}
+    failures.append(compile_one(lists._tile_ranges_kernel, sig, {"BLOCK": 1024}))
+    compiled += 1
 schedule = importlib.import_module("kernels.schedule")
 sizes = ((1920, 1080), (3840, 2160))
 for n_tiles in sorted({((w + t - 1) // t) * ((h + t - 1) // t) for w, h in sizes for t in (8, 16)}):

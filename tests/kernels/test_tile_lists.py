@@ -274,26 +274,6 @@ def test_tile_ranges_match_reference_with_empty_tiles_and_sentinels(device):
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("dtype", [torch.int16, torch.int32])
-def test_tile_ranges_gather_the_real_pairs_ids_and_leave_the_sentinel_slots(impl, dtype, device):
-    """With the sort's permutation (`sort_pairs(gather=False)`), the ranges' pass writes the ids of the real pairs
-    in sorted order, the ids index_select gives; the 3 sentinel slots past them keep what the buffer held (a
-    capacity's stale ids, which no range reaches); and the ranges are those of the pass without it."""
-    n_tiles = 37
-    keys, ids = random_keys(n_tiles - 5, 3000, device, dtype, seed=4)
-    sk, perm = impl.sort_pairs(keys, ids, gather=False)
-    assert perm.dtype == torch.int64 and torch.equal(sk, keys[perm])
-    _, want_ids = ref.sort_pairs(keys, ids)
-    out = torch.full((3000 + 4,), GUARD, dtype=torch.int32, device=device)
-    got = impl.tile_ranges(sk, n_tiles, gather=(ids, perm, out))
-    assert torch.equal(got, ref.tile_ranges(sk, n_tiles))
-    real = int((sk < n_tiles).sum())
-    assert real == 3000 - 3
-    assert torch.equal(out[:real], want_ids[:real]), "the real pairs' ids in sorted order"
-    assert (out[real:] == GUARD).all(), "the sentinel slots and past them are not written"
-
-
-@pytest.mark.parametrize("impl", IMPLS)
 def test_tile_ranges_empty_input(impl, device):
     """No tile pairs: every tile's range is [0, 0), whatever the buffer held."""
     out = nan_like(torch.empty(6, 2, dtype=torch.int32, device=device))

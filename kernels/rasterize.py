@@ -470,10 +470,6 @@ SCALAR_CONFIG = {
     (8, 0): (1, 32), (8, 1): (2, 64), (8, 2): (2, 64),
     (16, 0): (4, 16), (16, 1): (8, 64), (16, 2): (8, 128),
 }  # fmt: skip
-# Registers a thread may take, by the same key, where ptxas would take more than the loop needs: the two-warp
-# classes' loop fits in 40 with no spill (ptxas -v for sm_90a), but the loads three steps ahead (INDIRECT) led it to
-# 48, a sixth fewer resident programs on a kernel that runs on their number.
-SCALAR_MAXNREG = {(8, 1): 40, (8, 2): 40}
 # Mean pairs per tile at which 16 px frames' lists count as medium and long.
 LIST_LENGTHS_16 = (500.0, 1000.0)
 # At 8 px, the class by the frame's concentration: its longest list over the pairs one resident program would
@@ -615,9 +611,6 @@ def rasterize_tiles(
         )  # fmt: skip
     else:
         warps, unroll = SCALAR_CONFIG[tile_size, lists]
-        # the register cap holds for the class's own shape; a tuning knob's shape gets ptxas's choice
-        measured = (num_warps or warps, step or unroll) == (warps, unroll) and (tile_size, lists) in SCALAR_MAXNREG
-        cap = {"maxnreg": SCALAR_MAXNREG[tile_size, lists]} if measured else {}
         num_warps = num_warps or warps
         assert 32 * num_warps <= tile_size * tile_size, (num_warps, tile_size)  # at least a pixel a thread
         split = split or SPLIT_CONFIG.get((tile_size, lists))
@@ -630,7 +623,7 @@ def rasterize_tiles(
         launch(_rasterize_shared_kernel, (n_tiles + (n_parts - 1) * n_split,),
             *args, parts if n_parts > 1 else some, width, height, split_from, n_split, TILE=tile_size,
             WARPS=num_warps, STEP=step or unroll, HAS_FLOAT=has_float, HAS_RGBA8=has_rgba8,
-            SCHEDULED=schedule is not None, PARTS=n_parts, INDIRECT=indirect, num_warps=num_warps, **cap,
+            SCHEDULED=schedule is not None, PARTS=n_parts, INDIRECT=indirect, num_warps=num_warps,
         )  # fmt: skip
         if n_parts > 1:
             launch(_combine_parts_kernel, (n_split,),

@@ -188,9 +188,8 @@ for (tile, lists), (warps, step) in sorted(raster.SCALAR_CONFIG.items()):
         cx = {"TILE": tile, "WARPS": warps, "STEP": step, "HAS_FLOAT": floats, "HAS_RGBA8": bytes_,
               "SCHEDULED": True, "PARTS": split, "INDIRECT": indirect}
         try:
-            cap = {"maxnreg": raster.SCALAR_MAXNREG[tile, lists]} if (tile, lists) in raster.SCALAR_MAXNREG else {}
             triton.compile(GluonASTSource(fn=raster._rasterize_shared_kernel, signature=sig, constexprs=cx),
-                           target=TARGET, options=dict(num_warps=warps, **cap))
+                           target=TARGET, options=dict(num_warps=warps))
         except Exception as e:  # noqa: BLE001 - reported
             failures.append(f"{cx}: {str(e).splitlines()[-1][:200]}")
         compiled += 1

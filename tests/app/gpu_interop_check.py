@@ -62,6 +62,7 @@ COLOUR_VIEW = mode_settings(viewer_settings(), "rgb")
 BUDGET_MS = 0.5
 ROUNDS = 3
 RENDER_ONLY = "render only"
+SECOND_SLOWEST = 4  # the second pass's slowest frames a failure names
 FLIGHT_WARM = 6  # frames before the flight's first pass, as the bench warms a row (tools/bench.py)
 
 
@@ -161,36 +162,40 @@ class Phase:
         return statistics.median(self.throughput), statistics.median(self.synced)
 
 
-def flight_passes(phase: Phase, cams) -> tuple[list[float], list[float], list[str]]:
+def flight_passes(phase: Phase, cams) -> tuple[list[float], list[float], list[str], list[str]]:
     """The viewer's loop along the path, timed as the bench times a row: the phase's renderer fresh (its kernels
     compiled), FLIGHT_WARM frames, then two passes, every frame waited for (rendered, uploaded, presented, one at
-    a time as the viewer draws them): (first pass, second pass) in ms a frame, and how each first-pass frame ran."""
+    a time as the viewer draws them): (first pass, second pass) in ms a frame, and how each frame of each ran."""
     for cam in cams[:FLIGHT_WARM]:
         phase.frame(cam)
     passes, ran = [], []
     for _ in range(2):
         phase.sync()
-        times = []
+        times, how = [], []
         for cam in cams:
             t = time.perf_counter()
-            how = phase.frame(cam)
+            how.append(phase.frame(cam))
             phase.sync()
             times.append((time.perf_counter() - t) * 1e3)
-            if len(passes) == 0:
-                ran.append(how)
         passes.append(times)
-    return passes[0], passes[1], ran
+        ran.append(how)
+    return passes[0], passes[1], ran[0], ran[1]
 
 
-def flight_verdict(first: list[float], second: list[float], ran: list[str] | None = None) -> tuple[dict, list[str]]:
+def flight_verdict(
+    first: list[float], second: list[float], ran: list[str] | None = None, ran_second: list[str] | None = None
+) -> tuple[dict, list[str]]:
     """Issue 25's bounds on the worst frames: the first pass's worst frame at most 3x the median plus 1 ms, the
     second pass's p99 at most 1.5x the median (the median: the second pass's). ({measure: ms or ratio}, failures);
-    stall: the worst frame over the same camera's frame in the other pass, as the bench reports it. `ran`: how each
-    first-pass frame ran, so that its worst frame says what it was (a capture, a rebin, eager frames of a new kind)."""
+    stall: the worst frame over the same camera's frame in the other pass, as the bench reports it. `ran`,
+    `ran_second`: how each frame of each pass ran, so that the worst frames say what they were (a capture, a rebin,
+    eager frames of a new kind, or a replay: then the frame's content, or the machine)."""
     median = statistics.median(second)
     worst = max(range(len(first)), key=first.__getitem__)
+    slowest = sorted(range(len(second)), key=second.__getitem__, reverse=True)[:SECOND_SLOWEST]
     row = dict(median=median, p99=percentile(second, 99), first_p99=percentile(first, 99), first_max=first[worst],
                first_worst=worst, first_worst_ran=ran[worst] if ran else "",
+               second_slowest=[(i, second[i], ran_second[i] if ran_second else "") for i in slowest],
                stall=max(max(a, b) / min(a, b) for a, b in zip(first, second, strict=True)))  # fmt: skip
     failures = []
     if row["first_max"] > 3 * median + 1.0:
@@ -198,7 +203,9 @@ def flight_verdict(first: list[float], second: list[float], ran: list[str] | Non
         failures.append(f"viewer loop: first pass's worst frame {row['first_max']:.3f} ms (frame {worst}{how}), "
                         f"over 3 x the median {median:.3f} + 1 ms")  # fmt: skip
     if row["p99"] > 1.5 * median:
-        failures.append(f"viewer loop: second pass's p99 {row['p99']:.3f} ms, over 1.5 x the median {median:.3f}")
+        frames = ", ".join(f"{i} {ms:.3f} ms" + (f" ({how})" if how else "") for i, ms, how in row["second_slowest"])
+        failures.append(f"viewer loop: second pass's p99 {row['p99']:.3f} ms, over 1.5 x the median {median:.3f}; "
+                        f"its slowest frames: {frames}")  # fmt: skip
     return row, failures
 
 

@@ -59,6 +59,19 @@ def test_an_uneven_second_pass_fails():
     assert len(failures) == 1 and "second pass's p99 3.000 ms" in failures[0]
 
 
+def test_an_uneven_second_pass_names_its_slowest_frames_and_how_they_ran():
+    """The failure says which frames of the second pass were slow and how each ran (a rebin, a capture, or a
+    replay, where the frame's content or the machine is the cause), slowest first."""
+    second = [0.8] * 96 + [2.5, 3.0, 2.9, 2.0]
+    ran_second = ["replay"] * 96 + ["replay+rebin", "capture", "replay", "eager"]
+    row, failures = flight_verdict(second, second, ["replay"] * 100, ran_second)
+    assert [i for i, _, _ in row["second_slowest"]] == [97, 98, 96, 99]
+    assert len(failures) == 1 and failures[0].endswith(
+        "its slowest frames: 97 3.000 ms (capture), 98 2.900 ms (replay), 96 2.500 ms (replay+rebin), "
+        "99 2.000 ms (eager)"
+    ), failures
+
+
 def test_the_check_itself_runs_on_the_host_path():
     """The whole script, as the GPU machine runs it, on this machine's host path (a small size, few frames): it
     ran only on the GPU, where a call left behind by a change of `viewer_settings`' signature failed it before

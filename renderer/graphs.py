@@ -64,6 +64,21 @@ class FrameGraphs:
         self.replays += 1
         return CAPTURE if captured else REPLAY  # a capture also ran the graph once: not what a replay costs
 
+    def capture_ahead(self, f: Frame) -> None:
+        """Capture a frame's graph before the frame is shown (the renderer's `_capture_ahead`: a kind captured
+        before, whose graph a change of the pair buffers retired); its first frame then replays. A capture that
+        fails turns graphs off, as in `run`."""
+        try:
+            f.graph = self.capture(f)
+        except Exception as e:  # a driver, torch or Triton that cannot capture: render eagerly from now on
+            warnings.warn(f"CUDA graph capture failed ({str(e).splitlines()[0]}); rendering without graphs",
+                          stacklevel=3)  # fmt: skip
+            self.enabled = False
+            return
+        known = self._known(f.kind)
+        self._captured.pop(known, None)
+        self._captured[known] = True
+
     @staticmethod
     def _known(kind: FrameKind) -> FrameKind:
         """A kind as remembered: its capacities aside. A view's kind that comes back after the capacities grew

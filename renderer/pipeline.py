@@ -154,6 +154,9 @@ class Renderer:
         self._first_frame = True  # the next frame is the first: the one after it takes its form from the footprint
         self._pair_form = self.launch.macro  # the binning form whose pair buffers the workspace holds
         self.frames = FrameCache(self.ws)  # recent frames' stage objects, with their graphs
+        # kinds of frame whose graphs a change of the pair buffers retired, to capture again ahead of their return
+        # (`_capture_ahead`): (slot, launch configuration, settings, width, height), oldest first
+        self._ahead: list[tuple] = []
         self.rebins = 0  # frames binned again because their pairs did not fit the capacity
         # per slot: the camera and background reach the device through one pinned staging copy per frame, and
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
@@ -316,6 +319,8 @@ class Renderer:
         graphs = not f.counted and self.graphs and src.kind == "full" and not settings.depth
         if graphs and self.pair_capacity.size and (self.macro_capacity.size or not f.macro):
             ran = self._graphs.run(f, timer)
+            if self._ahead and ran == REPLAY:  # on a frame that only replays: never two captures in one frame
+                self._capture_ahead(f, camera)
         else:
             f.run(timer)
             ran = COUNTED if f.counted else EAGER
@@ -408,6 +413,7 @@ class Renderer:
         allocates what it needs. `warpsplat bench` calls it between rows, so each row's peak is its own rather
         than on top of the rows before it."""
         self.frames.clear()
+        self._ahead = []
         self.ws.drop(*self.ws.names())
         self.temporal.reset()
         self._last_output = None
@@ -416,9 +422,36 @@ class Renderer:
     def _release_pairs(self) -> None:
         """Let go of the pair buffers before they are allocated again at another size: the frames (and graphs)
         binned into them are retired now, so that the new buffers do not come on top of the old ones (a frame
-        still held elsewhere, such as a streamed one in flight, keeps its own until it is done)."""
+        still held elsewhere, such as a streamed one in flight, keeps its own until it is done). The kinds that
+        had a graph are remembered, to be captured again ahead of their return (`_capture_ahead`)."""
+        self._ahead = [(slot, f.launch, f.settings, f.width, f.height)
+                       for (slot, _), f in self.frames.frames.items() if f.graph is not None]  # fmt: skip
         self.frames.clear()
         self.ws.drop(*PAIR_BUFFERS)
+
+    def _capture_ahead(self, f: Frame, camera: Camera) -> None:
+        """After frame `f` is enqueued: capture the graph of one kind a change of the pair buffers retired (a growth
+        or a shrink of the capacities), at the capacities now, before the path shows it again. Otherwise each such
+        kind is captured again on its first frame after the change (renderer/graphs.py), and a path's second time
+        through met them all as captures, 3.2-3.5 ms frames against a median of 1.37 in the viewer's loop on the
+        playbot (BENCHMARKS.md, section 48). One a frame, on the frames right after the change that replay their own
+        graph: a capture records without running, 1.7-3.2 ms of host time. Only kinds of the frame's own size,
+        settings and binning form, whose buffers the frame's kind already holds (a frame of another form or size
+        would allocate buffers, and a moved buffer retires every kept frame); the rest are captured on their
+        return, as before."""
+        while self._ahead:
+            slot, launch, settings, width, height = self._ahead.pop(0)
+            if (launch.macro != f.macro or (width, height) != (f.width, f.height) or settings != f.settings
+                    or launch == f.launch and slot == f.slot):  # fmt: skip
+                continue
+            current, self.launch = self.launch, launch
+            try:  # the frame's own source: the scene's arrays as they are now (a graph holds their addresses)
+                ahead = self._frame_for(f.src, camera, settings, slot)
+            finally:
+                self.launch = current
+            if ahead.graph is None and ahead.generation == self.ws.generation:
+                self._graphs.capture_ahead(ahead)
+            return
 
     # ------------------------------------------------------------------ frames in flight
 

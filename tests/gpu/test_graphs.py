@@ -117,3 +117,32 @@ def test_after_the_bench_warm_up_every_frame_of_an_orbit_replays(scene, path):
         ran = [out.stats.ran_label() for out in r.render_stream(cams)]
         assert ran == ["replay"] * len(cams), (warm, ran)
     assert warm[:2] == ["eager+rebin"] * 2 and warm[-2:] == ["capture"] * 2, warm
+
+
+def test_kinds_a_growth_retired_are_captured_ahead_of_their_return(scene):
+    """A growth of the pair capacity moves the pair buffers and retires every kept frame with its graph. The kinds
+    that had a graph are captured again ahead, one on each frame after it that replays its own, so that the path's
+    next time through replays: each was otherwise captured again on its return, the viewer loop's second-pass
+    captures on the playbot (BENCHMARKS.md, section 48). Here both slots of an orbit's stream had graphs; frames
+    one at a time (slot 0) follow the growth, and then the stream's slot-1 frames replay from their first."""
+    from renderer.graphs import CAPTURE_AFTER
+    from renderer.pipeline import SLOTS
+    from renderer.warmup import warm_up
+
+    cams = object_paths(scene, 1920, 1080, 20)["orbit"]
+    r = Renderer(scene, device="cuda", frame_size=(1920, 1080))
+    warm_up(r, [(1920, 1080)], [RenderSettings()])
+    list(r.render_stream(cams[: 2 + CAPTURE_AFTER + SLOTS - 1]))
+    assert [out.stats.ran_label() for out in r.render_stream(cams)] == ["replay"] * len(cams)
+    kept = {slot for slot, _ in r.frames.frames}
+    assert kept == {0, 1}, kept
+    # a growth, as a frame whose pairs did not fit makes it (Renderer._fit_pairs)
+    r.pair_capacity.grow(r.pair_capacity.size + 1)
+    r._release_pairs()
+    assert {slot for slot, *_ in r._ahead} == {0, 1}, r._ahead
+    # slot 0's kind captured again on its first frame, then the frames that replay capture the others ahead
+    one = [r.render(cams[0]).stats.ran_label()]
+    while r._ahead and len(one) < 12:
+        one.append(r.render(cams[len(one)]).stats.ran_label())
+    assert one[0] == "capture" and set(one[1:]) == {"replay"} and not r._ahead, one
+    assert [out.stats.ran_label() for out in r.render_stream(cams)] == ["replay"] * len(cams)

@@ -425,3 +425,54 @@ def test_a_path_back_in_a_form_it_left_finds_its_frames_where_that_form_was_smal
         assert all(r.frames.frames.get(key) is f for key, f in frames.items()), "the earlier frames were found"
     else:
         assert r.ws.generation > generation and {f.macro for f in r.frames.frames.values()} == {True}
+
+
+def test_kinds_a_growth_retired_are_captured_ahead_on_the_frames_that_replay(scene_path, device, monkeypatch):
+    """renderer/pipeline.py `_capture_ahead`, with CUDA graphs simulated (a fake graph replays a frame by running
+    it): two kinds of frame with graphs (two bin blocks: launch knobs, no buffers of their own); a growth retires
+    both; the first frame after it captures its own kind again (`FrameGraphs.run`), the next, which replays, captures
+    the other kind ahead without moving a buffer, and that kind's first frame then replays. Every image equals a
+    renderer's without graphs."""
+    import dataclasses
+
+    from renderer.graphs import REPLAY
+    from renderer.timing import StageTimer
+
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))
+    cams = orbit_path(scene, 24, 16, 6)
+    plain = Renderer(scene, device=device, backend="torch")
+    r = Renderer(scene, device=device, backend="torch")
+
+    class RunningGraph:
+        def __init__(self, f):
+            self.f = f
+
+        def replay(self):
+            self.f.run(StageTimer(None))
+
+    captured = []
+    monkeypatch.setattr(r._graphs, "capture", lambda f: captured.append(f.launch.bin_block) or RunningGraph(f))
+    r.graphs = True
+    own, other = 128, 32  # the two kinds' bin blocks
+
+    def frame(cam, bin_block=None):
+        if bin_block is not None:  # the launch configuration the frame takes (the renderer's own follows its counts)
+            r.launch = dataclasses.replace(r.launch, bin_block=bin_block)
+        out = r.render(cam)
+        assert torch.equal(out.image, plain.render(cam).image)
+        return out.stats.ran
+
+    for cam in cams[:4]:  # each kind captured on its CAPTURE_AFTER-th frame in a row, then replayed
+        frame(cam, own)
+    for cam in cams[:4]:
+        frame(cam, other)
+    assert captured == [own, other], captured
+    r.pair_capacity.grow(r.pair_capacity.size + 1)  # as a frame whose pairs did not fit grows it
+    r._release_pairs()
+    assert sorted(launch.bin_block for _, launch, *_ in r._ahead) == sorted([own, other])
+    generation = r.ws.generation
+    assert frame(cams[4], own) == "capture" and captured[-1] == own  # its own kind again, on its first frame
+    assert frame(cams[5], own) == REPLAY and captured[-1] == other and not r._ahead  # the other one, ahead
+    assert r.ws.generation == generation, "capturing ahead moved a buffer"
+    assert frame(cams[0], other) == REPLAY and len(captured) == 4

@@ -264,9 +264,18 @@ def probe_moved(r) -> bool:
     return a is not None and b is not None and max(a, b) > PROBE_MOVED * min(a, b)
 
 
+def probe_slow(r, fastest: float) -> bool:
+    """Whether the row ran at the host's slow speed throughout: every probe it took over PROBE_MOVED x the run's
+    fastest probe (`fastest`, us). Its process stayed slow, so `probe_moved` does not name it."""
+    probes = [p for p in (r.host_probe_us, r.host_probe_after_us) if p is not None]
+    return bool(probes) and min(probes) > PROBE_MOVED * fastest
+
+
 def print_host_probe(rows) -> None:
     """The host's speed in each timing process (tools/bench_timing.py `host_probe_us`): read a host-paced row's
-    ratio beside it. Rows whose host changed speed while they ran are named: their medians mix both speeds."""
+    ratio beside it. Rows whose host changed speed while they ran are named: their medians mix both speeds; and so
+    are rows timed at the slow speed throughout (an anchor's child process that drew it made HiGS's playbot
+    close-up 0.515 ms a frame against 0.397 in another process: BENCHMARKS.md, section 48)."""
     ranges = host_probe_ranges(rows)
     if ranges:
         spans = ", ".join(f"{k} {lo:.1f}-{hi:.1f}" for k, (lo, hi) in ranges.items())
@@ -277,6 +286,13 @@ def print_host_probe(rows) -> None:
         names = "; ".join(f"{r.scene} / {r.path} {r.variant} {r.host_probe_us:.1f} -> {r.host_probe_after_us:.1f}"
                           for r in moved)  # fmt: skip
         print(f"rows whose host changed speed while they ran (probes over {PROBE_MOVED}x apart): {names}")
+    probes = [p for r in rows for p in (r.host_probe_us, r.host_probe_after_us) if p is not None]
+    slow = [r for r in rows if probes and not probe_moved(r) and probe_slow(r, min(probes))]
+    if slow:
+        names = "; ".join(f"{r.scene} / {r.path} {r.variant} " + " -> ".join(
+            f"{p:.1f}" for p in (r.host_probe_us, r.host_probe_after_us) if p is not None) for r in slow)  # fmt: skip
+        print(f"rows timed at the host's slow speed throughout (probes over {PROBE_MOVED}x the run's fastest, "
+              f"{min(probes):.1f} us): {names}")  # fmt: skip
 
 
 def print_worst(rows, main_size) -> None:

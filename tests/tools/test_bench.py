@@ -430,4 +430,25 @@ def test_rows_whose_host_changed_speed_while_they_ran_are_named(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith("warpsplat 10.0-22.0, HiGS 9.0-9.5, gsplat 20.0-20.0"), out[0]
     assert out[1].endswith("s / flyover default 11.0 -> 22.0"), out[1]
-    assert len(out) == 2 and "orbit" not in out[1]
+    assert "orbit" not in out[1]
+    assert out[2].endswith("9.0 us): s / orbit gsplat 20.0"), out[2]  # its process slow throughout
+    assert len(out) == 3
+
+
+def test_rows_timed_at_the_slow_host_speed_throughout_are_named(capsys):
+    """A row whose probes are both over PROBE_MOVED x the run's fastest ran at the slow speed all along: its medians
+    are host-paced at that speed, and the report says so (HiGS's playbot close-up drew it in one process and took
+    0.515 ms against 0.397 in another); rows at the fast speed, and a row whose speed changed, are not named here."""
+    from tools.bench_report import PathResult, print_host_probe
+
+    def row(variant, path, before, after):
+        return PathResult(scene="s", path=path, n_gaussians=1, variant=variant, size=(8, 8), timing="in flight",
+                          host_probe_us=before, host_probe_after_us=after)  # fmt: skip
+
+    rows = [row("default", "orbit", 10.0, 10.8), row("HiGS", "close", 20.6, 19.9), row("HiGS", "orbit", 19.5, 11.3),
+            row("default", "close", 12.9, 13.1)]  # fmt: skip
+    print_host_probe(rows)
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3, out
+    assert out[2] == ("rows timed at the host's slow speed throughout (probes over 1.3x the run's fastest, 10.0 us): "
+                      "s / close HiGS 20.6 -> 19.9"), out[2]  # fmt: skip

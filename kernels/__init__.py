@@ -18,7 +18,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from .bin import bin_config, bin_pairs, bins_macro_tiles, expected_macro_pairs  # noqa: E402
+from .bin import bin_config, bin_pairs, bin_warps, bins_macro_tiles, expected_macro_pairs  # noqa: E402
 from .buffers import (  # noqa: E402
     MACRO_KEY_DTYPE,
     SH_DTYPE,
@@ -48,6 +48,7 @@ __all__ = [
     "SH_MAX",
     "bin_config",
     "bin_pairs",
+    "bin_warps",
     "bins_macro_tiles",
     "cull_window",
     "culls_frustum",

@@ -248,11 +248,12 @@ def _bin_tiles_kernel(
 def bin_config(n_visible: int, pairs_per_gaussian: float, wide: bool = False) -> tuple[int, int]:
     """(Gaussians per program, tiles written per step). A program walks its Gaussians' rows in lockstep, so
     fewer visible Gaussians want smaller programs, for more of them, and large footprints (an object seen
-    close up) want wide steps. Measured on the H200 on real frames' orders (BENCHMARKS.md, sections 8 and 22):
-    128 x 4 is fastest from about 2M visible Gaussians up (the composites: 0.13 ms against 0.22 at 32 x 4 on
-    the 6M fly-over); 32 x 4 below (a 418k-Gaussian close-up at 4K: 0.12 ms against 0.16); and a few thousand
-    Gaussians of a thousand tiles each want 4 a program and 32 a step (fruit_drops close at 4K, 4k Gaussians
-    and 5.3M pairs: 0.18 ms, where 32 x 16 took 0.66: 129 programs, one an SM).
+    close up) want wide steps. Measured on the H200 on real frames' orders, the narrow steps on one warp
+    (`bin_warps`; BENCHMARKS.md, section 49): 64 x 2 from 1M visible Gaussians up (the composites: within 3% of
+    each frame's fastest but the 24M fly-over's sparse end, 128 against 112 us), 32 x 4 below (the playbot's
+    500k-Gaussian close-up 40 us, its orbit 24); and a few thousand Gaussians of a thousand tiles each want 4 a
+    program and 32 a step (fruit_drops close at 4K, 4k Gaussians and 5.3M pairs: 0.18 ms, where 32 x 16 took
+    0.66: 129 programs, one an SM; sections 8 and 22).
 
     `wide`: the frame before took wide steps. It keeps them down to BIN_NARROW_BELOW tiles a Gaussian, so that
     frames near the threshold do not flip the configuration: each flip is a new kind of frame, run once without
@@ -260,7 +261,15 @@ def bin_config(n_visible: int, pairs_per_gaussian: float, wide: bool = False) ->
     others took 0.27; BENCHMARKS.md, section 25)."""
     if pairs_per_gaussian > (BIN_NARROW_BELOW if wide else BIN_WIDE_FOOTPRINT):
         return (4, 32) if n_visible < BIN_FEW_WIDE else (32, 16)
-    return (32 if n_visible < BIN_SMALL_SCENE else 128), 4
+    return (32, 4) if n_visible < BIN_SMALL_SCENE else (64, 2)
+
+
+def bin_warps(cols: int) -> int:
+    """Warps a program of `bin_config`'s runs on. The narrow steps (4 tiles and under) take one: on four, a program
+    of 32 Gaussians held each Gaussian's values in four threads, which walked its rows four times over, and the
+    playbot's close-up binned in 67 us against 40 on one warp (its orbit 53 against 24; the composites 128 x 4 on four
+    warps against 64 x 2 on one, 1.3-1.5x; BENCHMARKS.md, section 49). The wide steps keep four (not measured)."""
+    return 1 if cols <= 4 else 4
 
 
 def bins_macro_tiles(pairs_per_gaussian: float, previous: bool = False) -> bool:
@@ -310,6 +319,7 @@ def bin_pairs(
     out: tuple[torch.Tensor, torch.Tensor],
     block: int | None = None,
     cols: int | None = None,
+    warps: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Write the pairs of every visible Gaussian into `out` = (keys, values), whose length is the capacity: tile
     pairs when values are int32 (Gaussian ids), macro-tile pairs when they are int64 (entries).
@@ -321,7 +331,8 @@ def bin_pairs(
     count (the tail must sort last). bin_t: the per-Gaussian thresholds `project_gaussians` counted with, which
     binning needs only where they are AdaGScale's; None takes each from the Gaussian's record (`record_threshold`,
     as `project_gaussians` counted without AdaGScale), a gather less a Gaussian.
-    block, cols: Gaussians per program and (macro-)tiles written per step (launch knobs; `bin_config`).
+    block, cols, warps: Gaussians per program, (macro-)tiles written per step and warps a program (launch knobs;
+    `bin_config`, `bin_warps`).
     """
     N = records.shape[0]
     M = N if order is None else order.shape[0]
@@ -344,6 +355,7 @@ def bin_pairs(
         block, cols = 2048, 16
     elif block is None or cols is None:
         block, cols = bin_config(N, 0.0)
+    warps = bin_warps(cols) if warps is None else warps
     common = (records, records if bin_t is None else bin_t)
     if macro:
         bits = depth_bits(n_mx * n_my)
@@ -351,11 +363,12 @@ def bin_pairs(
             offsets if order is None else order, offsets, records, depths, common[1], keys, values,
             int(bin_t is not None), M, N, keys.shape[0], width, height, sentinel_key(keys.dtype), bits,
             depth_shift(bits), TILE=tile_size, BLOCK_N=block, COLS=cols, INDEXED=order is not None,
+            num_warps=warps,
         )  # fmt: skip
     else:
         launch(_bin_tiles_kernel, (triton.cdiv(M, block),),
             order, offsets, *common, keys, values, int(bin_t is not None),
             M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
-            TILE=tile_size, BLOCK_N=block, COLS=cols,
+            TILE=tile_size, BLOCK_N=block, COLS=cols, num_warps=warps,
         )  # fmt: skip
     return keys, values

@@ -510,14 +510,15 @@ def bin_pairs(
     out: tuple[torch.Tensor, torch.Tensor],
     block: int | None = None,
     cols: int | None = None,
+    warps: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs (values int32), whose mask bits are
     summed into their (Gaussian, macro-tile) pairs (values int64), Gaussians in `order` (macro-tile pairs: or all
     in turn), in chunks of about BIN_CHUNK_PAIRS pairs; macro-tile ids are shifted above their Gaussians' rounded
     depths (`buffers.depth_keys`) once all are written.
     As the kernel, it writes only slots below the capacity, and does no work for a Gaussian whose slots all lie
-    past it (a frame binned into a capacity too small for its pairs costs no more than the capacity). `block`
-    and `cols`, the kernel's launch knobs, are ignored."""
+    past it (a frame binned into a capacity too small for its pairs costs no more than the capacity). `block`,
+    `cols` and `warps`, the kernel's launch knobs, are ignored."""
     keys, values = out
     macro = values.dtype == torch.int64  # the kernel's two forms (kernels/bin.py)
     capacity = keys.shape[0]

@@ -118,8 +118,8 @@ class LaunchConfig:
     alone on the composites' frames and kept every bit (BENCHMARKS.md, section 43)."""
 
     project_block: int = 128
-    bin_block: int = 128
-    bin_cols: int = 4
+    bin_block: int = 64
+    bin_cols: int = 2
     lists: int = 0  # tile lists short (0), medium (1) or long (2): the rasterizer's configuration
     macro: bool = False  # bin per macro-tile (kernels/bin.py `bins_macro_tiles`), else per tile
     cull: bool = False  # project pre-culls the scene's Gaussians (kernels/project.py `culls_frustum`)

@@ -55,7 +55,8 @@ for (block, cols), tile, key in itertools.product(configs, (8, 16), ("*i16", "*i
     sig = {"order_ptr": "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32", "bin_t_ptr": "*fp32",
            "keys_ptr": key, "ids_ptr": "*i32", **{s: "i32" for s in scalars}, "capacity": "i64",
            "TILE": "constexpr", "BLOCK_N": "constexpr", "COLS": "constexpr"}
-    failures.append(compile_one(bin_._bin_tiles_kernel, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols}))
+    failures.append(compile_one(bin_._bin_tiles_kernel, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols},
+                                bin_.bin_warps(cols)))
     compiled += 1
 for (block, cols), tile, indexed in itertools.product(configs, (8, 16), (False, True)):
     sig = {"order_ptr": "*i32" if indexed else "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32",
@@ -63,7 +64,7 @@ for (block, cols), tile, indexed in itertools.product(configs, (8, 16), (False, 
            **{s: "i32" for s in scalars + ["bits", "shift"]}, "capacity": "i64", "TILE": "constexpr",
            "BLOCK_N": "constexpr", "COLS": "constexpr", "INDEXED": "constexpr"}
     failures.append(compile_one(bin_._bin_macro_kernel, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols,
-                                                              "INDEXED": indexed}))
+                                                              "INDEXED": indexed}, bin_.bin_warps(cols)))
     compiled += 1
 sig = {"keys_ptr": "*i32", "entries_ptr": "*i64", "counts_ptr": "*i32", "C": "i32", "n_macros": "i32",
        "n_chunks": "i32", "shift": "i32", "CHUNK": "constexpr"}

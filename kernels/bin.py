@@ -251,16 +251,16 @@ def bin_config(n_visible: int, pairs_per_gaussian: float, wide: bool = False) ->
     close up) want wide steps. Measured on the H200 on real frames' orders, the narrow steps on one warp
     (`bin_warps`; BENCHMARKS.md, section 49): 64 x 2 from 1M visible Gaussians up (the composites: within 3% of
     each frame's fastest but the 24M fly-over's sparse end, 128 against 112 us), 32 x 4 below (the playbot's
-    500k-Gaussian close-up 40 us, its orbit 24); and a few thousand Gaussians of a thousand tiles each want 4 a
-    program and 32 a step (fruit_drops close at 4K, 4k Gaussians and 5.3M pairs: 0.18 ms, where 32 x 16 took
-    0.66: 129 programs, one an SM; sections 8 and 22).
+    500k-Gaussian close-up 40 us, its orbit 24); and a few thousand Gaussians of a thousand tiles each want few a
+    program and wide steps (fruit_drops close at 4K, 4,721 Gaussians, binned per macro-tile: 8 x 8 on two warps 85-92
+    us, 4 x 32 on four 133-146, 32 x 32 on four 290-305; sections 8, 22 and 49).
 
     `wide`: the frame before took wide steps. It keeps them down to BIN_NARROW_BELOW tiles a Gaussian, so that
     frames near the threshold do not flip the configuration: each flip is a new kind of frame, run once without
     its graph (fruit_drops' orbit, 58-106 tiles a Gaussian, flipped twice a lap: a 1.3-1.9 ms frame where the
     others took 0.27; BENCHMARKS.md, section 25)."""
     if pairs_per_gaussian > (BIN_NARROW_BELOW if wide else BIN_WIDE_FOOTPRINT):
-        return (4, 32) if n_visible < BIN_FEW_WIDE else (32, 16)
+        return (8, 8) if n_visible < BIN_FEW_WIDE else (32, 16)
     return (32, 4) if n_visible < BIN_SMALL_SCENE else (64, 2)
 
 
@@ -268,8 +268,10 @@ def bin_warps(cols: int) -> int:
     """Warps a program of `bin_config`'s runs on. The narrow steps (4 tiles and under) take one: on four, a program
     of 32 Gaussians held each Gaussian's values in four threads, which walked its rows four times over, and the
     playbot's close-up binned in 67 us against 40 on one warp (its orbit 53 against 24; the composites 128 x 4 on four
-    warps against 64 x 2 on one, 1.3-1.5x; BENCHMARKS.md, section 49). The wide steps keep four (not measured)."""
-    return 1 if cols <= 4 else 4
+    warps against 64 x 2 on one, 1.3-1.5x). Steps of 8 take two: fruit_drops' few huge Gaussians at 4K, 8 x 8 on two
+    warps in 61-92 us against 91-146 for 4 x 32 on four (BENCHMARKS.md, section 49). The widest keep four (the many
+    wide Gaussians' 32 x 16: not measured)."""
+    return 1 if cols <= 4 else 2 if cols <= 8 else 4
 
 
 def bins_macro_tiles(pairs_per_gaussian: float, previous: bool = False) -> bool:
@@ -301,7 +303,7 @@ def expected_macro_pairs(n_visible: int, tile_pairs: int) -> int:
 BIN_SMALL_SCENE = 1_000_000
 BIN_WIDE_FOOTPRINT = 64.0
 BIN_NARROW_BELOW = 40.0  # once wide, until the footprint falls under this
-BIN_FEW_WIDE = 16384  # wide Gaussians under this many: 4 a program (at most 4,096 programs, 31 an SM)
+BIN_FEW_WIDE = 16384  # wide Gaussians under this many: 8 a program (at most 2,048 programs)
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.

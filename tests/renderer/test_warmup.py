@@ -43,7 +43,7 @@ def test_reachable_crosses_every_class_a_large_scene_can_take():
     configs = LaunchConfig.reachable(6_000_000, 32_400, 8)
     assert {c.lists for c in configs} == {0, 1, 2}
     # kernels/bin.py `bin_config`: few huge Gaussians, many wide ones, narrow ones under 1M visible and above
-    assert {(c.bin_block, c.bin_cols) for c in configs} == {(4, 32), (32, 16), (32, 4), (64, 2)}
+    assert {(c.bin_block, c.bin_cols) for c in configs} == {(8, 8), (32, 16), (32, 4), (64, 2)}
     assert LaunchConfig() in configs and LaunchConfig.first(False, cuda=True) in configs
     windowed = LaunchConfig.reachable(6_000_000, 32_400, 8, windows=True)
     assert {c.project_block for c in windowed} == {32, 128} > {c.project_block for c in configs}
@@ -239,6 +239,6 @@ def test_no_knob_flips_back_and_forth_near_its_threshold():
     for footprint in lap + lap:
         config = LaunchConfig.after(config, n, n, int(n * footprint), tiles, tile)
         configs.append(config)
-    assert len(set(configs)) == 1 and configs[0].bin_cols == 32, set(configs)
+    assert len(set(configs)) == 1 and configs[0].bin_cols == 8, set(configs)
     # falling well under it, the steps narrow
     assert LaunchConfig.after(config, n, n, n * 30, tiles, tile).bin_cols == 4

@@ -27,12 +27,16 @@ from .buffers import (  # noqa: E402
     depth_keys,
     gaussian_extent,
     key_dtype,
+    key_halves,
+    key_offset,
+    key_tiles,
     list_scratch_shape,
     macro_grid,
     order_outputs,
     project_outputs,
     sentinel_key,
     sh_layout,
+    tile_keys,
 )
 from .cull import cull_window  # noqa: E402
 from .order import count_blocks, count_visible, depth_order, index_offsets, visible_order  # noqa: E402
@@ -60,6 +64,10 @@ __all__ = [
     "order_outputs",
     "project_block",
     "key_dtype",
+    "key_halves",
+    "key_offset",
+    "key_tiles",
+    "tile_keys",
     "MACRO_KEY_DTYPE",
     "depth_bits",
     "depth_keys",

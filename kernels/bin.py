@@ -6,7 +6,8 @@ the frame's launch configuration (`LaunchConfig.macro`, renderer/launch.py), tol
 
 - tiles (values int32, counts = tiles_touched), the Gaussians visited in the order `depth_order` produced (nearest
   first, depth ties by Gaussian index): one pair per tile, row by row, tiles left to right,
-      key = tile id      (int16 when the image has at most 32,767 tiles, else int32)
+      key = tile id      (int16 when the image has at most 65,535 tiles, less 32,768: `buffers.key_offset`; else
+                         int32; counted frames of up to twice as many bin their halves apart: `halves`)
       id  = Gaussian index
   A stable sort by key then leaves each tile's pairs in depth order with ties by index, which is gsplat's order;
   the key holds no depth, so it is 2 or 4 bytes instead of the 8 of a (tile << 32 | depth) key.
@@ -62,7 +63,8 @@ from ._device import (
     tile_rows,
 )
 from ._launch import interpreting, launch
-from .buffers import MACRO_KEY_DTYPE, depth_bits, depth_shift, macro_grid, sentinel_key
+from .buffers import MACRO_KEY_DTYPE, depth_bits, depth_shift, key_offset, macro_grid, sentinel_key
+from .constants import INT16_TILES
 from .constants import MACRO_COLS as _COLS
 from .constants import MACRO_ROWS as _ROWS
 
@@ -71,11 +73,14 @@ assert _ROWS == 4, "the band walk below writes out its four rows"
 
 @triton.jit
 def _program_gaussians(
-    order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N: tl.constexpr, INDEXED: tl.constexpr
-):
+    order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N: tl.constexpr, INDEXED: tl.constexpr,
+    HALVES: tl.constexpr = False,
+):  # fmt: skip
     """This program's BLOCK_N Gaussians, the r-th visited being order[r] (INDEXED: in depth order, or the visible
     ones gathered) or r: (index g, pair count, first slot, live, screen mean, conic, binning threshold); idle lanes
-    (past M, or culled) get no pairs and a unit conic.
+    (past M, or culled) get no pairs and a unit conic. HALVES: the offsets are two prefix sums in one int64 (the top
+    half's pairs in the low 32 bits, the bottom's above: `bin_pairs`' halves), and so is the first slot returned;
+    the count is both halves'.
 
     In depth order every read of a Gaussian's own data is a gather that fetches a 32-byte sector: the record is
     one, and all binning needs beside it. The pair count is the step of the offsets (read in order), not counts[g],
@@ -89,7 +94,11 @@ def _program_gaussians(
     else:
         g = r
     base = tl.load(offsets_ptr + r - 1, mask=in_range & (r > 0), other=0)  # the pairs before this Gaussian's
-    count = (tl.load(offsets_ptr + r, mask=in_range, other=0) - base).to(tl.int32)
+    step = tl.load(offsets_ptr + r, mask=in_range, other=0) - base
+    if HALVES:
+        count = ((step & 0xFFFFFFFF) + (step >> 32)).to(tl.int32)
+    else:
+        count = step.to(tl.int32)
     live = (count > 0) & (g < N)
     count = tl.where(live, count, 0)
     mx, my, A, B, C, lo = record_geometry(records_ptr, g, live)
@@ -98,7 +107,7 @@ def _program_gaussians(
         t = tl.load(bin_t_ptr + g, mask=live, other=1.0)
     else:
         t = tl.where(live, record_threshold(lo), 1.0)
-    return g, count, base, live, mx, my, a, b, c, t
+    return g, count, base, live, mx, my, a, b, c, t, step
 
 
 @triton.jit
@@ -154,7 +163,7 @@ def _bin_macro_kernel(
     COLS: tl.constexpr,
     INDEXED: tl.constexpr,
 ):
-    g, count, base, live, mx, my, a, b, c, t = _program_gaussians(
+    g, count, base, live, mx, my, a, b, c, t, _ = _program_gaussians(
         order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N, INDEXED
     )
     dq = depth_key(tl.load(depths_ptr + g, mask=live, other=0.0), bits, shift)[:, None]
@@ -199,10 +208,10 @@ def _bin_macro_kernel(
     _fill_missing(keys_ptr, entries_ptr, gid, base, written, count, capacity, sentinel, COLS)
 
 
-@triton.jit(do_not_specialize=["scaled", "M", "N", "capacity", "width", "height", "sentinel"])
+@triton.jit(do_not_specialize=["scaled", "M", "N", "capacity", "width", "height", "sentinel", "split_row", "top"])
 def _bin_tiles_kernel(
     order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
-    offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order
+    offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order (HALVES: of both halves' counts)
     records_ptr,  # [N, 8] f32 blend records
     bin_t_ptr,  # [N] f32 binning thresholds (read where `scaled`)
     keys_ptr,  # [capacity] i16/i32 out
@@ -214,35 +223,61 @@ def _bin_tiles_kernel(
     width,
     height,
     sentinel,
+    split_row,  # HALVES: the bottom half's first tile row
+    top,  # HALVES: the top half's pairs, the bottom half's first slot
     TILE: tl.constexpr,
     BLOCK_N: tl.constexpr,
     COLS: tl.constexpr,
+    KEY_OFFSET: tl.constexpr,  # a key is its tile id (in its half) less this (`buffers.key_offset`)
+    HALVES: tl.constexpr,
 ):
-    g, count, base, live, mx, my, a, b, c, t = _program_gaussians(
-        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N, True
+    g, count, base, live, mx, my, a, b, c, t, step = _program_gaussians(
+        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N, True, HALVES
     )
     key_ty = keys_ptr.dtype.element_ty
     gid = g.to(tl.int32)
 
     n_tx = (width + TILE - 1) // TILE
     n_ty = (height + TILE - 1) // TILE
+    if HALVES:  # each half's first slot and pairs: the packed offsets' two fields (`_program_gaussians`)
+        first_top, first_bottom = base & 0xFFFFFFFF, top + (base >> 32)
+        count_top = tl.where(live, (step & 0xFFFFFFFF).to(tl.int32), 0)
+        count_bottom = count - count_top
+        written_top = tl.zeros([BLOCK_N], dtype=tl.int32)
     ty_lo, rows, ry = tile_rows(my, a, b, c, t, live, n_ty, TILE)
     cols = tl.arange(0, COLS)[None, :]
-    written = tl.zeros([BLOCK_N], dtype=tl.int32)
+    written = tl.zeros([BLOCK_N], dtype=tl.int32)  # HALVES: the bottom half's
     for row in range(0, tl.max(rows, axis=0)):
         tile_y = ty_lo + row
         tx_lo, span = row_tile_span(tile_y, mx, my, a, b, c, t, ry, n_tx, TILE)
         span = tl.where(row < rows, span, 0)
-        span = tl.minimum(span, count - written)  # never past this Gaussian's slots
+        if HALVES:  # a row's pairs go to its half's slots, keyed by the tile ids within the half
+            bottom = tile_y >= split_row
+            done = tl.where(bottom, written, written_top)
+            span = tl.minimum(span, tl.where(bottom, count_bottom, count_top) - done)  # never past the half's slots
+            first = tl.where(bottom, first_bottom, first_top) + done.to(tl.int64)
+            first_tile = (tile_y - tl.where(bottom, split_row, 0)) * n_tx + tx_lo
+        else:
+            span = tl.minimum(span, count - written)  # never past this Gaussian's slots
+            first = base + written.to(tl.int64)
+            first_tile = tile_y * n_tx + tx_lo
         for c0 in range(0, tl.max(span, axis=0), COLS):
             col = c0 + cols  # [1, COLS]
-            slot = base[:, None] + (written[:, None] + col).to(tl.int64)
+            slot = first[:, None] + col.to(tl.int64)
             m = (col < span[:, None]) & (slot < capacity)  # [BLOCK_N, COLS]
-            tile = (tile_y * n_tx + tx_lo)[:, None] + col
-            tl.store(keys_ptr + slot, tile.to(key_ty), mask=m)
+            tile = first_tile[:, None] + col
+            tl.store(keys_ptr + slot, (tile - KEY_OFFSET).to(key_ty), mask=m)
             tl.store(ids_ptr + slot, gid[:, None] + col * 0, mask=m)
-        written += span
-    _fill_missing(keys_ptr, ids_ptr, gid[:, None], base, written, count, capacity, sentinel, COLS)
+        if HALVES:
+            written += tl.where(bottom, span, 0)
+            written_top += tl.where(bottom, 0, span)
+        else:
+            written += span
+    if HALVES:
+        _fill_missing(keys_ptr, ids_ptr, gid[:, None], first_top, written_top, count_top, capacity, sentinel, COLS)
+        _fill_missing(keys_ptr, ids_ptr, gid[:, None], first_bottom, written, count_bottom, capacity, sentinel, COLS)
+    else:
+        _fill_missing(keys_ptr, ids_ptr, gid[:, None], base, written, count, capacity, sentinel, COLS)
 
 
 def bin_config(n_visible: int, pairs_per_gaussian: float, wide: bool = False) -> tuple[int, int]:
@@ -322,9 +357,14 @@ def bin_pairs(
     block: int | None = None,
     cols: int | None = None,
     warps: int | None = None,
+    halves: tuple[int, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Write the pairs of every visible Gaussian into `out` = (keys, values), whose length is the capacity: tile
     pairs when values are int32 (Gaussian ids), macro-tile pairs when they are int64 (entries).
+
+    `halves` = (split_row, top): tile pairs binned in two halves (`buffers.key_halves`), the pairs of the tile rows
+    above split_row into slots [0, top) and the others' from top on, each keyed by its tile's id within its half;
+    `offsets` then hold both halves' prefix sums in one int64 (`visible_order(halves=True)`).
 
     Tile pairs are binned in `order`, the depth order, and keyed by tile id alone. Macro-tile pairs are binned in
     index order (all N where `order` is None, else the gathered indices it lists) and keyed by macro-tile id above
@@ -349,8 +389,11 @@ def bin_pairs(
     if macro:
         assert keys.dtype == MACRO_KEY_DTYPE and depths is not None and depths.shape == (N,), keys.dtype
         assert order is None or order.dtype == torch.int32, order.dtype
-    else:
-        assert order is not None and n_tx * n_ty < sentinel_key(keys.dtype), (n_tx * n_ty, keys.dtype)
+    else:  # every tile id of a half (or of the image) below the sentinel's
+        split_row = n_ty if halves is None else halves[0]
+        assert halves is None or keys.dtype == torch.int16, keys.dtype
+        assert order is not None
+        assert keys.dtype == torch.int32 or max(split_row, n_ty - split_row) * n_tx <= INT16_TILES, (n_tx, n_ty)
     if M == 0:
         return keys, values
     if interpreting():  # wide programs and steps: the interpreter's cost is per step, not per element
@@ -370,7 +413,8 @@ def bin_pairs(
     else:
         launch(_bin_tiles_kernel, (triton.cdiv(M, block),),
             order, offsets, *common, keys, values, int(bin_t is not None),
-            M, N, keys.shape[0], width, height, sentinel_key(keys.dtype),
-            TILE=tile_size, BLOCK_N=block, COLS=cols, num_warps=warps,
+            M, N, keys.shape[0], width, height, sentinel_key(keys.dtype), split_row, 0 if halves is None else halves[1],
+            TILE=tile_size, BLOCK_N=block, COLS=cols, KEY_OFFSET=key_offset(keys.dtype), HALVES=halves is not None,
+            num_warps=warps,
         )  # fmt: skip
     return keys, values

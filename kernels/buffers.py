@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import torch
 
-from .constants import DEPTH_KEY_FLOOR_BITS, DEPTH_KEY_SPAN, INT16_TILES, LOG2E, MACRO_COLS, MACRO_ROWS
+from .constants import (
+    DEPTH_KEY_FLOOR_BITS,
+    DEPTH_KEY_SPAN,
+    INT16_TILES,
+    KEY16_OFFSET,
+    LOG2E,
+    MACRO_COLS,
+    MACRO_ROWS,
+)
 
 
 def macro_grid(n_tx: int, n_ty: int) -> tuple[int, int]:
@@ -22,8 +30,40 @@ def macro_grid(n_tx: int, n_ty: int) -> tuple[int, int]:
 
 def key_dtype(n_tiles: int) -> torch.dtype:
     """The narrowest tile pair key type that holds every tile id and a sentinel above them (macro-tile pairs' keys
-    are MACRO_KEY_DTYPE)."""
+    are MACRO_KEY_DTYPE). `n_tiles` is what one sort's keys span: a half's tiles where the frame bins its halves
+    apart (`key_halves`)."""
     return torch.int16 if n_tiles <= INT16_TILES else torch.int32
+
+
+def key_offset(dtype: torch.dtype) -> int:
+    """What a tile pair key of `dtype` holds less than its tile id (kernels/constants.py KEY16_OFFSET: int16 keys
+    span the type's whole range)."""
+    return KEY16_OFFSET if dtype == torch.int16 else 0
+
+
+def tile_keys(tiles: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Tile ids (each below INT16_TILES where int16) as tile pair keys of `dtype`; sorted, the keys keep the ids'
+    order."""
+    return (tiles.long() - key_offset(dtype)).to(dtype)
+
+
+def key_tiles(keys: torch.Tensor) -> torch.Tensor:
+    """[C] i64: the tile ids tile pair keys hold (the sentinel's is INT16_TILES for int16 keys)."""
+    return keys.long() + key_offset(keys.dtype)
+
+
+def key_halves(n_tx: int, n_ty: int) -> int | None:
+    """The tile row at which a counted frame binned per tile splits its pairs in two, or None where it need not
+    or cannot: where the image has more tiles than int16 keys hold (INT16_TILES) but each half of its rows has no
+    more (3840x2160 at 8 px: 129,600 tiles, two halves of 64,800). The pairs of the rows above it take the pair
+    slots [0, top) and the others [top, P), each half keyed by its own tile ids (a tile's id less the half's first)
+    and sorted apart: two int16 sorts cost about two thirds of one int32 sort of them all on the 4K overview of a
+    6M-Gaussian composite (BENCHMARKS.md, section 50). Each Gaussian's count is then two, one a half
+    (kernels/project.py `halves`), so its pairs' slots in both are prefix sums of one pass."""
+    if n_tx * n_ty <= INT16_TILES:
+        return None
+    row = (n_ty + 1) // 2
+    return row if row * n_tx <= INT16_TILES and (n_ty - row) * n_tx <= INT16_TILES else None
 
 
 def sentinel_key(dtype: torch.dtype) -> int:

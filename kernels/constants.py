@@ -47,8 +47,13 @@ CLAMP_TILES = 4.0
 # tiles and a few macro-tiles, so the pairs that are emitted and sorted are several times fewer.
 MACRO_COLS = 8
 MACRO_ROWS = 4
-# Tile pairs' keys are int16 where the image has at most this many tiles (1920x1080 at 8 px has 32,400).
-INT16_TILES = 32767
+# Tile pairs' keys are int16 where the image has at most this many tiles: a key holds its tile id less
+# KEY16_OFFSET, so the 65,536 values of the type cover ids 0 to 65,534 and the sentinel (the type's maximum, 32,767)
+# stands for id 65,535, past every real one (1920x1080 at 8 px has 32,400 tiles, 2560x1440 57,600). Counted frames of
+# up to twice as many (3840x2160 has 129,600) keep int16 keys by binning their two halves apart (kernels/buffers.py
+# `key_halves`).
+INT16_TILES = 65535
+KEY16_OFFSET = 32768
 # A macro-tile pair's key is one int32: the macro-tile id in the high bits and the Gaussian's depth, rounded down, in
 # the low ones (kernels/buffers.py `depth_bits`: 21 at 1080p's 1,020 macro-tiles), so one sort of the pairs orders
 # every macro-tile's list by depth, and the pairs that tie in it are put in exact (depth, index) order after it

@@ -63,7 +63,7 @@ def depth_order(
     # the counts gathered in depth order and widened as they are written (an index_select into int32 and the
     # cumsum's widening copy cost twice as long on a 500k-Gaussian close-up: BENCHMARKS.md, section 35)
     launch(_ordered_kernel, (triton.cdiv(N, ORDER_BLOCK),), order, order, pair_counts, order, counts, N,
-           INDEXED=False, BLOCK=ORDER_BLOCK)  # fmt: skip
+           INDEXED=False, HALVES=False, BLOCK=ORDER_BLOCK)  # fmt: skip
     torch.cumsum(counts, 0, out=offsets)
     torch.searchsorted(sorted_depths, inf, out=totals[0:1])  # the visible ones: every finite depth
     totals[2:3].copy_(offsets[-1:])
@@ -110,6 +110,7 @@ def _count_kernel(
     block_visible_ptr,  # [programs] i64 out: each program's visible Gaussians
     N,
     SAME: tl.constexpr,  # pair_counts is tiles_touched
+    HALVES: tl.constexpr,  # pair_counts are each half's tiles (top | bottom << 16): the pairs counted are the top's
     BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -117,12 +118,19 @@ def _count_kernel(
     m = i < N
     depth = tl.load(depths_ptr + i, mask=m, other=float("inf"))
     visible = tl.sum((depth < float("inf")).to(tl.int64))
-    tiles = tl.sum(tl.load(tiles_touched_ptr + i, mask=m, other=0).to(tl.int64))
+    if HALVES:  # the halves' counts hold the tiles: one array read, not two
+        halves = tl.load(pair_counts_ptr + i, mask=m, other=0)
+        top = tl.sum((halves & 0xFFFF).to(tl.int64))
+        tiles = top + tl.sum((halves >> 16).to(tl.int64))
+    else:
+        tiles = tl.sum(tl.load(tiles_touched_ptr + i, mask=m, other=0).to(tl.int64))
     tl.store(block_visible_ptr + pid, visible)
     tl.atomic_add(totals_ptr + 0, visible)
     tl.atomic_add(totals_ptr + 1, tiles)
     if SAME:
         tl.atomic_add(totals_ptr + 2, tiles)
+    elif HALVES:
+        tl.atomic_add(totals_ptr + 2, top)
     else:
         tl.atomic_add(totals_ptr + 2, tl.sum(tl.load(pair_counts_ptr + i, mask=m, other=0).to(tl.int64)))
 
@@ -155,8 +163,11 @@ def count_visible(
     *,
     compact: bool,
     out: tuple[torch.Tensor, ...],
+    halves: bool = False,
 ) -> torch.Tensor:
     """A counted frame's head, before its host waits: the counts, and (`compact`) the visible Gaussians gathered.
+    `halves`: pair_counts hold each half's tiles (kernels/project.py `halves`), and the pairs counted are the top
+    half's (the frame's pairs are its tile pairs).
 
     out = (totals [3] i64, block_ends [count_blocks(N)] i64, cdepths [>= N] f32, cidx [>= N] i32). Writes totals
     = (visible Gaussians, tile pairs, pairs), which the host reads (the counts do not depend on the order: V
@@ -178,7 +189,7 @@ def count_visible(
     programs = count_blocks(N)
     block_ends = block_ends[:programs]
     launch(_count_kernel, (programs,), depths, tiles_touched, pair_counts, totals, block_ends, N,
-           SAME=pair_counts is tiles_touched, BLOCK=COUNT_BLOCK, num_warps=8)  # fmt: skip
+           SAME=pair_counts is tiles_touched, HALVES=halves, BLOCK=COUNT_BLOCK, num_warps=8)  # fmt: skip
     if compact:
         assert cdepths.shape[0] >= N and cidx.shape[0] >= N and cidx.dtype == torch.int32
         torch.cumsum(block_ends, 0, out=block_ends)
@@ -195,6 +206,7 @@ def _ordered_kernel(
     counts_ptr,  # [M] i64 out: their pair counts (the culled touch no tiles: 0)
     M,
     INDEXED: tl.constexpr,  # the sort ran over the gathered set: its indices are cidx[perm]
+    HALVES: tl.constexpr,  # pair_counts are each half's, top | bottom << 16: written as top | bottom << 32
     BLOCK: tl.constexpr,
 ):
     j = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
@@ -203,7 +215,11 @@ def _ordered_kernel(
     if INDEXED:
         g = tl.load(cidx_ptr + g, mask=m, other=0).to(tl.int64)
         tl.store(order_ptr + j, g, mask=m)
-    tl.store(counts_ptr + j, tl.load(pair_counts_ptr + g, mask=m, other=0).to(tl.int64), mask=m)
+    count = tl.load(pair_counts_ptr + g, mask=m, other=0)
+    if HALVES:  # so that one prefix sum gives both halves' slots (kernels/bin.py `halves`)
+        tl.store(counts_ptr + j, (count & 0xFFFF).to(tl.int64) | ((count >> 16).to(tl.int64) << 32), mask=m)
+    else:
+        tl.store(counts_ptr + j, count.to(tl.int64), mask=m)
 
 
 ORDER_BLOCK = 1024
@@ -216,9 +232,12 @@ def visible_order(
     *,
     compact: bool,
     out: tuple[torch.Tensor, ...],
+    halves: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A counted frame's order after its wait: (order [M] i64, offsets [M] i64), M = V where `compact` (the
     gathered visible Gaussians sorted), else N (every depth sorted, the culled (+inf) last, owning no pairs).
+    `halves`: pair_counts hold each half's tiles (kernels/project.py `halves`), and the offsets both halves' prefix
+    sums, the top's in the low 32 bits (kernels/bin.py `halves`).
 
     out = (cdepths [>= V] f32, cidx [>= V] i32 from `count_visible`, then sorted_depths, perm, order, counts and
     offsets, each [M]: f32, then i64). The first V entries are the visible Gaussians nearest first, equal depths in
@@ -237,7 +256,7 @@ def visible_order(
         return order, offsets
     torch.sort(cdepths[:M] if compact else depths, stable=True, out=(sorted_depths, perm))
     launch(_ordered_kernel, (triton.cdiv(M, ORDER_BLOCK),), perm, cidx, pair_counts, order, counts, M,
-           INDEXED=compact, BLOCK=ORDER_BLOCK)  # fmt: skip
+           INDEXED=compact, HALVES=halves, BLOCK=ORDER_BLOCK)  # fmt: skip
     torch.cumsum(counts, 0, out=offsets)
     return order, offsets
 

@@ -13,7 +13,9 @@ Per Gaussian (one lane each), gsplat 1.5.3's `fully_fused_projection` semantics 
                      record stores it (`_device.record_conic`), as `bin_pairs` walks it again
   macros_touched     the macro-tiles (MACRO_COLS x MACRO_ROWS tiles, kernels/constants.py) `bin_pairs` emits a
                      pair for: in each band of MACRO_ROWS tile rows, the macro-tile columns from the leftmost to
-                     the rightmost one its rows' tiles reach (`_device.band_hull`)
+                     the rightmost one its rows' tiles reach (`_device.band_hull`); or, where the frame bins its
+                     tile pairs in two halves (`halves`: the split row, kernels/buffers.py `key_halves`), in its
+                     place the tiles of each half, top | bottom << 16 (each below 65,536: a half's tiles)
   record             mean, conic and opacity in the rasterizer's log2 form, colour in fp16 (kernels/buffers.py)
   AdaGScale (opt-in) the same count for the shrunken binning ellipse Q <= s^2 t, s from the colour-weighted
                      alpha mass of the dropped annulus (`_device.adagscale_s2`); lossy, tiles only. Scored
@@ -178,7 +180,7 @@ def _frustum_kernel(
 
 # the SH strides are not specialised: a renderer's copy (1, 3 N, N) and a window's compacted one would otherwise
 # compile apart by N's divisibility by 16, which the warm-up's synthetic scenes cannot match
-@triton.jit(do_not_specialize=["N", "width", "height", "sh_n", "sh_k", "sh_c"])
+@triton.jit(do_not_specialize=["N", "width", "height", "sh_n", "sh_k", "sh_c", "split_row"])
 def _project_kernel(
     means_ptr,  # [N, 3] f32
     covars_ptr,  # [N, 6] f32
@@ -188,7 +190,7 @@ def _project_kernel(
     records_ptr,  # [N, 8] f32 out (kernels/buffers.py)
     depths_ptr,  # [N] f32 out
     tiles_touched_ptr,  # [N] i32 out
-    macros_touched_ptr,  # [N] i32 out
+    macros_touched_ptr,  # [N] i32 out (MACROS: macro-tiles; HALVES: each half's tiles, top | bottom << 16)
     bin_t_ptr,  # [N] f32 out (written when WRITE_T)
     tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
     survivors_ptr,  # [N] i32: the rows to project, when INDEXED (`_frustum_kernel`)
@@ -203,10 +205,12 @@ def _project_kernel(
     sh_n,
     sh_k,
     sh_c,
+    split_row,  # HALVES: the bottom half's first tile row
     DEGREE: tl.constexpr,
     TILE: tl.constexpr,
     ADAGSCALE: tl.constexpr,
     MACROS: tl.constexpr,  # count macros_touched (the frame bins per macro-tile)
+    HALVES: tl.constexpr,  # count each half's tiles into macros_touched (the frame bins its halves apart)
     WRITE_T: tl.constexpr,  # bin_t is given: the renderer's exact frames bin from the records and pass none
     INDEXED: tl.constexpr,  # project the survivors of `_frustum_kernel` (their list), not rows 0..N-1
     BLOCK_N: tl.constexpr,
@@ -271,7 +275,7 @@ def _project_kernel(
     ra, rb, rc = record_conic(HALF_LOG2E * a, LOG2E * b, HALF_LOG2E * c)
     ty_lo, rows, ry_bin = tile_rows(my, ra, rb, rc, t_bin, visible, n_ty, TILE)
     count = tl.zeros([BLOCK_N], dtype=tl.int32)
-    macros = tl.zeros([BLOCK_N], dtype=tl.int32)
+    macros = tl.zeros([BLOCK_N], dtype=tl.int32)  # HALVES: the top half's tiles
     hull_lo = tl.full([BLOCK_N], 1 << 30, tl.int32)
     hull_hi = tl.full([BLOCK_N], -1, tl.int32)
     for r in range(0, tl.max(rows, axis=0)):
@@ -279,6 +283,8 @@ def _project_kernel(
         tx_lo, span = row_tile_span(ty, mx, my, ra, rb, rc, t_bin, ry_bin, n_tx, TILE)
         span = tl.where(r < rows, span, 0)
         count += span
+        if HALVES:
+            macros += tl.where(ty < split_row, span, 0)
         if MACROS:
             hull_lo, hull_hi = band_hull(hull_lo, hull_hi, tx_lo, span)
             band_ends = ((ty + 1) % MACRO_ROWS == 0) | (r + 1 >= rows)
@@ -289,6 +295,8 @@ def _project_kernel(
     tl.store(tiles_touched_ptr + offs, tl.where(visible, count, 0), mask=in_range)
     if MACROS:
         tl.store(macros_touched_ptr + offs, tl.where(visible, macros, 0), mask=in_range)
+    if HALVES:
+        tl.store(macros_touched_ptr + offs, tl.where(visible, macros | ((count - macros) << 16), 0), mask=in_range)
     tl.store(depths_ptr + offs, tl.where(visible, zc, float("inf")), mask=in_range)
 
     # view-dependent colour, only for Gaussians that reach a tile (with AdaGScale, evaluated before the walk)
@@ -326,6 +334,7 @@ def project_gaussians(
     block: int | None = None,
     frustum: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     extent_scale: float = 1.0,
+    halves: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
 
@@ -339,6 +348,8 @@ def project_gaussians(
             both scratch) to pre-cull (module docstring): the same outputs, the culled Gaussians' lanes skipped.
             The opacities must be at most 1 (activated ones are). extent_scale: what the covariances are the
             extent's covariances times (the scale modifier squared).
+        halves: the tile row at which the frame bins its tile pairs in two halves (kernels/buffers.py
+            `key_halves`): macros_touched then holds each Gaussian's tiles in either, top | bottom << 16.
 
     Returns:
         records [N,8] (kernels/buffers.py), depths [N] (+inf where culled), tiles_touched [N] int32 (0 = culled),
@@ -365,6 +376,7 @@ def project_gaussians(
     assert bin_t is not None or adagscale_tau is None, "AdaGScale's binning thresholds go to bin_t"
     block = 2048 if interpreting() else (block or project_block(N))  # the interpreter: few, wide programs
     macros_out = tiles_touched if macros_touched is None else macros_touched
+    assert halves is None or macros_touched is not None, "a frame binned in halves counts them in macros_touched"
     survivors, n_survivors = tiles_touched, tiles_touched  # not read unless INDEXED
     if frustum is not None:
         extent, survivors, n_survivors = frustum
@@ -382,10 +394,10 @@ def project_gaussians(
         records, depths, tiles_touched, macros_out,
         depths if bin_t is None else bin_t, depths if adagscale_tau is None else adagscale_tau,
         survivors, n_survivors,
-        N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(),
-        DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None, MACROS=macros_touched is not None,
-        WRITE_T=bin_t is not None, INDEXED=frustum is not None,
-        BLOCK_N=block,
+        N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(), 0 if halves is None else halves,
+        DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None,
+        MACROS=macros_touched is not None and halves is None, HALVES=halves is not None,
+        WRITE_T=bin_t is not None, INDEXED=frustum is not None, BLOCK_N=block,
     )  # fmt: skip
     return records, depths, tiles_touched, macros_touched, bin_t
 

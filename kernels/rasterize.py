@@ -114,7 +114,7 @@ def _write_pixels(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_
 # ----------------------------------------------------------------------------------------------- kernels
 
 
-@triton.jit(do_not_specialize=["width", "height"])
+@triton.jit(do_not_specialize=["width", "height", "ids_split_tile", "ids_split_at"])
 def _rasterize_kernel(
     ids_ptr,  # [C] i32, sorted by tile, depth order within a tile; or as binned (INDIRECT)
     perm_ptr,  # [C] i64: list entry i is ids[perm[i]] (read when INDIRECT)
@@ -127,6 +127,8 @@ def _rasterize_kernel(
     rgba8_ptr,  # [H, W, 4] u8 out (unused unless HAS_RGBA8)
     width,
     height,
+    ids_split_tile,  # tiles from this one on read their ids from ids_split_at on (`rasterize_tiles`' perm_halves)
+    ids_split_at,
     TILE: tl.constexpr,
     STEP: tl.constexpr,
     HAS_FLOAT: tl.constexpr,
@@ -143,6 +145,8 @@ def _rasterize_kernel(
         tile_id = tl.load(schedule_ptr + tile_id)
     start = tl.load(ranges_ptr + tile_id * 2 + 0)
     end = tl.load(ranges_ptr + tile_id * 2 + 1)
+    if tile_id >= ids_split_tile:
+        ids_ptr += ids_split_at
     n_tx = (width + TILE - 1) // TILE
     lane = tl.arange(0, R)[None, :]  # [1, R]
     px = (tile_id % n_tx) * TILE + lane % TILE
@@ -252,7 +256,7 @@ def _fields(rows, L: gl.constexpr):
             gl.convert_layout(x6, L, assert_trivial=True), gl.convert_layout(x7, L, assert_trivial=True))  # fmt: skip
 
 
-@gluon.jit(do_not_specialize=["width", "height", "split_from", "n_split"])
+@gluon.jit(do_not_specialize=["width", "height", "split_from", "n_split", "ids_split_tile", "ids_split_at"])
 def _rasterize_shared_kernel(
     ids_ptr,  # [C] i32, sorted by tile, depth order within a tile; or as binned (INDIRECT)
     perm_ptr,  # [C] i64: list entry i is ids[perm[i]] (read when INDIRECT)
@@ -268,6 +272,8 @@ def _rasterize_shared_kernel(
     height,
     split_from,  # lists longer than this are split (among the schedule's first n_split tiles)
     n_split,
+    ids_split_tile,  # tiles from this one on read their ids from ids_split_at on (`rasterize_tiles`' perm_halves)
+    ids_split_at,
     TILE: gl.constexpr,
     WARPS: gl.constexpr,  # the program's warps (its launch's num_warps)
     STEP: gl.constexpr,
@@ -331,6 +337,8 @@ def _rasterize_shared_kernel(
             start = end
     elif part > 0:
         end = start
+    if tile_id >= ids_split_tile:
+        ids_ptr += ids_split_at
     n_tx = (width + TILE - 1) // TILE
     lane = gl.arange(0, R, layout=gl.SliceLayout(0, pixels))[None, :]  # [1, R]
     row = gl.arange(0, P, layout=gl.SliceLayout(1, pixels))[:, None]  # [P, 1]
@@ -554,6 +562,7 @@ def rasterize_tiles(
     parts: torch.Tensor | None = None,
     split: tuple[int, int, int] | None = None,
     perm: torch.Tensor | None = None,
+    perm_halves: tuple[int, int] | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8), each None where `out`
     asked for none.
@@ -570,7 +579,9 @@ def rasterize_tiles(
     SPLIT_CONFIG (or `split` = (split_from, n_split, parts), a tuning knob), within 1e-4 of whole lists except
     where a pixel's stop falls inside a later part (the module docstring).
     perm: [C] i64, the pair sort's permutation: list entry i is then gaussian_ids[perm[i]] (the ids as binned,
-    `sort_pairs(gather=False)`), read only for the entries blended.
+    `sort_pairs(gather=False)`), read only for the entries blended. perm_halves = (split_tile, top): the pairs
+    were binned and sorted in two halves (kernels/bin.py `halves`), and a tile from split_tile on reads entry i as
+    gaussian_ids[top + perm[i]].
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -601,12 +612,14 @@ def rasterize_tiles(
     assert schedule is None or (schedule.shape == (n_tiles,) and schedule.dtype == torch.int32), schedule
     assert perm is None or (perm.dtype == torch.int64 and perm.shape[0] <= gaussian_ids.shape[0]), perm
     indirect = perm is not None
+    assert perm_halves is None or indirect, "halves are read through the permutation"
+    ids_split = (n_tiles, 0) if perm_halves is None else perm_halves
     args = (gaussian_ids, perm if indirect else gaussian_ids, ranges, records, background,
             ranges if schedule is None else schedule, *outs)  # fmt: skip
     if variant == "batched":  # one row of pixels, a batch of Gaussians down the block
         launch(_rasterize_kernel, (n_tiles,),
-            *args, width, height, TILE=tile_size, STEP=step or (64 if interpreting() else 16), HAS_FLOAT=has_float,
-            HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None, INDIRECT=indirect,
+            *args, width, height, *ids_split, TILE=tile_size, STEP=step or (64 if interpreting() else 16),
+            HAS_FLOAT=has_float, HAS_RGBA8=has_rgba8, SCHEDULED=schedule is not None, INDIRECT=indirect,
             num_warps=num_warps or max(1, tile_size * tile_size // 32),
         )  # fmt: skip
     else:
@@ -621,7 +634,7 @@ def rasterize_tiles(
             n_split = min(n_split, n_tiles)
             assert parts.dtype == torch.float32 and parts.numel() >= n_split * n_parts * tile_size**2 * 4, parts.shape
         launch(_rasterize_shared_kernel, (n_tiles + (n_parts - 1) * n_split,),
-            *args, parts if n_parts > 1 else some, width, height, split_from, n_split, TILE=tile_size,
+            *args, parts if n_parts > 1 else some, width, height, split_from, n_split, *ids_split, TILE=tile_size,
             WARPS=num_warps, STEP=step or unroll, HAS_FLOAT=has_float, HAS_RGBA8=has_rgba8,
             SCHEDULED=schedule is not None, PARTS=n_parts, INDIRECT=indirect, num_warps=num_warps,
         )  # fmt: skip

@@ -16,6 +16,9 @@ from .buffers import (
     depth_bits,
     depth_keys,
     key_dtype,
+    key_halves,
+    key_offset,
+    key_tiles,
     list_scratch_shape,
     macro_grid,
     order_outputs,
@@ -23,6 +26,7 @@ from .buffers import (
     pack_records,
     project_outputs,
     sentinel_key,
+    tile_keys,
 )
 
 # the kernels' numbers, from the one module both read (what each means is documented there)
@@ -259,6 +263,7 @@ def project_gaussians(
     block: int | None = None,
     frustum: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     extent_scale: float = 1.0,
+    halves: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
     if isinstance(adagscale_tau, torch.Tensor):  # [1] on the device, as the kernel reads it
@@ -298,12 +303,15 @@ def project_gaussians(
     # MACRO_ROWS rows the macro-tile columns from the leftmost to the rightmost tile reached
     count = torch.zeros(N, dtype=torch.int64, device=means.device)
     macros = torch.zeros(N, dtype=torch.int64, device=means.device)
+    top = torch.zeros(N, dtype=torch.int64, device=means.device)  # tiles in rows above `halves`
     hull_lo = torch.full((N,), 1 << 30, dtype=torch.int64, device=means.device)
     hull_hi = torch.full((N,), -1, dtype=torch.int64, device=means.device)
     for r in range(int(rows.max()) if N else 0):
         tx_lo, span = _row_tile_span(ty_lo + r, mx, my, ra, rb, rc, t_bin, ry, n_tx, tile_size)
         span = torch.where(r < rows, span, torch.zeros_like(span)).long()
         count += span
+        if halves is not None:
+            top += torch.where(ty_lo + r < halves, span, torch.zeros_like(span))
         reached = span > 0
         hull_lo = torch.where(reached, torch.minimum(hull_lo, tx_lo.long() // MACRO_COLS), hull_lo)
         hull_hi = torch.where(reached, torch.maximum(hull_hi, (tx_lo.long() + span - 1) // MACRO_COLS), hull_hi)
@@ -316,6 +324,8 @@ def project_gaussians(
         bin_t.copy_(t_bin)
     depths.copy_(torch.where(visible, zc, torch.full_like(zc, float("inf"))))
     tiles_touched.copy_(torch.where(visible, count, torch.zeros_like(count)))
+    if halves is not None:  # each half's tiles, top | bottom << 16, in the macro-tile counts' place
+        macros = top + (count - top) * 65536
     if macros_touched is not None:  # None: the frame bins per tile (kernels/project.py)
         macros_touched.copy_(torch.where(visible, macros, torch.zeros_like(macros)))
     return records, depths, tiles_touched, macros_touched, bin_t
@@ -442,11 +452,14 @@ def count_visible(
     *,
     compact: bool,
     out: tuple[torch.Tensor, ...],
+    halves: bool = False,
 ) -> torch.Tensor:
-    """The visible ones found by their tile count rather than by depth, and the counts as plain sums."""
+    """The visible ones found by their tile count rather than by depth, and the counts as plain sums (`halves`:
+    the top half's tiles, the packed counts' low 16 bits)."""
     totals, block_ends, cdepths, cidx = out
     index = torch.nonzero(tiles_touched > 0).squeeze(1)
-    totals.copy_(torch.tensor([index.numel(), int(tiles_touched.long().sum()), int(pair_counts.long().sum())]))
+    pairs = pair_counts.long() % 65536 if halves else pair_counts.long()
+    totals.copy_(torch.tensor([index.numel(), int(tiles_touched.long().sum()), int(pairs.sum())]))
     if compact:
         cdepths[: index.numel()].copy_(depths[index])
         cidx[: index.numel()].copy_(index)
@@ -460,16 +473,21 @@ def visible_order(
     *,
     compact: bool,
     out: tuple[torch.Tensor, ...],
+    halves: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """By unique (depth, index) keys over the whole scene, not a stable sort of the gathered set: the visible
-    first, then (all N sorted) the culled in index order."""
+    first, then (all N sorted) the culled in index order. `halves`: each count top | bottom << 16 widened to
+    top + bottom 2^32 by arithmetic."""
     N, (_, _, _, perm, order, counts, offsets) = depths.shape[0], out
     index = torch.arange(N, dtype=torch.int64, device=depths.device)
     ranked = torch.argsort((depths.contiguous().view(torch.int32).long() << 32) | index)[: perm.shape[0]]
     visible = depths[ranked] < float("inf")
     order = order if compact else perm
     order.copy_(ranked)
-    counts.copy_(torch.where(visible, pair_counts[ranked].long(), 0))
+    ranked_counts = pair_counts[ranked].long()
+    if halves:
+        ranked_counts = ranked_counts % 65536 + (ranked_counts // 65536) * 2**32
+    counts.copy_(torch.where(visible, ranked_counts, 0))
     torch.cumsum(counts, 0, out=offsets)
     return order, offsets
 
@@ -511,6 +529,7 @@ def bin_pairs(
     block: int | None = None,
     cols: int | None = None,
     warps: int | None = None,
+    halves: tuple[int, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Vectorised: expand (Gaussian, row) spans, then (Gaussian, tile) pairs (values int32), whose mask bits are
     summed into their (Gaussian, macro-tile) pairs (values int64), Gaussians in `order` (macro-tile pairs: or all
@@ -518,7 +537,10 @@ def bin_pairs(
     depths (`buffers.depth_keys`) once all are written.
     As the kernel, it writes only slots below the capacity, and does no work for a Gaussian whose slots all lie
     past it (a frame binned into a capacity too small for its pairs costs no more than the capacity). `block`,
-    `cols` and `warps`, the kernel's launch knobs, are ignored."""
+    `cols` and `warps`, the kernel's launch knobs, are ignored. `halves`: binned whole (int32 keys, one run of
+    slots a Gaussian), then each pair moved to its half's slots and keyed within it."""
+    if halves is not None:
+        return _bin_halves(order, offsets, records, counts, width, height, bin_t, tile_size, out, halves)
     keys, values = out
     macro = values.dtype == torch.int64  # the kernel's two forms (kernels/bin.py)
     capacity = keys.shape[0]
@@ -546,6 +568,35 @@ def bin_pairs(
         real[int(offsets[-1]) if offsets.numel() else 0 :] = False  # past the pairs: the caller's
         keys[real] = (keys[real] << bits) | depth_keys(depths, bits)[(values[real] & 0xFFFFFFFF).long()]
     return out
+
+
+def _bin_halves(order, offsets, records, counts, width, height, bin_t, tile_size, out, halves):
+    """`bin_pairs` in two halves (kernels/bin.py `halves`): counts top | bottom << 16, offsets the two prefix sums
+    as top + bottom 2^32."""
+    split_row, top = halves
+    keys, ids = out
+    n_tx = (width + tile_size - 1) // tile_size
+    M, device = order.shape[0], records.device
+    both = counts.long() % 65536 + counts.long() // 65536  # each Gaussian's tiles
+    offsets = offsets[:M]
+    ends_top, ends_bottom = offsets % 2**32, offsets // 2**32
+    whole = ends_top + ends_bottom  # the prefix sum of both halves' counts: one run a Gaussian
+    n = int(whole[-1]) if M else 0
+    tmp = (torch.full((n,), sentinel_key(torch.int32), dtype=torch.int32, device=device),
+           torch.full((n,), -1, dtype=torch.int32, device=device))  # fmt: skip
+    bin_pairs(order, whole, records, both.to(torch.int32), width, height, bin_t=bin_t, tile_size=tile_size, out=tmp)
+    padded = torch.cat([counts.long(), counts.new_zeros(1).long()])[order.long()]
+    n_top, n_all = padded % 65536, padded % 65536 + padded // 65536
+    r = torch.repeat_interleave(torch.arange(M, device=device), n_all)  # each pair's place in the order
+    j = torch.arange(n, device=device) - (whole - n_all)[r]  # and within its Gaussian's run (rows top to bottom)
+    upper = j < n_top[r]
+    slot = torch.where(upper, (ends_top - n_top)[r] + j, top + (ends_bottom - (n_all - n_top))[r] + j - n_top[r])
+    tile = tmp[0].long() - torch.where(upper, 0, split_row * n_tx)
+    key = torch.where(tmp[0] == sentinel_key(torch.int32), sentinel_key(keys.dtype), tile_keys(tile, keys.dtype))
+    fits = slot < keys.shape[0]
+    keys[slot[fits]] = key[fits].to(keys.dtype)
+    ids[slot[fits]] = tmp[1][fits]
+    return keys, ids
 
 
 def _bin_tile_chunk(live, base, records, tiles_touched, width, height, bin_t, tile_size, out) -> None:
@@ -590,7 +641,7 @@ def _bin_tile_chunk(live, base, records, tiles_touched, width, height, bin_t, ti
     keys[all_slots[fits]] = sentinel_key(keys.dtype)
     ids[all_slots[fits]] = all_ids[fits]
     fits = keep & (slots < capacity)
-    keys[slots[fits]] = tile[fits].to(keys.dtype)
+    keys[slots[fits]] = tile_keys(tile[fits], keys.dtype)
 
 
 def _bin_macro_chunk(live, base, records, macros_touched, width, height, bin_t, tile_size, out) -> None:
@@ -653,6 +704,7 @@ def sort_pairs(
     depths: torch.Tensor | None = None,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     gather: bool = True,
+    halves: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Stable by construction: one sort of unique keys (the key above the position), not a stable sort. With
     `depths` (macro-tile pairs keyed by depth) the other way round from the kernel: first by the exact order
@@ -660,7 +712,12 @@ def sort_pairs(
     runs to settle (the rounded depth is a function of the depth)."""
     C = keys.shape[0]
     position = torch.arange(C, dtype=torch.int64, device=keys.device)
-    if depths is None:
+    at = None  # where the permutation's entries point (absolute positions), where they are not
+    if halves is not None:  # each half's keys above their positions: sorted apart, each its own permutation
+        half = (position >= halves).long()
+        at = torch.argsort((half << 48) | ((keys.long() + 32768) << 32) | position)
+        perm = at - half * halves
+    elif depths is None:
         perm = torch.argsort((keys.long() << 32) | position)
     else:
         ids = entries.long() & 0xFFFFFFFF
@@ -671,7 +728,7 @@ def sort_pairs(
         first = torch.argsort(exact, stable=True)
         perm = first[torch.argsort(keys[first], stable=True)]
     assert gather or depths is None, "macro-tile pairs are gathered as their ties are settled"
-    sorted_keys = keys[perm]
+    sorted_keys = keys[perm if at is None else at]
     if not gather:  # the permutation, through which the rasterizer reads the ids
         if out is not None:
             out[0][:C].copy_(sorted_keys)
@@ -690,9 +747,17 @@ def sort_pairs(
 
 
 # Twin of `tile_ranges` in kernels/tile_lists.py: the same signature on purpose.
-def tile_ranges(sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None) -> torch.Tensor:
-    tiles = sorted_keys.long()
-    real = tiles < n_tiles
+def tile_ranges(
+    sorted_keys: torch.Tensor, n_tiles: int, *, out: torch.Tensor | None = None, halves: tuple[int, int] | None = None
+) -> torch.Tensor:
+    """By counting each tile's keys (their runs are contiguous when sorted), the bottom half's tile ids shifted
+    past the top's."""
+    tiles = key_tiles(sorted_keys)
+    real = sorted_keys != sentinel_key(sorted_keys.dtype)
+    if halves is not None:
+        top, split_tile = halves
+        tiles[top:] += split_tile
+    real &= tiles < n_tiles
     counts = torch.bincount(tiles[real], minlength=n_tiles)[:n_tiles]
     ends = torch.cumsum(counts, 0)
     starts = ends - counts
@@ -816,6 +881,7 @@ def rasterize_tiles(
     parts: torch.Tensor | None = None,
     split: tuple[int, int, int] | None = None,
     perm: torch.Tensor | None = None,
+    perm_halves: tuple[int, int] | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
@@ -823,9 +889,13 @@ def rasterize_tiles(
     a pixel by under 1e-4) are accepted and ignored: none of them changes the image beyond that. The records'
     log2 form (kernels/buffers.py): alpha = min(0.999, 2^e), e = lo - (A dx^2 + B dx dy +
     C dy^2), skipped where e > lo (sigma < 0) or e < log2(1/255). With `perm` (the pair sort's permutation), list
-    entry i is gaussian_ids[perm[i]]."""
+    entry i is gaussian_ids[perm[i]]; with `perm_halves` = (split_tile, top), the entries from top on (the bottom
+    half's lists) are gaussian_ids[top + perm[i]]."""
     device = records.device
     if perm is not None:
+        if perm_halves is not None:
+            perm = perm.clone()
+            perm[perm_halves[1] :] += perm_halves[1]
         gaussian_ids = gaussian_ids[perm]
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -887,6 +957,10 @@ def rasterize_tiles(
 
 __all__ = [
     "key_dtype",
+    "key_halves",
+    "key_offset",
+    "key_tiles",
+    "tile_keys",
     "MACRO_KEY_DTYPE",
     "depth_bits",
     "depth_keys",

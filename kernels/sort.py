@@ -2,8 +2,10 @@
 order: depth ties by Gaussian index).
 
 Tile pairs: `bin_pairs` emits them nearest Gaussian first (see kernels/order.py), so a *stable* sort by the key
-alone gives every tile its list in depth order, ties by index. The keys are int16 up to 32,767 tiles (1920x1080 at
-8 px has 32,400) and int32 above: a radix sort's cost grows with the key width.
+alone gives every tile its list in depth order, ties by index. The keys are int16 up to 65,535 tiles (1920x1080 at
+8 px has 32,400, 2560x1440 57,600) and int32 above: a radix sort's cost grows with the key width (two passes
+against four). Counted frames of up to twice as many tiles (3840x2160: 129,600) bin their two halves into two
+runs of pair slots (kernels/bin.py `halves`), each keyed by int16 ids within its half, and sort the two apart.
 
 Macro-tile pairs: binned in index order, their int32 keys hold the macro-tile above the Gaussian's rounded depth
 (kernels/bin.py), so one radix sort of the keys (four 8-bit passes) groups the pairs by macro-tile and orders each
@@ -98,16 +100,27 @@ def sort_pairs(
     depths: torch.Tensor | None = None,  # [N] f32: macro-tile pairs, whose keys hold the rounded depths
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     gather: bool = True,
+    halves: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Stable by key, or (`depths`: macro-tile pairs keyed by depth) by key with ties settled in exact order.
     `out` = (sorted keys, permutation i64, sorted entries) buffers, each at least C long (the third may be None
     with gather=False).
     Returns (sorted keys, entries in that order); with gather=False (tile pairs) (sorted keys, the permutation
-    [C] i64) and no gather: the rasterizer reads the ids through the permutation (kernels/rasterize.py `perm`)."""
+    [C] i64) and no gather: the rasterizer reads the ids through the permutation (kernels/rasterize.py `perm`).
+    `halves` = top (tile pairs binned in two halves, kernels/bin.py): pairs [0, top) and [top, C) sorted apart,
+    each its own permutation (the bottom's counts from top: its entry i is entries[top + perm[i]])."""
     C = keys.shape[0]
     assert keys.dtype in (torch.int16, torch.int32) and entries.shape == (C,), (keys.dtype, entries.shape)
     assert entries.dtype in (torch.int32, torch.int64), entries.dtype
     assert gather or depths is None, "macro-tile pairs are gathered as their ties are settled"
+    if halves is not None:
+        assert not gather and 0 <= halves <= C, (gather, halves, C)
+        if out is None:
+            out = (torch.empty_like(keys), torch.empty(C, dtype=torch.int64, device=keys.device), None)
+        sorted_keys, perm = out[0][:C], out[1][:C]
+        for a, b in ((0, halves), (halves, C)):
+            torch.sort(keys[a:b], stable=True, out=(sorted_keys[a:b], perm[a:b]))
+        return sorted_keys, perm
     if depths is None and out is None:
         sorted_keys, perm = torch.sort(keys, stable=True)
         return sorted_keys, entries[perm] if gather else perm

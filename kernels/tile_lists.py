@@ -40,7 +40,15 @@ import triton.language as tl
 
 from ._device import MACRO_COLS, MACRO_ROWS
 from ._launch import interpreting, launch
-from .buffers import LIST_CHUNK, LIST_WARPS, MACRO_KEY_DTYPE, depth_bits, list_scratch_shape, macro_grid
+from .buffers import (
+    LIST_CHUNK,
+    LIST_WARPS,
+    MACRO_KEY_DTYPE,
+    depth_bits,
+    key_offset,
+    list_scratch_shape,
+    macro_grid,
+)
 
 BITS = MACRO_COLS * MACRO_ROWS  # 32
 # chunk counts a `_scan_kernel` step takes, with SCAN_WARPS (a 1080p close-up's 330k pair slots make 10,000 chunks:
@@ -174,25 +182,29 @@ def tile_lists(
     return ids, ranges
 
 
-@triton.jit(do_not_specialize=["C", "n_tiles"])
+@triton.jit(do_not_specialize=["C", "limit", "tile_base", "pos_base"])
 def _tile_ranges_kernel(
     keys_ptr,  # [C] i16/i32, sorted
     ranges_ptr,  # [n_tiles, 2] i32 out, zero-filled by the launcher
     C,
-    n_tiles,
+    limit,  # the keys' tiles are below it (the sentinel's is not)
+    tile_base,  # what a key's tile id is counted from (a half's first tile)
+    pos_base,  # where the keys start in the pairs (a half's first pair)
+    KEY_OFFSET: tl.constexpr,  # a key is its tile id (in its half) less this (`buffers.key_offset`)
     BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     m = offs < C
-    tile = tl.load(keys_ptr + offs, mask=m, other=0).to(tl.int32)
-    prev = tl.load(keys_ptr + offs - 1, mask=m & (offs > 0), other=0).to(tl.int32)
+    tile = tl.load(keys_ptr + offs, mask=m, other=0).to(tl.int32) + KEY_OFFSET
+    prev = tl.load(keys_ptr + offs - 1, mask=m & (offs > 0), other=0).to(tl.int32) + KEY_OFFSET
     prev = tl.where(offs > 0, prev, -1)
-    nxt = tl.load(keys_ptr + offs + 1, mask=m & (offs + 1 < C), other=0).to(tl.int32)
+    nxt = tl.load(keys_ptr + offs + 1, mask=m & (offs + 1 < C), other=0).to(tl.int32) + KEY_OFFSET
     nxt = tl.where(offs + 1 < C, nxt, -1)
-    real = m & (tile < n_tiles)
-    tl.store(ranges_ptr + tile * 2 + 0, offs.to(tl.int32), mask=real & (tile != prev))
-    tl.store(ranges_ptr + tile * 2 + 1, (offs + 1).to(tl.int32), mask=real & (tile != nxt))
+    real = m & (tile < limit)
+    at = tile_base + tile
+    tl.store(ranges_ptr + at * 2 + 0, (pos_base + offs).to(tl.int32), mask=real & (tile != prev))
+    tl.store(ranges_ptr + at * 2 + 1, (pos_base + offs + 1).to(tl.int32), mask=real & (tile != nxt))
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -201,10 +213,14 @@ def tile_ranges(
     n_tiles: int,
     *,
     out: torch.Tensor | None = None,
+    halves: tuple[int, int] | None = None,
 ) -> torch.Tensor:
     """[n_tiles, 2] int32 ranges into the sorted tile pairs (a frame binned per tile: its lists are the ids as
     binned, read through the sort's permutation by the rasterizer). A pair starts its tile's run where the previous
-    key differs and ends it where the next one does.
+    key differs and ends it where the next one does. `halves` = (top, split_tile): the keys are two sorted runs,
+    [0, top) of the tiles below split_tile and [top, C) of the others, each keyed by its tile's id within its half
+    (kernels/bin.py `halves`): a launch each (one launch telling the halves apart pair by pair took 58 us on the 4K
+    overview of a 6M-Gaussian composite, where the whole image's int32 keys took 36: BENCHMARKS.md, section 50).
 
     The ids are not gathered here: this pass once wrote them in sorted order for the real pairs (section 46 of
     BENCHMARKS.md), and the gather's random reads cost more there than the rasterizer's reads through the
@@ -215,7 +231,12 @@ def tile_ranges(
         out = torch.empty(n_tiles, 2, dtype=torch.int32, device=sorted_keys.device)
     assert out.shape == (n_tiles, 2)
     out.zero_()
-    if C > 0:
-        block = 1024
-        launch(_tile_ranges_kernel, (triton.cdiv(C, block),), sorted_keys, out, C, n_tiles, BLOCK=block)
+    top, split_tile = (C, n_tiles) if halves is None else halves
+    block = 1024
+    # (keys, their tiles' limit within the half, the half's first tile, its first pair)
+    for keys, limit, tile_base, pos_base in ((sorted_keys[:top], split_tile, 0, 0),
+                                             (sorted_keys[top:], n_tiles - split_tile, split_tile, top)):  # fmt: skip
+        if keys.shape[0] > 0:
+            launch(_tile_ranges_kernel, (triton.cdiv(keys.shape[0], block),), keys, out, keys.shape[0], limit,
+                   tile_base, pos_base, KEY_OFFSET=key_offset(keys.dtype), BLOCK=block)  # fmt: skip
     return out

@@ -143,13 +143,22 @@ class Frame:
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         # stages 2-5: the route's own; binned per macro-tile or per tile, as the launch configuration says
         self.macro = self.launch.macro
-        # only where they are read: the macro-tile counts by frames binned per macro-tile, AdaGScale's binning
-        # thresholds by its frames (exact ones bin from the records' lo): 4 bytes a Gaussian each
-        self.macros_touched = shared.buffer("macros_touched", n, torch.int32) if self.macro else None
+        # a counted frame binned per tile whose image has more tiles than int16 keys hold, but no more in either
+        # half of its rows, bins and sorts the two halves apart with int16 keys (kernels/buffers.py `key_halves`:
+        # 3840x2160): the tile row they split at, else None. Counted frames only: their pair tensors are sized by
+        # the halves' counts, which the host reads with the others
+        self.halves = r.k.key_halves(self.n_tx, self.n_ty) if self.counted and not self.macro else None
+        # only where they are read: the macro-tile counts by frames binned per macro-tile (or, in their place, each
+        # half's tiles where the frame bins its halves apart), AdaGScale's binning thresholds by its frames (exact
+        # ones bin from the records' lo): 4 bytes a Gaussian each
+        counts_apart = self.macro or self.halves is not None
+        self.macros_touched = shared.buffer("macros_touched", n, torch.int32) if counts_apart else None
         self.bin_t = shared.buffer("bin_t", n, torch.float32) if settings.adagscale else None
         n_mx, n_my = r.k.macro_grid(self.n_tx, self.n_ty)
         self.key_dtype = r.k.MACRO_KEY_DTYPE if self.macro else r.k.key_dtype(self.n_tx * self.n_ty)
-        self.pair_counts = self.macros_touched if self.macro else self.tiles_touched  # order's prefix sum
+        if self.halves is not None:
+            self.key_dtype = torch.int16
+        self.pair_counts = self.macros_touched if counts_apart else self.tiles_touched  # order's prefix sum
         self._order_and_pair_buffers(ws, shared)
         # stages 5-6, per tile and pixel
         i32, f32 = torch.int32, torch.float32
@@ -204,6 +213,7 @@ class Frame:
             schedule=self.schedule,
             parts=self.parts,
             perm=self.lists_perm,
+            perm_halves=None if self.halves is None else (self.halves * self.n_tx, self.top),
         )
 
     def totals(self) -> tuple[int, int, int]:
@@ -239,7 +249,7 @@ class Frame:
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
             adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
             out=(self.records, self.depths, self.tiles_touched, self.macros_touched, self.bin_t),
-            frustum=self.frustum, extent_scale=s.scale_modifier**2,
+            frustum=self.frustum, extent_scale=s.scale_modifier**2, halves=self.halves,
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 
@@ -252,6 +262,7 @@ class Frame:
             depths=self.depths if self.macro else None,
             out=(self.pairs.keys, self.pairs.values),
             **{"block": self.launch.bin_block, "cols": self.launch.bin_cols, **tuning},
+            halves=None if self.halves is None else (self.halves, self.top),
         )  # fmt: skip
 
     def tile_lists(self) -> None:
@@ -260,7 +271,8 @@ class Frame:
             self.r.k.tile_lists(p.sorted_keys, p.sorted_values, self.n_tx, self.n_ty,
                                 out=(p.ids, self.ranges, p.scratch))  # fmt: skip
         else:  # binned per tile: the lists are the ids as binned, read through the sort's permutation
-            self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges)
+            halves = None if self.halves is None else (self.top, self.halves * self.n_tx)
+            self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges, halves=halves)
             p.ids, p.lists_perm = p.values, p.perm
         if self.schedule is None:
             torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
@@ -389,7 +401,8 @@ class CountedFrame(Frame):
         self.gathered = (torch.empty(n if compact else 0, dtype=torch.float32, device=r.device),
                          torch.empty(n if compact else 0, dtype=torch.int32, device=r.device))  # fmt: skip
         totals = r.k.count_visible(self.depths, self.tiles_touched, self.pair_counts, compact=compact,
-                                   out=(self.count_totals, self.block_ends, *self.gathered))  # fmt: skip
+                                   out=(self.count_totals, self.block_ends, *self.gathered),
+                                   halves=self.halves is not None)  # fmt: skip
         if self.depths.is_cuda:
             r.host_counts.copy_(totals, non_blocking=True)
             ready = torch.cuda.Event()
@@ -402,7 +415,9 @@ class CountedFrame(Frame):
         else:
             counts = totals.tolist()
         self.counts = self.counts_of(counts)
-        self.binned = counts[2]  # the pairs bin writes: tile pairs, or macro-tile pairs
+        # the pairs bin writes: tile pairs, or macro-tile pairs; binned in halves, the third count is the top's
+        self.binned = counts[1] if self.halves is not None else counts[2]
+        self.top = counts[2] if self.halves is not None else 0
         # before bin allocates the pairs
         check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
                           reference=r.backend == "torch", macro_pairs=self.counts[2])  # fmt: skip
@@ -422,7 +437,8 @@ class CountedFrame(Frame):
                torch.empty(m if compact else 0, dtype=i64, device=device), torch.empty(m, dtype=i64, device=device),
                torch.empty(m, dtype=i64, device=device))  # fmt: skip
         self.order_idx, self.offsets = self.r.k.visible_order(self.depths, self.pair_counts, compact=compact,
-                                                              out=self.gathered + out)  # fmt: skip
+                                                              out=self.gathered + out,
+                                                              halves=self.halves is not None)  # fmt: skip
 
     def bin(self, **tuning) -> None:
         # tensors of exactly the pair count, every slot written: no sentinel fill
@@ -440,7 +456,8 @@ class CountedFrame(Frame):
             p.sorted_keys, p.sorted_values = self.r.k.sort_pairs(p.keys, p.values, depths=self.depths)
             p.keys = p.values = None  # the binned pairs are not read again
         else:  # the rasterizer reads the ids as binned through the permutation
-            p.sorted_keys, p.perm = self.r.k.sort_pairs(p.keys, p.values, gather=False)
+            halves = None if self.halves is None else self.top
+            p.sorted_keys, p.perm = self.r.k.sort_pairs(p.keys, p.values, gather=False, halves=halves)
             p.keys = None
 
     def let_go(self) -> None:

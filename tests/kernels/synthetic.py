@@ -115,7 +115,7 @@ def random_keys(n_tiles, n, device, dtype=torch.int16, seed=0):
     """(keys [n], ids [n] i32) of random tile pairs: tile ids below n_tiles, the last 3 the unused-slot sentinel,
     and ids a random permutation (so that an order among equal keys shows)."""
     g = torch.Generator().manual_seed(seed)
-    keys = torch.randint(0, n_tiles, (n,), generator=g).to(dtype)
+    keys = kernels.tile_keys(torch.randint(0, n_tiles, (n,), generator=g), dtype)
     keys[-3:] = kernels.sentinel_key(dtype)  # unused slots sort last
     return keys.to(device), torch.randperm(n, generator=g).to(torch.int32).to(device)
 
@@ -242,14 +242,16 @@ def lists_of(impl, proj, width, height, *, tile=8, capacity=None, form="macro-ti
 
 def decode_pairs(keys, values, n_tx, n_ty) -> torch.Tensor:
     """[P, 3] i64 (Gaussian, tile column, tile row) of every tile the pairs of either form hold, the sentinel's
-    skipped. Tile pairs (values int32 ids): the key is the tile, row key // n_tx, column key % n_tx. Macro-tile
+    skipped. Tile pairs (values int32 ids): the key holds the tile (`key_tiles`: int16 keys less 32,768), row
+    tile // n_tx, column tile % n_tx. Macro-tile
     pairs (values int64 entries), by the layout kernels/buffers.py states: every set mask bit, the id in the
     entry's low 32 bits, the mask in the high 32, bit MACRO_COLS * row + column of the macro-tile key // n_mx,
     key % n_mx."""
     key = keys.long().cpu()
     if values.dtype == torch.int32:
-        real = (key >= 0) & (key < n_tx * n_ty)
-        return torch.stack([values.long().cpu()[real], key[real] % n_tx, key[real] // n_tx], 1)
+        tile = kernels.key_tiles(keys).cpu()
+        real = (keys.cpu() != kernels.sentinel_key(keys.dtype)) & (tile >= 0) & (tile < n_tx * n_ty)
+        return torch.stack([values.long().cpu()[real], tile[real] % n_tx, tile[real] // n_tx], 1)
     n_mx, n_my = kernels.macro_grid(n_tx, n_ty)
     key = key >> kernels.depth_bits(n_mx * n_my)  # the macro-tile, above the rounded depth
     ids, masks = unpack_entries(values.cpu())

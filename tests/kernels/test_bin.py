@@ -246,22 +246,38 @@ def test_sentinel_fill_when_walk_finds_fewer(impl, form, device):
 
 
 def test_key_width_follows_the_tile_count_and_macro_tile_keys_are_int32():
-    """Tile pair keys are int16 while every tile id and the sentinel above them fit; macro-tile pair keys are int32,
-    the id above the rounded depth: the launcher refuses narrower keys."""
+    """Tile pair keys are int16 while every tile id and the sentinel above them fit (a key is its tile id less
+    32,768: ids 0 to 65,534, the sentinel 65,535); counted frames of twice as many bin their halves apart; macro-tile
+    pair keys are int32, the id above the rounded depth: the launcher refuses narrower keys."""
     assert kernels.macro_grid(240, 135) == (30, 34)  # 1920 x 1080 at 8 px: the last band of 3 tile rows
     assert kernels.macro_grid(960, 540) == (120, 135)  # 7680 x 4320 at 8 px
     assert kernels.key_dtype(240 * 135) == torch.int16  # 1920 x 1080's tiles at 8 px
-    assert kernels.key_dtype(32767) == torch.int16 and kernels.key_dtype(32768) == torch.int32
+    assert kernels.key_dtype(320 * 180) == torch.int16  # 2560 x 1440's
+    assert kernels.key_dtype(65535) == torch.int16 and kernels.key_dtype(65536) == torch.int32
     assert kernels.sentinel_key(torch.int16) == 32767 > 32766
+    tiles = torch.tensor([0, 1, 32767, 32768, 65534])
+    assert kernels.tile_keys(tiles, torch.int16).tolist() == [-32768, -32767, -1, 0, 32766]
+    assert torch.equal(kernels.key_tiles(kernels.tile_keys(tiles, torch.int16)), tiles)
+    assert int(kernels.key_tiles(torch.tensor([32767], dtype=torch.int16))) == 65535  # the sentinel: no tile's
+    assert torch.equal(kernels.tile_keys(tiles, torch.int32), tiles.int())
+    # the halves: 3840 x 2160 at 8 px splits at row 135 (64,800 tiles a half); 1080p needs none; 7680 x 4320 and
+    # 3840 x 4320 have too many for two halves
+    assert kernels.key_halves(480, 270) == 135 and kernels.key_halves(480, 271) == 136
+    assert kernels.key_halves(240, 135) is None and kernels.key_halves(960, 540) is None
+    assert kernels.key_halves(480, 540) is None and kernels.key_halves(65535, 2) == 1
     assert kernels.depth_bits(30 * 34) == 21 and kernels.depth_bits(60 * 68) == 19  # 1080p, 4K
     i64, i32 = torch.empty(0, dtype=torch.int64), torch.empty(0, dtype=torch.int32)
     tiles = (i64, i64, torch.empty(0, 8), i32)  # order, offsets, records, counts
     macro = (None, i64, torch.empty(0, 8), i32)
     k16, k32 = torch.empty(0, dtype=torch.int16), i32
-    # 3840 x 2160 at 8 px: 129,600 tiles, too many for int16 keys
+    # 3840 x 2160 at 8 px: 129,600 tiles, too many for int16 keys, but for each half's
     with pytest.raises(AssertionError):
         kernels.bin_pairs(*tiles, 3840, 2160, bin_t=torch.empty(0), out=(k16, i32))
     kernels.bin_pairs(*tiles, 3840, 2160, bin_t=torch.empty(0), out=(k32, i32))
+    kernels.bin_pairs(*tiles, 3840, 2160, bin_t=torch.empty(0), out=(k16, i32), halves=(135, 0))
+    with pytest.raises(AssertionError):  # a half of 66,240 tiles
+        kernels.bin_pairs(*tiles, 3840, 2160, bin_t=torch.empty(0), out=(k16, i32), halves=(132, 0))
+    kernels.bin_pairs(*tiles, 2560, 1440, bin_t=torch.empty(0), out=(k16, i32))  # 57,600 tiles
     with pytest.raises(AssertionError):
         kernels.bin_pairs(*macro, 1920, 1080, bin_t=torch.empty(0), depths=torch.empty(0), out=(k16, i64))
     kernels.bin_pairs(*macro, 1920, 1080, bin_t=torch.empty(0), depths=torch.empty(0), out=(k32, i64))
@@ -290,3 +306,70 @@ def test_frames_bin_per_macro_tile_from_macro_from_and_stay_down_to_macro_until(
         assert got is want, f"{pairs_per_gaussian} tiles a Gaussian after {previous}: {got}"
         previous = got
     assert kernels.bins_macro_tiles(MACRO_FROM) and not kernels.bins_macro_tiles(mid), "previous defaults to tiles"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("size,tile,split", [((64, 48), 8, 3), ((120, 84), 8, 5), ((120, 84), 16, 1)], ids=str)
+def test_pairs_binned_in_halves_are_each_halfs_lists(impl, size, tile, split, device):
+    """A counted frame binned in two halves (kernels/buffers.py `key_halves`): stage 1 counts each Gaussian's tiles
+    in either half (top | bottom << 16), stage 2 counts the top's pairs and sums both halves' offsets in one int64,
+    stage 3 writes the top rows' pairs into [0, top) and the others' after, keyed within their half, stage 4 sorts
+    the halves apart and stage 5 finds the ranges: every tile's list is the one of the frame binned whole (int32
+    keys, one sort), Gaussian for Gaussian in order; and the kernels' pairs are the twin's, slot for slot."""
+    from tests.kernels.synthetic import camera, gaussians
+
+    width, height = size
+    n_tx, n_ty = tile_grid(width, height, tile)
+    means, covars, opac, sh = gaussians(1000, seed=3, device=device)
+    covars = covars * 4.0  # footprints across the split
+    cam = camera(width, height).packed(device)
+    whole = impl.project_gaussians(means, covars, opac, sh, cam, width, height, sh_degree=0, tile_size=tile)
+    records, depths, tiles_touched, packed, _ = impl.project_gaussians(
+        means, covars, opac, sh, cam, width, height, sh_degree=0, tile_size=tile, halves=split
+    )
+    visible = tiles_touched > 0  # the rows of the culled ones are unspecified
+    assert torch.equal(tiles_touched, whole[2]) and torch.equal(records[visible], whole[0][visible])
+    top_tiles, bottom_tiles = packed.long() % 65536, packed.long() // 65536
+    assert torch.equal(top_tiles + bottom_tiles, tiles_touched.long())
+    sets = tile_sets(whole, width, height, tile=tile)
+    for g, tiles in sets.items():
+        assert int(top_tiles[g]) == sum(1 for _, row in tiles if row < split), g
+    assert int(bottom_tiles.sum()) > 0 and int(top_tiles.sum()) > 0, "pairs in both halves"
+    n = depths.shape[0]
+    i64 = dict(dtype=torch.int64, device=device)
+    count_out = (torch.empty(3, **i64), torch.empty(impl.count_blocks(n), **i64), None, None)
+    totals = impl.count_visible(depths, tiles_touched, packed, compact=False, halves=True, out=count_out)
+    n_pairs, top = int(totals[1]), int(totals[2])
+    assert (n_pairs, top) == (int(tiles_touched.sum()), int(top_tiles.sum()))
+    empty = (torch.empty(0, device=device), torch.empty(0, dtype=torch.int32, device=device))
+    order_out = (*empty, torch.empty(n, device=device), *(torch.empty(n, **i64) for _ in range(4)))
+    order, offsets = impl.visible_order(depths, packed, compact=False, halves=True, out=order_out)
+    keys = torch.full((n_pairs,), -7, dtype=torch.int16, device=device)
+    ids = torch.full((n_pairs,), -1, dtype=torch.int32, device=device)
+    impl.bin_pairs(order, offsets, records, packed, width, height, tile_size=tile, bin_t=None, out=(keys, ids),
+                   halves=(split, top))  # fmt: skip
+    assert (ids >= 0).all() and (keys != kernels.sentinel_key(torch.int16)).all(), "every slot written, once"
+    tiles = kernels.key_tiles(keys) + torch.where(torch.arange(n_pairs, device=device) >= top, split * n_tx, 0)
+    assert (tiles[:top] < split * n_tx).all() and (tiles[top:] >= split * n_tx).all(), "each pair in its half"
+    if impl is kernels:
+        want_k, want_v = torch.empty_like(keys), torch.empty_like(ids)
+        ref.bin_pairs(order, offsets, records, packed, width, height, tile_size=tile, bin_t=None,
+                      out=(want_k, want_v), halves=(split, top))  # fmt: skip
+        assert torch.equal(keys, want_k) and torch.equal(ids, want_v)
+    sorted_keys, perm = impl.sort_pairs(keys, ids, gather=False, halves=top)
+    ranges = impl.tile_ranges(sorted_keys, n_tx * n_ty, halves=(top, split * n_tx))
+    lists = ids[torch.where(torch.arange(n_pairs, device=device) >= top, perm + top, perm)]
+    # the frame binned whole: depth order, one int32 sort, the ranges
+    w_order, w_offsets, w_totals = impl.depth_order(
+        depths, tiles_touched, tiles_touched, out=impl.order_outputs(n, device)
+    )
+    w_keys = torch.full((n_pairs,), kernels.sentinel_key(torch.int32), dtype=torch.int32, device=device)
+    w_ids = torch.empty(n_pairs, dtype=torch.int32, device=device)
+    impl.bin_pairs(w_order, w_offsets, records, tiles_touched, width, height, tile_size=tile, bin_t=None,
+                   out=(w_keys, w_ids))  # fmt: skip
+    w_sorted, w_perm = impl.sort_pairs(w_keys, w_ids, gather=False)
+    w_ranges = impl.tile_ranges(w_sorted, n_tx * n_ty)
+    assert torch.equal(ranges[:, 1] - ranges[:, 0], w_ranges[:, 1] - w_ranges[:, 0])
+    for t in range(n_tx * n_ty):
+        (s, e), (ws, we) = ranges[t].tolist(), w_ranges[t].tolist()
+        assert torch.equal(lists[s:e], w_ids[w_perm[ws:we]]), f"tile {t}"

@@ -51,12 +51,15 @@ def signature(names, types):
 configs = sorted({bin_.bin_config(n, f) for n in (1, 10_000, 100_000, 3_000_000) for f in (1.0, 20.0, 100.0, 2000.0)})
 failures, compiled = [], 0
 scalars = ["scaled", "M", "N", "capacity", "width", "height", "sentinel"]
-for (block, cols), tile, key in itertools.product(configs, (8, 16), ("*i16", "*i32")):
+# tile pairs at both key widths, and (int16) binned in two halves (kernels/buffers.py `key_halves`)
+for (block, cols), tile, (key, halves) in itertools.product(configs, (8, 16),
+                                                           (("*i16", False), ("*i32", False), ("*i16", True))):
     sig = {"order_ptr": "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32", "bin_t_ptr": "*fp32",
-           "keys_ptr": key, "ids_ptr": "*i32", **{s: "i32" for s in scalars}, "capacity": "i64",
-           "TILE": "constexpr", "BLOCK_N": "constexpr", "COLS": "constexpr"}
-    failures.append(compile_one(bin_._bin_tiles_kernel, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols},
-                                bin_.bin_warps(cols)))
+           "keys_ptr": key, "ids_ptr": "*i32", **{s: "i32" for s in scalars + ["split_row", "top"]},
+           "capacity": "i64", "TILE": "constexpr", "BLOCK_N": "constexpr", "COLS": "constexpr",
+           "KEY_OFFSET": "constexpr", "HALVES": "constexpr"}
+    failures.append(compile_one(bin_._bin_tiles_kernel, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols,
+                                "KEY_OFFSET": 32768 if key == "*i16" else 0, "HALVES": halves}, bin_.bin_warps(cols)))
     compiled += 1
 for (block, cols), tile, indexed in itertools.product(configs, (8, 16), (False, True)):
     sig = {"order_ptr": "*i32" if indexed else "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32",
@@ -83,12 +86,15 @@ sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "s
        "records_ptr": "*fp32", "depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "macros_touched_ptr": "*i32",
        "bin_t_ptr": "*fp32", "tau_ptr": "*fp32", "survivors_ptr": "*i32", "n_survivors_ptr": "*i32", "N": "i32",
        "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32", "s_min": "fp32", "sh_n": "i32",
-       "sh_k": "i32", "sh_c": "i32", "DEGREE": "constexpr", "TILE": "constexpr", "ADAGSCALE": "constexpr",
-       "MACROS": "constexpr", "WRITE_T": "constexpr", "INDEXED": "constexpr", "BLOCK_N": "constexpr"}
-for macros, adagscale, indexed in itertools.product((False, True), (False, True), (False, True)):
+       "sh_k": "i32", "sh_c": "i32", "split_row": "i32", "DEGREE": "constexpr", "TILE": "constexpr",
+       "ADAGSCALE": "constexpr", "MACROS": "constexpr", "HALVES": "constexpr", "WRITE_T": "constexpr",
+       "INDEXED": "constexpr", "BLOCK_N": "constexpr"}
+for (macros, halves), adagscale, indexed in itertools.product(((False, False), (True, False), (False, True)),
+                                                              (False, True), (False, True)):
     failures.append(compile_one(project._project_kernel, sig, {"DEGREE": 3, "TILE": 8, "ADAGSCALE": adagscale,
-                                                                "MACROS": macros, "WRITE_T": adagscale,
-                                                                "INDEXED": indexed, "BLOCK_N": 128}))
+                                                                "MACROS": macros, "HALVES": halves,
+                                                                "WRITE_T": adagscale, "INDEXED": indexed,
+                                                                "BLOCK_N": 128}))
     compiled += 1
 # the pre-cull (kernels/project.py `culls_frustum`), at both tile sizes, with and without the macro-tile counts
 sig = {"means_ptr": "*fp32", "extent_ptr": "*fp32", "camera_ptr": "*fp32", "depths_ptr": "*fp32",
@@ -99,26 +105,30 @@ for tile, macros in itertools.product((8, 16), (False, True)):
     failures.append(compile_one(project._frustum_kernel, sig, {"TILE": tile, "MACROS": macros,
                                                                 "BLOCK": project.FRUSTUM_BLOCK}, project.FRUSTUM_WARPS))
     compiled += 1
-for same in (False, True):
+for same, halves in ((False, False), (True, False), (False, True)):
     sig = {"depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "pair_counts_ptr": "*i32", "totals_ptr": "*i64",
-           "block_visible_ptr": "*i64", "N": "i32", "SAME": "constexpr", "BLOCK": "constexpr"}
-    failures.append(compile_one(order._count_kernel, sig, {"SAME": same, "BLOCK": order.COUNT_BLOCK}, 8))
+           "block_visible_ptr": "*i64", "N": "i32", "SAME": "constexpr", "HALVES": "constexpr", "BLOCK": "constexpr"}
+    failures.append(compile_one(order._count_kernel, sig, {"SAME": same, "HALVES": halves,
+                                                            "BLOCK": order.COUNT_BLOCK}, 8))
     compiled += 1
 sig = {"depths_ptr": "*fp32", "block_ends_ptr": "*i64", "cdepths_ptr": "*fp32", "cidx_ptr": "*i32", "N": "i32",
        "BLOCK": "constexpr"}
 failures.append(compile_one(order._compact_kernel, sig, {"BLOCK": order.COUNT_BLOCK}, 8))
 failures.append(compile_one(order._sum_kernel, {"values_ptr": "*i32", "total_ptr": "*i64", "N": "i32",
                                                 "BLOCK": "constexpr"}, {"BLOCK": order.SUM_BLOCK}, 8))
-for indexed in (False, True):
+for indexed, halves in itertools.product((False, True), (False, True)):
     sig = {"perm_ptr": "*i64", "cidx_ptr": "*i32", "pair_counts_ptr": "*i32", "order_ptr": "*i64", "counts_ptr": "*i64",
-           "M": "i32", "INDEXED": "constexpr", "BLOCK": "constexpr"}
-    failures.append(compile_one(order._ordered_kernel, sig, {"INDEXED": indexed, "BLOCK": order.ORDER_BLOCK}))
-compiled += 4
+           "M": "i32", "INDEXED": "constexpr", "HALVES": "constexpr", "BLOCK": "constexpr"}
+    failures.append(compile_one(order._ordered_kernel, sig, {"INDEXED": indexed, "HALVES": halves,
+                                                              "BLOCK": order.ORDER_BLOCK}))
+compiled += 6
 # the tile ranges of tile pairs (both key widths), the rasterizer's longest-first schedule at the tile counts of
 # 1080p and 4K at 8 px and 16 px, and a temporal window's cull (kernels/schedule.py, cull.py)
 for key in ("*i16", "*i32"):
-    sig = {"keys_ptr": key, "ranges_ptr": "*i32", "C": "i32", "n_tiles": "i32", "BLOCK": "constexpr"}
-    failures.append(compile_one(lists._tile_ranges_kernel, sig, {"BLOCK": 1024}))
+    sig = {"keys_ptr": key, "ranges_ptr": "*i32", "C": "i32", "limit": "i32", "tile_base": "i32", "pos_base": "i32",
+           "KEY_OFFSET": "constexpr", "BLOCK": "constexpr"}
+    failures.append(compile_one(lists._tile_ranges_kernel, sig, {"KEY_OFFSET": 32768 if key == "*i16" else 0,
+                                                                  "BLOCK": 1024}))
     compiled += 1
 schedule = importlib.import_module("kernels.schedule")
 sizes = ((1920, 1080), (3840, 2160))
@@ -183,7 +193,8 @@ for (tile, lists), (warps, step) in sorted(raster.SCALAR_CONFIG.items()):
         sig = {"ids_ptr": "*i32", "perm_ptr": "*i64" if indirect else "*i32", "ranges_ptr": "*i32",
                "rec_ptr": "*fp32", "bg_ptr": "*fp32", "schedule_ptr": "*i32",
                "rgb_ptr": rgb, "alpha_ptr": alpha, "rgba8_ptr": rgba8, "parts_ptr": "*fp32" if split > 1 else rgb,
-               "width": "i32", "height": "i32", "split_from": "i32", "n_split": "i32", "TILE": "constexpr",
+               "width": "i32", "height": "i32", "split_from": "i32", "n_split": "i32", "ids_split_tile": "i32",
+               "ids_split_at": "i32", "TILE": "constexpr",
                "WARPS": "constexpr", "STEP": "constexpr", "HAS_FLOAT": "constexpr", "HAS_RGBA8": "constexpr",
                "SCHEDULED": "constexpr", "PARTS": "constexpr", "INDIRECT": "constexpr"}
         cx = {"TILE": tile, "WARPS": warps, "STEP": step, "HAS_FLOAT": floats, "HAS_RGBA8": bytes_,

@@ -75,6 +75,42 @@ def test_counted_frames_binned_per_macro_tile(scene_path, device, monkeypatch, b
     assert 0 < per_tile_frames[-3][0] < len(scene) and per_tile_frames[-2][0] == 0
 
 
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_counted_frames_binned_in_halves(scene_path, device, monkeypatch, backend):
+    """A counted frame whose image has more tiles than int16 keys hold (3840x2160 at 8 px) bins and sorts its two
+    halves of tile rows apart, each keyed by int16 ids within it (kernels/buffers.py `key_halves`). With the limit
+    lowered to 10 tiles, a 40x32 image (20 tiles) splits at tile row 2: the same images, depths and counts as
+    capacity frames, which sort all of its tiles' pairs in one (int32 keys) sort."""
+    import kernels.bin
+    import kernels.buffers
+
+    monkeypatch.setattr(kernels.buffers, "INT16_TILES", 10)
+    monkeypatch.setattr(kernels.bin, "INT16_TILES", 10)
+    assert kernels.buffers.key_halves(5, 4) == 2 and kernels.buffers.key_dtype(20) == torch.int32
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))
+    c = scene.center().numpy()
+    cams = orbit_path(scene, 40, 32, 2)
+    cams.append(Camera.look_at(c, c + np.array([0.0, 0.0, 1.0]), width=40, height=32))  # about half behind it
+    cams.append(Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=40, height=32))
+    settings = RenderSettings(background=(0.2, 0.1, 0.0), depth=True)
+    by_capacity = Renderer(scene, device=device, backend=backend)
+    by_capacity.frame_mode = "graph"
+    halves = Renderer(scene, device=device, backend=backend)
+    halves.frame_mode = "counted"
+    for cam in cams:
+        want = by_capacity.render(cam, settings)
+        got = halves.render(cam, settings)
+        assert (got.stats.n_visible, got.stats.n_pairs) == (want.stats.n_visible, want.stats.n_pairs)
+        assert torch.equal(got.image, want.image) and torch.equal(got.alpha, want.alpha)
+        assert torch.equal(got.depth, want.depth) and torch.equal(got.tile_counts, want.tile_counts)
+    # (on a GPU a frame may bin per macro-tile, which needs no halves: int32 keys above the depth)
+    per_tile = [f for f in halves.frames.frames.values() if not f.macro]
+    assert per_tile and all(f.halves == 2 and f.key_dtype == torch.int16 for f in per_tile)
+    per_tile = [f for f in by_capacity.frames.frames.values() if not f.macro]
+    assert all(f.halves is None and f.key_dtype == torch.int32 for f in per_tile)
+
+
 def test_auto_mode_counts_from_the_threshold(scene_path, device, monkeypatch):
     """Mode "auto" runs scenes of COUNTED_FROM Gaussians or more counted, smaller ones on capacities."""
     scene = load_scene(scene_path("playbot_crop.ply"))

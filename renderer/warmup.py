@@ -27,6 +27,7 @@ tests and for the viewer's overlay.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import threading
 import time
@@ -151,7 +152,11 @@ def warm_up(
         if cuda:
             stream.synchronize()
         if renderer.counted():
-            _load_order_modules(renderer)
+            # frames of a size whose tile pairs bin in two halves (kernels/buffers.py `key_halves`) count and order
+            # them so too, both ways: the synthetic frames take one of the ways only
+            halves = any(renderer.k.key_halves(-(-w // s.tile_size), -(-h // s.tile_size)) is not None
+                         for w, h in sizes for s in configured)  # fmt: skip
+            _load_order_modules(renderer, halves=halves)
             if cuda:
                 stream.synchronize()
     # the warm-up's renderers hold an image of every size they rendered (one slot each, at the frame size asked) and
@@ -165,12 +170,13 @@ def warm_up(
     return report
 
 
-def _load_order_modules(renderer) -> None:
+def _load_order_modules(renderer, *, halves: bool = False) -> None:
     """Run a counted frame's order stage both ways (compacting and not), and a macro-tile frame's offsets, on
     arrays of the scene's own size, half of it culled. CUDA loads a library's kernels on their first launch
     (torch's default, CUDA_MODULE_LOADING=LAZY), and which kernels torch's sort and cumsum launch depends on the
     input's size: the synthetic scenes' thousands of Gaussians did not launch those of millions, and the 6M
-    fly-over's first frame that compacts waited 12 ms in its order stage for them (BENCHMARKS.md, section 20)."""
+    fly-over's first frame that compacts waited 12 ms in its order stage for them (BENCHMARKS.md, section 20).
+    `halves`: both ways with the counts of frames binned in two halves as well (their kernels' own forms)."""
     k, n, device = renderer.k, renderer.n, renderer.device
     depths = torch.rand(n, device=device)
     depths[::2] = float("inf")  # culled
@@ -178,11 +184,13 @@ def _load_order_modules(renderer) -> None:
     i64 = dict(dtype=torch.int64, device=device)
     head = (torch.zeros(3, **i64), torch.zeros(k.count_blocks(n), **i64), torch.empty(n, device=device),
             torch.empty(n, dtype=torch.int32, device=device))  # fmt: skip
-    for compact in (True, False):
-        totals = k.count_visible(depths, tiles, tiles, compact=compact, out=head)
+    for compact, apart in itertools.product((True, False), (False, True) if halves else (False,)):
+        counts = tiles.clone() if apart else tiles  # a frame's halves' counts are an array of their own
+        totals = k.count_visible(depths, tiles, counts, compact=compact, out=head, halves=apart)
         m = int(totals[0]) if compact else n  # the visible half, or all
         tail = tuple(torch.empty(m, **i64) for _ in range(4))
-        k.visible_order(depths, tiles, compact=compact, out=(*head[2:], torch.empty(m, device=device), *tail))
+        k.visible_order(depths, counts, compact=compact, out=(*head[2:], torch.empty(m, device=device), *tail),
+                        halves=apart)  # fmt: skip
     # a frame binned per macro-tile: the gathered half's offsets in index order (kernels/order.py `index_offsets`)
     k.index_offsets(tiles, head[3][: n // 2], out=torch.empty(n, **i64))
 

@@ -123,6 +123,7 @@ def main() -> int:
         "lists": sorted({c.lists for c in configs}), "bin_blocks": sorted({c.bin_block for c in configs}),
         "bin_cols": sorted({c.bin_cols for c in configs}), "project_blocks": sorted({c.project_block for c in configs}),
         "bins": sorted({(c.bin_block, c.bin_cols) for c in configs}), "culls": sorted({c.cull for c in configs}),
+        "halves": sorted({f.halves for f in renderer.frames.frames.values() if f.halves is not None}),
         "total_s": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
     print(json.dumps(result))

@@ -32,8 +32,8 @@ def check(*args: str) -> dict:
 @pytest.mark.parametrize(
     "args",
     [("--case", "graph"), ("--case", "graph", "--stream"), ("--case", "graph", "--settings", "viewer"),
-     ("--case", "dense"), ("--case", "counted"), ("--case", "huge")],
-    ids=["graph", "graph-stream", "graph-viewer-settings", "dense", "counted", "huge"],
+     ("--case", "dense"), ("--case", "counted"), ("--case", "counted", "--size", "3840x2160"), ("--case", "huge")],
+    ids=["graph", "graph-stream", "graph-viewer-settings", "dense", "counted", "counted-4k", "huge"],
 )  # fmt: skip
 def test_no_compile_after_the_first_frame(args):
     r = check(*args)
@@ -48,8 +48,10 @@ def test_no_compile_after_the_first_frame(args):
     # section 33: the list classes follow the GPU's multiprocessors, so another GPU may cross them elsewhere).
     if r["case"] == "graph":
         assert r["lists"] == [0, 1] and r["bins"] == [[32, 4], [32, 16]], r
-    if r["case"] in ("graph", "counted"):  # the projection's pre-cull both ways (kernels/project.py)
+    if r["case"] in ("graph", "counted") and r["size"] == "1920x1080":  # the pre-cull both ways (kernels/project.py)
         assert r["culls"] == [False, True], r
+    if r["case"] == "counted" and r["size"] == "3840x2160":  # per tile in two halves (kernels/buffers.py key_halves)
+        assert r["halves"] == [135], r
     if r["case"] == "dense":
         assert r["lists"] == [0, 1, 2] and r["bins"] == [[64, 2]], r
     if r["case"] == "huge":

@@ -209,14 +209,15 @@ def test_warm_up_runs_a_counted_scenes_order_both_ways_at_the_scenes_size(monkey
     scene on capacities (which never runs that stage) does not pay for it."""
     import kernels.reference as ref
 
-    calls = []
+    calls, halves_seen = [], []
     order = ref.visible_order
 
-    def spy(depths, pair_counts, *, compact, out):
+    def spy(depths, pair_counts, *, compact, out, halves=False):
         m = out[2].numel()  # the Gaussians sorted: the scene's, or (compacting) its visible ones
         calls.append((depths.numel(), compact, bool(torch.isinf(depths).any()), bool(torch.isfinite(depths).any())))
         assert m == (int(torch.isfinite(depths).sum()) if compact else depths.numel()), (m, compact)
-        return order(depths, pair_counts, compact=compact, out=out)
+        halves_seen.append(halves)
+        return order(depths, pair_counts, compact=compact, out=out, halves=halves)
 
     monkeypatch.setattr(ref, "visible_order", spy)
     real = Renderer(tiny_scene(), device="cpu", backend="torch")
@@ -227,6 +228,16 @@ def test_warm_up_runs_a_counted_scenes_order_both_ways_at_the_scenes_size(monkey
     warmup.warm_up(real, [(40, 24)], [RenderSettings()], force=True)
     at_size = {(compact, culled, seen) for n, compact, culled, seen in calls if n == real.n}
     assert at_size == {(True, True, True), (False, True, True)}, calls
+    assert not any(halves_seen), "40 x 24 bins no halves"
+    # a size whose counted frames bin in two halves (kernels/buffers.py `key_halves`): both ways in that form too
+    import kernels.buffers
+
+    monkeypatch.setattr(kernels.buffers, "INT16_TILES", 10)
+    calls.clear()
+    halves_seen.clear()
+    warmup.warm_up(real, [(40, 24)], [RenderSettings()], force=True)
+    at_size = {(compact, halves) for (n, compact, _, _), halves in zip(calls, halves_seen, strict=True) if n == real.n}
+    assert {(True, True), (False, True)} <= at_size, calls
 
 
 def test_no_knob_flips_back_and_forth_near_its_threshold():

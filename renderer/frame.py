@@ -90,7 +90,7 @@ class PairBuffers:
     rasterizer reads list entry i as values[perm[i]] (`ids` is `values`, `lists_perm` is `perm`), only for the
     entries it blends."""
 
-    keys: Tensor | None  # [C] tile or macro-tile ids (int16 up to 32,767 of them, else int32), in depth order
+    keys: Tensor | None  # [C] tile or macro-tile ids (int16 up to 65,535 of them, or a half's), in depth order
     values: Tensor | None  # [C] i32 Gaussian ids, or i64 entries, as binned
     sorted_keys: Tensor | None = None  # [C] the keys sorted, stable: depth order within a tile (macro-tile)
     perm: Tensor | None = None  # [C] i64 the sort's permutation (capacity route: a buffer of its own)

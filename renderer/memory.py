@@ -9,7 +9,8 @@ other processes are outside it (MARGIN, FIXED_BYTES); the CUDA context is outsid
 
 Terms (bytes; N Gaussians, K SH coefficients per channel, X pixels, T tiles, P tile pairs (list entries), M
 macro-tile pairs, C the list capacity and D the pair capacity, V the visible Gaussians, kb bytes a pair key: 4 of
-a macro-tile pair, 2 of a tile pair up to 32,767 tiles, else 4; the names are pipeline.py's):
+a macro-tile pair, 2 of a tile pair up to 65,535 tiles, else 4 (a counted frame binned in halves holds 2, counted
+here as 4); the names are pipeline.py's):
 
 | term      | what                                                                             | bytes               |
 |-----------|----------------------------------------------------------------------------------|---------------------|

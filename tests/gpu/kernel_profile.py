@@ -74,7 +74,23 @@ def kernel_ms(frame: Callable[[], object], trace: str | None) -> dict[str, tuple
             launches[e.name[:80]] += 1
     if trace:
         prof.export_chrome_trace(trace)
-    return {k: (v, launches[k] / PROFILED_FRAMES) for k, v in sorted(ms.items(), key=lambda kv: -kv[1])}
+    return {k: (v, launches[k] / PROFILED_FRAMES) for k, v in sorted(ms.items(), key=lambda kv: -kv[1])}, op_ms(prof)
+
+
+def op_ms(prof) -> dict[str, float]:
+    """{"op > kernel": ms a frame}: each kernel, copy and memset by the host op that launched it (the innermost
+    one open on the launching thread: aten::copy_ inside aten::sort, say), longest first."""
+    ms = collections.defaultdict(float)
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CPU:
+            continue
+        parents, p = [], e
+        while p is not None and len(parents) < 3:
+            parents.append(p.name)
+            p = p.cpu_parent
+        for k in e.kernels:
+            ms[f"{' < '.join(parents)} > {k.name[:60]}"] += k.duration / 1e3 / PROFILED_FRAMES
+    return dict(sorted(ms.items(), key=lambda kv: -kv[1]))
 
 
 @torch.inference_mode()  # as the renderer: its workspace tensors are inference tensors
@@ -101,12 +117,16 @@ def profile_frame(args, r, higs, higs_scene, name: str, cams, index: int, settin
         frame = functools.partial(draw, index)
         row = dict(path=name, frame=index, size=list(args.size), renderer="higs", tile_size=args.tile)
         what = f"HiGS, tile {args.tile}"
-    kernels = kernel_ms(frame, trace)
-    row.update(wall_ms=wall_ms(frame), kernels_ms=kernels)
+    kernels, ops = kernel_ms(frame, trace)
+    row.update(wall_ms=wall_ms(frame), kernels_ms=kernels, ops_ms=ops)
     print(f"{name} frame {index} {args.size[0]}x{args.size[1]} ({what}): wall {row['wall_ms']:.3f} ms, kernels "
           f"{sum(v for v, _ in kernels.values()):.3f} ms", flush=True)  # fmt: skip
     for k, (v, n) in list(kernels.items())[:14]:
         print(f"    {v:8.4f} ms  x{n:4.1f}  {k}", flush=True)
+    if args.ops:
+        print("  by the op that launched them:", flush=True)
+        for k, v in list(ops.items())[: args.ops]:
+            print(f"    {v:8.4f} ms  {k}", flush=True)
     return row
 
 
@@ -121,6 +141,7 @@ def main() -> int:
     p.add_argument("--trace", default=None, help="folder for a Chrome trace of each frame")
     p.add_argument("--renderer", choices=("warpsplat", "higs"), default="warpsplat")
     p.add_argument("--tile", type=int, default=8, help="HiGS's tile size (8 or 16)")
+    p.add_argument("--ops", type=int, default=0, help="also print this many kernels by the host op that launched them")
     p.add_argument(
         "--frames",
         default=str(FRAMES_PER_PATH // 2),

@@ -23,6 +23,7 @@ from .buffers import (  # noqa: E402
     MACRO_KEY_DTYPE,
     SH_DTYPE,
     SH_MAX,
+    BlockOffsets,
     depth_bits,
     depth_keys,
     gaussian_extent,
@@ -34,6 +35,7 @@ from .buffers import (  # noqa: E402
     macro_grid,
     order_outputs,
     project_outputs,
+    scan_blocks,
     sentinel_key,
     sh_layout,
     tile_keys,
@@ -88,5 +90,7 @@ __all__ = [
     "split_scratch_shape",
     "tile_lists",
     "tile_ranges",
+    "BlockOffsets",
+    "scan_blocks",
     "visible_order",
 ]

@@ -36,7 +36,8 @@ The walk is the count's: the conic as the blend record holds it (`_device.record
 from `bin_t` where it is on.
 
 Inputs : order [M] (tiles: i64 Gaussian indices, nearest first, an index N has no pairs; macro-tiles: i32 gathered
-         indices or none), offsets [M] i64, records [N,8] (kernels/buffers.py), counts [N] i32 (tiles or
+         indices or none), offsets (tiles: in blocks, `buffers.BlockOffsets`; macro-tiles: [M] i64), records
+         [N,8] (kernels/buffers.py), counts [N] i32 (tiles or
          macro-tiles touched; the kernels take each Gaussian's from the step of its offsets, the twin from counts),
          bin_t [N] or None, depths [N] f32 (macro-tiles)
 Outputs: keys [capacity] (tile ids, i16/i32; macro-tile ids above rounded depths, i32; untouched past the pair
@@ -63,7 +64,7 @@ from ._device import (
     tile_rows,
 )
 from ._launch import interpreting, launch
-from .buffers import MACRO_KEY_DTYPE, depth_bits, depth_shift, key_offset, macro_grid, sentinel_key
+from .buffers import MACRO_KEY_DTYPE, BlockOffsets, depth_bits, depth_shift, key_offset, macro_grid, sentinel_key
 from .constants import INT16_TILES
 from .constants import MACRO_COLS as _COLS
 from .constants import MACRO_ROWS as _ROWS
@@ -74,13 +75,14 @@ assert _ROWS == 4, "the band walk below writes out its four rows"
 @triton.jit
 def _program_gaussians(
     order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N: tl.constexpr, INDEXED: tl.constexpr,
-    HALVES: tl.constexpr = False,
+    HALVES: tl.constexpr = False, ends_ptr=None, SCAN: tl.constexpr = 0,
 ):  # fmt: skip
     """This program's BLOCK_N Gaussians, the r-th visited being order[r] (INDEXED: in depth order, or the visible
     ones gathered) or r: (index g, pair count, first slot, live, screen mean, conic, binning threshold); idle lanes
     (past M, or culled) get no pairs and a unit conic. HALVES: the offsets are two prefix sums in one int64 (the top
     half's pairs in the low 32 bits, the bottom's above: `bin_pairs`' halves), and so is the first slot returned;
-    the count is both halves'.
+    the count is both halves'. SCAN: the offsets are sums within blocks of SCAN, and ends_ptr the blocks' ends
+    (`buffers.BlockOffsets`); 0: whole.
 
     In depth order every read of a Gaussian's own data is a gather that fetches a 32-byte sector: the record is
     one, and all binning needs beside it. The pair count is the step of the offsets (read in order), not counts[g],
@@ -94,7 +96,13 @@ def _program_gaussians(
     else:
         g = r
     base = tl.load(offsets_ptr + r - 1, mask=in_range & (r > 0), other=0)  # the pairs before this Gaussian's
-    step = tl.load(offsets_ptr + r, mask=in_range, other=0) - base
+    end = tl.load(offsets_ptr + r, mask=in_range, other=0)
+    if SCAN:  # each block's sums after the blocks' before it
+        block = r // SCAN
+        end += tl.load(ends_ptr + block - 1, mask=in_range & (block > 0), other=0)
+        block = (r - 1) // SCAN
+        base += tl.load(ends_ptr + block - 1, mask=in_range & (r > 0) & (block > 0), other=0)
+    step = end - base
     if HALVES:
         count = ((step & 0xFFFFFFFF) + (step >> 32)).to(tl.int32)
     else:
@@ -211,7 +219,8 @@ def _bin_macro_kernel(
 @triton.jit(do_not_specialize=["scaled", "M", "N", "capacity", "width", "height", "sentinel", "split_row", "top"])
 def _bin_tiles_kernel(
     order_ptr,  # [M] i32/i64, Gaussian indices nearest first (N = no Gaussian)
-    offsets_ptr,  # [M] i64, inclusive prefix sum of the counts in that order (HALVES: of both halves' counts)
+    offsets_ptr,  # [M] inclusive prefix sum of the counts in that order: i64, or i32 within blocks of SCAN
+    ends_ptr,  # [M / SCAN] i64 the blocks' ends (SCAN; `buffers.BlockOffsets`). HALVES: i64, both halves' packed
     records_ptr,  # [N, 8] f32 blend records
     bin_t_ptr,  # [N] f32 binning thresholds (read where `scaled`)
     keys_ptr,  # [capacity] i16/i32 out
@@ -230,9 +239,10 @@ def _bin_tiles_kernel(
     COLS: tl.constexpr,
     KEY_OFFSET: tl.constexpr,  # a key is its tile id (in its half) less this (`buffers.key_offset`)
     HALVES: tl.constexpr,
+    SCAN: tl.constexpr,  # the offsets' block (0: whole)
 ):
     g, count, base, live, mx, my, a, b, c, t, step = _program_gaussians(
-        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N, True, HALVES
+        order_ptr, offsets_ptr, records_ptr, bin_t_ptr, scaled, M, N, BLOCK_N, True, HALVES, ends_ptr, SCAN
     )
     key_ty = keys_ptr.dtype.element_ty
     gid = g.to(tl.int32)
@@ -344,7 +354,7 @@ BIN_FEW_WIDE = 16384  # wide Gaussians under this many: 8 a program (at most 2,0
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def bin_pairs(
     order: torch.Tensor | None,  # [M] i64 depth order (tile pairs), or i32 gathered indices / None (macro-tile pairs)
-    offsets: torch.Tensor,  # [M] i64
+    offsets: torch.Tensor | BlockOffsets,  # [M] i64 whole, or in blocks (tile pairs: kernels/order.py)
     records: torch.Tensor,  # [N, 8] f32
     counts: torch.Tensor,  # [N] i32: tiles_touched or macros_touched (checked; the kernel reads the offsets' steps)
     width: int,
@@ -378,7 +388,13 @@ def bin_pairs(
     """
     N = records.shape[0]
     M = N if order is None else order.shape[0]
-    assert offsets.shape[0] >= M and offsets.dtype == torch.int64, (offsets.shape, M)
+    if isinstance(offsets, BlockOffsets):  # tile pairs: the sums within blocks and the blocks' ends
+        assert out[1].dtype == torch.int32 and offsets.ends.shape[0] * offsets.block >= M, offsets.ends.shape
+        offsets, ends, scan = offsets.local, offsets.ends, offsets.block
+    else:
+        ends, scan = offsets, 0
+        assert offsets.dtype == torch.int64, offsets.dtype
+    assert offsets.shape[0] >= M and (offsets.dtype == torch.int64 or halves is None), (offsets.dtype, M)
     assert records.shape == (N, 8) and counts.shape == (N,) and (bin_t is None or bin_t.shape == (N,)), records.shape
     keys, values = out
     assert keys.dtype in (torch.int16, torch.int32) and values.dtype in (torch.int32, torch.int64), values.dtype
@@ -412,9 +428,9 @@ def bin_pairs(
         )  # fmt: skip
     else:
         launch(_bin_tiles_kernel, (triton.cdiv(M, block),),
-            order, offsets, *common, keys, values, int(bin_t is not None),
+            order, offsets, ends, *common, keys, values, int(bin_t is not None),
             M, N, keys.shape[0], width, height, sentinel_key(keys.dtype), split_row, 0 if halves is None else halves[1],
             TILE=tile_size, BLOCK_N=block, COLS=cols, KEY_OFFSET=key_offset(keys.dtype), HALVES=halves is not None,
-            num_warps=warps,
+            SCAN=scan, num_warps=warps,
         )  # fmt: skip
     return keys, values

@@ -10,6 +10,8 @@ without reaching the Triton path.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
 from .constants import (
@@ -199,12 +201,51 @@ def unpack_records(records: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, t
 
 
 def order_outputs(n: int, device: torch.device | str) -> tuple[torch.Tensor, ...]:
-    """Buffers for `depth_order`: (sorted depths [n] f32, order [n] i64, counts [n] i64, offsets [n] i64,
-    totals [3] i64, +inf [1] f32)."""
+    """Buffers for `depth_order`: (sorted depths [n] f32, order [n] i64, block ends [scan_blocks(n)] i64, offsets
+    [n] i32, totals [3] i64, +inf [1] f32)."""
     return (torch.empty(n, dtype=torch.float32, device=device), torch.empty(n, dtype=torch.int64, device=device),
-            torch.empty(n, dtype=torch.int64, device=device), torch.empty(n, dtype=torch.int64, device=device),
-            torch.empty(3, dtype=torch.int64, device=device),
+            torch.empty(scan_blocks(n), dtype=torch.int64, device=device),
+            torch.empty(n, dtype=torch.int32, device=device), torch.empty(3, dtype=torch.int64, device=device),
             torch.full((1,), float("inf"), dtype=torch.float32, device=device))  # fmt: skip
+
+
+# Gaussians whose pair offsets the order stage sums in one block (kernels/order.py `_ordered_offsets_kernel`): 1,024
+# on 8 warps were within 5% of the fastest of 1,024-4,096 on 4 or 8 at 0.5M, 1.2M and 6M Gaussians (BENCHMARKS.md,
+# section 51)
+SCAN_BLOCK = 1024
+
+
+def scan_blocks(m: int) -> int:
+    """The blocks of SCAN_BLOCK Gaussians the order stage sums m Gaussians' pair offsets in: its block ends' length."""
+    return (m + SCAN_BLOCK - 1) // SCAN_BLOCK
+
+
+class BlockOffsets(NamedTuple):
+    """Pair offsets as the order stage writes them: each Gaussian's inclusive prefix sum of the pair counts within
+    its block of `block` (`local`, [M] i32; i64 packed top | bottom << 32 for halves), and each block's inclusive
+    end (`ends`, [blocks] i64, packed the same): Gaussian r's offset is local[r] + ends[r // block - 1]. Binning
+    adds the two as it reads them (kernels/bin.py), so no pass writes the whole sum (BENCHMARKS.md, section 51)."""
+
+    local: torch.Tensor
+    ends: torch.Tensor
+    block: int
+
+    def whole(self) -> torch.Tensor:
+        """[M] i64: the whole prefix sums (the torch twins and the tests)."""
+        m = self.local.shape[0]
+        before = torch.cat([self.ends.new_zeros(1), self.ends[: -(-m // self.block)][:-1]])
+        return self.local.long() + before.repeat_interleave(self.block)[:m]
+
+    @staticmethod
+    def split(whole: torch.Tensor, local: torch.Tensor, ends: torch.Tensor, block: int) -> BlockOffsets:
+        """Write whole prefix sums [M] into `local` and `ends` as blocks of `block` (the twins' form of it)."""
+        m = whole.shape[0]
+        n = -(-m // block)
+        last = (torch.arange(n, device=whole.device) * block + block - 1).clamp(max=max(m - 1, 0))
+        ends[:n].copy_(whole[last])
+        before = torch.cat([ends.new_zeros(1), ends[: max(n - 1, 0)]])[:n]
+        local[:m].copy_(whole - before.repeat_interleave(block)[:m])
+        return BlockOffsets(local[:m], ends[:n], block)
 
 
 def list_scratch_shape(capacity: int) -> tuple[int, int]:

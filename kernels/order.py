@@ -2,7 +2,8 @@
 
 One stable sort of the N depths (32-bit float keys; culled Gaussians carry +inf from `project_gaussians`, so
 they come last), then each Gaussian's pair count in that order (its macro-tiles, or its tiles where the frame bins
-per tile: kernels/bin.py) and their inclusive prefix sum: where its pairs end. Stable means
+per tile: kernels/bin.py) and their inclusive prefix sum: where its pairs end, kept in blocks of 1,024 Gaussians
+(`buffers.BlockOffsets`: the sums within each block, and the blocks' ends, which binning adds). Stable means
 equal depths keep the Gaussians' index order, which is how gsplat's (tile << 32 | depth) radix sort breaks
 ties: so the pair lists `bin_pairs` emits in this order and `sort_pairs` groups by tile end up in gsplat's
 order, while the only wide sort is this one over Gaussians, not the one over pairs (several times as many).
@@ -27,9 +28,10 @@ the capacity route sorts every culled Gaussian and bins over all of them, which 
 (BENCHMARKS.md, section 10).
 
 Inputs : depths [N] f32 (+inf = culled), tiles_touched [N] i32, pair_counts [N] i32 (macros_touched or tiles_touched)
-Outputs: order [N] i64 (Gaussian indices, nearest first), offsets [N] i64 (inclusive prefix sum of
-         pair_counts[order]), totals [3] i64 (visible Gaussians, tile pairs, pairs)
-         (counted: order and offsets [M] i64, M = V, or N with the culled last)
+Outputs: order [N] i64 (Gaussian indices, nearest first), offsets (the inclusive prefix sum of pair_counts[order]
+         in blocks: [N] i32 within each block, and the blocks' ends i64), totals [3] i64 (visible Gaussians, tile
+         pairs, pairs) (counted: order [M] i64 and offsets over M, M = V, or N with the culled last; per macro-tile:
+         offsets [M] i64 whole)
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ import torch
 import triton
 import triton.language as tl
 
+from . import buffers
 from ._launch import launch
+from .buffers import BlockOffsets
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -48,27 +52,32 @@ def depth_order(
     pair_counts: torch.Tensor,  # [N] i32: each Gaussian's pairs (macros_touched, or tiles_touched: kernels/bin.py)
     *,
     out: tuple[torch.Tensor, ...],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(order, offsets, totals); `out` from `buffers.order_outputs` (each buffer at least N long)."""
+) -> tuple[torch.Tensor, BlockOffsets, torch.Tensor]:
+    """(order, offsets, totals); `out` from `buffers.order_outputs` (each buffer at least N long; the offsets in
+    blocks, `buffers.BlockOffsets`, their local sums i32: a frame of more pairs than that holds is refused,
+    memory.MAX_PAIRS)."""
     N = depths.shape[0]
     assert depths.dtype == torch.float32 and tiles_touched.shape == (N,) and tiles_touched.dtype == torch.int32
     assert pair_counts.shape == (N,) and pair_counts.dtype == torch.int32
-    sorted_depths, order, counts, offsets, totals, inf = out
-    sorted_depths, order, counts, offsets = sorted_depths[:N], order[:N], counts[:N], offsets[:N]
-    assert counts.dtype == torch.int64, counts.dtype
+    sorted_depths, order, ends, local, totals, inf = out
+    block = buffers.SCAN_BLOCK
+    blocks = triton.cdiv(N, block)
+    sorted_depths, order, local, ends = sorted_depths[:N], order[:N], local[:N], ends[:blocks]
+    assert local.dtype == torch.int32 and ends.shape == (blocks,), (local.dtype, ends.shape)
+    offsets = BlockOffsets(local, ends, block)
     if N == 0:
         totals.zero_()
         return order, offsets, totals
     torch.sort(depths, stable=True, out=(sorted_depths, order))
-    # the counts gathered in depth order and widened as they are written (an index_select into int32 and the
-    # cumsum's widening copy cost twice as long on a 500k-Gaussian close-up: BENCHMARKS.md, section 35)
-    launch(_ordered_kernel, (triton.cdiv(N, ORDER_BLOCK),), order, order, pair_counts, order, counts, N,
-           INDEXED=False, HALVES=False, BLOCK=ORDER_BLOCK)  # fmt: skip
-    torch.cumsum(counts, 0, out=offsets)
+    # the counts in depth order, summed a block at a time, then the blocks' ends: a kernel writing the counts in
+    # int64 and a torch scan of them all took longer (BENCHMARKS.md, section 51)
+    launch(_ordered_offsets_kernel, (blocks,), order, pair_counts, pair_counts, order, local, ends, N,
+           INDEXED=False, HALVES=False, BLOCK=block, num_warps=SCAN_WARPS)  # fmt: skip
+    ends.cumsum_(0)
     torch.searchsorted(sorted_depths, inf, out=totals[0:1])  # the visible ones: every finite depth
-    totals[2:3].copy_(offsets[-1:])
+    totals[2:3].copy_(ends[-1:])
     if pair_counts is tiles_touched:  # pairs per tile: the tile pairs are the pairs, no second reduction
-        totals[1:2].copy_(offsets[-1:])
+        totals[1:2].copy_(ends[-1:])
     else:  # a memset and one reduction kernel: torch.sum took 13 us on a 114k-Gaussian close-up (BENCHMARKS.md, 34)
         totals[1:2].zero_()
         launch(_sum_kernel, (triton.cdiv(N, SUM_BLOCK),), tiles_touched, totals[1:2], N, BLOCK=SUM_BLOCK, num_warps=8)
@@ -197,32 +206,37 @@ def count_visible(
     return totals
 
 
+SCAN_WARPS = 8
+
+
 @triton.jit(do_not_specialize=["M"])
-def _ordered_kernel(
+def _ordered_offsets_kernel(
     perm_ptr,  # [M] i64: the sort's permutation
     cidx_ptr,  # [M] i32: the gathered indices (INDEXED)
     pair_counts_ptr,  # [N] i32
     order_ptr,  # [M] i64 out: Gaussian indices, nearest first (INDEXED; else the permutation is the order)
-    counts_ptr,  # [M] i64 out: their pair counts (the culled touch no tiles: 0)
+    local_ptr,  # [M] out: their pair counts' inclusive prefix sum within the block, i32 (HALVES: i64, packed)
+    ends_ptr,  # [programs] i64 out: each block's pairs (HALVES: packed), summed over the blocks after it
     M,
     INDEXED: tl.constexpr,  # the sort ran over the gathered set: its indices are cidx[perm]
-    HALVES: tl.constexpr,  # pair_counts are each half's, top | bottom << 16: written as top | bottom << 32
+    HALVES: tl.constexpr,  # pair_counts are each half's, top | bottom << 16: summed as top | bottom << 32
     BLOCK: tl.constexpr,
 ):
-    j = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    """A block of the order's Gaussians: their pair counts, read through the order, summed within the block
+    (`buffers.BlockOffsets`). A block of 1,024 Gaussians of at most 129,600 tiles each sums under 2^31; halves: each
+    half's field too, and a frame's (memory.MAX_PAIRS), so the packed fields never carry into each other."""
+    pid = tl.program_id(0)
+    j = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = j < M
     g = tl.load(perm_ptr + j, mask=m, other=0)
     if INDEXED:
         g = tl.load(cidx_ptr + g, mask=m, other=0).to(tl.int64)
         tl.store(order_ptr + j, g, mask=m)
     count = tl.load(pair_counts_ptr + g, mask=m, other=0)
-    if HALVES:  # so that one prefix sum gives both halves' slots (kernels/bin.py `halves`)
-        tl.store(counts_ptr + j, (count & 0xFFFF).to(tl.int64) | ((count >> 16).to(tl.int64) << 32), mask=m)
-    else:
-        tl.store(counts_ptr + j, count.to(tl.int64), mask=m)
-
-
-ORDER_BLOCK = 1024
+    if HALVES:  # so that one sum gives both halves' slots (kernels/bin.py `halves`)
+        count = (count & 0xFFFF).to(tl.int64) | ((count >> 16).to(tl.int64) << 32)
+    tl.store(local_ptr + j, tl.cumsum(count, 0), mask=m)
+    tl.store(ends_ptr + pid, tl.sum(count).to(tl.int64))
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -233,31 +247,38 @@ def visible_order(
     compact: bool,
     out: tuple[torch.Tensor, ...],
     halves: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """A counted frame's order after its wait: (order [M] i64, offsets [M] i64), M = V where `compact` (the
-    gathered visible Gaussians sorted), else N (every depth sorted, the culled (+inf) last, owning no pairs).
-    `halves`: pair_counts hold each half's tiles (kernels/project.py `halves`), and the offsets both halves' prefix
-    sums, the top's in the low 32 bits (kernels/bin.py `halves`).
+) -> tuple[torch.Tensor, BlockOffsets]:
+    """A counted frame's order after its wait: (order [M] i64, offsets), M = V where `compact` (the gathered
+    visible Gaussians sorted), else N (every depth sorted, the culled (+inf) last, owning no pairs; the order is
+    the sort's permutation). The offsets in blocks (`buffers.BlockOffsets`), their local sums i32 (a frame's pairs
+    are under 2^31: memory.MAX_PAIRS); `halves`: pair_counts hold each half's tiles (kernels/project.py `halves`),
+    and the offsets, i64, both halves' prefix sums, the top's in the low 32 bits (kernels/bin.py `halves`).
 
-    out = (cdepths [>= V] f32, cidx [>= V] i32 from `count_visible`, then sorted_depths, perm, order, counts and
-    offsets, each [M]: f32, then i64). The first V entries are the visible Gaussians nearest first, equal depths in
-    index order (the gathered set is in index order and the sort is stable), offsets the inclusive prefix sum of
-    their pair counts. A sort, one kernel (the order through the gathered indices, and the pair counts in that
-    order, widened to int64 as they are written) and a scan: in torch, a compare, `nonzero_static`, three gathers
-    and a widening copy of the counts took the host longer while the GPU waited for it (BENCHMARKS.md, section
-    30). Not compacted, the sort's permutation is the order itself (`order` is not written)."""
+    out = (cdepths [>= V] f32, cidx [>= V] i32 from `count_visible`, then sorted_depths [M] f32, perm [M] i64,
+    order [M] i64 (compact; else empty), block ends [>= buffers.scan_blocks(M)] i64 and the local sums [M]). The
+    first V entries are the visible Gaussians nearest first, equal depths in index order (the gathered set is in
+    index order and the sort is stable), their offsets the inclusive prefix sum of their pair counts. A sort, one
+    kernel (the order through the gathered indices, the pair counts in that order summed a block at a time) and a
+    scan of the blocks' sums: a kernel writing the counts in int64 and a torch scan of them took 53 + 37 us of the
+    6M overview's frame, the two-phase form about half that (BENCHMARKS.md, section 51); in torch, a compare,
+    `nonzero_static`, three gathers and a widening copy of the counts took the host longer while the GPU waited
+    for it (section 30)."""
     N = depths.shape[0]
-    cdepths, cidx, sorted_depths, perm, order, counts, offsets = out
-    M = sorted_depths.shape[0]
-    assert perm.shape == counts.shape == offsets.shape == (M,) and (order.shape == (M,) or not compact)
+    cdepths, cidx, sorted_depths, perm, order, ends, local = out
+    M, block = sorted_depths.shape[0], buffers.SCAN_BLOCK
+    blocks = triton.cdiv(M, block)
+    assert perm.shape == local.shape == (M,) and (order.shape == (M,) or not compact)
     assert M <= N and (compact or M == N), (M, N)
-    order = order if compact else perm
+    assert local.dtype == (torch.int64 if halves else torch.int32), local.dtype
+    assert (not compact or order.dtype == torch.int64) and ends.shape[0] >= blocks, ends.shape
+    order, ends = order if compact else perm, ends[:blocks]
+    offsets = BlockOffsets(local, ends, block)
     if M == 0:
         return order, offsets
     torch.sort(cdepths[:M] if compact else depths, stable=True, out=(sorted_depths, perm))
-    launch(_ordered_kernel, (triton.cdiv(M, ORDER_BLOCK),), perm, cidx, pair_counts, order, counts, M,
-           INDEXED=compact, HALVES=halves, BLOCK=ORDER_BLOCK)  # fmt: skip
-    torch.cumsum(counts, 0, out=offsets)
+    launch(_ordered_offsets_kernel, (blocks,), perm, cidx, pair_counts, order, local, ends, M, INDEXED=compact,
+           HALVES=halves, BLOCK=block, num_warps=SCAN_WARPS)  # fmt: skip
+    ends.cumsum_(0)
     return order, offsets
 
 

@@ -11,8 +11,10 @@ import math
 import torch
 
 # the buffers and pair keys, from the one module both read (kernels/buffers.py)
+from . import buffers
 from .buffers import (
     MACRO_KEY_DTYPE,
+    BlockOffsets,
     depth_bits,
     depth_keys,
     key_dtype,
@@ -25,6 +27,7 @@ from .buffers import (
     pack_entries,
     pack_records,
     project_outputs,
+    scan_blocks,
     sentinel_key,
     tile_keys,
 )
@@ -423,20 +426,20 @@ def depth_order(
     pair_counts: torch.Tensor,
     *,
     out: tuple[torch.Tensor, ...],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, BlockOffsets, torch.Tensor]:
     """Ordered by (depth, index) through one sort of unique 64-bit keys (depth bits above the index), so no
-    stability is needed: a different route to the kernel's stable float sort, with the same result."""
+    stability is needed: a different route to the kernel's stable float sort, with the same result; the offsets a
+    running sum, then cut into blocks."""
     N = depths.shape[0]
     index = torch.arange(N, dtype=torch.int64, device=depths.device)
     order = torch.argsort((depths.contiguous().view(torch.int32).long() << 32) | index)
     offsets = torch.cumsum(pair_counts[order].long(), 0)
     out[1][:N].copy_(order)
-    out[3][:N].copy_(offsets)
     totals = out[4]
     totals[0] = int((tiles_touched > 0).sum())
     totals[1] = int(tiles_touched.long().sum())
     totals[2] = int(offsets[-1]) if N else 0
-    return out[1][:N], out[3][:N], totals
+    return out[1][:N], BlockOffsets.split(offsets, out[3], out[2], buffers.SCAN_BLOCK), totals
 
 
 def count_blocks(n: int) -> int:
@@ -474,11 +477,11 @@ def visible_order(
     compact: bool,
     out: tuple[torch.Tensor, ...],
     halves: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, BlockOffsets]:
     """By unique (depth, index) keys over the whole scene, not a stable sort of the gathered set: the visible
-    first, then (all N sorted) the culled in index order. `halves`: each count top | bottom << 16 widened to
-    top + bottom 2^32 by arithmetic."""
-    N, (_, _, _, perm, order, counts, offsets) = depths.shape[0], out
+    first, then (all N sorted) the culled in index order; the offsets a running sum in int64, then cut into blocks.
+    `halves`: each count top | bottom << 16 widened to top + bottom 2^32 by arithmetic."""
+    N, (_, _, _, perm, order, ends, local) = depths.shape[0], out
     index = torch.arange(N, dtype=torch.int64, device=depths.device)
     ranked = torch.argsort((depths.contiguous().view(torch.int32).long() << 32) | index)[: perm.shape[0]]
     visible = depths[ranked] < float("inf")
@@ -487,9 +490,8 @@ def visible_order(
     ranked_counts = pair_counts[ranked].long()
     if halves:
         ranked_counts = ranked_counts % 65536 + (ranked_counts // 65536) * 2**32
-    counts.copy_(torch.where(visible, ranked_counts, 0))
-    torch.cumsum(counts, 0, out=offsets)
-    return order, offsets
+    whole = torch.cumsum(torch.where(visible, ranked_counts, 0), 0)
+    return order, BlockOffsets.split(whole, local, ends, buffers.SCAN_BLOCK)
 
 
 # Twin of `index_offsets` in kernels/order.py: the same signature on purpose.
@@ -539,6 +541,8 @@ def bin_pairs(
     past it (a frame binned into a capacity too small for its pairs costs no more than the capacity). `block`,
     `cols` and `warps`, the kernel's launch knobs, are ignored. `halves`: binned whole (int32 keys, one run of
     slots a Gaussian), then each pair moved to its half's slots and keyed within it."""
+    if isinstance(offsets, BlockOffsets):  # in blocks: whole again
+        offsets = offsets.whole()
     if halves is not None:
         return _bin_halves(order, offsets, records, counts, width, height, bin_t, tile_size, out, halves)
     keys, values = out
@@ -974,6 +978,7 @@ __all__ = [
     "depth_order",
     "count_blocks",
     "count_visible",
+    "scan_blocks",
     "visible_order",
     "order_outputs",
     "bin_pairs",

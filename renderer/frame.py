@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from kernels import rasterizer_variants, schedule_scratch_shape, split_scratch_shape
+from kernels import BlockOffsets, buffers, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
 
 from .camera import Camera
 from .memory import check_frame_pairs
@@ -70,13 +70,14 @@ class OrderBuffers:
 
     sorted_depths: Tensor | None  # [N] f32 scratch: the depths, nearest first (frames binned per tile)
     order: Tensor | None  # [N] i64 Gaussian indices, nearest first, the culled ones (+inf) last (per tile)
-    ordered_counts: Tensor | None  # [N] i64 scratch: pairs (tiles touched), in that order (per tile)
-    offsets: Tensor  # [N] i64 inclusive prefix sum of the counts, in that order (per macro-tile: index order)
+    offset_ends: Tensor | None  # [scan_blocks(N)] i64: per tile, the offsets' blocks' ends (`BlockOffsets`)
+    offsets: Tensor  # [N] inclusive prefix sum of the counts: per tile i32 within each block, in that order; per
+    # macro-tile i64, in index order (one i64 buffer: per tile, the first half of it as i32)
     totals: Tensor  # [3] i64 (visible Gaussians, tile pairs, macro-tile pairs), for the frame's one sync
     inf: Tensor  # [1] f32 +inf: the visible ones are the depths before it
 
     def out(self) -> tuple[Tensor, ...]:
-        return self.sorted_depths, self.order, self.ordered_counts, self.offsets, self.totals, self.inf
+        return self.sorted_depths, self.order, self.offset_ends, self.offsets, self.totals, self.inf
 
 
 @dataclass
@@ -320,13 +321,17 @@ class CapacityFrame(Frame):
     def _order_and_pair_buffers(self, ws: SlotBuffers, shared: Workspace) -> None:
         # stage 2: per tile, per Gaussian in depth order; per macro-tile, the counts and offsets in index order
         i32, i64, f32, n = torch.int32, torch.int64, torch.float32, self.n
+        offsets = shared.buffer("offsets", n, i64)
         self.ordered = OrderBuffers(
             None if self.macro else shared.buffer("sorted_depths", n, f32),
             None if self.macro else shared.buffer("order", n, i64),
-            None if self.macro else shared.buffer("ordered_counts", n, i64),
-            shared.buffer("offsets", n, i64), ws.buffer("totals", 4, i64), self.r._inf,
+            None if self.macro else shared.buffer("offset_ends", self.r.k.scan_blocks(n), i64),
+            offsets if self.macro else offsets.view(i32)[:n], ws.buffer("totals", 4, i64), self.r._inf,
         )  # fmt: skip
         self.block_ends = shared.buffer("block_ends", self.r.k.count_blocks(n), i64) if self.macro else None
+        # per tile, the offsets as `depth_order` writes them: the sums within blocks and the blocks' ends
+        o = self.ordered
+        self.tile_offsets = None if self.macro else BlockOffsets(o.offsets, o.offset_ends, buffers.SCAN_BLOCK)
         # the frame's longest tile list (stage 5) after its three counts: the one copy to the host brings all four
         self.longest_list = self.ordered.totals[3:4]
         # stages 3-5: per tile, pairs of the list capacity; per macro-tile, pairs of the pair capacity, then lists
@@ -358,7 +363,10 @@ class CapacityFrame(Frame):
 
     def bin(self, **tuning) -> None:
         self.pairs.keys.fill_(self.r.k.sentinel_key(self.key_dtype))  # the tail past the pair count sorts last
-        self._bin(None if self.macro else self.ordered.order, self.ordered.offsets, **tuning)
+        if self.macro:
+            self._bin(None, self.ordered.offsets, **tuning)
+        else:
+            self._bin(self.ordered.order, self.tile_offsets, **tuning)
 
     def sort(self) -> None:
         p = self.pairs  # binned per tile, the rasterizer reads the ids through the permutation
@@ -430,12 +438,15 @@ class CountedFrame(Frame):
         self.gathered = None
 
     def _order(self, m: int) -> None:
-        """`visible_order` over m: the V visible Gaussians gathered, or all N."""
-        device, i64 = self.r.device, torch.int64
+        """`visible_order` over m: the V visible Gaussians gathered, or all N. Their offsets in blocks, the sums
+        within a block in int32 (a frame's pairs are at most memory.MAX_PAIRS); binned in halves, both halves' in
+        one int64."""
+        device, i64, k = self.r.device, torch.int64, self.r.k
         compact = m < self.n
         out = (torch.empty(m, dtype=torch.float32, device=device), torch.empty(m, dtype=i64, device=device),
-               torch.empty(m if compact else 0, dtype=i64, device=device), torch.empty(m, dtype=i64, device=device),
-               torch.empty(m, dtype=i64, device=device))  # fmt: skip
+               torch.empty(m if compact else 0, dtype=i64, device=device),
+               torch.empty(k.scan_blocks(m), dtype=i64, device=device),
+               torch.empty(m, dtype=torch.int32 if self.halves is None else i64, device=device))  # fmt: skip
         self.order_idx, self.offsets = self.r.k.visible_order(self.depths, self.pair_counts, compact=compact,
                                                               out=self.gathered + out,
                                                               halves=self.halves is not None)  # fmt: skip

@@ -28,7 +28,7 @@ here as 4); the names are pipeline.py's):
 |           | ranges 8 T, tile_schedule 4 T and its histogram;                                  | 12 T                |
 |           | from FRUSTUM_FROM Gaussians on, the pre-cull's survivors 4                        | (+ 4 N)             |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
-|           | on the capacity route also sorted_depths 4, ordered_counts 8 (and 8 bytes a      |  (+ 12 N            |
+|           | on the capacity route also sorted_depths 4, the offsets' block ends (and 8 bytes a|  (+ 4 N             |
 |           | counting program where frames bin per macro-tile), the pair buffers:             |                     |
 |           | keys kb, entries 8, sorted keys kb, permutation 8, sorted entries 8, chunk       |   + (28 + 2 kb) D   |
 |           | counts 4 a slot; the tiles' lists: ids 4 an entry                                |   + 4 C)            |
@@ -68,7 +68,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels import count_blocks, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
+from kernels import count_blocks, rasterizer_variants, scan_blocks, schedule_scratch_shape, split_scratch_shape
 from kernels.buffers import LIST_CHUNK
 from kernels.constants import INT16_TILES
 from kernels.project import FRUSTUM_FROM
@@ -216,7 +216,8 @@ def workspace_bytes(
                  False: tile_pair_buffer_bytes(capacity, t)}  # fmt: skip
         small, large = sorted(forms.values())
         both = large + (small if small <= KEPT_FORM_BYTES else 0)
-        shared += 12 * n + (both if macro is None else forms[macro])  # sorted depths 4, ordered counts 8
+        # sorted depths 4 a Gaussian, the offsets' block ends 8 a block (kernels/buffers.py `BlockOffsets`)
+        shared += 4 * n + 8 * scan_blocks(n) + (both if macro is None else forms[macro])
         if macro is not False:  # frames binned per macro-tile count each block of Gaussians (kernels/order.py)
             shared += 8 * count_blocks(n)
     return slots * per_slot + shared
@@ -229,13 +230,13 @@ def transient_bytes(n: int, pairs: int, capacity: int, tiles: int, *, counted: b
     macro-tile pair slots, `macro_pairs(capacity)` (`reference`: the torch reference's, REFERENCE_SORT_PER_SLOT a
     slot). Counted frames (kernels/order.py `count_visible` and `visible_order`, renderer/frame.py `CountedFrame`):
     at the depth sort the visible Gaussians gathered 8 N, the sort's outputs 12 V and scratch 20 V, the order 8 V,
-    the pair counts and their sum 16 V; then `counted_pair_bytes`."""
+    the offsets 4 V (8 V in halves) and their blocks' ends; then `counted_pair_bytes`."""
     if not counted:
         pair_sort = max(pair_sort_bytes(macro_pairs(capacity), tiles, reference=reference),
                         pair_sort_bytes(capacity, tiles, reference=reference, macro=False))  # fmt: skip
         return max(sort_scratch_bytes(n, 4), pair_sort)
-    v = n
-    depth_sort = 8 * n + 12 * v + 8 * v + 16 * v + sort_scratch_bytes(v, 4)
+    v = n  # the order 8 V (all sorted: the sort's permutation), the offsets 4 V (8 V in halves) and block ends
+    depth_sort = 8 * n + 12 * v + 8 * v + 8 * v + sort_scratch_bytes(v, 4)
     return max(depth_sort, counted_pair_bytes(v, pairs, tiles, reference=reference))
 
 

@@ -188,7 +188,9 @@ def _load_order_modules(renderer, *, halves: bool = False) -> None:
         counts = tiles.clone() if apart else tiles  # a frame's halves' counts are an array of their own
         totals = k.count_visible(depths, tiles, counts, compact=compact, out=head, halves=apart)
         m = int(totals[0]) if compact else n  # the visible half, or all
-        tail = tuple(torch.empty(m, **i64) for _ in range(4))
+        i32 = dict(dtype=torch.int32, device=device)
+        tail = (torch.empty(m, **i64), torch.empty(m if compact else 0, **i64), torch.empty(k.scan_blocks(m), **i64),
+                torch.empty(m, **(i64 if apart else i32)))  # fmt: skip
         k.visible_order(depths, counts, compact=compact, out=(*head[2:], torch.empty(m, device=device), *tail),
                         halves=apart)  # fmt: skip
     # a frame binned per macro-tile: the gathered half's offsets in index order (kernels/order.py `index_offsets`)

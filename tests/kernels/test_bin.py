@@ -19,6 +19,15 @@ CASES = [(1, (16, 16), 8, 0.0), (300, (37, 53), 8, 0.0), (300, (37, 53), 16, 0.0
 IMPLS = [pytest.param(kernels, id="triton"), pytest.param(ref, id="reference")]
 
 
+@pytest.fixture(autouse=True)
+def offsets_in_small_blocks(monkeypatch):
+    """The order stage's offsets in blocks of 64 Gaussians (kernels/buffers.py `BlockOffsets`): binning adds the
+    blocks' ends to the sums within them, for most Gaussians of these few-thousand-Gaussian scenes."""
+    import kernels.buffers as buffers_module
+
+    monkeypatch.setattr(buffers_module, "SCAN_BLOCK", 64)
+
+
 def pair_counts(proj, form):
     """[N] i32: each Gaussian's pairs in `form`, tiles_touched or macros_touched."""
     return proj[2] if form == "tiles" else proj[3]

@@ -31,6 +31,7 @@ lists = importlib.import_module("kernels.tile_lists")
 project = importlib.import_module("kernels.project")
 order = importlib.import_module("kernels.order")
 sort = importlib.import_module("kernels.sort")
+buffers = importlib.import_module("kernels.buffers")
 from kernels.buffers import LIST_CHUNK, LIST_WARPS
 TARGET = GPUTarget("cuda", 90, 32)
 
@@ -51,15 +52,19 @@ def signature(names, types):
 configs = sorted({bin_.bin_config(n, f) for n in (1, 10_000, 100_000, 3_000_000) for f in (1.0, 20.0, 100.0, 2000.0)})
 failures, compiled = [], 0
 scalars = ["scaled", "M", "N", "capacity", "width", "height", "sentinel"]
-# tile pairs at both key widths, and (int16) binned in two halves (kernels/buffers.py `key_halves`)
-for (block, cols), tile, (key, halves) in itertools.product(configs, (8, 16),
-                                                           (("*i16", False), ("*i32", False), ("*i16", True))):
-    sig = {"order_ptr": "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32", "bin_t_ptr": "*fp32",
+# tile pairs at both key widths, and (int16) binned in two halves (kernels/buffers.py `key_halves`); the order and
+# offsets whole in i64, and in blocks: i32 sums (i64 in halves) and the blocks' ends (kernels/buffers.py)
+forms = (("*i16", False, "*i64", 0), ("*i32", False, "*i64", 0), ("*i16", True, "*i64", buffers.SCAN_BLOCK),
+         ("*i16", False, "*i32", buffers.SCAN_BLOCK), ("*i32", False, "*i32", buffers.SCAN_BLOCK))  # fmt: skip
+for (block, cols), tile, (key, halves, offsets_t, scan) in itertools.product(configs, (8, 16), forms):
+    sig = {"order_ptr": "*i64", "offsets_ptr": offsets_t, "ends_ptr": "*i64", "records_ptr": "*fp32",
+           "bin_t_ptr": "*fp32",
            "keys_ptr": key, "ids_ptr": "*i32", **{s: "i32" for s in scalars + ["split_row", "top"]},
            "capacity": "i64", "TILE": "constexpr", "BLOCK_N": "constexpr", "COLS": "constexpr",
-           "KEY_OFFSET": "constexpr", "HALVES": "constexpr"}
+           "KEY_OFFSET": "constexpr", "HALVES": "constexpr", "SCAN": "constexpr"}
     failures.append(compile_one(bin_._bin_tiles_kernel, sig, {"TILE": tile, "BLOCK_N": block, "COLS": cols,
-                                "KEY_OFFSET": 32768 if key == "*i16" else 0, "HALVES": halves}, bin_.bin_warps(cols)))
+                                "KEY_OFFSET": 32768 if key == "*i16" else 0, "HALVES": halves, "SCAN": scan},
+                                bin_.bin_warps(cols)))  # fmt: skip
     compiled += 1
 for (block, cols), tile, indexed in itertools.product(configs, (8, 16), (False, True)):
     sig = {"order_ptr": "*i32" if indexed else "*i64", "offsets_ptr": "*i64", "records_ptr": "*fp32",
@@ -117,10 +122,11 @@ failures.append(compile_one(order._compact_kernel, sig, {"BLOCK": order.COUNT_BL
 failures.append(compile_one(order._sum_kernel, {"values_ptr": "*i32", "total_ptr": "*i64", "N": "i32",
                                                 "BLOCK": "constexpr"}, {"BLOCK": order.SUM_BLOCK}, 8))
 for indexed, halves in itertools.product((False, True), (False, True)):
-    sig = {"perm_ptr": "*i64", "cidx_ptr": "*i32", "pair_counts_ptr": "*i32", "order_ptr": "*i64", "counts_ptr": "*i64",
-           "M": "i32", "INDEXED": "constexpr", "HALVES": "constexpr", "BLOCK": "constexpr"}
-    failures.append(compile_one(order._ordered_kernel, sig, {"INDEXED": indexed, "HALVES": halves,
-                                                              "BLOCK": order.ORDER_BLOCK}))
+    sig = {"perm_ptr": "*i64", "cidx_ptr": "*i32", "pair_counts_ptr": "*i32", "order_ptr": "*i64",
+           "local_ptr": "*i64" if halves else "*i32", "ends_ptr": "*i64", "M": "i32", "INDEXED": "constexpr",
+           "HALVES": "constexpr", "BLOCK": "constexpr"}
+    failures.append(compile_one(order._ordered_offsets_kernel, sig, {"INDEXED": indexed, "HALVES": halves,
+                                "BLOCK": buffers.SCAN_BLOCK}, order.SCAN_WARPS))  # fmt: skip
 compiled += 6
 # the tile ranges of tile pairs (both key widths), the rasterizer's longest-first schedule at the tile counts of
 # 1080p and 4K at 8 px and 16 px, and a temporal window's cull (kernels/schedule.py, cull.py)

@@ -17,6 +17,15 @@ def tied_projection(device, form):
     return depths, tt, tt if form == "tiles" else macros
 
 
+@pytest.fixture
+def small_scan(monkeypatch):
+    """The offsets summed in blocks of 32 Gaussians (kernels/buffers.py `BlockOffsets`): 2000 Gaussians make 63
+    blocks, not two, and each offset past the first block is its block's sum plus the blocks' before it."""
+    import kernels.buffers as buffers_module
+
+    monkeypatch.setattr(buffers_module, "SCAN_BLOCK", 32)
+
+
 def expected(depths, tiles_touched, pair_counts):
     """Written from the rule, with Python values: the visible Gaussians by (depth, index), the running sum of
     their pair counts, and the three totals."""
@@ -30,20 +39,21 @@ def expected(depths, tiles_touched, pair_counts):
 
 
 @pytest.mark.parametrize("form", FORMS)
-def test_depth_order_matches_reference(form, device):
+def test_depth_order_matches_reference(form, device, small_scan):
     """The visible Gaussians sorted by depth (ties by index) ahead of the culled ones, their pair counts' running
     sum and the totals (visible, tile pairs, pairs: the tile pairs again, or the macro-tile pairs, fewer),
     against the twin's sort of unique (depth, index) keys and against Python's sort."""
     depths, tt, counts = tied_projection(device, form)
     want = ref.depth_order(depths, tt, counts, out=ref.order_outputs(2000, device))
     got = kernels.depth_order(depths, tt, counts, out=kernels.order_outputs(2000 + 9, device))
-    for name, w, g in zip(("order", "offsets", "totals"), want, got):
-        assert torch.equal(w.long(), g.long()), name
+    assert torch.equal(want[0], got[0]) and torch.equal(want[2], got[2])
+    assert torch.equal(want[1].local, got[1].local) and torch.equal(want[1].ends, got[1].ends), "the blocks"
+    assert got[1].block == 32 and got[1].ends.shape == (63,)
     order, offsets, totals = expected(depths, tt, counts)
     n_visible = totals[0]
     assert got[2].tolist() == totals and 500 < n_visible < 2000
     assert totals[2] == totals[1] if form == "tiles" else totals[2] < totals[1]
-    assert got[0][:n_visible].tolist() == order and got[1][:n_visible].tolist() == offsets
+    assert got[0][:n_visible].tolist() == order and got[1].whole()[:n_visible].tolist() == offsets
     assert (tt[got[0][n_visible:]] == 0).all(), "the culled ones after the visible ones"
 
 
@@ -56,18 +66,22 @@ def counted_order(impl, depths, tt, counts, compact: bool):
             torch.full((n,), -7.0, device=device), torch.full((n,), -7, dtype=torch.int32, device=device))  # fmt: skip
     totals = impl.count_visible(depths, tt, counts, compact=compact, out=head).tolist()
     m = totals[0] if compact else n
-    tail = (torch.full((m,), -7.0, device=device), torch.full((m,), -7, **i64),
-            torch.full((m if compact else 0,), -7, **i64), torch.full((m,), -7, **i64),
-            torch.full((m,), -7, **i64))  # fmt: skip
+    tail = (
+        torch.full((m,), -7.0, device=device),
+        torch.full((m,), -7, **i64),
+        torch.full((m if compact else 0,), -7, **i64),
+        torch.full((impl.scan_blocks(m),), -7, **i64),
+        torch.full((m,), -7, dtype=torch.int32, device=device),
+    )
     order, offsets = impl.visible_order(depths, counts, compact=compact, out=head[2:] + tail)
-    assert order.shape == offsets.shape == (m,)
-    return totals, order.tolist(), offsets.tolist()
+    assert order.shape == offsets.local.shape == (m,) and offsets.ends.shape == (-(-m // offsets.block),)
+    return totals, order.tolist(), offsets.whole().tolist()
 
 
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("compact", [True, False], ids=["compact", "all"])
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
-def test_counted_order_over_several_programs(impl, compact, form, device, monkeypatch):
+def test_counted_order_over_several_programs(impl, compact, form, device, monkeypatch, small_scan):
     """The counted route's order: the three counts, then the visible Gaussians nearest first (ties by index) and
     their pair counts' running sum; when every depth is sorted, the culled Gaussians after them in index order,
     owning no pairs. Counted over programs of 256 Gaussians (2000
@@ -136,3 +150,29 @@ def test_index_offsets_of_a_frame_binned_per_macro_tile(impl, gathered, device):
     assert got.tolist() == want and got.dtype == torch.int64 and 400 < len(visible) < 2000
     assert impl.index_offsets(counts, order[:0] if gathered else None,
                               out=out)[: 0 if gathered else 2000].numel() == (0 if gathered else 2000)  # fmt: skip
+
+
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "all"])
+@pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
+def test_counted_order_of_two_halves(impl, compact, device, small_scan):
+    """Binned in two halves (kernels/bin.py `halves`), a Gaussian's count holds each half's tiles (top | bottom
+    << 16) and its offset both halves' running sums in one int64 (top | bottom << 32), summed in blocks of 32 as
+    the packed fields: neither field may carry into the other."""
+    depths, tt, _ = tied_projection(device, "tiles")
+    g = torch.Generator().manual_seed(5)
+    top = (torch.randint(0, 60_000, tt.shape, generator=g, dtype=torch.int32) * (tt > 0).cpu()).to(device)
+    packed = top | (tt << 16)  # each half's count under 65,536
+    n, i64 = depths.shape[0], dict(dtype=torch.int64, device=device)
+    head = (torch.zeros(3, **i64), torch.zeros(impl.count_blocks(n), **i64), torch.empty(n, device=device),
+            torch.empty(n, dtype=torch.int32, device=device))  # fmt: skip
+    totals = impl.count_visible(depths, tt + top, packed, compact=compact, out=head, halves=True).tolist()
+    m = totals[0] if compact else n
+    tail = (torch.empty(m, device=device), torch.empty(m, **i64), torch.empty(m if compact else 0, **i64),
+            torch.empty(impl.scan_blocks(m), **i64), torch.empty(m, **i64))  # fmt: skip
+    order, offsets = impl.visible_order(depths, packed, compact=compact, out=head[2:] + tail, halves=True)
+    want, _, _ = expected(depths, tt, tt)
+    v = len(want)
+    assert order[:v].tolist() == want and totals[2] == int(top.long().sum()) > 2**31 // 10_000
+    whole = offsets.whole()[:v]
+    assert (whole % 2**32).tolist() == torch.cumsum(top[order[:v]].long(), 0).tolist()
+    assert (whole // 2**32).tolist() == torch.cumsum(tt[order[:v]].long(), 0).tolist()

@@ -46,10 +46,11 @@ def test_estimate_terms():
     # where CUDA runs the rasterizer's compiled loop, the longest lists' parts: 16 MB at 8 px (the tests run on the
     # GPU machine too)
     split = 16 << 20 if torch.cuda.is_available() else 0
-    # shared per Gaussian: the sorted depths 4, the ordered pair counts 8 (int64, as the offsets) and the pre-cull's
-    # survivors 4 (and their count)
+    # shared per Gaussian: the sorted depths 4 and the pre-cull's survivors 4 (and their count); the offsets' blocks'
+    # ends, 8 bytes a block of 1,024 (kernels/buffers.py `BlockOffsets`)
     blocks = 8 * -(-n // 4096)  # where frames bin per macro-tile, each counting program's visible count
-    assert cuda.workspace == 2 * per_slot + staged + 16 * n + 4 + 12 * tiles + hist + forms + split + blocks
+    ends = 8 * -(-n // 1024)
+    assert cuda.workspace == 2 * per_slot + staged + 8 * n + 4 + ends + 12 * tiles + hist + forms + split + blocks
     assert cpu.workspace == cuda.workspace - per_slot - split  # a CPU renderer keeps no frame in flight: one slot
     # the larger pair sort: of the macro-tile pair slots (20 bytes a slot), or of the per-tile pairs (18)
     assert cuda.transient == max(20 * n, 18 * capacity) and cuda.graphs == 2 * cuda.transient and cpu.graphs == 0
@@ -66,11 +67,11 @@ def test_estimate_terms():
     m = int(0.75 * p)  # macro-tile pairs: binned and sorted (keys 4, entries 8 each) and the sort's scratch 20
     at_sort, at_lists = 2 * 12 * m + 20 * m, 12 * m + 4 * p + 4 * 32 * -(-m // 64)
     per_tile = 6 * p + 10 * p + 18 * p  # binned per tile: pairs (keys 2, ids 4), the sort's outputs and scratch
-    # at the depth sort: the visible gathered 8 n (n = v), the sort's outputs 12 v, the order 8 v, the pair counts
-    # and their sum 16 v, its scratch 20 v
+    # at the depth sort: the visible gathered 8 n (n = v), the sort's outputs 12 v, the order 8 v, the offsets 8 v
+    # (4 within their blocks, 8 binned in halves), its scratch 20 v
     # the order and offsets 16 v let go of after the binning: at the sort, only the pairs
     at_bin = (16 * v + 12 * m, 16 * v + 6 * p)
-    assert counted.transient == max(64 * v, *at_bin, at_sort, at_lists, per_tile) and counted.graphs == 0
+    assert counted.transient == max(56 * v, *at_bin, at_sort, at_lists, per_tile) and counted.graphs == 0
     survivors = 4 * v + 4  # the pre-cull's list and count, shared
     # records 32, depths 4, tiles_touched 4, macros_touched 4, bin_t 4 a Gaussian, all but tiles_touched shared
     assert counted.workspace == 48 * v + 20 * w * h + 4 * tiles + counts + 12 * tiles + hist + split + survivors

@@ -63,7 +63,7 @@ from ._device import (
     row_tile_span,
     tile_rows,
 )
-from ._launch import interpreting, launch
+from ._launch import cdiv, interpreting, launch
 from .buffers import MACRO_KEY_DTYPE, BlockOffsets, depth_bits, depth_shift, key_offset, macro_grid, sentinel_key
 from .constants import INT16_TILES
 from .constants import MACRO_COLS as _COLS
@@ -420,14 +420,14 @@ def bin_pairs(
     common = (records, records if bin_t is None else bin_t)
     if macro:
         bits = depth_bits(n_mx * n_my)
-        launch(_bin_macro_kernel, (triton.cdiv(M, block),),
+        launch(_bin_macro_kernel, (cdiv(M, block),),
             offsets if order is None else order, offsets, records, depths, common[1], keys, values,
             int(bin_t is not None), M, N, keys.shape[0], width, height, sentinel_key(keys.dtype), bits,
             depth_shift(bits), TILE=tile_size, BLOCK_N=block, COLS=cols, INDEXED=order is not None,
             num_warps=warps,
         )  # fmt: skip
     else:
-        launch(_bin_tiles_kernel, (triton.cdiv(M, block),),
+        launch(_bin_tiles_kernel, (cdiv(M, block),),
             order, offsets, ends, *common, keys, values, int(bin_t is not None),
             M, N, keys.shape[0], width, height, sentinel_key(keys.dtype), split_row, 0 if halves is None else halves[1],
             TILE=tile_size, BLOCK_N=block, COLS=cols, KEY_OFFSET=key_offset(keys.dtype), HALVES=halves is not None,

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from ._device import ALPHA_MIN, alpha_threshold_t, ewa_footprint
-from ._launch import interpreting, launch
+from ._launch import cdiv, interpreting, launch
 
 
 @triton.jit(do_not_specialize=["N", "n_cams", "width", "height"])
@@ -98,7 +98,7 @@ def cull_window(
     if out is None:
         out = torch.empty(N, dtype=torch.int8, device=means.device)
     block = 256 if interpreting() else 128
-    launch(_cull_window_kernel, (triton.cdiv(max(N, 1), block),),
+    launch(_cull_window_kernel, (cdiv(max(N, 1), block),),
         means, covars, opacities, cameras.contiguous(), out, N, cameras.shape[0], width, height,
         near, far, eps2d, float(margin), float(guard) ** 2, TILE=tile_size, BLOCK_N=block,
     )  # fmt: skip

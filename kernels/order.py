@@ -41,7 +41,7 @@ import triton
 import triton.language as tl
 
 from . import buffers
-from ._launch import launch
+from ._launch import cdiv, launch
 from .buffers import BlockOffsets
 
 
@@ -61,7 +61,7 @@ def depth_order(
     assert pair_counts.shape == (N,) and pair_counts.dtype == torch.int32
     sorted_depths, order, ends, local, totals, inf = out
     block = buffers.SCAN_BLOCK
-    blocks = triton.cdiv(N, block)
+    blocks = cdiv(N, block)
     sorted_depths, order, local, ends = sorted_depths[:N], order[:N], local[:N], ends[:blocks]
     assert local.dtype == torch.int32 and ends.shape == (blocks,), (local.dtype, ends.shape)
     offsets = BlockOffsets(local, ends, block)
@@ -80,7 +80,7 @@ def depth_order(
         totals[1:2].copy_(ends[-1:])
     else:  # a memset and one reduction kernel: torch.sum took 13 us on a 114k-Gaussian close-up (BENCHMARKS.md, 34)
         totals[1:2].zero_()
-        launch(_sum_kernel, (triton.cdiv(N, SUM_BLOCK),), tiles_touched, totals[1:2], N, BLOCK=SUM_BLOCK, num_warps=8)
+        launch(_sum_kernel, (cdiv(N, SUM_BLOCK),), tiles_touched, totals[1:2], N, BLOCK=SUM_BLOCK, num_warps=8)
     return order, offsets, totals
 
 
@@ -107,7 +107,7 @@ COUNT_BLOCK = 4096
 
 def count_blocks(n: int) -> int:
     """The length of `count_visible`'s block_ends for n Gaussians: one entry per counting program."""
-    return triton.cdiv(n, COUNT_BLOCK)
+    return cdiv(n, COUNT_BLOCK)
 
 
 @triton.jit(do_not_specialize=["N"])
@@ -266,7 +266,7 @@ def visible_order(
     N = depths.shape[0]
     cdepths, cidx, sorted_depths, perm, order, ends, local = out
     M, block = sorted_depths.shape[0], buffers.SCAN_BLOCK
-    blocks = triton.cdiv(M, block)
+    blocks = cdiv(M, block)
     assert perm.shape == local.shape == (M,) and (order.shape == (M,) or not compact)
     assert M <= N and (compact or M == N), (M, N)
     assert local.dtype == (torch.int64 if halves else torch.int32), local.dtype

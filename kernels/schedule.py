@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import launch
+from ._launch import cdiv, launch, next_power_of_2
 from .constants import SCHEDULE_CLASSES as CLASSES
 
 CLASS_SLOTS = 32  # CLASSES rounded up to a power of two (a block's histogram row)
@@ -117,12 +117,12 @@ def _place_kernel(
 def schedule_block(n_tiles: int) -> int:
     """Tiles per program: 128 up to 32,768 tiles (1920x1080 at 8 px has 32,400), more above, so that there are
     at most MAX_ROWS blocks. Many small programs: each one's work is a short chain of reductions."""
-    return max(128, min(4096, triton.next_power_of_2(triton.cdiv(max(n_tiles, 1), MAX_ROWS))))
+    return max(128, min(4096, next_power_of_2(cdiv(max(n_tiles, 1), MAX_ROWS))))
 
 
 def schedule_scratch_shape(n_tiles: int) -> tuple[int, int]:
     """The shape of the histogram scratch buffer `schedule_tiles` needs for `n_tiles` tiles."""
-    return triton.cdiv(max(n_tiles, 1), schedule_block(n_tiles)), CLASS_SLOTS
+    return cdiv(max(n_tiles, 1), schedule_block(n_tiles)), CLASS_SLOTS
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.

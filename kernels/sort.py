@@ -33,7 +33,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ._launch import launch
+from ._launch import cdiv, launch
 from .buffers import MACRO_KEY_DTYPE, sentinel_key
 
 # sorted pairs a `_settle_kernel` program takes, with SETTLE_WARPS warps: two a thread. At 1024 on 4 warps (8 a
@@ -136,6 +136,6 @@ def sort_pairs(
         torch.index_select(entries, 0, perm, out=sorted_entries)
     elif C > 0:
         assert keys.dtype == MACRO_KEY_DTYPE and entries.dtype == torch.int64 and depths.dtype == torch.float32
-        launch(_settle_kernel, (triton.cdiv(C, SETTLE_BLOCK),), sorted_keys, perm, entries, depths, sorted_entries,
+        launch(_settle_kernel, (cdiv(C, SETTLE_BLOCK),), sorted_keys, perm, entries, depths, sorted_entries,
                C, sentinel_key(keys.dtype), BLOCK=SETTLE_BLOCK, num_warps=SETTLE_WARPS)  # fmt: skip
     return sorted_keys, sorted_entries

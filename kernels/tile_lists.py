@@ -39,7 +39,7 @@ import triton
 import triton.language as tl
 
 from ._device import MACRO_COLS, MACRO_ROWS
-from ._launch import interpreting, launch
+from ._launch import cdiv, interpreting, launch
 from .buffers import (
     LIST_CHUNK,
     LIST_WARPS,
@@ -166,7 +166,7 @@ def tile_lists(
     shift = depth_bits(n_mx * n_my)
     # the interpreter's cost is per program, not per element: fewer, longer chunks (within the same scratch)
     chunk = LIST_CHUNK * (32 if interpreting() else 1)
-    chunks, bits = triton.cdiv(max(C, 1), chunk), MACRO_COLS * MACRO_ROWS
+    chunks, bits = cdiv(max(C, 1), chunk), MACRO_COLS * MACRO_ROWS
     assert scratch.numel() >= chunks * bits and scratch.numel() >= list_scratch_shape(C)[0] * bits
     counts = scratch.view(-1)[: bits * chunks].view(bits, chunks)
     ranges.zero_()
@@ -237,6 +237,6 @@ def tile_ranges(
     for keys, limit, tile_base, pos_base in ((sorted_keys[:top], split_tile, 0, 0),
                                              (sorted_keys[top:], n_tiles - split_tile, split_tile, top)):  # fmt: skip
         if keys.shape[0] > 0:
-            launch(_tile_ranges_kernel, (triton.cdiv(keys.shape[0], block),), keys, out, keys.shape[0], limit,
+            launch(_tile_ranges_kernel, (cdiv(keys.shape[0], block),), keys, out, keys.shape[0], limit,
                    tile_base, pos_base, KEY_OFFSET=key_offset(keys.dtype), BLOCK=block)  # fmt: skip
     return out

@@ -240,7 +240,7 @@ class Frame:
         if from_stage == "project":
             self.r.params.to_device(self.slot)
         for name in self.STAGES[self.STAGES.index(from_stage) :]:
-            with timer.stage(name):
+            with timer.stage(name, joined=name != from_stage):  # back to back: each begins where the last ended
                 getattr(self, name)()
 
     def project(self, **tuning) -> None:

@@ -11,7 +11,11 @@ import torch
 
 class StageTimer:
     """Records the time of each named stage of one frame, plus "total". StageTimer(None) records nothing
-    (for work that must not record events, such as a frame being captured as a CUDA graph)."""
+    (for work that must not record events, such as a frame being captured as a CUDA graph).
+
+    A stage opened with `joined=True` right after another closed begins at that one's end: a frame's stages run
+    back to back, so its six stages take seven events rather than twelve (each costs the host a few us inside the
+    frames that the host paces; BENCHMARKS.md, section 52)."""
 
     def __init__(self, device: torch.device | None):
         self.off = device is None
@@ -20,6 +24,7 @@ class StageTimer:
         self._marks: list[tuple[str, object, object]] = []
         self._start = None if self.off else self._now()
         self._end = None
+        self._last = None  # the end of the stage just closed, while no other has opened
 
     def _now(self):
         if self.cuda:
@@ -31,13 +36,16 @@ class StageTimer:
         return time.perf_counter()
 
     @contextlib.contextmanager
-    def stage(self, name: str):
+    def stage(self, name: str, *, joined: bool = False):
+        """Time the enclosed work as stage `name`; `joined`: begin where the stage just closed ended, if one did."""
         if self.off:
             yield
             return
-        begin = self._now()
+        begin = self._last if joined and self._last is not None else self._now()
+        self._last = None
         yield
-        self._marks.append((name, begin, self._now()))
+        self._last = end = self._now()
+        self._marks.append((name, begin, end))
 
     def stop(self) -> None:
         if not self.off:

@@ -60,8 +60,8 @@ def instrument() -> None:
     stage = StageTimer.stage
 
     @contextlib.contextmanager
-    def marked(self, name):
-        with record_function(f"stage:{name}"), stage(self, name):
+    def marked(self, name, **kw):
+        with record_function(f"stage:{name}"), stage(self, name, **kw):
             yield
 
     StageTimer.stage = marked
@@ -149,7 +149,7 @@ def analyse(trace: dict, frames: int) -> dict:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--composites", default="6M,24M")
-    p.add_argument("--paths", default="fly-over,overview")
+    p.add_argument("--paths", default="flyover,overview")
     p.add_argument("--scenes-dir", default=os.environ.get("WARPSPLAT_SCENES"))
     p.add_argument("--cache-dir", default="/tmp/warpsplat-bench")
     p.add_argument("--frames", type=int, default=20)

@@ -9,12 +9,15 @@ from .frame import Frame
 from .frame_kind import FrameKind
 from .workspace import Workspace
 
-# frames' stage objects (and graphs) kept, one per image size, settings, launch configuration and slot; the least
-# recently used dropped first. A fly-over's counted frames cross three list classes in two slots (six kinds), and
-# its binning form or blocks besides: at 6, kept oldest-first, a looping 20-frame pass made 6-10 new ones
-# (BENCHMARKS.md, section 33). A kept counted frame holds no tensors of its own (`Frame.let_go`); a capacity
-# frame's graph keeps its pool (the sort's scratch), so not many more.
+# capacity frames' stage objects (and graphs) kept, one per image size, settings, launch configuration and slot;
+# the least recently used dropped first. A capacity frame's graph keeps its pool (the sort's scratch), so not many.
 MAX_FRAMES = 8
+# counted frames' stage objects kept, apart from those: a kept counted frame holds no tensors of its own
+# (`Frame.let_go`), only views of the workspace, and making one costs the host about 0.1 ms, inside the frames the
+# host paces. A fly-over's counted frames cross list classes, blocks, the pre-cull and the binning form in two
+# slots: the 6M fly-over's 20-frame pass made 9 new ones every pass with room for 8 (BENCHMARKS.md, section 52;
+# at 6, section 33: 6-10)
+MAX_COUNTED_FRAMES = 32
 
 
 class FrameCache:
@@ -37,8 +40,10 @@ class FrameCache:
         f.kind = kind  # the same kind in either slot: a stream's frames alternate slots
         if any(old.generation != self.ws.generation for old in self.frames.values()):
             self.frames.clear()  # their views (and graphs) point at buffers that moved
-        while len(self.frames) >= MAX_FRAMES:
-            self.frames.pop(next(iter(self.frames)))
+        # room among the frames of its route, the least recently used of them dropped first
+        mine = [k for k, old in self.frames.items() if old.counted == f.counted]
+        for k in mine[: max(0, len(mine) - (MAX_COUNTED_FRAMES if f.counted else MAX_FRAMES) + 1)]:
+            del self.frames[k]
         self.frames[key] = f
         return f
 

@@ -8,17 +8,14 @@ from triton.runtime.jit import JITFunction
 
 import kernels._launch as launching
 from renderer import Renderer, RenderSettings
-from scenes import load_scene
 from tools.bench_paths import object_paths
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture
-def scene(scene_path):
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA (run on the GPU machine)")
-    return load_scene(scene_path("plant.splat"))
+def scene(plant_on_gpu):
+    return plant_on_gpu
 
 
 @pytest.mark.parametrize("mode,graphs", [("graph", False), ("graph", True), ("counted", False)])

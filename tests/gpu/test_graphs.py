@@ -6,17 +6,14 @@ import pytest
 import torch
 
 from renderer import Renderer, RenderSettings
-from scenes import load_scene
 from tools.bench_paths import object_paths
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture
-def scene(scene_path):
-    if not torch.cuda.is_available():
-        pytest.skip("needs CUDA (run on the GPU machine)")
-    return load_scene(scene_path("plant.splat"))
+def scene(plant_on_gpu):
+    return plant_on_gpu
 
 
 def test_graph_frames_equal_eager_frames(scene):

@@ -413,12 +413,11 @@ class CountedFrame(Frame):
                                    halves=self.halves is not None)  # fmt: skip
         if self.depths.is_cuda:
             r.host_counts.copy_(totals, non_blocking=True)
-            ready = torch.cuda.Event()
-            ready.record()
+            r.counts_ready.record()
         if not compact and not self.macro:  # all N sorted: nothing waits for the counts, queued before the wait too
             self._order(self.n)
         if self.depths.is_cuda:
-            ready.synchronize()
+            r.counts_ready.synchronize()
             counts = r.host_counts.tolist()
         else:
             counts = totals.tolist()

@@ -167,6 +167,7 @@ class Renderer:
         # counted frames' longest lists, read a frame late (their host waits mid-frame, before stage 5): frame i's
         # goes to entry i % 3, so that neither of the two frames a stream may have in flight overwrites the one read
         self._host_longest = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
+        self._host_longest_read = self._host_longest.numpy()  # the same memory: an entry read without torch
         self._counted_pairs = [0] * len(self._host_longest)  # and their pairs
         self._counted_frames = 0  # counted frames launched: the next one's place in _host_longest
         # frames started (`_start`), and which one's stage 1 and 2 outputs the buffers the slots share hold
@@ -175,6 +176,9 @@ class Renderer:
         self.raster_slots = raster_slots(self.device)  # tiles the GPU blends at once (the launch class's rule)
         # a counted frame's (visible, pairs, macro pairs), read while its depth sort runs (kernels/order.py)
         self.host_counts = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
+        # recorded after their copy, and waited for in the same frame, so one serves every counted frame: a new
+        # torch.cuda.Event each frame looked its stream up in Python (BENCHMARKS.md, section 53)
+        self.counts_ready = torch.Event(self.device) if cuda else None
         self.last_timer: StageTimer | None = None
         self.temporal = TemporalCache(self.ws)
         self._last_output: RenderOutput | None = None
@@ -339,7 +343,7 @@ class Renderer:
         if serial < 0:
             return None
         i = serial % len(self._host_longest)
-        return self._counted_pairs[i], int(self._host_longest[i])
+        return self._counted_pairs[i], int(self._host_longest_read[i])
 
     def _fit_pairs(self, f: Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
                    n_macro_pairs: int, timer: StageTimer, lists_of: tuple[int, int] | None = None,

@@ -4,7 +4,7 @@ not, what the host was doing while it waited.
 Per path (the composites' fly-over and overview, as the bench renders them: `Renderer.render_stream`, one frame in
 flight), after two warm passes:
 - three plain passes: wall ms a frame, and the host's time a frame outside its waits for the GPU (every
-  `torch.cuda.Event.synchronize`, `torch.cuda.synchronize` and `StageTimer.wait` timed): where the host's time
+  the renderer's `counts_ready` event, `torch.cuda.synchronize` and `StageTimer.wait` timed): where the host's time
   nearly fills the frame, the host sets the pace, not the GPU;
 - one pass under the torch profiler, each stage marked (`StageTimer.stage` wrapped in `record_function`): the
   GPU's busy time a frame (the union of its kernels, copies and fills), its kernels' sum, its idle gaps, and for
@@ -52,9 +52,20 @@ def _timed_wait(fn):
     return wrapper
 
 
+class TimedEvent:
+    """A torch.Event (an immutable type, so not patched in place) whose waits are timed."""
+
+    def __init__(self, event):
+        self.event = event
+        self.synchronize = _timed_wait(event.synchronize)
+
+    def record(self, *args):
+        self.event.record(*args)
+
+
 def instrument() -> None:
     """Count the host's waits, and mark each stage for the profiler."""
-    torch.cuda.Event.synchronize = _timed_wait(torch.cuda.Event.synchronize)  # a counted frame's wait for its counts
+    torch.cuda.Event.synchronize = _timed_wait(torch.cuda.Event.synchronize)
     torch.cuda.synchronize = _timed_wait(torch.cuda.synchronize)
     StageTimer.wait = _timed_wait(StageTimer.wait)  # the wait for a frame before it is handed over
     stage = StageTimer.stage
@@ -166,6 +177,7 @@ def main() -> int:
     for c in [c for c in args.composites.split(",") if c and c != "none"]:
         scene = load_scene(build_composite(c, parse_count(c), inputs, args.cache_dir))
         r = Renderer(scene, device="cuda")
+        r.counts_ready = TimedEvent(r.counts_ready)  # a counted frame's wait for its counts
         for path_name, cams in composite_paths(scene, 1920, 1080, args.frames).items():
             if path_name not in wanted:
                 continue

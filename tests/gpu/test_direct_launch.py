@@ -40,3 +40,5 @@ def test_direct_launches_render_what_tritons_do(scene, monkeypatch, mode, graphs
         for cam, image in zip(cams, want, strict=True):
             assert torch.equal(direct.render(cam, settings).image, image)
     assert launching._launchers and not own_runs, [k.__name__ for k in own_runs]
+    # and nearly all of them through their C launch (kernels without scratch)
+    assert sum(parts and parts[3] is not None for parts in launching._launchers.values()) >= 5

@@ -3,6 +3,7 @@ Triton's own launch where switched off or interpreting; the direct one keyed by 
 kernel compiled for one (aligned pointers, a constexpr) is never launched for another. Triton's internals themselves
 are exercised on the GPU (tests/gpu/test_direct_launch.py)."""
 
+import pytest
 import torch
 
 import kernels._launch as launching
@@ -44,10 +45,10 @@ class Kernel:
 
 def test_direct_launch_goes_through_the_compiled_launcher_of_the_same_specialization(monkeypatch):
     monkeypatch.setattr(launching, "DIRECT", True)
-    monkeypatch.setattr(launching, "interpreting", lambda: False)
+    monkeypatch.setattr(launching, "INTERPRET", False)
     monkeypatch.setattr(launching, "_hooked", lambda kernel: False)
     monkeypatch.setattr(launching, "_launchers", {})
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(launching, "_current_device", lambda: 0)
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 77, raising=False)
     k, x = Kernel(), torch.zeros(64)
     launching.launch(k, (3,), x, 5, BLOCK=128)  # first: Triton's own launch, which compiles
@@ -68,7 +69,7 @@ def test_without_the_switch_or_in_the_interpreter_triton_launches(monkeypatch):
     for _ in range(2):
         launching.launch(k, (3,), x, 5, BLOCK=128)
     monkeypatch.setattr(launching, "DIRECT", True)
-    monkeypatch.setattr(launching, "interpreting", lambda: True)
+    monkeypatch.setattr(launching, "INTERPRET", True)
     launching.launch(k, (3,), x, 5, BLOCK=128)
     assert k.own_launches == 3 and all(not c.launches for c in k.compiled.values())
 
@@ -77,10 +78,10 @@ def test_a_compiled_kernel_without_the_launchers_parts_keeps_tritons_launch(monk
     """A Triton whose compiled kernels lack `run`, `function` or `packed_metadata` (another version's internals):
     every launch of that specialization goes through Triton's own."""
     monkeypatch.setattr(launching, "DIRECT", True)
-    monkeypatch.setattr(launching, "interpreting", lambda: False)
+    monkeypatch.setattr(launching, "INTERPRET", False)
     monkeypatch.setattr(launching, "_hooked", lambda kernel: False)
     monkeypatch.setattr(launching, "_launchers", {})
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(launching, "_current_device", lambda: 0)
     k, x = Kernel(), torch.zeros(64)
 
     class Bare(Compiled):
@@ -92,6 +93,47 @@ def test_a_compiled_kernel_without_the_launchers_parts_keeps_tritons_launch(monk
     for _ in range(3):
         launching.launch(k, (3,), x, 5, BLOCK=128)
     assert k.own_launches == 3 and list(launching._launchers.values()) == [False]
+
+
+class Launcher:
+    """Triton 3.6's launcher object: its C `launch`, the flags it adds, and the scratch sizes it allocates for."""
+
+    def __init__(self, scratch):
+        self.global_scratch_size, self.profile_scratch_size = scratch, 0
+        self.launch_cooperative_grid, self.launch_pdl = False, True
+        self.calls, self.c_calls = [], []
+        self.launch = lambda *a: self.c_calls.append(a)
+
+    def __call__(self, *a):
+        self.calls.append(a)
+
+
+@pytest.mark.parametrize("scratch", [0, 128])
+def test_a_kernel_without_scratch_is_launched_through_its_c_launch(monkeypatch, scratch):
+    """Without scratch the launcher object's C `launch` is called straight, with the flags its `__call__` would add
+    and no scratch buffers; a kernel that needs scratch goes through the object, which allocates it."""
+    monkeypatch.setattr(launching, "DIRECT", True)
+    monkeypatch.setattr(launching, "INTERPRET", False)
+    monkeypatch.setattr(launching, "_hooked", lambda kernel: False)
+    monkeypatch.setattr(launching, "_launchers", {})
+    monkeypatch.setattr(launching, "_current_device", lambda: 0)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 77, raising=False)
+    launcher = Launcher(scratch)
+
+    class WithLauncher(Compiled):
+        run = launcher
+
+    monkeypatch.setitem(globals(), "Compiled", WithLauncher)
+    k, x = Kernel(), torch.zeros(64)
+    for n in (5, 6):
+        launching.launch(k, (3,), x, n, BLOCK=128)
+    (compiled,) = k.compiled.values()
+    if scratch:
+        assert not launcher.c_calls and launcher.calls == [(3, 1, 1, 77, compiled.function, "metadata", None, None,
+                                                            None, x, 6, 128)]  # fmt: skip
+    else:
+        assert not launcher.calls and launcher.c_calls == [(3, 1, 1, 77, compiled.function, False, True, None, None,
+                                                            "metadata", None, None, None, x, 6, 128)]  # fmt: skip
 
 
 def test_direct_launch_is_the_default_and_switched_off_by_the_environment(monkeypatch):

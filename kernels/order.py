@@ -101,13 +101,15 @@ def _sum_kernel(
 
 # ------------------------------------------------------------------------------------- counted frames
 
-# Gaussians a counting (and compacting) program reads: 24M Gaussians make about 5,900 programs, three atomics each.
+# Gaussians a counting (and compacting) program reads: 24M Gaussians make about 5,900 programs.
 COUNT_BLOCK = 4096
+# the programs' counts a finishing program reads at a time, summing the programs' before its own
+COUNT_SCAN = 1024
 
 
 def count_blocks(n: int) -> int:
-    """The length of `count_visible`'s block_ends for n Gaussians: one entry per counting program."""
-    return cdiv(n, COUNT_BLOCK)
+    """The length of `count_visible`'s partials for n Gaussians: three entries per counting program."""
+    return 3 * cdiv(n, COUNT_BLOCK)
 
 
 @triton.jit(do_not_specialize=["N"])
@@ -115,53 +117,75 @@ def _count_kernel(
     depths_ptr,  # [N] f32, +inf = culled
     tiles_touched_ptr,  # [N] i32
     pair_counts_ptr,  # [N] i32 (read only when it is not tiles_touched)
-    totals_ptr,  # [3] i64, zeroed: (visible, tile pairs, pairs) out
-    block_visible_ptr,  # [programs] i64 out: each program's visible Gaussians
+    partials_ptr,  # [3, programs] i64 out: each program's (visible, tile pairs, pairs)
     N,
     SAME: tl.constexpr,  # pair_counts is tiles_touched
     HALVES: tl.constexpr,  # pair_counts are each half's tiles (top | bottom << 16): the pairs counted are the top's
     BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0)
+    programs = tl.num_programs(0)
     i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     m = i < N
     depth = tl.load(depths_ptr + i, mask=m, other=float("inf"))
     visible = tl.sum((depth < float("inf")).to(tl.int64))
     if HALVES:  # the halves' counts hold the tiles: one array read, not two
         halves = tl.load(pair_counts_ptr + i, mask=m, other=0)
-        top = tl.sum((halves & 0xFFFF).to(tl.int64))
-        tiles = top + tl.sum((halves >> 16).to(tl.int64))
+        pairs = tl.sum((halves & 0xFFFF).to(tl.int64))
+        tiles = pairs + tl.sum((halves >> 16).to(tl.int64))
     else:
         tiles = tl.sum(tl.load(tiles_touched_ptr + i, mask=m, other=0).to(tl.int64))
-    tl.store(block_visible_ptr + pid, visible)
-    tl.atomic_add(totals_ptr + 0, visible)
-    tl.atomic_add(totals_ptr + 1, tiles)
-    if SAME:
-        tl.atomic_add(totals_ptr + 2, tiles)
-    elif HALVES:
-        tl.atomic_add(totals_ptr + 2, top)
-    else:
-        tl.atomic_add(totals_ptr + 2, tl.sum(tl.load(pair_counts_ptr + i, mask=m, other=0).to(tl.int64)))
+        if SAME:
+            pairs = tiles
+        else:
+            pairs = tl.sum(tl.load(pair_counts_ptr + i, mask=m, other=0).to(tl.int64))
+    tl.store(partials_ptr + pid, visible)
+    tl.store(partials_ptr + programs + pid, tiles)
+    tl.store(partials_ptr + 2 * programs + pid, pairs)
 
 
-@triton.jit(do_not_specialize=["N"])
-def _compact_kernel(
+@triton.jit(do_not_specialize=["N", "P"])
+def _finish_kernel(
     depths_ptr,  # [N] f32, +inf = culled
-    block_ends_ptr,  # [programs] i64: visible Gaussians up to and including each program's
-    cdepths_ptr,  # [>= visible] f32 out: the visible depths, in index order
-    cidx_ptr,  # [>= visible] i32 out: their indices
+    partials_ptr,  # [3, P] i64: the counting programs' (visible, tile pairs, pairs)
+    totals_ptr,  # [3] i64 out: (visible, tile pairs, pairs)
+    cdepths_ptr,  # [>= visible] f32 out (COMPACT): the visible depths, in index order
+    cidx_ptr,  # [>= visible] i32 out (COMPACT): their indices
     N,
-    BLOCK: tl.constexpr,
+    P,  # the counting programs
+    COMPACT: tl.constexpr,  # a program per counting program, each placing its visible Gaussians; else one program
+    BLOCK: tl.constexpr,  # the counting programs' Gaussians
+    SCAN: tl.constexpr,
 ):
+    """The last program writes the totals; with COMPACT each program also gathers its block's visible Gaussians
+    after those of the programs before it, whose counts it sums itself (a few loads of SCAN from the cache: no
+    scan of its own, and no zeroed totals for atomics to add into)."""
     pid = tl.program_id(0)
-    i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    depth = tl.load(depths_ptr + i, mask=i < N, other=float("inf"))
-    visible = depth < float("inf")
-    rank = tl.cumsum(visible.to(tl.int32), 0)  # inclusive, within the program
-    end = tl.load(block_ends_ptr + pid)
-    slot = end - tl.sum(visible.to(tl.int64)) + rank.to(tl.int64) - 1
-    tl.store(cdepths_ptr + slot, depth, mask=visible)
-    tl.store(cidx_ptr + slot, i.to(tl.int32), mask=visible)
+    offs = tl.arange(0, SCAN)
+    acc = tl.zeros([SCAN], dtype=tl.int64)
+    for s in range(0, pid, SCAN):  # the visible Gaussians of the programs before this one
+        acc += tl.load(partials_ptr + s + offs, mask=s + offs < pid, other=0)
+    before = tl.sum(acc)
+    if pid == tl.num_programs(0) - 1:
+        visible = tl.zeros([SCAN], dtype=tl.int64)
+        tiles = tl.zeros([SCAN], dtype=tl.int64)
+        pairs = tl.zeros([SCAN], dtype=tl.int64)
+        for s in range(0, P, SCAN):
+            m = s + offs < P
+            visible += tl.load(partials_ptr + s + offs, mask=m, other=0)
+            tiles += tl.load(partials_ptr + P + s + offs, mask=m, other=0)
+            pairs += tl.load(partials_ptr + 2 * P + s + offs, mask=m, other=0)
+        tl.store(totals_ptr + 0, tl.sum(visible))
+        tl.store(totals_ptr + 1, tl.sum(tiles))
+        tl.store(totals_ptr + 2, tl.sum(pairs))
+    if COMPACT:
+        i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        depth = tl.load(depths_ptr + i, mask=i < N, other=float("inf"))
+        visible = depth < float("inf")
+        rank = tl.cumsum(visible.to(tl.int32), 0)  # inclusive, within the program
+        slot = before + rank.to(tl.int64) - 1
+        tl.store(cdepths_ptr + slot, depth, mask=visible)
+        tl.store(cidx_ptr + slot, i.to(tl.int32), mask=visible)
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -178,31 +202,33 @@ def count_visible(
     `halves`: pair_counts hold each half's tiles (kernels/project.py `halves`), and the pairs counted are the top
     half's (the frame's pairs are its tile pairs).
 
-    out = (totals [3] i64, block_ends [count_blocks(N)] i64, cdepths [>= N] f32, cidx [>= N] i32). Writes totals
-    = (visible Gaussians, tile pairs, pairs), which the host reads (the counts do not depend on the order: V
+    out = (totals [3] i64, partials [>= count_blocks(N)] i64 scratch, cdepths [>= N] f32, cidx [>= N] i32). Writes
+    totals = (visible Gaussians, tile pairs, pairs), which the host reads (the counts do not depend on the order: V
     counts the finite depths, and the pairs are every Gaussian's count summed; culled ones touch none), and, with
     `compact`, the V visible depths and their indices in index order into cdepths[:V] and cidx[:V]. Nothing here
     needs V on the host, so the compaction is queued before the host's wait and runs during it. Returns totals.
 
-    One pass over the three arrays for the counts (in torch a compare, three widening sums and a stack: eight
-    kernels, BENCHMARKS.md section 25), one more over the depths to compact them, each counting program placing its
-    visible Gaussians after the programs' before it (a scan of one entry per program). The sums are of integers,
-    so the atomics' order changes nothing."""
+    Two launches and nothing else: a pass over the three arrays counting each block's (in torch a compare, three
+    widening sums and a stack: eight kernels, BENCHMARKS.md section 25), then one that writes the totals and, with
+    `compact`, gathers each block's visible Gaussians after the blocks' before it. The counts' atomics into zeroed
+    totals and torch's scan of the blocks' counts between the passes took the host 8.5 and 17 us a frame
+    (section 53)."""
     N = depths.shape[0]
     assert depths.dtype == torch.float32 and tiles_touched.shape == (N,) and pair_counts.shape == (N,)
-    totals, block_ends, cdepths, cidx = out
-    assert totals.dtype == torch.int64 and block_ends.dtype == torch.int64 and block_ends.shape[0] >= count_blocks(N)
-    totals.zero_()
+    totals, partials, cdepths, cidx = out
+    assert totals.dtype == torch.int64 and partials.dtype == torch.int64 and partials.shape[0] >= count_blocks(N)
     if N == 0:
+        totals.zero_()
         return totals
-    programs = count_blocks(N)
-    block_ends = block_ends[:programs]
-    launch(_count_kernel, (programs,), depths, tiles_touched, pair_counts, totals, block_ends, N,
+    programs = cdiv(N, COUNT_BLOCK)
+    launch(_count_kernel, (programs,), depths, tiles_touched, pair_counts, partials, N,
            SAME=pair_counts is tiles_touched, HALVES=halves, BLOCK=COUNT_BLOCK, num_warps=8)  # fmt: skip
     if compact:
         assert cdepths.shape[0] >= N and cidx.shape[0] >= N and cidx.dtype == torch.int32
-        torch.cumsum(block_ends, 0, out=block_ends)
-        launch(_compact_kernel, (programs,), depths, block_ends, cdepths, cidx, N, BLOCK=COUNT_BLOCK, num_warps=8)
+    else:
+        cdepths, cidx = depths, tiles_touched  # not written
+    launch(_finish_kernel, (programs if compact else 1,), depths, partials, totals, cdepths, cidx, N, programs,
+           COMPACT=compact, BLOCK=COUNT_BLOCK, SCAN=COUNT_SCAN, num_warps=8)  # fmt: skip
     return totals
 
 

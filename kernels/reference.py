@@ -443,8 +443,8 @@ def depth_order(
 
 
 def count_blocks(n: int) -> int:
-    """The length of `count_visible`'s block_ends (kernels/order.py): its programs of 4,096 Gaussians."""
-    return (n + 4095) // 4096
+    """The length of `count_visible`'s partials (kernels/order.py): three a program of 4,096 Gaussians."""
+    return 3 * ((n + 4095) // 4096)
 
 
 # Twin of `count_visible` in kernels/order.py: the same signature on purpose.
@@ -459,7 +459,7 @@ def count_visible(
 ) -> torch.Tensor:
     """The visible ones found by their tile count rather than by depth, and the counts as plain sums (`halves`:
     the top half's tiles, the packed counts' low 16 bits)."""
-    totals, block_ends, cdepths, cidx = out
+    totals, _, cdepths, cidx = out  # the partials are the kernels' scratch
     index = torch.nonzero(tiles_touched > 0).squeeze(1)
     pairs = pair_counts.long() % 65536 if halves else pair_counts.long()
     totals.copy_(torch.tensor([index.numel(), int(tiles_touched.long().sum()), int(pairs.sum())]))

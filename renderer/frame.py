@@ -328,7 +328,7 @@ class CapacityFrame(Frame):
             None if self.macro else shared.buffer("offset_ends", self.r.k.scan_blocks(n), i64),
             offsets if self.macro else offsets.view(i32)[:n], ws.buffer("totals", 4, i64), self.r._inf,
         )  # fmt: skip
-        self.block_ends = shared.buffer("block_ends", self.r.k.count_blocks(n), i64) if self.macro else None
+        self.count_partials = shared.buffer("count_partials", self.r.k.count_blocks(n), i64) if self.macro else None
         # per tile, the offsets as `depth_order` writes them: the sums within blocks and the blocks' ends
         o = self.ordered
         self.tile_offsets = None if self.macro else BlockOffsets(o.offsets, o.offset_ends, buffers.SCAN_BLOCK)
@@ -356,7 +356,7 @@ class CapacityFrame(Frame):
         k, o = self.r.k, self.ordered
         if self.macro:  # the counts, and the offsets in index order: the pair keys hold the depths
             k.count_visible(self.depths, self.tiles_touched, self.pair_counts, compact=False,
-                            out=(o.totals[:3], self.block_ends, None, None))  # fmt: skip
+                            out=(o.totals[:3], self.count_partials, None, None))  # fmt: skip
             k.index_offsets(self.pair_counts, None, out=o.offsets)
         else:
             k.depth_order(self.depths, self.tiles_touched, self.pair_counts, out=o.out())
@@ -386,7 +386,7 @@ class CountedFrame(Frame):
         self.pairs = PairBuffers(None, None)  # bin, sort and tile_lists put each frame's tensors in
         self.count_totals = ws.buffer("count_totals", 3, torch.int64)
         self.longest_list = ws.buffer("longest_list", 1, torch.int64)  # stage 5's, read a frame late
-        self.block_ends = ws.buffer("block_ends", self.r.k.count_blocks(self.n), torch.int64)
+        self.count_partials = ws.buffer("count_partials", self.r.k.count_blocks(self.n), torch.int64)
 
     def totals(self) -> tuple[int, int, int]:
         assert self.counts is not None
@@ -409,7 +409,7 @@ class CountedFrame(Frame):
         self.gathered = (torch.empty(n if compact else 0, dtype=torch.float32, device=r.device),
                          torch.empty(n if compact else 0, dtype=torch.int32, device=r.device))  # fmt: skip
         totals = r.k.count_visible(self.depths, self.tiles_touched, self.pair_counts, compact=compact,
-                                   out=(self.count_totals, self.block_ends, *self.gathered),
+                                   out=(self.count_totals, self.count_partials, *self.gathered),
                                    halves=self.halves is not None)  # fmt: skip
         if self.depths.is_cuda:
             r.host_counts.copy_(totals, non_blocking=True)
@@ -425,9 +425,6 @@ class CountedFrame(Frame):
         # the pairs bin writes: tile pairs, or macro-tile pairs; binned in halves, the third count is the top's
         self.binned = counts[1] if self.halves is not None else counts[2]
         self.top = counts[2] if self.halves is not None else 0
-        # before bin allocates the pairs
-        check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
-                          reference=r.backend == "torch", macro_pairs=self.counts[2])  # fmt: skip
         if self.macro:  # binned in index order: the offsets of the visible Gaussians gathered
             order = self.gathered[1][: counts[0]]
             offsets = torch.empty(counts[0], dtype=torch.int64, device=r.device)
@@ -435,6 +432,10 @@ class CountedFrame(Frame):
         elif compact:
             self._order(counts[0])
         self.gathered = None
+        # before bin allocates the pairs, and after the order is queued: the GPU, idle since the counts, has work
+        # while the host checks
+        check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
+                          reference=r.backend == "torch", macro_pairs=self.counts[2])  # fmt: skip
 
     def _order(self, m: int) -> None:
         """`visible_order` over m: the V visible Gaussians gathered, or all N. Their offsets in blocks, the sums

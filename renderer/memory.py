@@ -20,7 +20,7 @@ here as 4); the names are pipeline.py's):
 | workspace | per slot: tiles_touched 4; rgb 12, alpha 4, rgba8 4 a pixel (as `outputs` asks:   | S (4 N + 20 X + 4 T)|
 |           | 16 or 4 alone; the estimate takes all three); tile_counts 4 a tile; on the        |                     |
 |           | capacity route totals 32 bytes; counted, the counts and the longest list 32 bytes |                     |
-|           | and 8 a counting program (4,096 Gaussians)                                        |                     |
+|           | and 24 a counting program (4,096 Gaussians)                                       |                     |
 |           | shared by the slots (Frame.__init__): records 32, depths 4, macros_touched 4      | 44 N (+ 16 N)       |
 |           | (frames binned per macro-tile), bin_t 4 (AdaGScale's frames; counted in whenever  |                     |
 |           | the estimate is made before the settings are known); on the capacity route        |                     |
@@ -28,8 +28,8 @@ here as 4); the names are pipeline.py's):
 |           | ranges 8 T, tile_schedule 4 T and its histogram;                                  | 12 T                |
 |           | from FRUSTUM_FROM Gaussians on, the pre-cull's survivors 4                        | (+ 4 N)             |
 |           | on CUDA the longest lists' parts (rasterize's SPLIT_CONFIG: 16 MB at 8 px)      | (+ 16 MB)           |
-|           | on the capacity route also sorted_depths 4, the offsets' block ends (and 8 bytes a|  (+ 4 N             |
-|           | counting program where frames bin per macro-tile), the pair buffers:             |                     |
+|           | on the capacity route also sorted_depths 4, the offsets' block ends (and 24 bytes |  (+ 4 N             |
+|           | a counting program where frames bin per macro-tile), the pair buffers:           |                     |
 |           | keys kb, entries 8, sorted keys kb, permutation 8, sorted entries 8, chunk       |   + (28 + 2 kb) D   |
 |           | counts 4 a slot; the tiles' lists: ids 4 an entry                                |   + 4 C)            |
 | transient | a frame's largest temporaries: see `transient_bytes`                             |                     |
@@ -203,7 +203,7 @@ def workspace_bytes(
     if split:
         shapes = [split_scratch_shape(tile, lists, t) for lists in (0, 1, 2)]
         shared += max((4 * a * b for a, b in filter(None, shapes)), default=0)
-    if counted:  # the counts, and each counting program's running visible count
+    if counted:  # the counts, and each counting program's three (kernels/order.py `count_visible`)
         per_slot += 32 + 8 * count_blocks(n)  # and the longest list (kernels/schedule.py)
     else:
         # totals: 3 int64 and the longest list; shared: offsets 8 a Gaussian, the order 8 where frames bin per tile

@@ -111,14 +111,17 @@ for tile, macros in itertools.product((8, 16), (False, True)):
                                                                 "BLOCK": project.FRUSTUM_BLOCK}, project.FRUSTUM_WARPS))
     compiled += 1
 for same, halves in ((False, False), (True, False), (False, True)):
-    sig = {"depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "pair_counts_ptr": "*i32", "totals_ptr": "*i64",
-           "block_visible_ptr": "*i64", "N": "i32", "SAME": "constexpr", "HALVES": "constexpr", "BLOCK": "constexpr"}
+    sig = {"depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "pair_counts_ptr": "*i32", "partials_ptr": "*i64",
+           "N": "i32", "SAME": "constexpr", "HALVES": "constexpr", "BLOCK": "constexpr"}
     failures.append(compile_one(order._count_kernel, sig, {"SAME": same, "HALVES": halves,
                                                             "BLOCK": order.COUNT_BLOCK}, 8))
     compiled += 1
-sig = {"depths_ptr": "*fp32", "block_ends_ptr": "*i64", "cdepths_ptr": "*fp32", "cidx_ptr": "*i32", "N": "i32",
-       "BLOCK": "constexpr"}
-failures.append(compile_one(order._compact_kernel, sig, {"BLOCK": order.COUNT_BLOCK}, 8))
+for compact in (False, True):
+    sig = {"depths_ptr": "*fp32", "partials_ptr": "*i64", "totals_ptr": "*i64", "cdepths_ptr": "*fp32",
+           "cidx_ptr": "*i32", "N": "i32", "P": "i32", "COMPACT": "constexpr", "BLOCK": "constexpr",
+           "SCAN": "constexpr"}
+    failures.append(compile_one(order._finish_kernel, sig, {"COMPACT": compact, "BLOCK": order.COUNT_BLOCK,
+                                                             "SCAN": order.COUNT_SCAN}, 8))
 failures.append(compile_one(order._sum_kernel, {"values_ptr": "*i32", "total_ptr": "*i64", "N": "i32",
                                                 "BLOCK": "constexpr"}, {"BLOCK": order.SUM_BLOCK}, 8))
 for indexed, halves in itertools.product((False, True), (False, True)):
@@ -127,7 +130,7 @@ for indexed, halves in itertools.product((False, True), (False, True)):
            "HALVES": "constexpr", "BLOCK": "constexpr"}
     failures.append(compile_one(order._ordered_offsets_kernel, sig, {"INDEXED": indexed, "HALVES": halves,
                                 "BLOCK": buffers.SCAN_BLOCK}, order.SCAN_WARPS))  # fmt: skip
-compiled += 6
+compiled += 7
 # the tile ranges of tile pairs (both key widths), the rasterizer's longest-first schedule at the tile counts of
 # 1080p and 4K at 8 px and 16 px, and a temporal window's cull (kernels/schedule.py, cull.py)
 for key in ("*i16", "*i32"):

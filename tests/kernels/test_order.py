@@ -78,18 +78,21 @@ def counted_order(impl, depths, tt, counts, compact: bool):
     return totals, order.tolist(), offsets.whole().tolist()
 
 
+@pytest.mark.parametrize("scan", [4, 1024], ids=["scan-4", "scan-1024"])
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("compact", [True, False], ids=["compact", "all"])
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
-def test_counted_order_over_several_programs(impl, compact, form, device, monkeypatch, small_scan):
+def test_counted_order_over_several_programs(impl, compact, form, scan, device, monkeypatch, small_scan):
     """The counted route's order: the three counts, then the visible Gaussians nearest first (ties by index) and
     their pair counts' running sum; when every depth is sorted, the culled Gaussians after them in index order,
     owning no pairs. Counted over programs of 256 Gaussians (2000
     make eight, the first one wholly culled, the last one part full), so each program's visible ones must land
-    after the programs' before it."""
+    after the programs' before it; the programs' counts read 4 at a time as well, so that the programs after the
+    fourth sum those before them over two reads, and the totals too."""
     import kernels.order as order_module
 
     monkeypatch.setattr(order_module, "COUNT_BLOCK", 256)
+    monkeypatch.setattr(order_module, "COUNT_SCAN", scan)
     depths, tt, counts = tied_projection(device, form)
     for cut in (slice(0, 256), slice(700, 900), slice(1900, 1950)):  # the first program sees nothing
         depths[cut], tt[cut], counts[cut] = float("inf"), 0, 0

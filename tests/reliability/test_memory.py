@@ -48,7 +48,7 @@ def test_estimate_terms():
     split = 16 << 20 if torch.cuda.is_available() else 0
     # shared per Gaussian: the sorted depths 4 and the pre-cull's survivors 4 (and their count); the offsets' blocks'
     # ends, 8 bytes a block of 1,024 (kernels/buffers.py `BlockOffsets`)
-    blocks = 8 * -(-n // 4096)  # where frames bin per macro-tile, each counting program's visible count
+    blocks = 24 * -(-n // 4096)  # where frames bin per macro-tile, each counting program's three counts
     ends = 8 * -(-n // 1024)
     assert cuda.workspace == 2 * per_slot + staged + 8 * n + 4 + ends + 12 * tiles + hist + forms + split + blocks
     assert cpu.workspace == cuda.workspace - per_slot - split  # a CPU renderer keeps no frame in flight: one slot
@@ -58,8 +58,8 @@ def test_estimate_terms():
     assert cpu.reference == 250 * n and cuda.reference == 0
     counted = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True)
     streamed = estimate_bytes(24_000_000, 16, w, h, "cuda", counted=True, in_flight=True)
-    # a slot's counts and longest list, and each counting program's running visible count
-    counts = 32 + 8 * -(-24_000_000 // 4096)
+    # a slot's counts and longest list, and each counting program's three counts
+    counts = 32 + 24 * -(-24_000_000 // 4096)
     # a second slot: tiles_touched, tile counts, outputs; the records, macro-tile counts and bin_t are shared
     per_frame = 4 * 24_000_000 + 20 * w * h + 4 * tiles + counts
     assert streamed.workspace == counted.workspace + per_frame, "counted frames in flight: a second slot"

@@ -43,13 +43,18 @@ class Kernel:
         return run
 
 
-def test_direct_launch_goes_through_the_compiled_launcher_of_the_same_specialization(monkeypatch):
+@pytest.fixture
+def direct(monkeypatch):
+    """The direct launch on, as on the GPU: no interpreter, no hooks, no launchers yet, device 0 and stream 77."""
     monkeypatch.setattr(launching, "DIRECT", True)
     monkeypatch.setattr(launching, "INTERPRET", False)
     monkeypatch.setattr(launching, "_hooked", lambda kernel: False)
     monkeypatch.setattr(launching, "_launchers", {})
     monkeypatch.setattr(launching, "_current_device", lambda: 0)
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 77, raising=False)
+
+
+def test_direct_launch_goes_through_the_compiled_launcher_of_the_same_specialization(direct):
     k, x = Kernel(), torch.zeros(64)
     launching.launch(k, (3,), x, 5, BLOCK=128)  # first: Triton's own launch, which compiles
     assert k.own_launches == 1
@@ -74,14 +79,9 @@ def test_without_the_switch_or_in_the_interpreter_triton_launches(monkeypatch):
     assert k.own_launches == 3 and all(not c.launches for c in k.compiled.values())
 
 
-def test_a_compiled_kernel_without_the_launchers_parts_keeps_tritons_launch(monkeypatch):
+def test_a_compiled_kernel_without_the_launchers_parts_keeps_tritons_launch(direct, monkeypatch):
     """A Triton whose compiled kernels lack `run`, `function` or `packed_metadata` (another version's internals):
     every launch of that specialization goes through Triton's own."""
-    monkeypatch.setattr(launching, "DIRECT", True)
-    monkeypatch.setattr(launching, "INTERPRET", False)
-    monkeypatch.setattr(launching, "_hooked", lambda kernel: False)
-    monkeypatch.setattr(launching, "_launchers", {})
-    monkeypatch.setattr(launching, "_current_device", lambda: 0)
     k, x = Kernel(), torch.zeros(64)
 
     class Bare(Compiled):
@@ -109,15 +109,9 @@ class Launcher:
 
 
 @pytest.mark.parametrize("scratch", [0, 128])
-def test_a_kernel_without_scratch_is_launched_through_its_c_launch(monkeypatch, scratch):
+def test_a_kernel_without_scratch_is_launched_through_its_c_launch(direct, monkeypatch, scratch):
     """Without scratch the launcher object's C `launch` is called straight, with the flags its `__call__` would add
     and no scratch buffers; a kernel that needs scratch goes through the object, which allocates it."""
-    monkeypatch.setattr(launching, "DIRECT", True)
-    monkeypatch.setattr(launching, "INTERPRET", False)
-    monkeypatch.setattr(launching, "_hooked", lambda kernel: False)
-    monkeypatch.setattr(launching, "_launchers", {})
-    monkeypatch.setattr(launching, "_current_device", lambda: 0)
-    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 77, raising=False)
     launcher = Launcher(scratch)
 
     class WithLauncher(Compiled):

@@ -16,7 +16,7 @@ from .compressed_ply import read_compressed_ply, write_compressed_ply
 from .gaussians import GaussianScene, SceneFormatError
 from .limits import open_regular
 from .ply import is_ply, write_ply
-from .sog import is_sog, read_sog
+from .sog import is_sog, read_sog, write_sog
 from .splat import read_splat, write_splat
 from .spz import is_spz, read_spz, write_spz
 from .trainer_folder import read_folder
@@ -38,7 +38,8 @@ FORMATS: list[Format] = [
     Format("ply", (".ply",), read_compressed_ply, write_ply, is_ply),
     Format("compressed-ply", (".compressed.ply",), read_compressed_ply, write_compressed_ply, is_ply),
     Format("spz", (".spz",), read_spz, write_spz, is_spz),  # v4 sniffs as NGSP; gzip v2/v3 go by extension
-    Format("sog", (".sog", "meta.json"), read_sog, None, is_sog),  # writing SOG needs k-means codebooks
+    Format("sog", (".sog",), read_sog, write_sog, is_sog),
+    Format("sog folder", ("meta.json",), read_sog),  # SOG unbundled: its meta.json beside the textures
     Format("splat", (".splat",), read_splat, write_splat),
     Format("folder", ("/",), read_folder),  # unbundled SOG (meta.json) or trainer output folder
 ]

@@ -26,7 +26,9 @@ codebooks: scales and f_dc are lerps over 8 bits, sh0's alpha is a lerp of the o
 values lerp between scalar mins/maxs; its SH band count follows from the centroid width (192, 512, 960).
 
 SOG is in the PLY (RDF) frame like the PLY it was made from; `model: "antialiased"` sets the flag.
-Writing SOG needs k-means codebooks and is not offered: write `.compressed.ply` for a compact PlayCanvas file.
+
+`write_sog` writes the `.sog` archive (v2; not the unbundled folder), with the codebooks and the SH palette of
+scenes/quantize.py; its docstring gives each field's loss.
 
 Every size is checked before anything is decoded, in this order: the dimensions of every per-Gaussian texture
 (from the first bytes of its WebP header) against `count`, then `count` against the file's size
@@ -529,3 +531,147 @@ def _read_v1(src: _Source, meta: _Meta) -> GaussianScene:
 def is_sog(head: bytes) -> bool:
     """A zip archive (local file header magic). SOG is the only zip-based scene format read here."""
     return head[:4] == b"PK\x03\x04"
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+
+SH_ITERATIONS = 10  # k-means iterations of the SH palette (splat-transform's default too)
+_WEBP_OPTIONS = dict(lossless=True, quality=90, method=4, exact=True)  # exact: keep RGB under a texel of alpha 0
+
+
+def texture_size(count: int) -> tuple[int, int]:
+    """(width, height) of the per-Gaussian textures: a near-square of whole 4x4 blocks, as splat-transform lays
+    them out (texel i, row-major, is Gaussian i; the rest is padding)."""
+    width = max(4, math.ceil(math.sqrt(count) / 4) * 4)
+    return width, max(4, math.ceil(count / width / 4) * 4)
+
+
+def palette_size(count: int) -> int:
+    """The SH palette's entries for `count` Gaussians: 1,024 a power of two of count / 1,024, at most 65,536 (as
+    splat-transform picks it; smaller for fewer Gaussians)."""
+    return int(min(64.0, 2.0 ** math.floor(math.log2(max(count, 1) / 1024))) * 1024)
+
+
+def write_sog(
+    scene: GaussianScene,
+    path: str | os.PathLike,
+    *,
+    sh_iterations: int = SH_ITERATIONS,
+    progress: Callable[[str, float], None] | None = None,
+) -> None:
+    """Write a `.sog` archive (meta.json v2 and lossless WebP textures; the table at the top of this module).
+
+    Rows go in Morton order of their centres (compressed_ply.morton_order) so that neighbouring texels hold
+    neighbouring Gaussians, which is what the WebP coding compresses. Lossy, per field, against the scene written:
+    - positions: t = sign(x) ln(|x| + 1) in 16 bits between the axis' bounds, within (max - min) / 131,070 of t;
+    - rotations: the unit quaternion with its largest component positive, the other three in 8 bits each (within
+      sqrt(2) / 510), the largest rebuilt from them;
+    - log scales and DC colours: each value's nearest level of a 256-level codebook (one per field, its axes or
+      channels pooled; scenes/quantize.py `scalar_codebook`);
+    - opacity: 8 bits after the sigmoid, within 0.5 / 255;
+    - the higher SH bands: one palette entry a Gaussian (`palette_size` entries; scenes/quantize.py
+      `vector_palette`, `sh_iterations` iterations), exact where the scene has no more distinct rows than that;
+      the entries' values are their nearest levels of a 256-level codebook.
+    `progress(step, fraction)`: called as the work goes."""
+    from PIL import Image
+
+    from .atomic import atomic_write
+    from .compressed_ply import morton_order
+    from .quantize import scalar_codebook, vector_palette
+
+    path = os.fspath(path)
+    if os.path.basename(path).lower() == "meta.json":
+        raise SceneFormatError(f"{path}: warpsplat writes SOG as one .sog archive, not as a folder's meta.json")
+    say = progress or (lambda step, fraction: None)
+    scene = scene.to("cpu")
+    n, k = len(scene), int(scene.sh.shape[1])
+    if n == 0:
+        raise SceneFormatError(f"{path}: a SOG needs at least one Gaussian")
+    width, height = texture_size(n)
+    if max(width, height) > MAX_TEXTURE_SIDE:
+        raise SceneFormatError(f"{path}: {n:,} Gaussians need {width}x{height} textures, over WebP's limit")
+    say("ordering", 0.0)
+    order = torch.from_numpy(morton_order(scene.means.numpy()))
+
+    def texture(channels: list[np.ndarray], fill: int = 255) -> bytes:
+        """[N] uint8 channels (up to 4; alpha `fill` where not given) -> a lossless WebP of width x height."""
+        rgba = np.zeros((width * height, 4), np.uint8)
+        rgba[:, 3] = fill
+        for c, values in enumerate(channels):
+            rgba[:n, c] = values
+        return _webp(Image, rgba.reshape(height, width, 4))
+
+    files: dict[str, bytes] = {}
+    # positions: sign(x) ln(|x| + 1), 16 bits between the axis' bounds (in float64, as meta.json holds them)
+    means = scene.means.double()[order]
+    t = torch.sign(means) * torch.log1p(means.abs())
+    mins, maxs = t.amin(0), t.amax(0)
+    span = torch.where(maxs > mins, maxs - mins, torch.ones_like(maxs))
+    v = torch.round((t - mins) / span * 65535).clamp(0, 65535).to(torch.int64).numpy()
+    files["means_l.webp"] = texture([(v[:, a] & 0xFF).astype(np.uint8) for a in range(3)])
+    files["means_u.webp"] = texture([(v[:, a] >> 8).astype(np.uint8) for a in range(3)])
+    say("rotations", 0.1)
+    files["quats.webp"] = texture(*_quat_texels(scene.quats[order]))
+    say("scales", 0.2)
+    scale_book, scale_labels = scalar_codebook(scene.log_scales[order])
+    files["scales.webp"] = texture([scale_labels[:, a].to(torch.uint8).numpy() for a in range(3)])
+    say("colours", 0.3)
+    colour_book, colour_labels = scalar_codebook(scene.sh[order, 0])
+    alpha = torch.round(torch.sigmoid(scene.opacity_logits[order].double()) * 255).clamp(0, 255).to(torch.uint8)
+    files["sh0.webp"] = texture([*(colour_labels[:, c].to(torch.uint8).numpy() for c in range(3)), alpha.numpy()])
+    meta: dict = {
+        "version": 2,
+        "asset": {"generator": "warpsplat"},
+        "count": n,
+        "means": {"mins": mins.tolist(), "maxs": maxs.tolist(), "files": ["means_l.webp", "means_u.webp"]},
+        "scales": {"codebook": scale_book.tolist(), "files": ["scales.webp"]},
+        "quats": {"files": ["quats.webp"]},
+        "sh0": {"codebook": colour_book.tolist(), "files": ["sh0.webp"]},
+    }
+    if k > 1:
+        coeffs = k - 1
+        say("SH palette", 0.4)
+        rest = scene.sh[order, 1:].reshape(n, coeffs * 3)  # coefficient-major: texel j holds coefficient j+1's RGB
+        entries, labels = vector_palette(rest, palette_size(n), sh_iterations,
+                                         progress=lambda f: say("SH palette", 0.4 + 0.5 * f))  # fmt: skip
+        sh_book, sh_labels = scalar_codebook(entries)
+        rows = math.ceil(len(entries) / 64)
+        cen = np.zeros((rows * 64 * coeffs, 4), np.uint8)
+        cen[:, 3] = 255
+        cen[: len(entries) * coeffs, :3] = sh_labels.reshape(len(entries) * coeffs, 3).to(torch.uint8).numpy()
+        files["shN_centroids.webp"] = _webp(Image, cen.reshape(rows, 64 * coeffs, 4))
+        files["shN_labels.webp"] = texture([(labels & 0xFF).to(torch.uint8).numpy(), (labels >> 8).to(torch.uint8)
+                                            .numpy()])  # fmt: skip
+        bands = {3: 1, 8: 2, 15: 3}[coeffs]
+        meta["shN"] = {"count": len(entries), "bands": bands, "codebook": sh_book.tolist(),
+                       "files": ["shN_centroids.webp", "shN_labels.webp"]}  # fmt: skip
+    if scene.antialiased:
+        meta["model"] = "antialiased"
+    say("writing", 0.95)
+    files = {"meta.json": json.dumps(meta, separators=(",", ":")).encode(), **files}
+    with atomic_write(path) as f, zipfile.ZipFile(f, "w") as z:
+        for name, data in files.items():
+            # a fixed date: the same scene makes the same bytes; WebP is compressed already
+            member = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            z.writestr(member, data, zipfile.ZIP_DEFLATED if name == "meta.json" else zipfile.ZIP_STORED)
+    say("done", 1.0)
+
+
+def _webp(image_module, rgba: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    image_module.fromarray(rgba, "RGBA").save(buf, format="WEBP", **_WEBP_OPTIONS)
+    return buf.getvalue()
+
+
+def _quat_texels(quats: torch.Tensor) -> tuple[list[np.ndarray], int]:
+    """[N, 4] (w, x, y, z) -> ([R, G, B, A] uint8 channels, 255): the three smaller components of the unit
+    quaternion whose largest is positive, each 8 bits of [-1/sqrt 2, 1/sqrt 2], and A = 252 + the largest's
+    slot (a zero quaternion is written as the identity)."""
+    q = quats.double()
+    norm = q.norm(dim=1, keepdim=True)
+    q = torch.where(norm > 0, q / norm.clamp_min(1e-300), torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=q.dtype))
+    largest = q.abs().argmax(1)
+    q = q * torch.where(q.gather(1, largest[:, None]) < 0, -1.0, 1.0)
+    others = q.gather(1, torch.from_numpy(_QUAT_SLOTS)[largest])
+    code = torch.round((others * math.sqrt(2) * 0.5 + 0.5) * 255).clamp(0, 255).to(torch.uint8).numpy()
+    return [code[:, 0], code[:, 1], code[:, 2], (252 + largest).to(torch.uint8).numpy()], 255

@@ -1,7 +1,7 @@
 """`warpsplat convert IN OUT`: convert a scene between formats, optionally dropping SH bands or faint Gaussians,
 or turning it so that its up axis becomes the PLY frame's (`--up`).
 
-The output format follows OUT's extension (`.ply`, `.compressed.ply`, `.spz` v3 or v4, `.splat`). The output is
+The output format follows OUT's extension (`.ply`, `.compressed.ply`, `.spz` v3 or v4, `.sog`, `.splat`). The output is
 written atomically and an existing file is kept unless `--overwrite` is given. A progress bar (tqdm, on a
 terminal) shows the read / filter / write stages for inputs over PROGRESS_MIN_BYTES.
 """
@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
     p = add_command(
         sub,
         "convert",
-        summary="convert a scene to another format (.ply, .compressed.ply, .spz, .splat)",
+        summary="convert a scene to another format (.ply, .compressed.ply, .spz, .sog, .splat)",
         description="""
             Read a scene in any supported format and write it in the format OUT's extension names, optionally
             dropping SH bands or faint Gaussians. OUT is written under a temporary name and renamed when
@@ -37,6 +37,7 @@ def add_parser(sub) -> None:
         """,
         examples="""
             warpsplat convert scene.ply scene.spz                  # Niantic's compressed format
+            warpsplat convert scene.ply scene.sog                  # PlayCanvas's, for SuperSplat and the web
             warpsplat convert scene.ply small.ply --sh-degree 1 --min-opacity 0.01
             warpsplat convert output/ scene.splat --iteration 7000  # from a trainer's output folder
         """,
@@ -133,7 +134,10 @@ def run(args: argparse.Namespace) -> int:
         bar.update()
         if fmt.name in SH_LESS_FORMATS and scene.sh_degree > 0:
             print(f"note: .{fmt.name} holds no SH bands; degree {scene.sh_degree} -> 0", file=sys.stderr)
-        save_scene(scene, dst, **({"version": args.spz_version or 3} if fmt.name == "spz" else {}))
+        options = {"version": args.spz_version or 3} if fmt.name == "spz" else {}
+        if fmt.name == "sog":  # its SH palette takes the time: the bar says how far it is
+            options["progress"] = lambda step, done: bar.set_postfix_str(f"{step} {done:.0%}", refresh=False)
+        save_scene(scene, dst, **options)
         bar.update()
     dt = time.perf_counter() - t0
     dropped = n_in - len(scene)

@@ -2,8 +2,9 @@
 
 - Files it writes (compressed PLY, SPZ v3 and v4, SOG) load in warpsplat exactly as splat-transform itself
   decodes them (its conversion of the same file to a float PLY), up to float rounding.
-- Files warpsplat writes (PLY, compressed PLY, SPZ v3/v4, .splat) load in splat-transform, which decodes them
-  to what warpsplat decodes.
+- Files warpsplat writes (PLY, compressed PLY, SPZ v3/v4, SOG, .splat) load in splat-transform, which decodes
+  them to what warpsplat decodes; and warpsplat's SOG of a scene is as close to it, field by field, as
+  splat-transform's SOG of the same scene.
 
 SPZ frame: splat-transform reads and writes SPZ bytes raw (no RUB <-> RDF change, see scenes/spz.py), so
 its decoding of an SPZ is warpsplat's decoding with y and z negated (and the SH/quaternion signs with them).
@@ -143,7 +144,9 @@ def test_files_it_writes_load_the_same_here(splat_transform, source, tmp_path, o
     assert ours.sh_degree == 3
 
 
-@pytest.mark.parametrize("out_name", ["ours.ply", "ours.compressed.ply", "ours3.spz", "ours4.spz", "ours.splat"])
+@pytest.mark.parametrize(
+    "out_name", ["ours.ply", "ours.compressed.ply", "ours3.spz", "ours4.spz", "ours.sog", "ours.splat"]
+)
 def test_files_written_here_load_in_it(splat_transform, source, tmp_path, out_name):
     src, _ = source
     written = tmp_path / out_name
@@ -163,6 +166,29 @@ def test_files_written_here_load_in_it(splat_transform, source, tmp_path, out_na
     if out_name == "ours.ply":  # lossless: both equal the source
         _assert_same(theirs, src, "ply vs source", atol=0)
     assert np.isfinite(theirs.means.numpy()).all()
+
+
+def test_its_sog_is_no_closer_to_the_scene_than_ours(splat_transform, source, tmp_path):
+    """The same real SH-3 scene written as SOG by both: each field's RMS error against the scene, rows paired by
+    their centres (both write Morton order, of slightly different curves). Measured, ours against theirs:
+    positions 1.25e-6 against 2.48e-6 (rounded, not cut), log scales 0.00719 against 0.00717, DC colour 0.0031
+    against 0.105, higher bands 0.0132 against 0.0138 (a palette of 1,024 for the 2,000 rows), opacity 0.0011
+    against 0.0023."""
+    src, src_path = source
+    _run(splat_transform, "-g", "cpu", src_path, tmp_path / "theirs.sog")
+    save_scene(src, tmp_path / "ours.sog")
+
+    def rms_errors(path) -> dict[str, float]:
+        out = load_scene(path)
+        ref = src.subset(torch.cdist(out.means.double(), src.means.double()).argmin(1))
+        fields = {"means": (out.means, ref.means), "log_scales": (out.log_scales, ref.log_scales),
+                  "dc": (out.sh[:, 0], ref.sh[:, 0]), "rest": (out.sh[:, 1:], ref.sh[:, 1:]),
+                  "opacity": (torch.sigmoid(out.opacity_logits), torch.sigmoid(ref.opacity_logits))}  # fmt: skip
+        return {name: float((a - b).double().pow(2).mean().sqrt()) for name, (a, b) in fields.items()}
+
+    ours, theirs = rms_errors(tmp_path / "ours.sog"), rms_errors(tmp_path / "theirs.sog")
+    for name in ours:
+        assert ours[name] <= 1.05 * theirs[name], (name, ours[name], theirs[name])
 
 
 @pytest.mark.parametrize("name, count", [("guitar.compressed.ply", 90_854), ("angel.sog", 71_359)])

@@ -52,13 +52,13 @@ def test_errors_are_one_line(tmp_path, capsys):
         ["convert", str(tmp_path / "missing.ply"), str(tmp_path / "x.ply")],
         ["convert", str(scene(THREE)), str(tmp_path / "x.ply"), "--min-opacity", "1.0"],
         ["convert", str(scene(THREE)), str(tmp_path / "x.ply"), "--sh-degree", "7"],
-        ["convert", str(scene(THREE)), str(tmp_path / "x.sog")],  # SOG is read-only here
+        ["convert", str(scene(THREE)), str(tmp_path / "meta.json")],  # SOG is written as an archive, not a folder
     ]
     for argv in cases:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("warpsplat convert: error:") and "\n" not in err, err
-    assert not (tmp_path / "x.ply").exists()
+    assert not (tmp_path / "x.ply").exists() and not (tmp_path / "meta.json").exists()
 
 
 def test_trainer_folder_iteration(tmp_path, capsys):
@@ -79,13 +79,14 @@ def test_trainer_folder_iteration(tmp_path, capsys):
 
 
 def test_read_only_and_unknown_formats_are_told_apart(tmp_path, capsys):
-    assert main(["convert", str(scene(THREE)), str(tmp_path / "x.sog")]) == 2
+    assert main(["convert", str(scene(THREE)), str(tmp_path / "meta.json")]) == 2
     assert capsys.readouterr().err == (
-        f"warpsplat convert: error: {tmp_path / 'x.sog'}: sog is read-only in warpsplat "
-        "(can write: .compressed.ply, .ply, .splat, .spz)\n"
+        f"warpsplat convert: error: {tmp_path / 'meta.json'}: sog folder is read-only in warpsplat "
+        "(can write: .compressed.ply, .ply, .sog, .splat, .spz)\n"
     )
     assert main(["convert", str(scene(THREE)), str(tmp_path / "x.glb")]) == 2
-    assert "x.glb: unknown scene format (can write: .compressed.ply, .ply, .splat, .spz)" in capsys.readouterr().err
+    want = "x.glb: unknown scene format (can write: .compressed.ply, .ply, .sog, .splat, .spz)"
+    assert want in capsys.readouterr().err
 
 
 def test_spz_version(tmp_path, capsys):

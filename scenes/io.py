@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .compressed_ply import read_compressed_ply, write_compressed_ply
 from .gaussians import GaussianScene, SceneFormatError
+from .glb import is_glb, read_glb, write_glb
 from .limits import open_regular
 from .ply import is_ply, write_ply
 from .sog import is_sog, read_sog, write_sog
@@ -40,6 +41,7 @@ FORMATS: list[Format] = [
     Format("spz", (".spz",), read_spz, write_spz, is_spz),  # v4 sniffs as NGSP; gzip v2/v3 go by extension
     Format("sog", (".sog",), read_sog, write_sog, is_sog),
     Format("sog folder", ("meta.json",), read_sog),  # SOG unbundled: its meta.json beside the textures
+    Format("glb", (".glb",), read_glb, write_glb, is_glb),  # glTF binary with KHR_gaussian_splatting
     Format("splat", (".splat",), read_splat, write_splat),
     Format("folder", ("/",), read_folder),  # unbundled SOG (meta.json) or trainer output folder
 ]

@@ -76,8 +76,16 @@ def rotation_to_up(up) -> tuple[np.ndarray, np.ndarray]:
 def turn_up(scene: GaussianScene, up) -> GaussianScene:
     """A copy of `scene` turned so that direction `up` (3 numbers, in the scene's frame) points -y."""
     R, q = rotation_to_up(up)
+    return rotated(scene, R, q)
+
+
+def rotated(scene: GaussianScene, R: np.ndarray, q, *, scale: float = 1.0, shift=(0.0, 0.0, 0.0)) -> GaussianScene:
+    """A copy of `scene` moved by x -> scale R x + shift: R [3, 3] a rotation and q [4] (w, x, y, z) its
+    quaternion, `scale` > 0 uniform (log-scales grow by its log; SH, which depend on directions only, turn with R
+    alone). In the PLY frame: `up_axis` "-y"."""
     f32 = dict(dtype=torch.float32, device=scene.device)
-    means = scene.means @ torch.as_tensor(R.T, **f32)
+    means = (scene.means.double() @ torch.as_tensor(R.T * scale, dtype=torch.float64, device=scene.device)
+             + torch.as_tensor(shift, dtype=torch.float64, device=scene.device)).to(torch.float32)  # fmt: skip
     w0, x0, y0, z0 = (float(v) for v in q)
     w, x, y, z = scene.quats.unbind(1)
     quats = torch.stack(
@@ -93,4 +101,6 @@ def turn_up(scene: GaussianScene, up) -> GaussianScene:
     for band, (lo, hi) in zip(sh_rotation(R), ((1, 4), (4, 9), (9, 16))):
         if hi <= sh.shape[1]:
             sh[:, lo:hi] = torch.einsum("ji,nic->njc", torch.as_tensor(band, **f32), scene.sh[:, lo:hi])
-    return replace(scene, means=means, quats=quats, sh=sh, up_axis="-y", extras=dict(scene.extras))
+    log_scales = scene.log_scales + math.log(scale) if scale != 1.0 else scene.log_scales
+    return replace(scene, means=means, quats=quats, log_scales=log_scales, sh=sh, up_axis="-y",
+                   extras=dict(scene.extras))  # fmt: skip

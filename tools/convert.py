@@ -1,9 +1,9 @@
 """`warpsplat convert IN OUT`: convert a scene between formats, optionally dropping SH bands or faint Gaussians,
 or turning it so that its up axis becomes the PLY frame's (`--up`).
 
-The output format follows OUT's extension (`.ply`, `.compressed.ply`, `.spz` v3 or v4, `.sog`, `.splat`). The output is
-written atomically and an existing file is kept unless `--overwrite` is given. A progress bar (tqdm, on a
-terminal) shows the read / filter / write stages for inputs over PROGRESS_MIN_BYTES.
+The output format follows OUT's extension (`.ply`, `.compressed.ply`, `.spz` v3 or v4, `.sog`, `.glb`,
+`.splat`). The output is written atomically and an existing file is kept unless `--overwrite` is given. A progress
+bar (tqdm, on a terminal) shows the read / filter / write stages for inputs over PROGRESS_MIN_BYTES.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
     p = add_command(
         sub,
         "convert",
-        summary="convert a scene to another format (.ply, .compressed.ply, .spz, .sog, .splat)",
+        summary="convert a scene to another format (.ply, .compressed.ply, .spz, .sog, .glb, .splat)",
         description="""
             Read a scene in any supported format and write it in the format OUT's extension names, optionally
             dropping SH bands or faint Gaussians. OUT is written under a temporary name and renamed when
@@ -38,6 +38,7 @@ def add_parser(sub) -> None:
         examples="""
             warpsplat convert scene.ply scene.spz                  # Niantic's compressed format
             warpsplat convert scene.ply scene.sog                  # PlayCanvas's, for SuperSplat and the web
+            warpsplat convert scene.ply scene.glb                  # glTF, KHR_gaussian_splatting
             warpsplat convert scene.ply small.ply --sh-degree 1 --min-opacity 0.01
             warpsplat convert output/ scene.splat --iteration 7000  # from a trainer's output folder
         """,

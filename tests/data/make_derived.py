@@ -1,9 +1,9 @@
 """Writes the derived test files in tests/data with warpsplat's own writers (see CREDITS.md).
 
-No bundlable file exists in some formats (PlayCanvas compressed PLY, SPZ v4), and the tests want a small real
-scene with SH bands for the interpreter. All three are cut from the bundled `playbot_lod2.sog` (CC-BY-4.0):
-the CROP Gaussians nearest the robot's body, in file order. Run from the repository root (so that the checkout's
-packages are the ones imported), then update the table in CREDITS.md:
+No bundlable file exists in some formats (PlayCanvas compressed PLY, SPZ v4, GLB, a SOG of warpsplat's), and the
+tests want a small real scene with SH bands for the interpreter. All five are cut from the bundled
+`playbot_lod2.sog` (CC-BY-4.0): the CROP Gaussians nearest the robot's body, in file order. Run from the repository
+root (so that the checkout's packages are the ones imported), then update the table in CREDITS.md:
 
     .venv/bin/python -m tests.data.make_derived
 """
@@ -36,7 +36,10 @@ def main() -> None:
     save_scene(scene, DATA / "playbot_crop.ply")  # INRIA PLY, float32: the crop exactly
     save_scene(scene, DATA / "playbot_crop.compressed.ply")
     write_spz(scene, DATA / "playbot_crop.spz", version=4)
-    for name in ("playbot_crop.ply", "playbot_crop.compressed.ply", "playbot_crop.spz"):
+    save_scene(scene, DATA / "playbot_crop.glb")  # glTF binary with KHR_gaussian_splatting
+    save_scene(scene, DATA / "playbot_crop.sog")
+    for name in ("playbot_crop.ply", "playbot_crop.compressed.ply", "playbot_crop.spz", "playbot_crop.glb",
+                 "playbot_crop.sog"):  # fmt: skip
         print(f"{DATA / name}: {(DATA / name).stat().st_size:,} bytes")
 
 

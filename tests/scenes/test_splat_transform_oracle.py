@@ -18,9 +18,11 @@ beside it they are skipped before npm is asked for anything.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,6 +34,7 @@ from tests.conftest import REPO, scenes_dir
 from tests.conftest import real_scene as scene
 
 VERSION = "3.7.0"
+GLTF_VALIDATOR = "2.0.0-dev.3.10"
 CACHE = REPO / ".cache" / "splat-transform"
 N = 2000  # rows of the real SH-3 scene used (keeps SOG's k-means and every conversion around a second)
 
@@ -189,6 +192,70 @@ def test_its_sog_is_no_closer_to_the_scene_than_ours(splat_transform, source, tm
     ours, theirs = rms_errors(tmp_path / "ours.sog"), rms_errors(tmp_path / "theirs.sog")
     for name in ours:
         assert ours[name] <= 1.05 * theirs[name], (name, ours[name], theirs[name])
+
+
+def test_its_glb_loads_as_the_scene_and_ours_holds_the_same(splat_transform, source, tmp_path):
+    """splat-transform writes GLB (it does not read it): its GLB of the scene loads here as the scene, up to the
+    float32 rounding of the activations the format stores (scale, opacity); and warpsplat's GLB of the scene holds
+    the same attributes, value for value, in the same frame."""
+    from tests.scenes.test_glb import _attribute, _parse
+
+    src, src_path = source
+    _run(splat_transform, src_path, tmp_path / "theirs.glb")
+    _assert_same(load_scene(tmp_path / "theirs.glb"), src, "their GLB", atol=1e-6, quat_atol=2e-7)
+    save_scene(src, tmp_path / "ours.glb")
+    (ours, ours_bin), (theirs, theirs_bin) = (_parse((tmp_path / f).read_bytes()) for f in ("ours.glb", "theirs.glb"))
+    names = ours["meshes"][0]["primitives"][0]["attributes"]
+    assert set(names) == set(theirs["meshes"][0]["primitives"][0]["attributes"])
+    for name in names:
+        a, b = _attribute(ours, ours_bin, name).astype(np.float64), _attribute(theirs, theirs_bin, name)
+        if name.endswith("ROTATION"):  # theirs as stored, ours normalised
+            b = b / np.linalg.norm(b, axis=1, keepdims=True)
+            a = a * np.sign((a * b).sum(1, keepdims=True))
+        tol = 1.0 if name == "COLOR_0" else 1e-6  # a byte: rounded the same but for ties
+        assert np.abs(a - b).max() <= tol * np.maximum(1.0, np.abs(b).max()), name
+
+
+@pytest.fixture(scope="module")
+def gltf_validator() -> str:
+    """The Khronos glTF validator (npm `gltf-validator`), installed beside splat-transform on first use; the path
+    of a node script that prints a file's issues as JSON."""
+    scenes_dir("the unbundled real scenes that the oracle tests convert")
+    prefix = REPO / ".cache" / "gltf-validator"
+    prefix.mkdir(parents=True, exist_ok=True)
+    with open(prefix / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (prefix / "node_modules" / "gltf-validator").exists():
+            npm = shutil.which("npm")
+            if npm is None:
+                pytest.fail("npm not found: Node 20 + npm are needed for the glTF validator")
+            subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
+                            f"gltf-validator@{GLTF_VALIDATOR}"], check=True, timeout=600, env=npm_env())  # fmt: skip
+    script = prefix / "validate.js"
+    script.write_text(
+        "const v = require('gltf-validator'); const fs = require('fs');\n"
+        "v.validateBytes(new Uint8Array(fs.readFileSync(process.argv[2])))"
+        ".then(r => console.log(JSON.stringify(r.issues)));\n"
+    )
+    return str(script)
+
+
+def test_the_khronos_validator_finds_nothing_but_the_extension_it_does_not_know(gltf_validator, source, tmp_path):
+    """The validator knows glTF but not KHR_gaussian_splatting: it reports the extension as one it cannot check
+    and each of its attributes as an unknown name, and nothing else (layout, alignment, accessors, bounds)."""
+    src, _ = source
+    save_scene(src, tmp_path / "ours.glb")
+    out = subprocess.run(["node", gltf_validator, str(tmp_path / "ours.glb")], capture_output=True, text=True,
+                         timeout=120, cwd=Path(gltf_validator).parent)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    issues = json.loads(out.stdout)["messages"]
+    assert issues, "the validator said nothing: it did not read the file"
+    for issue in issues:
+        ok = issue["code"] == "UNSUPPORTED_EXTENSION" or (
+            issue["code"] == "MESH_PRIMITIVE_INVALID_ATTRIBUTE"
+            and "/attributes/KHR_gaussian_splatting:" in issue["pointer"]
+        )
+        assert ok, issue
 
 
 @pytest.mark.parametrize("name, count", [("guitar.compressed.ply", 90_854), ("angel.sog", 71_359)])

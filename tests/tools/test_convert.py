@@ -82,10 +82,10 @@ def test_read_only_and_unknown_formats_are_told_apart(tmp_path, capsys):
     assert main(["convert", str(scene(THREE)), str(tmp_path / "meta.json")]) == 2
     assert capsys.readouterr().err == (
         f"warpsplat convert: error: {tmp_path / 'meta.json'}: sog folder is read-only in warpsplat "
-        "(can write: .compressed.ply, .ply, .sog, .splat, .spz)\n"
+        "(can write: .compressed.ply, .glb, .ply, .sog, .splat, .spz)\n"
     )
-    assert main(["convert", str(scene(THREE)), str(tmp_path / "x.glb")]) == 2
-    want = "x.glb: unknown scene format (can write: .compressed.ply, .ply, .sog, .splat, .spz)"
+    assert main(["convert", str(scene(THREE)), str(tmp_path / "x.ksplat")]) == 2
+    want = "x.ksplat: unknown scene format (can write: .compressed.ply, .glb, .ply, .sog, .splat, .spz)"
     assert want in capsys.readouterr().err
 
 

@@ -1,0 +1,429 @@
+"""glTF binary (`.glb`) with Khronos's `KHR_gaussian_splatting` extension: read and write.
+
+A GLB is a 12-byte header (`glTF`, version 2, total length), a JSON chunk and a binary chunk (buffer 0). The
+Gaussians are the points of primitives (mode 0, POINTS) that carry the extension, one accessor an attribute:
+
+| attribute                                 | type   | components                           | holds                   |
+|-------------------------------------------|--------|--------------------------------------|-------------------------|
+| POSITION                                  | VEC3   | float                                | centre                  |
+| KHR_gaussian_splatting:ROTATION           | VEC4   | float, normalized byte or short      | unit quaternion x y z w |
+| KHR_gaussian_splatting:SCALE              | VEC3   | float, byte or short (normalized or  | standard deviations,    |
+|                                           |        | not)                                 | linear                  |
+| KHR_gaussian_splatting:OPACITY            | SCALAR | float, normalized ubyte or ushort    | opacity in [0, 1]       |
+| KHR_gaussian_splatting:SH_DEGREE_l_COEF_n | VEC3   | float                                | SH coefficient l^2 + n  |
+|                                           |        |                                      | (RGB), l = 0-3          |
+| COLOR_0 (optional)                        | VEC4   | normalized ubyte                     | a point cloud's colour  |
+
+A degree's coefficients come all or none, and every lower degree with them. Normalized integers decode as glTF
+says: c / 255 or c / 65535 unsigned, max(c / 127, -1) or max(c / 32767, -1) signed.
+
+Frame: glTF's is +Y up, +Z forward, +X left (LUF); the PLY frame is RDF (+Y down). The two differ by a half
+turn about Z (x and y negated), done on read and on write with the SH turned with it (scenes/rotate.py). Each
+primitive is placed by its nodes' transforms (matrix, or translation, rotation and scale), which may rotate,
+translate and scale uniformly: a shear, a non-uniform scale or a mirror cannot move a Gaussian's SH and is
+refused. splat-transform writes its GLB in the frame of the PLY it read, without the turn, so its files load
+upside down here: `--up +y` turns them upright (as its SPZ files, scenes/spz.py).
+
+Writing: one primitive, float attributes (lossless but for the activations: scales written as exp(log scale)
+and opacities as sigmoid(logit), in float32), the COLOR_0 fallback for viewers without the extension, the
+extension's `kernel: "ellipse"` and `colorSpace: "srgb_rec709_display"` (3DGS trains in display sRGB).
+
+Reading checks every accessor against its buffer view and the view against the binary chunk before anything is
+copied, so memory is bounded by the file's size. External buffers (`uri`), sparse accessors and compression
+extensions (`extensionsRequired`) are refused, naming what was found.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+
+import numpy as np
+import torch
+
+from .gaussians import SH_C0, GaussianScene, SceneFormatError, logit
+from .limits import check_count, check_scene_memory, open_regular
+
+MAGIC = b"glTF"
+CHUNK_JSON, CHUNK_BIN = 0x4E4F534A, 0x004E4942
+EXT = "KHR_gaussian_splatting"
+PREFIX = EXT + ":"
+MAX_JSON_BYTES = 16 << 20  # a splat GLB's JSON is a few kB (an accessor an SH coefficient)
+# componentType -> (numpy dtype, the divisor of a normalized value)
+COMPONENTS = {
+    5120: (np.int8, 127.0),
+    5121: (np.uint8, 255.0),
+    5122: (np.int16, 32767.0),
+    5123: (np.uint16, 65535.0),
+    5125: (np.uint32, None),
+    5126: (np.float32, None),
+}
+WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT4": 16}
+FLOAT, UNSIGNED_BYTE = 5126, 5121
+# the half turn about Z between glTF's frame and the PLY frame, and its quaternion (w, x, y, z)
+HALF_TURN_Z, HALF_TURN_Z_Q = np.diag([-1.0, -1.0, 1.0]), np.array([0.0, 0.0, 0.0, 1.0])
+
+
+def is_glb(head: bytes) -> bool:
+    return head[:4] == MAGIC
+
+
+def _sh_name(index: int) -> str:
+    """The attribute of SH coefficient `index` (0-15, coefficient-major as GaussianScene.sh)."""
+    degree = math.isqrt(index)
+    return f"{PREFIX}SH_DEGREE_{degree}_COEF_{index - degree * degree}"
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+def _chunks(path: str) -> tuple[dict, memoryview]:
+    """(the JSON, the binary chunk) of a GLB, after checking the header and chunk lengths against the file."""
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(12)
+        if len(head) < 12 or head[:4] != MAGIC:
+            raise SceneFormatError(f"{path}: not a GLB file (no glTF header)")
+        version, length = struct.unpack("<II", head[4:])
+        if version != 2:
+            raise SceneFormatError(f"{path}: GLB version {version} is not supported (2)")
+        if length > size:
+            raise SceneFormatError(f"{path}: GLB header declares {length:,} bytes but the file holds {size:,}")
+        chunk = f.read(8)
+        if len(chunk) < 8:
+            raise SceneFormatError(f"{path}: GLB file ends before its JSON chunk")
+        json_len, kind = struct.unpack("<II", chunk)
+        if kind != CHUNK_JSON:
+            raise SceneFormatError(f"{path}: GLB's first chunk is not JSON")
+        if json_len > MAX_JSON_BYTES or 20 + json_len > length:
+            raise SceneFormatError(f"{path}: GLB JSON chunk declares {json_len:,} bytes, beyond the file or limit")
+        try:
+            doc = json.loads(f.read(json_len))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise SceneFormatError(f"{path}: GLB JSON chunk is not valid JSON ({e})") from None
+        except RecursionError:
+            raise SceneFormatError(f"{path}: GLB JSON chunk nests too deeply") from None
+        if not isinstance(doc, dict):
+            raise SceneFormatError(f"{path}: GLB JSON chunk is not a JSON object")
+        start = 20 + json_len + (-json_len % 4)
+        binary = memoryview(b"")
+        if start + 8 <= length:
+            f.seek(start)
+            bin_len, kind = struct.unpack("<II", f.read(8))
+            if kind == CHUNK_BIN:
+                if start + 8 + bin_len > length:
+                    raise SceneFormatError(f"{path}: GLB binary chunk declares {bin_len:,} bytes, beyond the file")
+                binary = memoryview(f.read(bin_len))
+                if len(binary) < bin_len:
+                    raise SceneFormatError(f"{path}: GLB binary chunk is truncated")
+    return doc, binary
+
+
+class _Doc:
+    """Typed access to the glTF JSON; every bad field is a SceneFormatError naming it."""
+
+    def __init__(self, doc: dict, binary: memoryview, path: str):
+        self.doc, self.binary, self.path = doc, binary, path
+
+    def item(self, kind: str, index: object) -> dict:
+        items = self.doc.get(kind)
+        if not isinstance(index, int) or isinstance(index, bool) or not isinstance(items, list):
+            raise SceneFormatError(f"{self.path}: glTF {kind}[{index!r}] is not there")
+        if not 0 <= index < len(items) or not isinstance(items[index], dict):
+            raise SceneFormatError(f"{self.path}: glTF {kind}[{index}] is not there ({len(items)} {kind})")
+        return items[index]
+
+    def integer(self, node: dict, key: str, what: str, default: int | None = None, low: int = 0) -> int:
+        value = node.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise SceneFormatError(f"{self.path}: glTF {what}.{key} is {value!r}, not an integer >= {low}")
+        return value
+
+    def accessor(self, index: object, name: str, types: tuple[str, ...], components: tuple[int, ...]) -> np.ndarray:
+        """[count, width] float32 of accessor `index`, the attribute `name` (normalized integers as floats)."""
+        acc = self.item("accessors", index)
+        what = f"accessors[{index}] ({name})"
+        if "sparse" in acc:
+            raise SceneFormatError(f"{self.path}: glTF {what} is sparse, which is not supported")
+        kind, ctype = acc.get("type"), acc.get("componentType")
+        if kind not in types or ctype not in components:
+            raise SceneFormatError(
+                f"{self.path}: glTF {what} is {kind} of componentType {ctype}; expected {'/'.join(types)} of "
+                f"{'/'.join(map(str, components))}"
+            )
+        count, width = self.integer(acc, "count", what, low=1), WIDTH[kind]
+        dtype, divisor = COMPONENTS[ctype]
+        item = np.dtype(dtype).itemsize
+        if "bufferView" not in acc:  # glTF: an accessor without a buffer view is zeros
+            return np.zeros((count, width), np.float32)
+        view = self.item("bufferViews", acc["bufferView"])
+        vwhat = f"bufferViews[{acc['bufferView']}]"
+        if self.integer(view, "buffer", vwhat) != 0 or "uri" in self.item("buffers", 0):
+            raise SceneFormatError(f"{self.path}: glTF {what} lies in an external buffer; only the GLB's own is read")
+        start = self.integer(view, "byteOffset", vwhat, 0) + self.integer(acc, "byteOffset", what, 0)
+        stride = self.integer(view, "byteStride", vwhat, item * width, low=item * width)
+        end = start + stride * (count - 1) + item * width
+        view_end = self.integer(view, "byteOffset", vwhat, 0) + self.integer(view, "byteLength", vwhat, low=1)
+        if end > view_end or view_end > len(self.binary):
+            raise SceneFormatError(
+                f"{self.path}: glTF {what} needs bytes up to {end:,}, beyond its view ({view_end:,}) or the binary "
+                f"chunk ({len(self.binary):,})"
+            )
+        raw = np.frombuffer(self.binary, np.uint8, end - start, start)
+        rows = np.lib.stride_tricks.as_strided(raw, (count, item * width), (stride, 1))
+        values = np.ascontiguousarray(rows).view(dtype).reshape(count, width).astype(np.float32)
+        if divisor is not None and acc.get("normalized", False):
+            values = np.maximum(values / np.float32(divisor), -1.0)
+        return values
+
+
+def _matrix(doc: _Doc, node: dict, index: int) -> np.ndarray:
+    """[4, 4] a node's local transform (column-major `matrix`, or translation, rotation x y z w and scale)."""
+    what = f"{doc.path}: glTF nodes[{index}]"
+
+    def numbers(key: str, n: int, default: list[float]) -> np.ndarray:
+        value = node.get(key, default)
+        ok = isinstance(value, list) and len(value) == n
+        ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+        if not ok:
+            raise SceneFormatError(f"{what}.{key} is not {n} finite numbers")
+        return np.asarray(value, np.float64)
+
+    if "matrix" in node:
+        return numbers("matrix", 16, []).reshape(4, 4).T
+    t = numbers("translation", 3, [0.0, 0.0, 0.0])
+    x, y, z, w = numbers("rotation", 4, [0.0, 0.0, 0.0, 1.0])
+    s = numbers("scale", 3, [1.0, 1.0, 1.0])
+    rot = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = rot * s, t
+    return m
+
+
+def _placed_primitives(doc: _Doc) -> list[tuple[dict, np.ndarray, str]]:
+    """(primitive, world transform [4, 4], what) of every Gaussian-splat primitive the default scene shows (every
+    mesh's, untransformed, where the file has no scenes)."""
+    found: list[tuple[dict, np.ndarray, str]] = []
+
+    def add(mesh_index: object, transform: np.ndarray) -> None:
+        mesh = doc.item("meshes", mesh_index)
+        prims = mesh.get("primitives")
+        if not isinstance(prims, list):
+            raise SceneFormatError(f"{doc.path}: glTF meshes[{mesh_index}].primitives is not a list")
+        for i, prim in enumerate(prims):
+            if isinstance(prim, dict) and EXT in (prim.get("extensions") or {}):
+                found.append((prim, transform, f"meshes[{mesh_index}].primitives[{i}]"))
+
+    scenes = doc.doc.get("scenes")
+    if not scenes:
+        for m in range(len(doc.doc.get("meshes") or [])):
+            add(m, np.eye(4))
+        return found
+    scene = doc.item("scenes", doc.doc.get("scene", 0))
+    stack = [(n, np.eye(4), 0) for n in scene.get("nodes", [])]
+    while stack:
+        index, parent, depth = stack.pop()
+        if depth > 64:
+            raise SceneFormatError(f"{doc.path}: glTF node hierarchy is deeper than 64 (a cycle?)")
+        node = doc.item("nodes", index)
+        world = parent @ _matrix(doc, node, index)
+        if "mesh" in node:
+            add(node["mesh"], world)
+        stack.extend((child, world, depth + 1) for child in node.get("children", []))
+    return found
+
+
+def _rigid(doc: _Doc, m: np.ndarray, what: str) -> tuple[np.ndarray, float, np.ndarray]:
+    """(rotation [3, 3], uniform scale, translation [3]) of a world transform, or SceneFormatError."""
+    a = m[:3, :3]
+    det = float(np.linalg.det(a))
+    if not np.allclose(m[3], [0, 0, 0, 1]) or det <= 0:
+        raise SceneFormatError(f"{doc.path}: glTF {what} is placed by a projective or mirroring transform")
+    s = det ** (1 / 3)
+    rot = a / s
+    if not np.allclose(rot @ rot.T, np.eye(3), atol=1e-5):
+        raise SceneFormatError(
+            f"{doc.path}: glTF {what} is placed with a shear or a non-uniform scale, which Gaussians' SH cannot follow"
+        )
+    return rot, s, m[:3, 3]
+
+
+def read_glb(path: str | os.PathLike) -> GaussianScene:
+    """Read the Gaussian-splat primitives of a `.glb` (the module docstring), in the PLY frame."""
+    path = os.fspath(path)
+    doc_json, binary = _chunks(path)
+    doc = _Doc(doc_json, binary, path)
+    required = doc_json.get("extensionsRequired") or []
+    unknown = [e for e in required if e != EXT] if isinstance(required, list) else [required]
+    if unknown:
+        raise SceneFormatError(
+            f"{path}: GLB requires extensions warpsplat does not read: " + ", ".join(map(str, unknown))
+        )
+    placed = _placed_primitives(doc)
+    if not placed:
+        raise SceneFormatError(f"{path}: GLB holds no {EXT} primitive (a mesh or point cloud, not Gaussian splats)")
+    counts, degrees = [], []
+    for prim, _, what in placed:
+        attrs = prim.get("attributes")
+        if not isinstance(attrs, dict):
+            raise SceneFormatError(f"{path}: glTF {what}.attributes is not an object")
+        if prim.get("mode", 4) != 0:
+            raise SceneFormatError(f"{path}: glTF {what} has mode {prim.get('mode', 4)}, not 0 (POINTS)")
+        for name in ("POSITION", PREFIX + "ROTATION", PREFIX + "SCALE", PREFIX + "OPACITY"):
+            if name not in attrs:
+                raise SceneFormatError(f"{path}: glTF {what} lacks the attribute {name}")
+        if _sh_name(0) not in attrs and "COLOR_0" not in attrs:
+            raise SceneFormatError(f"{path}: glTF {what} has neither {_sh_name(0)} nor COLOR_0: no colour")
+        degree = 0
+        while degree < 3 and all(_sh_name(i) in attrs for i in range((degree + 1) ** 2, (degree + 2) ** 2)):
+            degree += 1
+        partial = [a for a in attrs if a.startswith(f"{PREFIX}SH_DEGREE_{degree + 1}_")]
+        if partial:
+            raise SceneFormatError(f"{path}: glTF {what} has part of SH degree {degree + 1} ({partial[0]}), not all")
+        count = doc.integer(doc.item("accessors", attrs["POSITION"]), "count", f"{what} POSITION", low=1)
+        counts.append(count)
+        degrees.append(degree)
+    total = check_count(sum(counts), path, "glTF accessors' count")
+    coeffs = (min(degrees) + 1) ** 2  # primitives of different degrees: the lowest they share
+    check_scene_memory(total, coeffs, path, "glTF accessors' count", buffers=4 * 64 * max(counts))
+    parts = []
+    for (prim, world, what), count in zip(placed, counts, strict=True):
+        parts.append(_primitive(doc, prim, what, count, coeffs, _glb_to_ply_4x4() @ world))
+    scene = GaussianScene(
+        *(torch.cat([getattr(p, f) for p in parts]) for f in ("means", "quats", "log_scales", "opacity_logits", "sh")),
+        source_format="glb",
+    )
+    asset = doc_json.get("asset") if isinstance(doc_json.get("asset"), dict) else {}
+    scene.extras = {"primitives": len(parts)}
+    if isinstance(asset.get("generator"), str):
+        scene.extras["generator"] = asset["generator"]
+    return scene.validate().drop_invalid(name=path, in_place=True)
+
+
+def _glb_to_ply_4x4() -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3] = HALF_TURN_Z
+    return m
+
+
+def _primitive(doc: _Doc, prim: dict, what: str, count: int, coeffs: int, world: np.ndarray) -> GaussianScene:
+    """One primitive's Gaussians, moved by `world` (its nodes' transform, then glTF -> PLY frame)."""
+    from .rotate import rotated
+
+    attrs = prim["attributes"]
+
+    def read(name: str, types: tuple[str, ...], components: tuple[int, ...]) -> np.ndarray:
+        values = doc.accessor(attrs[name], name, types, components)
+        if len(values) != count:
+            raise SceneFormatError(f"{doc.path}: glTF {what} {name} holds {len(values):,} values, POSITION {count:,}")
+        return values
+
+    means = read("POSITION", ("VEC3",), (5126,))
+    xyzw = read(PREFIX + "ROTATION", ("VEC4",), (5126, 5120, 5122))
+    scales = read(PREFIX + "SCALE", ("VEC3",), (5126, 5120, 5122))
+    opacity = read(PREFIX + "OPACITY", ("SCALAR",), (5126, 5121, 5123))[:, 0]
+    sh = np.zeros((count, coeffs, 3), np.float32)
+    if _sh_name(0) in attrs:
+        for i in range(coeffs):
+            sh[:, i] = read(_sh_name(i), ("VEC3",), (5126,))
+    else:  # the point cloud's colour: its RGB is 0.5 + SH_C0 f_dc
+        sh[:, 0] = (read("COLOR_0", ("VEC3", "VEC4"), (5126, 5121, 5123))[:, :3] - 0.5) / SH_C0
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero or negative scale: dropped by drop_invalid
+        log_scales = np.log(scales)
+    part = GaussianScene(
+        torch.from_numpy(means),
+        torch.from_numpy(np.ascontiguousarray(xyzw[:, [3, 0, 1, 2]])),
+        torch.from_numpy(log_scales),
+        logit(torch.from_numpy(opacity)),
+        torch.from_numpy(sh),
+    )
+    rot, s, shift = _rigid(doc, world, what)
+    return rotated(part, rot, _quaternion(rot), scale=s, shift=shift)
+
+
+def _quaternion(rot: np.ndarray) -> np.ndarray:
+    """[4] (w, x, y, z) of a rotation matrix (Shepperd's method: from its largest diagonal combination)."""
+    t = np.trace(rot)
+    cases = [t, rot[0, 0], rot[1, 1], rot[2, 2]]
+    k = int(np.argmax(cases))
+    if k == 0:
+        w = math.sqrt(1 + t) / 2
+        q = [w, (rot[2, 1] - rot[1, 2]) / (4 * w), (rot[0, 2] - rot[2, 0]) / (4 * w), (rot[1, 0] - rot[0, 1]) / (4 * w)]
+    else:
+        i, j, m = k - 1, k % 3, (k + 1) % 3
+        v = math.sqrt(1 + rot[i, i] - rot[j, j] - rot[m, m]) / 2
+        q = [0.0] * 4
+        q[0] = (rot[m, j] - rot[j, m]) / (4 * v)
+        q[1 + i], q[1 + j], q[1 + m] = v, (rot[j, i] + rot[i, j]) / (4 * v), (rot[m, i] + rot[i, m]) / (4 * v)
+    return np.round(np.asarray(q), 12)
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+
+
+def write_glb(scene: GaussianScene, path: str | os.PathLike) -> None:
+    """Write `.glb`: one POINTS primitive with KHR_gaussian_splatting's float attributes and a COLOR_0 fallback,
+    turned from the PLY frame into glTF's (the module docstring)."""
+    from .atomic import atomic_write
+    from .rotate import rotated
+
+    path = os.fspath(path)
+    if len(scene) == 0:
+        raise SceneFormatError(f"{path}: a GLB needs at least one Gaussian")
+    s = rotated(scene.to("cpu"), HALF_TURN_Z, HALF_TURN_Z_Q)
+    n, k = len(s), int(s.sh.shape[1])
+    quats = torch.nn.functional.normalize(s.quats.double(), dim=1)
+    quats = torch.where(quats.norm(dim=1, keepdim=True) > 0, quats, torch.tensor([1.0, 0.0, 0.0, 0.0]).double())
+    alpha = torch.sigmoid(s.opacity_logits.double())
+    colour = torch.cat([0.5 + SH_C0 * s.sh[:, 0].double(), alpha[:, None]], 1)
+    arrays: list[tuple[str, np.ndarray, str, bool]] = [  # name, [N, width] values, type, normalized
+        ("POSITION", s.means.numpy().astype("<f4"), "VEC3", False),
+        ("COLOR_0", np.round(colour.clamp(0, 1).numpy() * 255).astype(np.uint8), "VEC4", True),
+        (PREFIX + "ROTATION", quats[:, [1, 2, 3, 0]].numpy().astype("<f4"), "VEC4", False),
+        (PREFIX + "SCALE", torch.exp(s.log_scales.double()).numpy().astype("<f4"), "VEC3", False),
+        (PREFIX + "OPACITY", alpha[:, None].numpy().astype("<f4"), "SCALAR", False),
+    ]
+    arrays += [(_sh_name(i), s.sh[:, i].numpy().astype("<f4"), "VEC3", False) for i in range(k)]
+    views, accessors, attributes, offset = [], [], {}, 0
+    for i, (name, values, kind, normalized) in enumerate(arrays):
+        length = values.nbytes
+        views.append({"buffer": 0, "byteOffset": offset, "byteLength": length, "target": 34962})
+        acc = {"bufferView": i, "componentType": UNSIGNED_BYTE if values.dtype == np.uint8 else FLOAT,
+               "count": n, "type": kind}  # fmt: skip
+        if normalized:
+            acc["normalized"] = True
+        if name == "POSITION":  # glTF requires the positions' bounds
+            acc["min"], acc["max"] = values.min(0).tolist(), values.max(0).tolist()
+        accessors.append(acc)
+        attributes[name] = i
+        offset += length + (-length % 4)
+    extension = {"kernel": "ellipse", "colorSpace": "srgb_rec709_display", "projection": "perspective",
+                 "sortingMethod": "cameraDistance"}  # fmt: skip
+    doc = {
+        "asset": {"version": "2.0", "generator": "warpsplat"},
+        "extensionsUsed": [EXT],
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": attributes, "mode": 0, "extensions": {EXT: extension}}]}],
+        "buffers": [{"byteLength": offset}],
+        "bufferViews": views,
+        "accessors": accessors,
+    }
+    text = json.dumps(doc, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 4)  # chunks end on 4 bytes: JSON padded with spaces, binary with zeros
+    with atomic_write(path) as f:
+        f.write(MAGIC + struct.pack("<II", 2, 12 + 8 + len(text) + 8 + offset))
+        f.write(struct.pack("<II", len(text), CHUNK_JSON) + text)
+        f.write(struct.pack("<II", offset, CHUNK_BIN))
+        for _, values, _, _ in arrays:
+            data = values.tobytes()
+            f.write(data + b"\0" * (-len(data) % 4))

@@ -79,53 +79,52 @@ def _sh_name(index: int) -> str:
 # ---------------------------------------------------------------------------------------------------- reading
 
 
-def _chunks(path: str) -> tuple[dict, memoryview]:
-    """(the JSON, the binary chunk) of a GLB, after checking the header and chunk lengths against the file."""
-    with open_regular(path) as f:
-        size = os.fstat(f.fileno()).st_size
-        head = f.read(12)
-        if len(head) < 12 or head[:4] != MAGIC:
-            raise SceneFormatError(f"{path}: not a GLB file (no glTF header)")
-        version, length = struct.unpack("<II", head[4:])
-        if version != 2:
-            raise SceneFormatError(f"{path}: GLB version {version} is not supported (2)")
-        if length > size:
-            raise SceneFormatError(f"{path}: GLB header declares {length:,} bytes but the file holds {size:,}")
-        chunk = f.read(8)
-        if len(chunk) < 8:
-            raise SceneFormatError(f"{path}: GLB file ends before its JSON chunk")
-        json_len, kind = struct.unpack("<II", chunk)
-        if kind != CHUNK_JSON:
-            raise SceneFormatError(f"{path}: GLB's first chunk is not JSON")
-        if json_len > MAX_JSON_BYTES or 20 + json_len > length:
-            raise SceneFormatError(f"{path}: GLB JSON chunk declares {json_len:,} bytes, beyond the file or limit")
-        try:
-            doc = json.loads(f.read(json_len))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise SceneFormatError(f"{path}: GLB JSON chunk is not valid JSON ({e})") from None
-        except RecursionError:
-            raise SceneFormatError(f"{path}: GLB JSON chunk nests too deeply") from None
-        if not isinstance(doc, dict):
-            raise SceneFormatError(f"{path}: GLB JSON chunk is not a JSON object")
-        start = 20 + json_len + (-json_len % 4)
-        binary = memoryview(b"")
-        if start + 8 <= length:
-            f.seek(start)
-            bin_len, kind = struct.unpack("<II", f.read(8))
-            if kind == CHUNK_BIN:
-                if start + 8 + bin_len > length:
-                    raise SceneFormatError(f"{path}: GLB binary chunk declares {bin_len:,} bytes, beyond the file")
-                binary = memoryview(f.read(bin_len))
-                if len(binary) < bin_len:
-                    raise SceneFormatError(f"{path}: GLB binary chunk is truncated")
-    return doc, binary
+def _chunks(f, path: str) -> tuple[dict, int, int]:
+    """(the JSON, the binary chunk's offset and length) of an open GLB, after checking the header and chunk
+    lengths against the file. The binary chunk is not read: each accessor reads its own bytes (`_Doc.accessor`)."""
+    size = os.fstat(f.fileno()).st_size
+    head = f.read(12)
+    if len(head) < 12 or head[:4] != MAGIC:
+        raise SceneFormatError(f"{path}: not a GLB file (no glTF header)")
+    version, length = struct.unpack("<II", head[4:])
+    if version != 2:
+        raise SceneFormatError(f"{path}: GLB version {version} is not supported (2)")
+    if length > size:
+        raise SceneFormatError(f"{path}: GLB header declares {length:,} bytes but the file holds {size:,}")
+    chunk = f.read(8)
+    if len(chunk) < 8:
+        raise SceneFormatError(f"{path}: GLB file ends before its JSON chunk")
+    json_len, kind = struct.unpack("<II", chunk)
+    if kind != CHUNK_JSON:
+        raise SceneFormatError(f"{path}: GLB's first chunk is not JSON")
+    if json_len > MAX_JSON_BYTES or 20 + json_len > length:
+        raise SceneFormatError(f"{path}: GLB JSON chunk declares {json_len:,} bytes, beyond the file or limit")
+    try:
+        doc = json.loads(f.read(json_len))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SceneFormatError(f"{path}: GLB JSON chunk is not valid JSON ({e})") from None
+    except RecursionError:
+        raise SceneFormatError(f"{path}: GLB JSON chunk nests too deeply") from None
+    if not isinstance(doc, dict):
+        raise SceneFormatError(f"{path}: GLB JSON chunk is not a JSON object")
+    start = 20 + json_len + (-json_len % 4)
+    if start + 8 > length:
+        return doc, 0, 0
+    f.seek(start)
+    bin_len, kind = struct.unpack("<II", f.read(8))
+    if kind != CHUNK_BIN:
+        return doc, 0, 0
+    if start + 8 + bin_len > length:
+        raise SceneFormatError(f"{path}: GLB binary chunk declares {bin_len:,} bytes, beyond the file")
+    return doc, start + 8, bin_len
 
 
 class _Doc:
     """Typed access to the glTF JSON; every bad field is a SceneFormatError naming it."""
 
-    def __init__(self, doc: dict, binary: memoryview, path: str):
-        self.doc, self.binary, self.path = doc, binary, path
+    def __init__(self, doc: dict, f, binary: tuple[int, int], path: str):
+        self.doc, self.file, self.path = doc, f, path
+        self.binary_at, self.binary_bytes = binary  # the binary chunk's offset in the file, and its length
 
     def item(self, kind: str, index: object) -> dict:
         items = self.doc.get(kind)
@@ -166,12 +165,15 @@ class _Doc:
         stride = self.integer(view, "byteStride", vwhat, item * width, low=item * width)
         end = start + stride * (count - 1) + item * width
         view_end = self.integer(view, "byteOffset", vwhat, 0) + self.integer(view, "byteLength", vwhat, low=1)
-        if end > view_end or view_end > len(self.binary):
+        if end > view_end or view_end > self.binary_bytes:
             raise SceneFormatError(
                 f"{self.path}: glTF {what} needs bytes up to {end:,}, beyond its view ({view_end:,}) or the binary "
-                f"chunk ({len(self.binary):,})"
+                f"chunk ({self.binary_bytes:,})"
             )
-        raw = np.frombuffer(self.binary, np.uint8, end - start, start)
+        data = os.pread(self.file.fileno(), end - start, self.binary_at + start)
+        if len(data) < end - start:
+            raise SceneFormatError(f"{self.path}: glTF {what}: the file ends inside its data")
+        raw = np.frombuffer(data, np.uint8)
         rows = np.lib.stride_tricks.as_strided(raw, (count, item * width), (stride, 1))
         values = np.ascontiguousarray(rows).view(dtype).reshape(count, width).astype(np.float32)
         if divisor is not None and acc.get("normalized", False):
@@ -257,96 +259,106 @@ def _rigid(doc: _Doc, m: np.ndarray, what: str) -> tuple[np.ndarray, float, np.n
 
 
 def read_glb(path: str | os.PathLike) -> GaussianScene:
-    """Read the Gaussian-splat primitives of a `.glb` (the module docstring), in the PLY frame."""
+    """Read the Gaussian-splat primitives of a `.glb` (the module docstring), in the PLY frame.
+
+    The scene's arrays are allocated once and filled attribute by attribute, each read from the file alone: reading
+    peaks at the arrays plus one attribute's bytes (and a primitive's copy where its nodes move it)."""
     path = os.fspath(path)
-    doc_json, binary = _chunks(path)
-    doc = _Doc(doc_json, binary, path)
-    required = doc_json.get("extensionsRequired") or []
-    unknown = [e for e in required if e != EXT] if isinstance(required, list) else [required]
-    if unknown:
-        raise SceneFormatError(
-            f"{path}: GLB requires extensions warpsplat does not read: " + ", ".join(map(str, unknown))
-        )
-    placed = _placed_primitives(doc)
-    if not placed:
-        raise SceneFormatError(f"{path}: GLB holds no {EXT} primitive (a mesh or point cloud, not Gaussian splats)")
-    counts, degrees = [], []
-    for prim, _, what in placed:
-        attrs = prim.get("attributes")
-        if not isinstance(attrs, dict):
-            raise SceneFormatError(f"{path}: glTF {what}.attributes is not an object")
-        if prim.get("mode", 4) != 0:
-            raise SceneFormatError(f"{path}: glTF {what} has mode {prim.get('mode', 4)}, not 0 (POINTS)")
-        for name in ("POSITION", PREFIX + "ROTATION", PREFIX + "SCALE", PREFIX + "OPACITY"):
-            if name not in attrs:
-                raise SceneFormatError(f"{path}: glTF {what} lacks the attribute {name}")
-        if _sh_name(0) not in attrs and "COLOR_0" not in attrs:
-            raise SceneFormatError(f"{path}: glTF {what} has neither {_sh_name(0)} nor COLOR_0: no colour")
-        degree = 0
-        while degree < 3 and all(_sh_name(i) in attrs for i in range((degree + 1) ** 2, (degree + 2) ** 2)):
-            degree += 1
-        partial = [a for a in attrs if a.startswith(f"{PREFIX}SH_DEGREE_{degree + 1}_")]
-        if partial:
-            raise SceneFormatError(f"{path}: glTF {what} has part of SH degree {degree + 1} ({partial[0]}), not all")
-        count = doc.integer(doc.item("accessors", attrs["POSITION"]), "count", f"{what} POSITION", low=1)
-        counts.append(count)
-        degrees.append(degree)
-    total = check_count(sum(counts), path, "glTF accessors' count")
-    coeffs = (min(degrees) + 1) ** 2  # primitives of different degrees: the lowest they share
-    check_scene_memory(total, coeffs, path, "glTF accessors' count", buffers=4 * 64 * max(counts))
-    parts = []
-    for (prim, world, what), count in zip(placed, counts, strict=True):
-        parts.append(_primitive(doc, prim, what, count, coeffs, _glb_to_ply_4x4() @ world))
-    scene = GaussianScene(
-        *(torch.cat([getattr(p, f) for p in parts]) for f in ("means", "quats", "log_scales", "opacity_logits", "sh")),
-        source_format="glb",
-    )
+    with open_regular(path) as f:
+        doc_json, *binary = _chunks(f, path)
+        doc = _Doc(doc_json, f, tuple(binary), path)
+        required = doc_json.get("extensionsRequired") or []
+        unknown = [e for e in required if e != EXT] if isinstance(required, list) else [required]
+        if unknown:
+            raise SceneFormatError(
+                f"{path}: GLB requires extensions warpsplat does not read: " + ", ".join(map(str, unknown))
+            )
+        placed = _placed_primitives(doc)
+        if not placed:
+            raise SceneFormatError(f"{path}: GLB holds no {EXT} primitive (a mesh or point cloud, not Gaussian splats)")
+        counts, degrees = zip(*(_layout(doc, prim, what) for prim, _, what in placed), strict=True)
+        total = check_count(sum(counts), path, "glTF accessors' count")
+        coeffs = (min(degrees) + 1) ** 2  # primitives of different degrees: the lowest they share
+        check_scene_memory(total, coeffs, path, "glTF accessors' count", buffers=4 * 64 * max(counts))
+        out = GaussianScene.allocate(total, coeffs, source_format="glb")
+        start = 0
+        for (prim, world, what), count in zip(placed, counts, strict=True):
+            rows = slice(start, start + count)
+            _fill(doc, prim, what, out, rows)
+            _place(doc, out, rows, _GLB_TO_PLY @ world, what)
+            start += count
     asset = doc_json.get("asset") if isinstance(doc_json.get("asset"), dict) else {}
-    scene.extras = {"primitives": len(parts)}
+    out.extras = {"primitives": len(placed)}
     if isinstance(asset.get("generator"), str):
-        scene.extras["generator"] = asset["generator"]
-    return scene.validate().drop_invalid(name=path, in_place=True)
+        out.extras["generator"] = asset["generator"]
+    return out.validate().drop_invalid(name=path, in_place=True)
 
 
-def _glb_to_ply_4x4() -> np.ndarray:
-    m = np.eye(4)
-    m[:3, :3] = HALF_TURN_Z
-    return m
+_GLB_TO_PLY = np.diag([-1.0, -1.0, 1.0, 1.0])  # HALF_TURN_Z as a 4x4 transform
+# the half turn about z on SH coefficient (l, m): times (-1)^m, coefficient-major as GaussianScene.sh
+_HALF_TURN_SH = torch.tensor([(-1.0) ** (i - math.isqrt(i) ** 2 - math.isqrt(i)) for i in range(16)])
 
 
-def _primitive(doc: _Doc, prim: dict, what: str, count: int, coeffs: int, world: np.ndarray) -> GaussianScene:
-    """One primitive's Gaussians, moved by `world` (its nodes' transform, then glTF -> PLY frame)."""
-    from .rotate import rotated
+def _layout(doc: _Doc, prim: dict, what: str) -> tuple[int, int]:
+    """(Gaussians, SH degree) of a primitive, after checking its mode and attributes."""
+    attrs = prim.get("attributes")
+    if not isinstance(attrs, dict):
+        raise SceneFormatError(f"{doc.path}: glTF {what}.attributes is not an object")
+    if prim.get("mode", 4) != 0:
+        raise SceneFormatError(f"{doc.path}: glTF {what} has mode {prim.get('mode', 4)}, not 0 (POINTS)")
+    for name in ("POSITION", PREFIX + "ROTATION", PREFIX + "SCALE", PREFIX + "OPACITY"):
+        if name not in attrs:
+            raise SceneFormatError(f"{doc.path}: glTF {what} lacks the attribute {name}")
+    if _sh_name(0) not in attrs and "COLOR_0" not in attrs:
+        raise SceneFormatError(f"{doc.path}: glTF {what} has neither {_sh_name(0)} nor COLOR_0: no colour")
+    degree = 0
+    while degree < 3 and all(_sh_name(i) in attrs for i in range((degree + 1) ** 2, (degree + 2) ** 2)):
+        degree += 1
+    partial = [a for a in attrs if a.startswith(f"{PREFIX}SH_DEGREE_{degree + 1}_")]
+    if partial:
+        raise SceneFormatError(f"{doc.path}: glTF {what} has part of SH degree {degree + 1} ({partial[0]}), not all")
+    return doc.integer(doc.item("accessors", attrs["POSITION"]), "count", f"{what} POSITION", low=1), degree
 
-    attrs = prim["attributes"]
 
-    def read(name: str, types: tuple[str, ...], components: tuple[int, ...]) -> np.ndarray:
+def _fill(doc: _Doc, prim: dict, what: str, out: GaussianScene, rows: slice) -> None:
+    """A primitive's attributes, as stored (glTF's frame), into `out`'s rows."""
+    attrs, count = prim["attributes"], rows.stop - rows.start
+
+    def read(name: str, types: tuple[str, ...], components: tuple[int, ...]) -> torch.Tensor:
         values = doc.accessor(attrs[name], name, types, components)
         if len(values) != count:
             raise SceneFormatError(f"{doc.path}: glTF {what} {name} holds {len(values):,} values, POSITION {count:,}")
-        return values
+        return torch.from_numpy(values)
 
-    means = read("POSITION", ("VEC3",), (5126,))
-    xyzw = read(PREFIX + "ROTATION", ("VEC4",), (5126, 5120, 5122))
-    scales = read(PREFIX + "SCALE", ("VEC3",), (5126, 5120, 5122))
-    opacity = read(PREFIX + "OPACITY", ("SCALAR",), (5126, 5121, 5123))[:, 0]
-    sh = np.zeros((count, coeffs, 3), np.float32)
-    if _sh_name(0) in attrs:
-        for i in range(coeffs):
-            sh[:, i] = read(_sh_name(i), ("VEC3",), (5126,))
-    else:  # the point cloud's colour: its RGB is 0.5 + SH_C0 f_dc
-        sh[:, 0] = (read("COLOR_0", ("VEC3", "VEC4"), (5126, 5121, 5123))[:, :3] - 0.5) / SH_C0
+    out.means[rows] = read("POSITION", ("VEC3",), (5126,))
+    out.quats[rows] = read(PREFIX + "ROTATION", ("VEC4",), (5126, 5120, 5122))[:, [3, 0, 1, 2]]
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero or negative scale: dropped by drop_invalid
-        log_scales = np.log(scales)
-    part = GaussianScene(
-        torch.from_numpy(means),
-        torch.from_numpy(np.ascontiguousarray(xyzw[:, [3, 0, 1, 2]])),
-        torch.from_numpy(log_scales),
-        logit(torch.from_numpy(opacity)),
-        torch.from_numpy(sh),
-    )
+        out.log_scales[rows] = torch.log(read(PREFIX + "SCALE", ("VEC3",), (5126, 5120, 5122)))
+    out.opacity_logits[rows] = logit(read(PREFIX + "OPACITY", ("SCALAR",), (5126, 5121, 5123))[:, 0])
+    if _sh_name(0) in attrs:
+        for i in range(out.sh.shape[1]):
+            out.sh[rows, i] = read(_sh_name(i), ("VEC3",), (5126,))
+    else:  # the point cloud's colour: its RGB is 0.5 + SH_C0 f_dc
+        out.sh[rows, 0] = (read("COLOR_0", ("VEC3", "VEC4"), (5126, 5121, 5123))[:, :3] - 0.5) / SH_C0
+        out.sh[rows, 1:] = 0
+
+
+def _place(doc: _Doc, out: GaussianScene, rows: slice, world: np.ndarray, what: str) -> None:
+    """Move `out`'s rows by `world` (the primitive's nodes' transform, then glTF's frame to the PLY frame): the
+    half turn alone in place, as sign changes; any other transform through scenes/rotate.py."""
+    from .rotate import rotated
+
+    if np.array_equal(world, _GLB_TO_PLY):
+        out.means[rows, :2] *= -1
+        w, x, y, z = out.quats[rows].unbind(1)
+        out.quats[rows] = torch.stack([-z, -y, x, w], 1)  # q_R q, q_R = (0, 0, 0, 1): a half turn about z
+        out.sh[rows] *= _HALF_TURN_SH[: out.sh.shape[1], None]
+        return
     rot, s, shift = _rigid(doc, world, what)
-    return rotated(part, rot, _quaternion(rot), scale=s, shift=shift)
+    part = GaussianScene(*(getattr(out, f)[rows] for f in ("means", "quats", "log_scales", "opacity_logits", "sh")))
+    moved = rotated(part, rot, _quaternion(rot), scale=s, shift=shift)
+    for f in ("means", "quats", "log_scales", "sh"):
+        getattr(out, f)[rows] = getattr(moved, f)
 
 
 def _quaternion(rot: np.ndarray) -> np.ndarray:

@@ -111,3 +111,23 @@ def test_shares_add_up():
     assert bool((share[counts > 0] >= 1).all()) and bool((share <= counts).all())
     assert int(share.sum()) == min(12, int(counts.sum()))
     assert int(share[1]) > int(share[0])  # by error, where there is room
+
+
+def test_few_distinct_rows_by_their_keys(monkeypatch):
+    """Rows counted by a hash of their bits: the distinct rows and each row's index among them, bit for bit; None
+    above the limit; and where keys collide (a prime of 2 makes nearly all collide), the check against each key's
+    first row finds it and the rows are counted by sorting instead."""
+    import scenes.quantize as q
+
+    g = torch.Generator().manual_seed(8)
+    rows = torch.randn(50, 7, generator=g)
+    rows[3, 2] = -0.0  # and +0.0 in row 4: different bits, different rows
+    rows[4] = rows[3]
+    rows[4, 2] = 0.0
+    x = rows[torch.randint(0, 50, (3000,), generator=g)]
+    for prime in (q.PRIME, 2):
+        monkeypatch.setattr(q, "PRIME", prime)
+        found, index = q._few_distinct_rows(x, 64)
+        assert len(found) == len(torch.unique(x.view(torch.int32), dim=0))
+        assert torch.equal(found[index].view(torch.int32), x.view(torch.int32))
+        assert q._few_distinct_rows(x, 10) is None

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 PROGRESS_MIN_BYTES = 32 << 20  # smaller files convert in well under a second: no bar
 # Formats that hold no SH beyond the DC colour (the rest is dropped, with a note).
 SH_LESS_FORMATS = {"splat"}
+# Formats with no field for the Mip-Splatting flag (`GaussianScene.antialiased`): it is dropped, with a note.
+FLAGLESS_FORMATS = {"splat", "glb"}
 
 
 def add_parser(sub) -> None:
@@ -135,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
         bar.update()
         if fmt.name in SH_LESS_FORMATS and scene.sh_degree > 0:
             print(f"note: .{fmt.name} holds no SH bands; degree {scene.sh_degree} -> 0", file=sys.stderr)
+        if fmt.name in FLAGLESS_FORMATS and scene.antialiased:
+            print(f"note: .{fmt.name} has no field for the scene's Mip-Splatting (antialiased) flag: viewers will "
+                  "show it without its opacity compensation", file=sys.stderr)  # fmt: skip
         options = {"version": args.spz_version or 3} if fmt.name == "spz" else {}
         if fmt.name == "sog":  # its SH palette takes the time: the bar says how far it is
             options["progress"] = lambda step, done: bar.set_postfix_str(f"{step} {done:.0%}", refresh=False)

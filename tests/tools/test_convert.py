@@ -15,7 +15,7 @@ CROP = "playbot_crop.ply"  # 4,096 real Gaussians, SH degree 2
 
 def test_convert_to_every_writable_format(tmp_path, capsys):
     src = load_scene(scene(CROP))
-    for name in ("out.ply", "out.compressed.ply", "out.spz", "out.splat"):
+    for name in ("out.ply", "out.compressed.ply", "out.spz", "out.sog", "out.glb", "out.splat"):
         assert main(["convert", str(scene(CROP)), str(tmp_path / name)]) == 0
         out = load_scene(tmp_path / name)
         assert len(out) == len(src)
@@ -120,3 +120,18 @@ def test_up_turns_the_scene(tmp_path, capsys):
     assert torch.allclose(covariances(out), covariances(flipped), rtol=1e-5, atol=1e-12)
     assert main(["convert", str(scene(THREE)), str(tmp_path / "x.ply"), "--up", "sideways"]) == 2
     assert "--up 'sideways': expected one of" in capsys.readouterr().err
+
+
+def test_the_antialiased_flag_goes_where_a_format_has_a_field(tmp_path, capsys):
+    """A Mip-Splatting scene keeps its flag in PLY, compressed PLY, SPZ and SOG; .splat and .glb have no field for
+    it, and convert says so rather than drop it silently."""
+    from scenes import save_scene
+
+    src = load_scene(scene(THREE))
+    src.antialiased = True
+    save_scene(src, tmp_path / "mip.ply")
+    for name in ("out.ply", "out.compressed.ply", "out.spz", "out.sog", "out.glb", "out.splat"):
+        assert main(["convert", str(tmp_path / "mip.ply"), str(tmp_path / name)]) == 0
+        kept = load_scene(tmp_path / name).antialiased
+        note = "Mip-Splatting" in capsys.readouterr().err
+        assert (kept, note) == ((False, True) if name in ("out.glb", "out.splat") else (True, False)), name

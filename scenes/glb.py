@@ -390,7 +390,9 @@ def write_glb(scene: GaussianScene, path: str | os.PathLike) -> None:
     path = os.fspath(path)
     if len(scene) == 0:
         raise SceneFormatError(f"{path}: a GLB needs at least one Gaussian")
-    s = rotated(scene.to("cpu"), HALF_TURN_Z, HALF_TURN_Z_Q)
+    # a non-finite value has no place in glTF (the positions' bounds are JSON numbers): such Gaussians are dropped
+    # with the readers' warning (every reader has dropped them already; a scene built in memory may hold them)
+    s = rotated(scene.to("cpu").drop_invalid(name=path), HALF_TURN_Z, HALF_TURN_Z_Q)
     n, k = len(s), int(s.sh.shape[1])
     quats = torch.nn.functional.normalize(s.quats.double(), dim=1)
     quats = torch.where(quats.norm(dim=1, keepdim=True) > 0, quats, torch.tensor([1.0, 0.0, 0.0, 0.0]).double())

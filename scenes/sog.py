@@ -583,7 +583,9 @@ def write_sog(
     if os.path.basename(path).lower() == "meta.json":
         raise SceneFormatError(f"{path}: warpsplat writes SOG as one .sog archive, not as a folder's meta.json")
     say = progress or (lambda step, fraction: None)
-    scene = scene.to("cpu")
+    # a non-finite value would poison a codebook (every reader drops such Gaussians already; a scene built in
+    # memory may hold them): dropped here too, with the readers' warning
+    scene = scene.to("cpu").drop_invalid(name=path)
     n, k = len(scene), int(scene.sh.shape[1])
     if n == 0:
         raise SceneFormatError(f"{path}: a SOG needs at least one Gaussian")

@@ -136,3 +136,15 @@ def test_convert_writes_sog(tmp_path, capsys):
     out, src = load_scene(tmp_path / "crop.sog"), load_scene(crop)
     assert len(out) == len(src) and out.sh_degree == 2
     assert main(["convert", str(crop), str(tmp_path / "crop.sog")]) == 2  # kept unless --overwrite
+
+
+@pytest.mark.parametrize("name", ["nan.sog", "nan.glb"])
+def test_gaussians_with_non_finite_values_are_dropped_with_a_warning(tmp_path, name):
+    """A scene built in memory may hold NaN or infinite values, which no reader lets through: the writers drop
+    those Gaussians as the readers do, with the same one warning, and write the rest."""
+    src = _random_scene(200, seed=2)
+    src.log_scales[3, 1] = float("nan")
+    src.means[7, 0] = float("inf")
+    with pytest.warns(UserWarning, match="dropped 2 of 200 Gaussians"):
+        save_scene(src, tmp_path / name)
+    assert len(load_scene(tmp_path / name)) == 198

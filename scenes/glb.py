@@ -210,36 +210,50 @@ def _matrix(doc: _Doc, node: dict, index: int) -> np.ndarray:
     return m
 
 
+MAX_PLACED = 4096  # nodes visited and primitives placed: a tree of shared children could list 2^64 of them
+
+
 def _placed_primitives(doc: _Doc) -> list[tuple[dict, np.ndarray, str]]:
     """(primitive, world transform [4, 4], what) of every Gaussian-splat primitive the default scene shows (every
-    mesh's, untransformed, where the file has no scenes)."""
+    mesh's, untransformed, where the file has no scenes). glTF forbids a node two parents; a file that gives one
+    several, or nests nodes in a cycle, is stopped at MAX_PLACED nodes or 64 levels."""
     found: list[tuple[dict, np.ndarray, str]] = []
+
+    def indices(node: dict, key: str, what: str) -> list:
+        value = node.get(key, [])
+        if not isinstance(value, list):
+            raise SceneFormatError(f"{doc.path}: glTF {what}.{key} is not a list")
+        return value
 
     def add(mesh_index: object, transform: np.ndarray) -> None:
         mesh = doc.item("meshes", mesh_index)
-        prims = mesh.get("primitives")
-        if not isinstance(prims, list):
-            raise SceneFormatError(f"{doc.path}: glTF meshes[{mesh_index}].primitives is not a list")
-        for i, prim in enumerate(prims):
-            if isinstance(prim, dict) and EXT in (prim.get("extensions") or {}):
+        for i, prim in enumerate(indices(mesh, "primitives", f"meshes[{mesh_index}]")):
+            extensions = prim.get("extensions") if isinstance(prim, dict) else None
+            if isinstance(extensions, dict) and EXT in extensions:
                 found.append((prim, transform, f"meshes[{mesh_index}].primitives[{i}]"))
 
     scenes = doc.doc.get("scenes")
     if not scenes:
-        for m in range(len(doc.doc.get("meshes") or [])):
+        meshes = doc.doc.get("meshes")
+        for m in range(len(meshes) if isinstance(meshes, list) else 0):
             add(m, np.eye(4))
         return found
     scene = doc.item("scenes", doc.doc.get("scene", 0))
-    stack = [(n, np.eye(4), 0) for n in scene.get("nodes", [])]
+    stack = [(n, np.eye(4), 0) for n in indices(scene, "nodes", "scene")]
+    visited = 0
     while stack:
         index, parent, depth = stack.pop()
-        if depth > 64:
-            raise SceneFormatError(f"{doc.path}: glTF node hierarchy is deeper than 64 (a cycle?)")
+        visited += 1
+        if depth > 64 or visited > MAX_PLACED or len(found) > MAX_PLACED:
+            raise SceneFormatError(
+                f"{doc.path}: glTF nodes nest deeper than 64 or list more than {MAX_PLACED:,} (a cycle, or shared "
+                "children?)"
+            )
         node = doc.item("nodes", index)
         world = parent @ _matrix(doc, node, index)
         if "mesh" in node:
             add(node["mesh"], world)
-        stack.extend((child, world, depth + 1) for child in node.get("children", []))
+        stack.extend((child, world, depth + 1) for child in indices(node, "children", f"nodes[{index}]"))
     return found
 
 

@@ -179,12 +179,22 @@ def test_nodes_place_the_gaussians(tmp_path):
         ({"matrix": [1, 0, 0, 0, 0.5, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1], "mesh": 0}, "shear"),
         ({"translation": [0, 0], "mesh": 0}, "translation is not 3 finite numbers"),
         ({"children": [0], "mesh": 0}, "deeper than 64"),
+        ({"children": 3, "mesh": 0}, r"nodes\[0\].children is not a list"),
     ],
 )
 def test_transforms_gaussians_cannot_follow_are_refused(tmp_path, node, match):
     (tmp_path / "t.glb").write_bytes(_one_primitive(_random_scene(10), [node]))
     with pytest.raises(SceneFormatError, match=match):
         load_scene(tmp_path / "t.glb")
+
+
+def test_shared_children_do_not_multiply_without_end(tmp_path):
+    """glTF gives a node one parent; a file whose 40 nodes each list the next one twice would place the mesh 2^40
+    times. It is stopped after MAX_PLACED nodes."""
+    nodes = [{"children": [i + 1, i + 1]} for i in range(40)] + [{"mesh": 0}]
+    (tmp_path / "dag.glb").write_bytes(_one_primitive(_random_scene(10), nodes))
+    with pytest.raises(SceneFormatError, match="more than 4,096"):
+        load_scene(tmp_path / "dag.glb")
 
 
 def _hostile_cases(good: bytes) -> list[tuple[str, bytes, str]]:
@@ -203,6 +213,8 @@ def _hostile_cases(good: bytes) -> list[tuple[str, bytes, str]]:
         ("wrong version", good[:4] + struct.pack("<I", 1) + good[8:], "version 1"),
         ("json not an object", _glb([1, 2], binary), "not a JSON object"),
         ("no primitive", edit(lambda d: d["meshes"][0]["primitives"][0].pop("extensions")), "no KHR_gaussian"),
+        ("extensions a number", edit(lambda d: d["meshes"][0]["primitives"][0].update(extensions=3)), "no KHR_"),
+        ("primitives a number", edit(lambda d: d["meshes"][0].update(primitives=3)), "primitives is not a list"),
         ("triangles", edit(lambda d: d["meshes"][0]["primitives"][0].update(mode=4)), "not 0 \\(POINTS\\)"),
         ("no scale", edit(lambda d: attrs(d).pop(f"{EXT}:SCALE")), "lacks the attribute"),
         ("count beyond the view", edit(lambda d: d["accessors"][0].update(count=10**6)), "beyond its view"),

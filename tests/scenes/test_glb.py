@@ -299,3 +299,47 @@ def test_normalized_integer_attributes(tmp_path):
     want = np.diag([-1.0, -1.0, 1.0]) @ _rotation((rot16 / 32767.0)[:, [3, 0, 1, 2]])
     got = _rotation(torch.nn.functional.normalize(out.quats.double(), dim=1).numpy())
     assert np.allclose(got, want, atol=1e-4)
+
+
+def test_random_edits_of_the_json_end_in_a_scene_or_one_error(tmp_path):
+    """400 seeded edits of a real file's JSON (1-3 fields set to a value of another type, or removed): each load
+    ends in a scene or in SceneFormatError, never another exception."""
+    import random
+    import warnings
+
+    doc, binary = _parse(bundled("playbot_crop.glb").read_bytes())
+    doc["nodes"][0]["translation"] = [1, 2, 3]  # a transform, so that nodes' fields are there to edit
+
+    def paths(o, p=()):
+        yield p
+        items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else ()
+        for k, v in items:
+            yield from paths(v, (*p, k))
+
+    fields = [p for p in paths(doc) if p]
+    values = [None, 0, 1, -1, 2**40, 3.5, float("nan"), "x", [], [0], {}, {"a": 1}, True, [1, 2, 3], -(2**31)]
+    rng = random.Random(0)
+    outcomes = {"scene": 0, "error": 0}
+    for _ in range(400):
+        edited = json.loads(json.dumps(doc))
+        for _ in range(rng.randint(1, 3)):
+            *parents, last = rng.choice(fields)
+            node = edited
+            try:
+                for k in parents:
+                    node = node[k]
+                if rng.random() < 0.2 and isinstance(node, dict):
+                    node.pop(last, None)
+                else:
+                    node[last] = rng.choice(values)
+            except (KeyError, IndexError, TypeError):  # an earlier edit changed the path's way
+                pass
+        (tmp_path / "e.glb").write_bytes(_glb(edited, binary))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Gaussians dropped for bad values say so; not what is tested
+                load_scene(tmp_path / "e.glb")
+            outcomes["scene"] += 1
+        except SceneFormatError:
+            outcomes["error"] += 1
+    assert outcomes["scene"] > 20 and outcomes["error"] > 100, outcomes

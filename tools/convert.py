@@ -9,6 +9,7 @@ bar (tqdm, on a terminal) shows the read / filter / write stages for inputs over
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -34,14 +35,15 @@ def add_parser(sub) -> None:
         summary="convert a scene to another format (.ply, .compressed.ply, .spz, .sog, .glb, .splat)",
         description="""
             Read a scene in any supported format and write it in the format OUT's extension names, optionally
-            dropping SH bands or faint Gaussians. OUT is written under a temporary name and renamed when
-            complete; an existing OUT is kept unless --overwrite is given.
+            dropping SH bands, faint Gaussians or those outside a box. OUT is written under a temporary name and
+            renamed when complete; an existing OUT is kept unless --overwrite is given.
         """,
         examples="""
             warpsplat convert scene.ply scene.spz                  # Niantic's compressed format
             warpsplat convert scene.ply scene.sog                  # PlayCanvas's, for SuperSplat and the web
             warpsplat convert scene.ply scene.glb                  # glTF, KHR_gaussian_splatting
             warpsplat convert scene.ply small.ply --sh-degree 1 --min-opacity 0.01
+            warpsplat convert scene.ply trimmed.ply --crop-box=-2,-3,-2,2,1,2  # keep centres inside the box
             warpsplat convert output/ scene.splat --iteration 7000  # from a trainer's output folder
         """,
     )
@@ -49,6 +51,13 @@ def add_parser(sub) -> None:
     p.add_argument("output", metavar="OUT", help="output file; its extension picks the format")
     p.add_argument("--sh-degree", type=int, default=None, help="keep SH bands up to this degree (0-3)")
     p.add_argument("--min-opacity", type=float, default=None, help="drop Gaussians with opacity below this (0-1)")
+    p.add_argument(
+        "--crop-box",
+        default=None,
+        metavar="X0,Y0,Z0,X1,Y1,Z1",
+        help="keep the Gaussians whose centres lie in this box, in IN's own coordinates (before --up); "
+        "`warpsplat info` prints the box of the middle 98%% of the centres, a start for trimming floaters",
+    )
     p.add_argument(
         "--iteration", type=int, default=None, help="trainer output folder: iteration to read (default: latest)"
     )
@@ -72,20 +81,47 @@ def _input_bytes(path: str) -> int:
     return os.path.getsize(path)
 
 
-def filter_scene(scene: GaussianScene, *, sh_degree: int | None, min_opacity: float | None) -> GaussianScene:
-    """Apply --sh-degree and --min-opacity (vectorised; one mask)."""
+def parse_box(text: str) -> tuple[list[float], list[float]]:
+    """--crop-box's six numbers as (low corner, high corner), or CliError."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != 6 or not all(math.isfinite(v) for v in values):
+        raise CliError(f"--crop-box {text}: expected six numbers X0,Y0,Z0,X1,Y1,Z1")
+    low, high = values[:3], values[3:]
+    if any(a > b for a, b in zip(low, high, strict=True)):
+        raise CliError(f"--crop-box {text}: each of X0,Y0,Z0 must be at most its X1,Y1,Z1")
+    return low, high
+
+
+def filter_scene(
+    scene: GaussianScene, *, sh_degree: int | None, min_opacity: float | None, box=None
+) -> tuple[GaussianScene, list[str]]:
+    """Apply --sh-degree, --min-opacity and --crop-box (`box`: parse_box's corners; one mask): (the scene, what
+    was dropped for which reason)."""
     import torch
 
     if sh_degree is not None and sh_degree < scene.sh_degree:
         scene = scene.with_sh_degree(sh_degree)
+    keep = torch.ones(len(scene), dtype=torch.bool)
+    dropped = []
+    if box is not None:
+        low, high = (torch.tensor(c, dtype=scene.means.dtype) for c in box)
+        inside = ((scene.means >= low) & (scene.means <= high)).all(1)
+        dropped += [f"{int((~inside).sum()):,} outside the crop box"] if not bool(inside.all()) else []
+        keep &= inside
     if min_opacity is not None and min_opacity > 0:
-        keep = torch.sigmoid(scene.opacity_logits) >= min_opacity
-        n_keep = int(keep.sum())
-        if n_keep == 0:
-            raise CliError(f"--min-opacity {min_opacity} removes all {len(scene):,} Gaussians")
-        if n_keep < len(scene):
-            scene = scene.subset(keep)
-    return scene
+        opaque = torch.sigmoid(scene.opacity_logits) >= min_opacity
+        faint = int((keep & ~opaque).sum())
+        dropped += [f"{faint:,} below opacity {min_opacity}"] if faint else []
+        keep &= opaque
+    n_keep = int(keep.sum())
+    if n_keep == 0:
+        asked = (("--crop-box", box is not None), ("--min-opacity", bool(min_opacity)))
+        what = " and ".join(flag for flag, on in asked if on)
+        raise CliError(f"{what} removes all {len(scene):,} Gaussians")
+    return (scene.subset(keep) if n_keep < len(scene) else scene), dropped
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--sh-degree {args.sh_degree}: must be 0-3")
     if args.min_opacity is not None and not 0 <= args.min_opacity <= 1:
         raise CliError(f"--min-opacity {args.min_opacity}: must be between 0 and 1")
+    box = parse_box(args.crop_box) if args.crop_box is not None else None
     if not os.path.exists(src):
         raise CliError(f"{src}: no such file or folder")
     fmt = format_for_path(dst, for_write=True)  # fail on an unknown extension before the long read
@@ -122,13 +159,13 @@ def run(args: argparse.Namespace) -> int:
         if args.iteration is not None and not os.path.isdir(src):
             raise CliError(f"--iteration applies to trainer output folders; {src} is a file")
         scene = load_scene(src) if args.iteration is None else load_scene(src, iteration=args.iteration)
-        n_in, degree_in = len(scene), scene.sh_degree
+        degree_in = scene.sh_degree
         bar.set_description("filtering")
         bar.update()
         if args.sh_degree is not None and args.sh_degree > degree_in:
             print(f"note: {src} has SH degree {degree_in}; nothing to drop for --sh-degree {args.sh_degree}",
                   file=sys.stderr)  # fmt: skip
-        scene = filter_scene(scene, sh_degree=args.sh_degree, min_opacity=args.min_opacity)
+        scene, dropped = filter_scene(scene, sh_degree=args.sh_degree, min_opacity=args.min_opacity, box=box)
         if up is not None:
             from scenes.rotate import turn_up
 
@@ -146,10 +183,9 @@ def run(args: argparse.Namespace) -> int:
         save_scene(scene, dst, **options)
         bar.update()
     dt = time.perf_counter() - t0
-    dropped = n_in - len(scene)
     print(
         f"wrote {dst}: {len(scene):,} Gaussians"
-        + (f" ({dropped:,} below opacity {args.min_opacity} dropped)" if dropped else "")
+        + (f" ({', '.join(dropped)} dropped)" if dropped else "")
         + f", SH degree {0 if fmt.name in SH_LESS_FORMATS else scene.sh_degree}, {os.path.getsize(dst) / 2**20:.1f} MiB"
         f" in {dt:.2f} s"
     )

@@ -135,3 +135,31 @@ def test_the_antialiased_flag_goes_where_a_format_has_a_field(tmp_path, capsys):
         kept = load_scene(tmp_path / name).antialiased
         note = "Mip-Splatting" in capsys.readouterr().err
         assert (kept, note) == ((False, True) if name in ("out.glb", "out.splat") else (True, False)), name
+
+
+def test_crop_box(tmp_path, capsys):
+    """--crop-box keeps the Gaussians whose centres lie in the box, in the input's coordinates (before --up), and
+    the summary says how many it dropped and why; a box that keeps nothing, or six numbers that are not a box, are
+    one-line errors."""
+    src = load_scene(scene(CROP))
+    low, high = [-0.1, -0.8, -0.1], [0.2, -0.5, 0.15]
+    box = ",".join(map(str, low + high))
+    inside = ((src.means >= torch.tensor(low)) & (src.means <= torch.tensor(high))).all(1)
+    assert 0 < int(inside.sum()) < len(src)
+    out = tmp_path / "cropped.ply"
+    assert main(["convert", str(scene(CROP)), str(out), f"--crop-box={box}", "--min-opacity", "0.5"]) == 0
+    faint = torch.sigmoid(src.opacity_logits) < 0.5
+    kept = inside & ~faint
+    written = capsys.readouterr().out
+    assert f"{int(kept.sum()):,} Gaussians ({int((~inside).sum()):,} outside the crop box, " in written
+    assert f"{int((inside & faint).sum()):,} below opacity 0.5 dropped)" in written
+    assert torch.equal(load_scene(out).means, src.means[kept])
+    # in the input's coordinates: with --up +y the same Gaussians are kept, then turned
+    assert main(["convert", str(scene(CROP)), str(tmp_path / "up.ply"), f"--crop-box={box}", "--up", "+y"]) == 0
+    assert len(load_scene(tmp_path / "up.ply")) == int(inside.sum())
+    for bad, says in (("1,2,3", "six numbers"), ("0,0,0,1,1,x", "six numbers"), ("1,0,0,0,1,1", "at most"),
+                      ("5,5,5,6,6,6", "--crop-box removes all 4,096")):  # fmt: skip
+        assert main(["convert", str(scene(CROP)), str(tmp_path / "bad.ply"), f"--crop-box={bad}"]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
+    assert not (tmp_path / "bad.ply").exists()

@@ -21,16 +21,17 @@ Frame: glTF's is +Y up, +Z forward, +X left (LUF); the PLY frame is RDF (+Y down
 turn about Z (x and y negated), done on read and on write with the SH turned with it (scenes/rotate.py). Each
 primitive is placed by its nodes' transforms (matrix, or translation, rotation and scale), which may rotate,
 translate and scale uniformly: a shear, a non-uniform scale or a mirror cannot move a Gaussian's SH and is
-refused. splat-transform writes its GLB in the frame of the PLY it read, without the turn, so its files load
-upside down here: `--up +y` turns them upright (as its SPZ files, scenes/spz.py).
+refused. splat-transform 3.7.0 writes its GLB in this frame too (the PLY's turned by the half turn), so its files
+and warpsplat's load alike (tests/scenes/test_splat_transform_oracle.py).
 
 Writing: one primitive, float attributes (lossless but for the activations: scales written as exp(log scale)
 and opacities as sigmoid(logit), in float32), the COLOR_0 fallback for viewers without the extension, the
 extension's `kernel: "ellipse"` and `colorSpace: "srgb_rec709_display"` (3DGS trains in display sRGB).
 
-Reading checks every accessor against its buffer view and the view against the binary chunk before anything is
-copied, so memory is bounded by the file's size. External buffers (`uri`), sparse accessors and compression
-extensions (`extensionsRequired`) are refused, naming what was found.
+Reading checks every accessor against its buffer view and the view against the binary chunk before it reads the
+accessor's bytes alone, into the scene's arrays (`read_glb`): memory is bounded by the file's size. External
+buffers (`uri`), sparse accessors and compression extensions (`extensionsRequired`) are refused, naming what was
+found.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .compressed_ply import read_compressed_ply, write_compressed_ply
 from .gaussians import GaussianScene, SceneFormatError
 from .glb import is_glb, read_glb, write_glb
+from .ksplat import read_ksplat
 from .limits import open_regular
 from .ply import is_ply, write_ply
 from .sog import is_sog, read_sog, write_sog
@@ -43,6 +44,7 @@ FORMATS: list[Format] = [
     Format("sog folder", ("meta.json",), read_sog),  # SOG unbundled: its meta.json beside the textures
     Format("glb", (".glb",), read_glb, write_glb, is_glb),  # glTF binary with KHR_gaussian_splatting
     Format("splat", (".splat",), read_splat, write_splat),
+    Format("ksplat", (".ksplat",), read_ksplat),  # GaussianSplats3D's: no magic bytes; read only (legacy)
     Format("folder", ("/",), read_folder),  # unbundled SOG (meta.json) or trainer output folder
 ]
 

@@ -45,6 +45,7 @@ def add_parser(sub) -> None:
             warpsplat convert scene.ply small.ply --sh-degree 1 --min-opacity 0.01
             warpsplat convert scene.ply trimmed.ply --crop-box=-2,-3,-2,2,1,2  # keep centres inside the box
             warpsplat convert output/ scene.splat --iteration 7000  # from a trainer's output folder
+            warpsplat convert old.ksplat scene.ply                 # GaussianSplats3D's (read only)
         """,
     )
     p.add_argument("input", metavar="IN", help="scene file or trained-output folder")

@@ -34,6 +34,8 @@ FILES = [
     "playbot_lod2.sog",
     "playbot_crop.glb",
     "playbot_crop.sog",
+    "playbot_crop.ksplat",  # GaussianSplats3D's, from the crop (tests/data/make_ksplat.py)
+    "playbot_crop.level2.ksplat",
     # written by other tools in those two formats, and an SOG of splat-transform's: not bundled (licences)
     "guitar.compressed.ply",
     "biker.spz",
@@ -78,6 +80,11 @@ def _lie_about_count(name: str, data: bytes, rng: np.random.Generator) -> bytes:
         for accessor in doc["accessors"]:
             accessor["count"] = new(accessor["count"])
         return _glb(doc, binary)
+    if name.endswith(".ksplat"):  # the header's count, or the first section's
+        p = bytearray(data)
+        at = int(rng.choice([16, 4096]))
+        p[at : at + 4] = struct.pack("<I", new(struct.unpack_from("<I", p, at)[0]) % 2**32)
+        return bytes(p)
     return data[: len(data) - int(rng.integers(1, 32))]  # .splat has no count: break its 32-byte records
 
 

@@ -6,6 +6,9 @@
   them to what warpsplat decodes; and warpsplat's SOG of a scene is as close to it, field by field, as
   splat-transform's SOG of the same scene.
 
+- `.ksplat` files that GaussianSplats3D (the format's own library) writes load in warpsplat as splat-transform
+  decodes them, and the bundled ones are what that library writes.
+
 SPZ frame: splat-transform reads and writes SPZ bytes raw (no RUB <-> RDF change, see scenes/spz.py), so
 its decoding of an SPZ is warpsplat's decoding with y and z negated (and the SH/quaternion signs with them).
 
@@ -17,10 +20,7 @@ beside it they are skipped before npm is asked for anything.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -30,54 +30,23 @@ import torch
 
 from scenes import GaussianScene, load_scene, save_scene
 from scenes.spz import flip_rub_rdf, write_spz
-from tests.conftest import REPO, scenes_dir
+from tests.conftest import bundled, scenes_dir
 from tests.conftest import real_scene as scene
+from tests.scenes._npm import npm_install
 
 VERSION = "3.7.0"
 GLTF_VALIDATOR = "2.0.0-dev.3.10"
-CACHE = REPO / ".cache" / "splat-transform"
 N = 2000  # rows of the real SH-3 scene used (keeps SOG's k-means and every conversion around a second)
-
-
-SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-
-
-def npm_env() -> dict[str, str]:
-    """The environment for npm. Node ignores the system CA store; where a TLS-inspecting proxy signs the
-    registry's certificates (as on the development and CI machines), npm then retries each request until it
-    falls back to a stale cache, about 70 s a package. Point Node at the system bundle unless told otherwise."""
-    env = dict(os.environ)
-    if "NODE_EXTRA_CA_CERTS" not in env and os.path.exists(SYSTEM_CA_BUNDLE):
-        env["NODE_EXTRA_CA_CERTS"] = SYSTEM_CA_BUNDLE
-    return env
 
 
 @pytest.fixture(scope="module")
 def splat_transform() -> str:
     scenes_dir("the unbundled real scenes that the splat-transform oracle converts")
-    exe = CACHE / "node_modules" / ".bin" / "splat-transform"
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # pytest-xdist workers may get here together
-        if not exe.exists():
-            npm = shutil.which("npm")
-            if npm is None:
-                pytest.fail("npm not found: Node 20 + npm are needed for the splat-transform oracle")
-            subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(CACHE),
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    f"@playcanvas/splat-transform@{VERSION}",
-                ],  # fmt: skip
-                check=True,
-                timeout=600,
-                env=npm_env(),
-            )
+    try:
+        modules = npm_install("splat-transform", [f"@playcanvas/splat-transform@{VERSION}"], ".bin/splat-transform")
+    except RuntimeError as e:
+        pytest.fail(str(e))
+    exe = modules / ".bin" / "splat-transform"
     out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=120)
     assert VERSION in out.stdout + out.stderr
     return str(exe)
@@ -245,16 +214,10 @@ def gltf_validator() -> str:
     """The Khronos glTF validator (npm `gltf-validator`), installed beside splat-transform on first use; the path
     of a node script that prints a file's issues as JSON."""
     scenes_dir("the unbundled real scenes that the oracle tests convert")
-    prefix = REPO / ".cache" / "gltf-validator"
-    prefix.mkdir(parents=True, exist_ok=True)
-    with open(prefix / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (prefix / "node_modules" / "gltf-validator").exists():
-            npm = shutil.which("npm")
-            if npm is None:
-                pytest.fail("npm not found: Node 20 + npm are needed for the glTF validator")
-            subprocess.run([npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error",
-                            f"gltf-validator@{GLTF_VALIDATOR}"], check=True, timeout=600, env=npm_env())  # fmt: skip
+    try:
+        prefix = npm_install("gltf-validator", [f"gltf-validator@{GLTF_VALIDATOR}"], "gltf-validator").parent
+    except RuntimeError as e:
+        pytest.fail(str(e))
     script = prefix / "validate.js"
     script.write_text(
         "const v = require('gltf-validator'); const fs = require('fs');\n"
@@ -316,3 +279,35 @@ def test_convert_up_fixes_its_spz_files(splat_transform, source, tmp_path):
     assert torch.allclose(fixed.means, theirs.means, atol=1e-5)
     assert torch.allclose(covariances(fixed), covariances(theirs), rtol=1e-4, atol=1e-9)
     assert torch.allclose(fixed.sh, theirs.sh, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------- .ksplat
+# .ksplat files are written by GaussianSplats3D, the format's own library (tests/scenes/gs3d.py); splat-transform
+# and warpsplat both read them
+
+
+def test_the_bundled_ksplat_files_are_what_gaussiansplats3d_writes(splat_transform, tmp_path):
+    """tests/data's .ksplat files, written again from the crop by the library with the options make_ksplat.py
+    gives, byte for byte: what tests/scenes/test_ksplat.py checks the reader on is the library's output."""
+    from tests.data.make_ksplat import FILES, SOURCE
+    from tests.scenes.gs3d import write_ksplat
+
+    for name, options in FILES.items():
+        write_ksplat(SOURCE, tmp_path / name, **options)
+        assert (tmp_path / name).read_bytes() == bundled(name).read_bytes(), name
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+@pytest.mark.parametrize("sh_degree", [0, 1, 2])
+def test_ksplat_files_load_here_as_splat_transform_decodes_them(splat_transform, tmp_path, level, sh_degree):
+    """Every compression level and SH degree, in sections of 1,000 with buckets of 32 in 0.1-unit blocks (full and
+    partly filled ones): warpsplat's reading of the library's file equals splat-transform's, to float rounding."""
+    from tests.scenes.gs3d import write_ksplat
+
+    path = tmp_path / "gs3d.ksplat"
+    write_ksplat(bundled("playbot_crop.ply"), path, level=level, sh_degree=sh_degree, section=1000, block=0.1,
+                 bucket=32)  # fmt: skip
+    _run(splat_transform, path, tmp_path / "theirs.ply")
+    ours, theirs = load_scene(path), load_scene(tmp_path / "theirs.ply")
+    assert ours.extras["sections"] == 5 and ours.sh_degree == sh_degree
+    _assert_same(ours, theirs, f"level {level}, SH degree {sh_degree}")

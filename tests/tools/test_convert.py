@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from scenes import load_scene
+from tests.conftest import bundled
 from tests.conftest import real_scene as scene
 from tools.cli import main
 
@@ -85,8 +86,20 @@ def test_read_only_and_unknown_formats_are_told_apart(tmp_path, capsys):
         "(can write: .compressed.ply, .glb, .ply, .sog, .splat, .spz)\n"
     )
     assert main(["convert", str(scene(THREE)), str(tmp_path / "x.ksplat")]) == 2
-    want = "x.ksplat: unknown scene format (can write: .compressed.ply, .glb, .ply, .sog, .splat, .spz)"
+    want = "x.ksplat: ksplat is read-only in warpsplat (can write: .compressed.ply, .glb, .ply, .sog, .splat, .spz)"
     assert want in capsys.readouterr().err
+    assert main(["convert", str(scene(THREE)), str(tmp_path / "x.obj")]) == 2
+    want = "x.obj: unknown scene format (can write: .compressed.ply, .glb, .ply, .sog, .splat, .spz)"
+    assert want in capsys.readouterr().err
+
+
+def test_a_ksplat_converts_to_ply_as_it_reads(tmp_path):
+    """GaussianSplats3D's .ksplat in, a float PLY out: the PLY holds exactly what the reader decoded."""
+    src = bundled("playbot_crop.level2.ksplat")
+    assert main(["convert", str(src), str(tmp_path / "out.ply")]) == 0
+    want, got = load_scene(src), load_scene(tmp_path / "out.ply")
+    for name in ("means", "quats", "log_scales", "opacity_logits", "sh"):
+        assert torch.equal(getattr(got, name), getattr(want, name)), name
 
 
 def test_spz_version(tmp_path, capsys):

@@ -554,8 +554,9 @@ class ClipboardTimeout(Exception):
 
 
 def load_training_cameras(scene, width: int, height: int) -> list[Camera]:
-    """The scene's training cameras (from the `cameras.json` of a trained-output folder), if it has one."""
-    path = getattr(scene, "extras", {}).get("cameras_json")
+    """The scene's training cameras, if it has them: `scene.extras["cameras"]`, the `cameras.json` of its
+    trained-output folder or the file or COLMAP model that `warpsplat view --cameras` names."""
+    path = getattr(scene, "extras", {}).get("cameras")
     if not path:
         return []
     from renderer.paths import load_camera_path

@@ -10,7 +10,7 @@ INRIA `train.py` writes:
 
 The latest iteration is read unless `iteration=` names one. The model folder, its `point_cloud` folder or
 one `iteration_N` folder may be given. The path of `cameras.json`, when present, is recorded in
-`scene.extras["cameras_json"]` for the camera-path code; it is not parsed here.
+`scene.extras["cameras"]` for the camera-path code; it is not parsed here.
 
 `read_folder` is the single folder reader registered in `scenes.io`: a folder with `meta.json` is an
 unbundled PlayCanvas SOG, anything else is tried as a trainer output folder.
@@ -76,7 +76,7 @@ def read_trainer_folder(path: str | os.PathLike, *, iteration: int | None = None
     scene.extras["point_cloud"] = ply
     cameras = os.path.join(model, "cameras.json")
     if os.path.isfile(cameras):
-        scene.extras["cameras_json"] = cameras
+        scene.extras["cameras"] = cameras
     return scene
 
 

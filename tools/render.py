@@ -5,6 +5,7 @@
     warpsplat render [SCENE] --path flythrough --frames 600 --size 1920x1080 --crf 18 --out fly.mp4
     warpsplat render [SCENE] --path camera_path.json --out video.mp4        (nerfstudio, or the viewer's file)
     warpsplat render [SCENE] --path cameras.json --frames 300 --out frames/  (INRIA training cameras)
+    warpsplat render [SCENE] --path dataset/sparse/0 --out frames/          (COLMAP's cameras, a frame each)
     warpsplat render [SCENE] --path spiral --out frames/ --resume          (continue a killed frame render)
     warpsplat render [SCENE] --path orbit --out orbit.mp4 --workers 2      (one process per GPU, stitched)
 
@@ -46,14 +47,16 @@ def add_parser(sub) -> None:
         description="""
             Render the scene's default view to a PNG, or a camera path to an H.264 video (--out *.mp4) or a
             folder of PNG frames. A path is generated (orbit, spiral, flythrough, sized to the scene) or read
-            from a .json file: a path saved by `warpsplat view`, a nerfstudio camera_path.json or an INRIA
-            cameras.json. Runs without a display; outputs are renamed into place only when complete.
+            from a .json file (a path saved by `warpsplat view`, a nerfstudio camera_path.json or an INRIA
+            cameras.json) or a COLMAP model (the cameras the scene was trained from). Runs without a display;
+            outputs are renamed into place only when complete.
         """,
         examples="""
             warpsplat render --out plant.png                              # the bundled scene, 1280x720
             warpsplat render scene.ply --path orbit --frames 120 --out orbit.mp4
             warpsplat render scene.ply --path camera_path.json --out path.mp4  # a path saved in the viewer
             warpsplat render scene.ply --path spiral --out frames/ --resume   # continue a killed render
+            warpsplat render scene.ply --path dataset/sparse/0 --out views/  # the training views, a PNG each
         """,
     )
     add_scene_argument(p)
@@ -71,8 +74,9 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--path",
         default=None,
-        help="camera path: orbit, spiral, flythrough, or a .json file (nerfstudio camera_path.json, "
-        "the viewer's keyframe file, INRIA cameras.json)",
+        help="camera path: orbit, spiral, flythrough, a .json file (nerfstudio camera_path.json, "
+        "the viewer's keyframe file, INRIA cameras.json) or a COLMAP model (its folder, a dataset folder with "
+        "sparse/0, or images.bin/.txt): one frame per image",
     )
     p.add_argument(
         "--frames",
@@ -231,7 +235,9 @@ def build_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
             raise CliError(f"--path {args.path}: {e}") from None
         return cams, fps, f"{args.path}, {n} frames"
     if not args.path.lower().endswith(".json") and not os.path.exists(args.path):
-        raise CliError(f"--path {args.path!r}: not a generated path ({', '.join(GENERATED_PATHS)}) nor a .json file")
+        raise CliError(
+            f"--path {args.path!r}: not a generated path ({', '.join(GENERATED_PATHS)}), a .json file or a COLMAP model"
+        )
     if not os.path.exists(args.path):
         raise CliError(f"--path {args.path}: no such file")
     size = args.size or (None, None)
@@ -249,6 +255,8 @@ def build_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
             what += f" re-sampled from the file's {len(native.cameras)} over its {seconds:g} s"
             if args.fps is None:
                 what += " (--fps sets another rate)"
+    if cp.notes:
+        what += f" ({'; '.join(cp.notes)})"
     return cp.cameras, fps, what
 
 

@@ -35,6 +35,7 @@ def add_parser(sub) -> None:
             warpsplat view                                  # the bundled plant scene
             warpsplat view scene.ply --up +z                # a scene whose up axis is +z
             warpsplat view scene.sog --size 1920x1080 --out-dir shots/
+            warpsplat view point_cloud.ply --cameras dataset/sparse/0   # snap to COLMAP's cameras ([, ], C)
         """,
     )
     add_scene_argument(p)
@@ -46,6 +47,10 @@ def add_parser(sub) -> None:
     p.add_argument("--no-interop", action="store_true", help="copy frames through the host, not CUDA-GL interop")
     p.add_argument("--no-vsync", action="store_true", help="start with vsync off (F3 toggles it)")
     p.add_argument("--out-dir", default=".", help="folder for screenshots and saved camera paths (default .)")
+    p.add_argument("--cameras", default=None, metavar="PATH",
+                   help="training cameras to snap to ([ ] and C): an INRIA cameras.json or a COLMAP model (its folder, "
+                   "a dataset folder with sparse/0, or images.bin/.txt); default: a trained-output folder's "
+                   "cameras.json")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -103,6 +108,14 @@ def run(args: argparse.Namespace) -> int:
     check_viewer_packages()
     check_display()
     scene = open_scene(args.scene, args.up)
+    if args.cameras is not None:
+        from renderer.paths import CameraPathError, load_camera_path
+
+        try:
+            load_camera_path(args.cameras)  # a bad file is a one-line error before any window opens
+        except (CameraPathError, FileNotFoundError) as e:
+            raise CliError(f"--cameras {e}") from None
+        scene.extras = dict(scene.extras, cameras=args.cameras)  # the window reads them from there
     from renderer.pipeline import check_scene_fits
 
     check_scene_fits(scene, None, args.size)  # before a window opens (the viewer renders where a Renderer would)

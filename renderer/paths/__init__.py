@@ -2,8 +2,10 @@
 
     generators.py  orbit, spiral and fly-through paths sized to a scene
     splines.py     keyframes and the splines and timing through them
-    formats.py     camera path files: nerfstudio camera_path.json (also the viewer's keyframe file) and INRIA
-                   cameras.json, every axis convention converted to the project's on reading and writing
+    formats.py     camera path files: nerfstudio camera_path.json (also the viewer's keyframe file), INRIA
+                   cameras.json and COLMAP models, every axis convention converted to the project's on reading
+                   and writing
+    colmap.py      COLMAP sparse models (cameras and images, binary or text)
     rotations.py   axis-angle rotations and quaternions (also the viewer's camera controller's)
 
 Everything leaving this package is a `Camera` or `Keyframe` in the project's frame: `T_world_camera`,

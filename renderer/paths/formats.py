@@ -1,4 +1,5 @@
-"""Camera path files: nerfstudio `camera_path.json`, INRIA `cameras.json`, and the viewer's keyframe file.
+"""Camera path files: nerfstudio `camera_path.json`, INRIA `cameras.json`, COLMAP models (renderer/paths/colmap.py)
+and the viewer's keyframe file.
 
 Every convention is converted here, once; what leaves this module is `Camera` / `Keyframe` in the project's
 frame (`T_world_camera`, camera-to-world, OpenCV axes: +X right, +Y down, +Z forward; renderer/camera.py).
@@ -26,6 +27,11 @@ INRIA `cameras.json` (gaussian-splatting model folder): a JSON list of
     path visits them sorted by img_name (capture order), one frame per camera by default, interpolated
     with the splines of `renderer/paths/splines.py` when more frames are asked for.
 
+COLMAP sparse models (a `sparse/0` folder, its dataset folder, or its `images.bin` / `images.txt`): the images
+in name order, as INRIA's cameras; one frame per image by default, each with its camera's focal lengths and
+principal point (scaled to the output's height where the size differs), interpolated like INRIA's when more
+frames are asked for. Distortion is not drawn: a note says which models had it.
+
 The keyframe file the viewer saves is a nerfstudio `camera_path.json` (see `save_camera_path`): it holds the
 keyframes (to reload and edit) and the sampled per-frame `camera_path` (so `ns-render camera-path` plays it
 too), plus `"warpsplat": 1`. `warpsplat render --path FILE.json` plays the sampled cameras.
@@ -45,6 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..camera import Camera
+from .colmap import PINHOLES, ColmapError, find_model, read_model
 from .splines import SECONDS_PER_TRANSITION, Keyframe, interpolate_keyframes, key_times
 
 # right-multiplying a camera-to-world rotation by this swaps OpenGL camera axes (+Y up, +Z back) and OpenCV
@@ -71,14 +78,16 @@ class CameraPath:
     Attributes:
         cameras: one `Camera` per frame (OpenCV axes).
         fps: frames per second of the video (nerfstudio: len(camera_path) / seconds).
-        kind: what was read: "nerfstudio camera_path", "nerfstudio keyframes" or "inria cameras".
+        kind: what was read: "nerfstudio camera_path", "nerfstudio keyframes", "inria cameras" or "colmap model".
         keyframes: the file's keyframes, when it has any.
+        notes: what the cameras do not reproduce of the file (one line each), for the user.
     """
 
     cameras: list[Camera]
     fps: float
     kind: str
     keyframes: list[Keyframe] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -134,8 +143,9 @@ def load_camera_path(
     """Read a camera path file and return the cameras to render.
 
     Args:
-        path: a nerfstudio `camera_path.json` (also the viewer's keyframe file) or an INRIA `cameras.json`;
-            the format is told by the content (a JSON object or a JSON list).
+        path: a nerfstudio `camera_path.json` (also the viewer's keyframe file) or an INRIA `cameras.json`, told
+            apart by the content (a JSON object or a JSON list); or a COLMAP model (its folder, a dataset folder
+            holding it in sparse/0, or its images.bin / images.txt).
         width, height: output size; None = the size the file gives (render_width/height, or the first
             INRIA camera's). A different aspect ratio keeps the vertical field of view.
         n_frames: frames to produce; None = the file's own count (nerfstudio: len(camera_path), or
@@ -147,11 +157,13 @@ def load_camera_path(
         CameraPathError: the file is not valid JSON or a field is missing or wrong (one-line message).
     """
     name = os.fspath(path)
-    data = _read_json(name)
     if n_frames is not None and n_frames < 1:
         raise CameraPathError(f"{name}: frames {n_frames}: need at least 1")
     if n_frames is not None:
         _check_frames(name, n_frames, "re-sampling")
+    if os.path.isdir(name) or find_model(name) is not None:
+        return _load_colmap(name, width, height, n_frames)
+    data = _read_json(name)
     if isinstance(data, list):
         return _load_inria(name, data, width, height, n_frames)
     if isinstance(data, dict):
@@ -407,6 +419,32 @@ def _load_inria(name: str, data: list, width, height, n_frames) -> CameraPath:
     count = n_frames if n_frames is not None else len(keys)
     cams = interpolate_keyframes(keys, count, W, H, ease=False)
     return CameraPath(cams, fps, "inria cameras", keys)
+
+
+def _load_colmap(name: str, width, height, n_frames) -> CameraPath:
+    try:
+        images = read_model(name)
+    except ColmapError as e:
+        raise CameraPathError(str(e)) from None
+    except OSError as e:
+        raise CameraPathError(f"{name}: {e.strerror or e}") from None
+    images.sort(key=lambda image: _natural_key(image.name))
+    first = images[0].camera
+    W, H = (int(width), int(height)) if width is not None and height is not None else (first.width, first.height)
+    _check_size(name, "the first image's camera's width x height", W, H)
+    keys, cams = [], []
+    fps = 30.0
+    for i, image in enumerate(images):
+        c = image.camera
+        s = H / c.height  # scaled to the output's height, about the centre (a different aspect keeps the fov)
+        cams.append(Camera(W, H, c.fx * s, c.fy * s, W / 2 + (c.cx - c.width / 2) * s, c.cy * s,
+                           image.T_world_camera))  # fmt: skip
+        keys.append(Keyframe(image.T_world_camera, fov_y_from_focal(c.fy, c.height), i / fps))
+    if n_frames is not None and n_frames != len(images):
+        cams = interpolate_keyframes(keys, n_frames, W, H, ease=False)
+    distorted = sorted({image.camera.model for image in images} - PINHOLES)
+    notes = [f"{', '.join(distorted)} distortion not drawn: pinhole views"] if distorted else []
+    return CameraPath(cams, fps, "colmap model", keys, notes)
 
 
 # ------------------------------------------------------------------------------------------------ writing

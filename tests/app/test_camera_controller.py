@@ -16,6 +16,7 @@ from app.camera_controller import CameraController, SceneExtent
 from app.keys import PhysicalKeys
 from app.state import ViewerState
 from renderer import Camera
+from tests.conftest import bundled
 
 pytestmark = pytest.mark.gl
 
@@ -190,8 +191,23 @@ def test_training_cameras_come_from_the_scenes_cameras_json(tmp_path):
                         "rotation": T[:3, :3].tolist(), "fx": 80.0, "fy": 80.0})  # fmt: skip
     path = tmp_path / "cameras.json"
     path.write_text(json.dumps(entries))
-    cams = load_training_cameras(SimpleNamespace(extras={"cameras_json": str(path)}), 64, 48)
+    cams = load_training_cameras(SimpleNamespace(extras={"cameras": str(path)}), 64, 48)
     assert [c.position[0] for c in cams] == pytest.approx([1.0, -1.0])
     assert (cams[0].width, cams[0].height) == (64, 48)
     assert cams[0].fov_y_deg == pytest.approx(math.degrees(2 * math.atan(25 / 80)))
     assert load_training_cameras(SimpleNamespace(extras={}), 64, 48) == []
+
+
+def test_training_cameras_come_from_a_colmap_model(tmp_path):
+    """`warpsplat view --cameras dataset/sparse/0`: the snaps go to the model's images, in name order."""
+    import zipfile
+    from types import SimpleNamespace
+
+    from app.window import load_training_cameras
+
+    with zipfile.ZipFile(bundled("garden_sparse.zip")) as z:
+        z.extractall(tmp_path)
+    viewmats = np.load(bundled("test_garden.npz"))["viewmats"]
+    cams = load_training_cameras(SimpleNamespace(extras={"cameras": str(tmp_path / "bin")}), 64, 48)
+    assert len(cams) == 3 and (cams[0].width, cams[0].height) == (64, 48)
+    np.testing.assert_allclose([c.viewmat for c in cams], viewmats, atol=1e-6)

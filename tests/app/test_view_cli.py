@@ -63,6 +63,37 @@ def test_bad_arguments_before_anything_opens(capsys, tmp_path):
     assert code == 2 and "no such file" in err
 
 
+def test_cameras_are_checked_before_a_window_opens_and_reach_it(monkeypatch, capsys, tmp_path, x_display):
+    """--cameras: a bad file is a one-line error with no window made; a COLMAP model reaches the window as the
+    scene's training cameras, which the controller loads (tests/app/test_camera_controller.py)."""
+    import zipfile
+
+    import app  # noqa: F401  (sets pyglet's options: must come before any pyglet.window import)
+
+    # isort: split
+    import app.window
+    from tests.conftest import bundled
+
+    made = []
+
+    class Refused(Exception):
+        pass
+
+    def window(scene, **kwargs):
+        made.append(scene)
+        raise Refused
+
+    monkeypatch.setattr(app.window, "ViewerWindow", window)
+    code, err = run_view(capsys, "--cameras", str(tmp_path))
+    assert code == 2 and not made and err.count("\n") == 1
+    assert err.startswith(f"warpsplat view: error: --cameras {tmp_path}: no COLMAP model")
+    with zipfile.ZipFile(bundled("garden_sparse.zip")) as z:
+        z.extractall(tmp_path / "model")
+    with pytest.raises(Refused):
+        run_view(capsys, "--cameras", str(tmp_path / "model" / "txt"))
+    assert made[0].extras["cameras"] == str(tmp_path / "model" / "txt")
+
+
 def test_view_runs_the_event_loop_and_esc_quits(capsys, x_display):
     """The real command: window, event loop, a rendered frame, Esc, clean shutdown, exit code 0."""
     import app  # noqa: F401  (sets pyglet's options: must come before any pyglet.window import)

@@ -21,13 +21,9 @@ from tests.conftest import real_scene as scene
 
 from ._paths import ALLOWED_LICENCES, credits_table, sources_table
 
-NOT_SCENES = {"test_garden.npz"}  # SfM points and cameras, not a trained scene (SOURCES.md note 8)
-NOT_DATA = {
-    "CREDITS.md",
-    "make_derived.py",
-    "make_ksplat.py",
-    "__pycache__",
-}  # the files in tests/data that are not test data
+# SfM points and cameras (SOURCES.md note 8), and a COLMAP model of the same cameras: not trained scenes
+NOT_SCENES = {"test_garden.npz", "garden_sparse.zip"}
+NOT_DATA = {"CREDITS.md", "make_derived.py", "make_ksplat.py", "make_colmap.py", "__pycache__"}  # scripts, not data
 
 
 def test_sources_table_lists_every_file():

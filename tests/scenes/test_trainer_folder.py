@@ -31,7 +31,7 @@ def model_folder(tmp_path):
 def test_latest_iteration_by_default(model_folder):
     s = load_scene(model_folder)
     assert s.extras["iteration"] == 30000 and s.extras["iterations available"] == [7000, 30000]
-    assert s.extras["cameras_json"] == str(model_folder / "cameras.json")
+    assert s.extras["cameras"] == str(model_folder / "cameras.json")
     assert s.source_format == "trainer folder (ply)" and len(s) == 3 and s.sh_degree == 3
     assert float(s.means.min()) > 29000
 
@@ -41,7 +41,7 @@ def test_iteration_option_and_subfolders(model_folder):
     assert s.extras["iteration"] == 7000 and float(s.means.max()) < 8000
     assert load_scene(model_folder / "point_cloud").extras["iteration"] == 30000
     s = load_scene(model_folder / "point_cloud" / "iteration_7000")
-    assert s.extras["iteration"] == 7000 and s.extras["cameras_json"] == str(model_folder / "cameras.json")
+    assert s.extras["iteration"] == 7000 and s.extras["cameras"] == str(model_folder / "cameras.json")
     with pytest.raises(SceneFormatError, match="no iteration 5; available: 7000, 30000"):
         load_scene(model_folder, iteration=5)
 
@@ -56,5 +56,5 @@ def test_not_a_scene_folder(tmp_path):
 
 def test_no_cameras_json_is_fine(model_folder):
     (model_folder / "cameras.json").unlink()
-    assert "cameras_json" not in load_scene(model_folder).extras
+    assert "cameras" not in load_scene(model_folder).extras
     assert torch.isfinite(load_scene(model_folder).means).all()

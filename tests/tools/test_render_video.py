@@ -22,6 +22,7 @@ from PIL import Image
 from renderer import Renderer, RenderSettings
 from renderer.paths import Keyframe, flythrough_path, load_camera_path, opencv_to_opengl, orbit_path, save_camera_path
 from scenes import load_scene
+from tests.conftest import bundled
 from tools.cli import main
 from tools.metrics import psnr
 from tools.video import read_mp4
@@ -149,6 +150,18 @@ def test_inria_and_nerfstudio_files_render(small_scene, renderer, tmp_path):
     assert render(small_scene, "--path", path, "--out", out) == 0
     video, rate, size = read_mp4(str(out))
     assert video.shape[0] == 2 and rate == 4 and size == (W, H)  # fps = frames / seconds
+
+
+def test_a_colmap_model_renders_a_frame_per_image_and_says_what_it_leaves_out(small_scene, tmp_path, capsys):
+    import zipfile
+
+    with zipfile.ZipFile(bundled("garden_sparse.zip")) as z:
+        z.extractall(tmp_path / "model")
+    folder = tmp_path / "views"
+    assert render(small_scene, "--path", tmp_path / "model" / "bin", "--size", "48x32", "--out", folder) == 0
+    assert len(list(folder.glob("frame_*.png"))) == 3  # one frame per registered image
+    out = capsys.readouterr().out
+    assert "colmap model from" in out and "3 frames (SIMPLE_RADIAL distortion not drawn: pinhole views)" in out
 
 
 def test_two_workers_equal_one(small_scene, tmp_path, capsys):

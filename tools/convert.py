@@ -46,6 +46,7 @@ def add_parser(sub) -> None:
             warpsplat convert scene.ply trimmed.ply --crop-box=-2,-3,-2,2,1,2  # keep centres inside the box
             warpsplat convert output/ scene.splat --iteration 7000  # from a trainer's output folder
             warpsplat convert old.ksplat scene.ply                 # GaussianSplats3D's (read only)
+            warpsplat convert ckpts/ckpt_29999_rank0.pt scene.ply  # a gsplat training checkpoint
         """,
     )
     p.add_argument("input", metavar="IN", help="scene file or trained-output folder")

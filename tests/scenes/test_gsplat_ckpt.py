@@ -1,0 +1,142 @@
+"""gsplat checkpoints (scenes/gsplat_ckpt.py). Each is written as gsplat's simple_trainer writes one: the
+trainer's `torch.nn.ParameterDict` of splats, its `state_dict()` saved with the step by `torch.save`, from a real
+scene (the bundled playbot crop, SH degree 2). Reading it back must give that scene exactly; a run's rank files
+together the whole scene; bad and hostile archives one-line errors naming the file, no code run.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import zipfile
+
+import pytest
+import torch
+
+from scenes import SceneFormatError, load_scene
+from tests.conftest import bundled
+
+
+@pytest.fixture(scope="module")
+def crop():
+    return load_scene(bundled("playbot_crop.ply"))
+
+
+def trainer_splats(scene, rows=slice(None)) -> torch.nn.ParameterDict:
+    """The splats as gsplat's trainer holds them (its `create_splats_with_optimizers` names and shapes)."""
+    p = lambda t: torch.nn.Parameter(t[rows].clone())  # noqa: E731
+    return torch.nn.ParameterDict({
+        "means": p(scene.means), "scales": p(scene.log_scales), "quats": p(scene.quats),
+        "opacities": p(scene.opacity_logits), "sh0": p(scene.sh[:, :1]), "shN": p(scene.sh[:, 1:]),
+    })  # fmt: skip
+
+
+def save(path, splats, **extra) -> str:
+    torch.save({"step": 29999, "splats": splats.state_dict(), **extra}, path)
+    return str(path)
+
+
+def test_a_checkpoint_reads_as_the_scene_it_holds(tmp_path, crop):
+    path = save(tmp_path / "ckpt_29999_rank0.pt", trainer_splats(crop),
+                pose_adjust={"embeds.weight": torch.zeros(3, 9)})  # fmt: skip
+    scene = load_scene(path)  # by its extension, though a zip like SOG
+    assert scene.source_format == "gsplat checkpoint" and scene.extras == {"ranks": 1, "step": 29999}
+    for name in ("means", "quats", "log_scales", "opacity_logits", "sh"):
+        assert torch.equal(getattr(scene, name), getattr(crop, name)), name
+
+
+def test_a_multi_gpu_runs_ranks_are_read_together_in_rank_order(tmp_path, crop):
+    n = len(crop)
+    for rank, rows in enumerate((slice(0, 1000), slice(1000, 3000), slice(3000, n))):
+        save(tmp_path / f"ckpt_6999_rank{rank}.pt", trainer_splats(crop, rows))
+    save(tmp_path / "ckpt_4999_rank0.pt", trainer_splats(crop, slice(0, 10)))  # another step: not read
+    for named in ("ckpt_6999_rank2.pt", "ckpt_6999_rank0.pt"):
+        scene = load_scene(tmp_path / named)
+        assert scene.extras["ranks"] == 3 and torch.equal(scene.means, crop.means)
+    os.remove(tmp_path / "ckpt_6999_rank1.pt")
+    with pytest.raises(SceneFormatError, match="rank 1 file is missing beside it"):
+        load_scene(tmp_path / "ckpt_6999_rank0.pt")
+
+
+def test_sh_degree_0_and_3(tmp_path, crop):
+    splats = trainer_splats(crop)
+    del splats["shN"]
+    assert load_scene(save(tmp_path / "a.pt", splats)).sh_degree == 0
+    splats = trainer_splats(crop)
+    splats["shN"] = torch.nn.Parameter(torch.randn(len(crop), 15, 3))
+    scene = load_scene(save(tmp_path / "b.pt", splats))
+    assert scene.sh_degree == 3 and torch.equal(scene.sh[:, 1:], splats["shN"].detach())
+
+
+class Payload:
+    """Not a tensor nor a plain container: what a malicious pickle would carry."""
+
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def _zip_member_deflated(path) -> bytes:
+    """The archive at `path` with its members deflated (torch.save stores them)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+    return out.getvalue()
+
+
+def test_bad_checkpoints_fail_in_one_line_naming_the_file(tmp_path, crop):
+    good = save(tmp_path / "good.pt", trainer_splats(crop, slice(0, 50)))
+    app = trainer_splats(crop, slice(0, 50))
+    del app["sh0"], app["shN"]
+    app["features"] = torch.nn.Parameter(torch.zeros(50, 32))
+    app["colors"] = torch.nn.Parameter(torch.zeros(50, 3))
+    short = trainer_splats(crop, slice(0, 50))
+    short["quats"] = torch.nn.Parameter(torch.zeros(49, 4))
+    odd = trainer_splats(crop, slice(0, 50))
+    odd["shN"] = torch.nn.Parameter(torch.zeros(50, 5, 3))
+    cases = {
+        "app.pt": (save(tmp_path / "app.pt", app), "trained with appearance optimisation"),
+        "short.pt": (save(tmp_path / "short.pt", short), "splats['quats'] has shape (49, 4), expected (50, 4)"),
+        "odd.pt": (save(tmp_path / "odd.pt", odd), "6 SH coefficients a channel is not a degree of 0-3"),
+        "model.pt": (None, "holds no 'splats' dict, so it is not a gsplat checkpoint"),
+        "code.pt": (None, "not a readable torch checkpoint"),
+        "deflated.pt": (None, "is compressed, which torch.save never does"),
+        "legacy.pt": (None, "not a zip archive; torch < 1.6 format?"),
+        "other.pt": (None, "a zip archive but not a torch checkpoint (no data.pkl in it)"),
+    }
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, tmp_path / "model.pt")
+    torch.save({"step": 1, "splats": {"means": Payload()}}, tmp_path / "code.pt")
+    (tmp_path / "deflated.pt").write_bytes(_zip_member_deflated(good))
+    (tmp_path / "legacy.pt").write_bytes(pickle.dumps({"splats": {}}))
+    with zipfile.ZipFile(tmp_path / "other.pt", "w") as z:
+        z.writestr("meta.json", "{}")
+    for name, (_, message) in cases.items():
+        path = tmp_path / name
+        with pytest.raises(SceneFormatError) as e:
+            load_scene(path)
+        assert str(path) in str(e.value) and message in str(e.value) and "\n" not in str(e.value), name
+
+
+def test_mutated_checkpoints_fail_cleanly(tmp_path, crop):
+    """The seeded mutations of tests/scenes/test_fuzz.py on a checkpoint (truncation and byte flips; a .pt has no
+    count field, so its "count" case cuts the file's end): each a SceneFormatError naming the file or a valid
+    scene, never another exception (the first run found a UnicodeDecodeError from a flipped member name)."""
+    import numpy as np
+
+    from tests.scenes.test_fuzz import _check, _mutate
+
+    save(tmp_path / "ckpt.pt", trainer_splats(crop, slice(0, 500)))
+    data = (tmp_path / "ckpt.pt").read_bytes()
+    rng = np.random.default_rng(7)  # 40 cases; seeds 0-9 also passed 400 more (checked when written)
+    outcomes = {}
+    for case in range(40):
+        kind, mutated = _mutate("ckpt.pt", data, rng)
+        path = tmp_path / f"case{case}.pt"
+        path.write_bytes(mutated)
+        try:
+            result = _check(path)
+        except Exception as e:
+            raise AssertionError(f"case {case} ({kind}): {type(e).__name__}: {e}") from e
+        outcomes[f"{kind}->{result}"] = outcomes.get(f"{kind}->{result}", 0) + 1
+    assert outcomes.get("truncate->error", 0) > 0, outcomes

@@ -30,7 +30,17 @@ import numpy as np
 
 from .cli import CliError, add_command
 from .common import add_mkdir_argument, add_scene_argument, open_scene, parse_size
-from .render_jobs import Job, finish_video, frame_name, path_depth_range, render_job, run_workers, summary, to_rgba8
+from .render_jobs import (
+    Job,
+    finish_video,
+    frame_name,
+    path_depth_range,
+    render_job,
+    run_workers,
+    straight_rgba8,
+    summary,
+    to_rgba8,
+)
 from .video import DEFAULT_PRESET, DEFAULT_THREADING, DEFAULT_THREADS, THREADINGS, X264_PRESETS
 
 GENERATED_PATHS = ("orbit", "spiral", "flythrough")
@@ -92,6 +102,9 @@ def add_parser(sub) -> None:
     p.add_argument("--rise", type=float, default=None, help="orbit height above the look-at point (world units)")
     p.add_argument("--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)")
     p.add_argument("--background", default="0,0,0", help="background R,G,B in [0, 1] (default 0,0,0)")
+    p.add_argument("--transparent", action="store_true",
+                   help="PNG outputs with an alpha channel: the scene over nothing, its colour straight (not "
+                        "premultiplied), for compositing; not for H.264 (see --alpha-video)")  # fmt: skip
     p.add_argument("--adagscale-tau", type=float, default=None, metavar="TAU",
                    help="AdaGScale on, with this quality knob (lossy; 0.1 is the default tau, the most a Gaussian may "
                         "drop; dense views use less; 0 is exact)")  # fmt: skip
@@ -337,6 +350,8 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise CliError(f"--encoder-threads {args.encoder_threads}: must be 0 (libx264 chooses) or more")
     if args.encoder_threading not in THREADINGS:
         raise CliError(f"--encoder-threading {args.encoder_threading}: must be one of {', '.join(THREADINGS)}")
+    if args.transparent and parse_background(args.background) != (0.0, 0.0, 0.0):
+        raise CliError("--transparent renders over nothing: drop --background and composite the PNG over any colour")
 
 
 def check_path_outputs(args: argparse.Namespace) -> bool:
@@ -348,6 +363,9 @@ def check_path_outputs(args: argparse.Namespace) -> bool:
     is_video = out.lower().endswith(".mp4")
     if out.lower().endswith((".png", ".jpg", ".mov", ".mkv", ".webm", ".avi", ".gif")):
         raise CliError(f"--out {out}: a path renders to a .mp4 video or a folder of PNG frames")
+    if is_video and args.transparent:
+        raise CliError("--transparent: H.264 has no alpha channel; render PNG frames (--out FOLDER) or write "
+                       "--alpha-video beside the video")  # fmt: skip
     if args.resume and is_video:
         raise CliError("--resume: only a frame-folder render can be resumed (a video is written whole)")
     if args.resume and args.overwrite:
@@ -437,6 +455,7 @@ def make_jobs(args, scene, cams, todo, settings, fps, crf, *, is_video, cuda, te
             encoder_threads=encoder_threads,
             encoder_threading=args.encoder_threading,
             pad_odd=args.odd_size == "pad",
+            transparent=args.transparent,
             device=f"cuda:{k}" if cuda and n_workers > 1 else None,
             threads=threads,
         )
@@ -510,6 +529,7 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float) -> list[int]:
         "frames": len(cams),
         "size": [cams[0].width, cams[0].height],
         "background": args.background,
+        "transparent": args.transparent,
         "settings": repr(settings_from_args(args)),
         "cameras": cameras_digest(cams),
     }
@@ -573,7 +593,10 @@ def render_image(args: argparse.Namespace) -> int:
     cam = default_camera(scene, width, height, fov_y_deg=args.fov)
     out = renderer.render(cam, settings_from_args(args))
     with atomic_write(args.out) as f:
-        Image.fromarray(np.ascontiguousarray(to_rgba8(out)[..., :3])).save(f, format="PNG")
+        if args.transparent:
+            Image.fromarray(straight_rgba8(out).cpu().numpy(), "RGBA").save(f, format="PNG")
+        else:
+            Image.fromarray(np.ascontiguousarray(to_rgba8(out)[..., :3])).save(f, format="PNG")
     s = out.stats
     print(
         f"wrote {args.out} ({width}x{height}) in {s.stage_ms['total']:.1f} ms: "

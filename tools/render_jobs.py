@@ -40,6 +40,7 @@ class Job:
     encoder_threads: int = DEFAULT_THREADS  # x264 threads per video; 0 = libx264 chooses
     encoder_threading: str = DEFAULT_THREADING  # "frame" or "slice" (tools.video.THREADINGS)
     pad_odd: bool = False
+    transparent: bool = False  # PNG frames with straight alpha (`straight_rgba8`)
     device: str | None = None
     threads: int | None = None
 
@@ -95,6 +96,19 @@ def frame_rgba8(out):
     rgb = (out.image.clamp(0, 1) * 255 + 0.5).to(torch.uint8)
     a = (out.alpha.clamp(0, 1) * 255 + 0.5).to(torch.uint8)
     return torch.cat([rgb, a[..., None]], dim=-1)
+
+
+def straight_rgba8(out):
+    """[H, W, 4] uint8 tensor of a frame rendered over a zero background, its colour unpremultiplied (what a PNG's
+    alpha channel means): colour / coverage from the float image, so faint pixels keep their colour's precision.
+    Pixels whose 8-bit alpha is 0 are black."""
+    import torch
+
+    alpha = out.alpha.clamp(0, 1)
+    a8 = (alpha * 255 + 0.5).to(torch.uint8)
+    rgb = (out.image / alpha.clamp(min=1e-12)[..., None]).clamp(0, 1)
+    rgb8 = torch.where(a8[..., None] > 0, (rgb * 255 + 0.5).to(torch.uint8), torch.zeros_like(a8)[..., None])
+    return torch.cat([rgb8, a8[..., None]], dim=-1)
 
 
 def to_rgba8(out):
@@ -153,6 +167,7 @@ class FrameSink:
         from .video import Mp4Writer
 
         self.folder = job.folder
+        self.png_channels = 4 if job.transparent else 3  # RGBA where the alpha is straight (`straight_rgba8`)
         self.writers: list[tuple[Mp4Writer, str]] = []
         w, h = job.cameras[0].width, job.cameras[0].height
         opts = dict(
@@ -249,7 +264,7 @@ class FrameSink:
                 depth8 = None if slot.depth is None else slot.depth.numpy()
                 if self.folder is not None:
                     with atomic_write(os.path.join(self.folder, frame_name(slot.index))) as f:
-                        Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(f, format="PNG")
+                        Image.fromarray(np.ascontiguousarray(rgba[..., : self.png_channels])).save(f, format="PNG")
                 for writer, what in self.writers:
                     writer.write(_plane(what, rgba, depth8))
             except BaseException as e:  # handed to the rendering thread, which raises it
@@ -300,10 +315,12 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
     cam = job.cameras[0]
     renderer = Renderer(scene, device=job.device, backend=job.backend, frame_size=(cam.width, cam.height))
     # the video takes the 8-bit image alone (4 bytes a pixel in each of the two frames in flight, where the three
-    # outputs take 20); the depth video's frames need the float coverage that the depth divides by
-    settings = (
-        replace(job.settings, depth=True, outputs="both") if job.depth_video else replace(job.settings, outputs="rgba8")
-    )
+    # outputs take 20); the depth video's frames need the float coverage that the depth divides by, and transparent
+    # frames the float image and coverage that their straight colour is computed from
+    if job.depth_video:
+        settings = replace(job.settings, depth=True, outputs="both")
+    else:
+        settings = replace(job.settings, outputs="float" if job.transparent else "rgba8")
     warm_up(renderer, [(cam.width, cam.height)], [settings])  # every kernel the path may need, before its frames
     stage_ms = []
     sink = FrameSink(job)
@@ -315,7 +332,7 @@ def render_job(job: Job, on_frame=None, scene=None) -> FrameTimes:
         frames = renderer.render_stream(job.cameras, settings, futures)
         for i, out in zip(job.indices, frames, strict=True):
             depth8 = depth_grey(out.depth, out.alpha, job.depth_range) if job.depth_video else None
-            sink.put(i, frame_rgba8(out), depth8)
+            sink.put(i, straight_rgba8(out) if job.transparent else frame_rgba8(out), depth8)
             stage_ms.append(out.timer.elapsed_ms(wait=True) or {})
             if on_frame is not None:
                 on_frame(stage_ms[-1])

@@ -25,6 +25,7 @@ from scenes import load_scene
 from tests.conftest import bundled
 from tools.cli import main
 from tools.metrics import psnr
+from tools.render_jobs import frame_name
 from tools.video import read_mp4
 
 W, H = 64, 48
@@ -370,3 +371,41 @@ def test_depth_video_decodes_to_the_renderers_depth(small_scene, renderer, tmp_p
             assert np.abs(got[..., 0].astype(int) - exp.astype(int)).max() <= 3  # grey through YUV, lossless
         assert frames.max() > 100 and (frames == 0).any()
     assert render(*common, "--out", tmp_path / "x.mp4", "--depth-video", tmp_path / "d.avi") == 2
+
+
+def _over(png: Path, background) -> np.ndarray:
+    """A straight-alpha RGBA PNG composited over a colour, in [0, 1]."""
+    rgba = np.asarray(Image.open(png)).astype(np.float64) / 255
+    assert rgba.shape[-1] == 4
+    return rgba[..., :3] * rgba[..., 3:] + np.asarray(background) * (1 - rgba[..., 3:])
+
+
+@pytest.mark.parametrize("path", [None, "orbit"])
+def test_transparent_pngs_composite_to_the_render_over_that_background(small_scene, tmp_path, path):
+    """--transparent: RGBA PNGs whose straight colour, composited over a background, is the frame rendered over it
+    (a second render, not the same pixels): to within the 8-bit rounding of colour and alpha."""
+    grey = (0.2, 0.5, 0.9)
+    size = ["--size", f"{W}x{H}"]
+    if path is None:  # the single image
+        outs = [tmp_path / "t.png", tmp_path / "b.png"]
+        assert render(small_scene, *size, "--out", outs[0], "--transparent") == 0
+        assert render(small_scene, *size, "--out", outs[1], "--background", ",".join(map(str, grey))) == 0
+        pairs = [outs]
+    else:
+        common = [small_scene, *size, "--path", path, "--frames", 3]
+        assert render(*common, "--out", tmp_path / "t", "--transparent") == 0
+        assert render(*common, "--out", tmp_path / "b", "--background", ",".join(map(str, grey))) == 0
+        pairs = [(tmp_path / "t" / frame_name(i), tmp_path / "b" / frame_name(i)) for i in range(3)]
+    for transparent, over in pairs:
+        rgba = np.asarray(Image.open(transparent))
+        assert (rgba[..., 3] == 0).any() and (rgba[..., 3] == 255).any()  # the scene on nothing
+        assert (rgba[rgba[..., 3] == 0][:, :3] == 0).all()
+        want = np.asarray(Image.open(over)).astype(np.float64) / 255
+        assert np.abs(_over(transparent, grey) - want).max() <= 2.5 / 255
+
+
+def test_transparent_refuses_what_it_cannot_be(small_scene, tmp_path, capsys):
+    assert render(small_scene, "--path", "orbit", "--out", tmp_path / "v.mp4", "--transparent") == 2
+    assert "H.264 has no alpha channel" in capsys.readouterr().err
+    assert render(small_scene, "--out", tmp_path / "a.png", "--transparent", "--background", "1,1,1") == 2
+    assert "--transparent renders over nothing: drop --background" in capsys.readouterr().err

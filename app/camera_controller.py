@@ -24,7 +24,7 @@ from renderer import Camera
 from renderer.paths import SECONDS_PER_TRANSITION, Keyframe, axis_angle, interpolate_keyframes
 
 from .keys import PhysicalKeys
-from .state import ViewerState, error_reason, keep_whole
+from .state import FOV_RANGE, ViewerState, error_reason, keep_whole
 
 MOVE_KEYS = {
     key.W: np.array([0.0, 0.0, 1.0]),
@@ -290,6 +290,13 @@ class CameraController:
         self._set_pose(self.home.T_world_camera)
         self.state.camera_jumped = True
         self.state.message = "view reset"
+
+    def set_fov(self, fov_y_deg: float) -> None:
+        """The vertical field of view, in degrees (FOV_RANGE), for the frames and keyframes from now on."""
+        fov = float(min(max(fov_y_deg, FOV_RANGE[0]), FOV_RANGE[1]))
+        cur = self.camera
+        self.state.camera = Camera.from_fov(cur.width, cur.height, fov, cur.T_world_camera)
+        self.state.mark_dirty()
 
     # ------------------------------------------------------------------ training cameras
 

@@ -26,7 +26,7 @@ from renderer.camera import AXES
 from renderer.settings import rasterizers
 
 from .frames import HEAT_COLORS
-from .state import RENDER_MODE_LABELS, RENDER_MODES, FrameTimes, ViewerState
+from .state import FOV_RANGE, RENDER_MODE_LABELS, RENDER_MODES, FrameTimes, ViewerState
 
 MARGIN = 8  # pixels between panels and from the window's edges
 ITEM_WIDTH = 170  # sliders and combos: imgui's default (a share of the window) makes auto-sized panels wide
@@ -438,6 +438,12 @@ class ScenePanel(Panel):
             return
         imgui.separator()
         imgui.text(f"camera: {ctl.mode} mode, speed {ctl.speed:.3g} units/s")
+        fov = ctl.camera.fov_y_deg
+        c, v = imgui.slider_float("field of view", fov, *FOV_RANGE, "%.0f deg")
+        self.remember("field of view")
+        imgui.set_item_tooltip("vertical; keyframes keep the one they were added with")
+        if c:
+            ctl.set_fov(v)
         imgui.text(f"training cameras: {len(ctl.training_cameras)}   keyframes: {len(ctl.keyframes)}")
         if imgui.button("add keyframe"):
             ctl.add_keyframe()

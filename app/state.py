@@ -15,6 +15,8 @@ import numpy as np
 
 from renderer import Camera, RenderSettings, RenderStats
 
+FOV_RANGE = (10.0, 120.0)  # the viewer's field-of-view control (vertical, degrees)
+
 RENDER_MODES = ("rgb", "alpha", "heatmap", "depth")  # keys 1 2 3 4
 RENDER_MODE_LABELS = {"rgb": "RGB", "depth": "depth", "alpha": "alpha", "heatmap": "Gaussians per tile"}
 

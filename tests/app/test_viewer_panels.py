@@ -183,6 +183,28 @@ def test_up_axis_can_be_set_in_the_viewer(viewer):
 
 
 @pytest.mark.gl
+def test_the_field_of_view_slider_sets_the_camera_and_the_keyframes_keep_it(viewer):
+    """A click on the Scene panel's field-of-view slider sets the vertical field of view where it lands (the pose
+    stays); the next frame renders with it, and a keyframe added now keeps it."""
+    from app.panels import ScenePanel
+    from app.state import FOV_RANGE
+
+    draw(viewer)
+    before = viewer.state.camera
+    rect = viewer.overlay.panel(ScenePanel).items["field of view"]
+    click(viewer, (rect[0], rect[1], 0.25 * rect[2], rect[3]))  # an eighth of the way along
+    fov = viewer.state.camera.fov_y_deg
+    assert FOV_RANGE[0] < fov < before.fov_y_deg - 5, (before.fov_y_deg, fov)
+    np.testing.assert_array_equal(viewer.state.camera.T_world_camera, before.T_world_camera)
+    pump(viewer)
+    assert viewer.state.camera.fov_y_deg == pytest.approx(fov)
+    viewer.controller.add_keyframe()
+    assert viewer.controller.keyframes[-1].fov_y_deg == pytest.approx(fov)
+    viewer.controller.set_fov(500.0)
+    assert viewer.state.camera.fov_y_deg == pytest.approx(FOV_RANGE[1])
+
+
+@pytest.mark.gl
 def test_a_scene_opens_from_a_path_or_a_dropped_file(viewer, tmp_path):
     from scenes import make_scene, save_scene
 

@@ -40,6 +40,7 @@ class Overlay:
         up_axis: the scene's up axis as the window uses it ("-y", "+z", ...).
         open_scene: called with a path to open another scene.
         set_up_axis: called with an axis name to change the up axis.
+        level_up: called to make the current view's up the scene's up axis.
 
     The window updates the scene-dependent attributes when it opens another scene or changes the up axis.
     """
@@ -55,6 +56,7 @@ class Overlay:
         up_axis: str = "-y",
         open_scene: Callable[[str], None] | None = None,
         set_up_axis: Callable[[str], None] | None = None,
+        level_up: Callable[[], None] | None = None,
     ):
         self.state = state
         self.scene_sh_degree = scene_sh_degree
@@ -63,6 +65,7 @@ class Overlay:
         self.up_axis = up_axis
         self.open_scene = open_scene
         self.set_up_axis = set_up_axis
+        self.level_up = level_up
         # drawn in this order; a panel placed relative to another comes after it
         self.panels: list[Panel] = [
             PerformancePanel(self),

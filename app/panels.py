@@ -391,9 +391,11 @@ class SettingsPanel(Panel):
 
 
 def up_axis_index(axis: str) -> int:
-    """Index in UP_AXES of an axis name as scenes store it ("-y", "y", "+Z", ...)."""
+    """Index in UP_AXES of an axis name as scenes store it ("-y", "y", "+Z", ...); the last entry ("custom") for a
+    direction X,Y,Z (the L key's level)."""
     key = axis.strip().lower()
-    return UP_AXES.index("+" + key if key in ("x", "y", "z") else key)
+    key = "+" + key if key in ("x", "y", "z") else key
+    return UP_AXES.index(key) if key in UP_AXES else len(UP_AXES)
 
 
 class ScenePanel(Panel):
@@ -429,10 +431,16 @@ class ScenePanel(Panel):
         if (imgui.button("open") or entered) and self.path.strip() and ov.open_scene is not None:
             ov.open_scene(os.path.expanduser(self.path.strip()))
         imgui.text_disabled("a scene file or folder, or drop one here")
-        c, v = imgui.combo("up axis", up_axis_index(ov.up_axis), UP_AXES)
+        index = up_axis_index(ov.up_axis)
+        c, v = imgui.combo("up axis", index, UP_AXES + ([f"custom {ov.up_axis}"] if index == len(UP_AXES) else []))
         self.remember("up axis")
-        if c and ov.set_up_axis is not None:
+        if c and v < len(UP_AXES) and ov.set_up_axis is not None:
             ov.set_up_axis(UP_AXES[v])
+        imgui.same_line()
+        if imgui.button("level") and ov.level_up is not None:
+            ov.level_up()
+        self.remember("level")
+        imgui.set_item_tooltip("the scene's up loses this view's roll (L): roll the view level first (Z / X)")
         ctl = ov.controller
         if ctl is None:
             return

@@ -21,7 +21,7 @@ import torch
 from imgui_bundle import imgui, implot
 from pyglet.window import key
 
-from renderer import Camera, Renderer, default_camera, up_vector
+from renderer import Camera, Renderer, default_camera, up_name, up_vector
 from renderer.camera import framing_sphere
 from renderer.warmup import compile_counter, needs_warm_up
 
@@ -55,6 +55,7 @@ UI_HELP = [
     ("P or F12", f"screenshot at render resolution, saved as {file_pattern(SCREENSHOT_NAME)}"),
     ("F5", f"save the keyframes as {file_pattern(CAMERA_PATH_NAME)}, which warpsplat render --path plays"),
     ("F3", "vsync on / off"),
+    ("L", "level: the scene's up loses this view's roll (a tilted capture: roll it level with Z / X first)"),
     ("drop a file", "open that scene (or type its path in the Scene panel)"),
     ("Esc", "quit"),
 ]
@@ -154,6 +155,7 @@ class ViewerWindow(pyglet.window.Window):
             self.state, scene_sh_degree=scene.sh_degree, controller=self.controller, help_rows=help_rows,
             scene_name=self._describe_scene(scene_name), up_axis=self.up, open_scene=self.open_scene_file,
             set_up_axis=self.set_up_axis,
+            level_up=self.level_up,
         )  # fmt: skip
         self.push_handlers(self.controller)
         self.imgui_input = ImguiInput(lambda: self.height, clipboard=self)
@@ -285,6 +287,27 @@ class ViewerWindow(pyglet.window.Window):
         self.state.camera_jumped = True
         self._replace_controller(home, self.controller.training_cameras)
         self.state.message = f"up axis {axis}"
+        self.state.mark_dirty()
+
+    def level_up(self) -> None:
+        """Take the current view's roll out of the scene's up axis: the up loses its component along the view's
+        right (the camera's +X), so this view's horizon is level about it and its pitch is kept. For a scene
+        captured tilted, whose up lies along no axis: roll the view level (Z / X), then this. The view, the
+        keyframes and the navigation mode stay; fly and orbit then turn about the new up, and R frames the
+        scene for it."""
+        T = self.state.camera.T_world_camera
+        up = up_vector(self.up)
+        up = up - (up @ T[:3, 0]) * T[:3, 0]
+        if np.linalg.norm(up) < 1e-3:  # the old up along the view's right (a quarter turn of roll): the view's up
+            up = -T[:3, 1]  # OpenCV axes: the camera's +Y points down the image
+        axis = up_name(up)
+        old = self.controller
+        self.scene.up_axis = self.up = axis
+        fb_w, fb_h = self.get_framebuffer_size()
+        self._replace_controller(default_camera(self.scene, fb_w, fb_h, up=axis), old.training_cameras)
+        self.controller.keyframes, self.controller.mode = old.keyframes, old.mode
+        self.controller.pivot, self.controller.speed = old.pivot, old.speed
+        self.state.message = f"up axis {axis}: level in this view"
         self.state.mark_dirty()
 
     def get_clipboard_text(self) -> str:
@@ -500,6 +523,8 @@ class ViewerWindow(pyglet.window.Window):
             self.state.screenshot_requested = True
         elif sym == key.F3:
             self.state.vsync = not self.state.vsync
+        elif sym == key.L:
+            self.level_up()
         else:
             return super().on_key_press(symbol, modifiers)  # Esc closes
         return True

@@ -19,13 +19,29 @@ AXES = {"+x": (1, 0, 0), "-x": (-1, 0, 0), "+y": (0, 1, 0), "-y": (0, -1, 0), "+
 
 
 def up_vector(axis: str) -> np.ndarray:
-    """World up direction for an axis name such as "-y" (INRIA default) or "+z"."""
+    """World up direction for an axis name such as "-y" (INRIA default) or "+z", or a direction "X,Y,Z" (a scene
+    captured tilted: the viewer's L key levels it from a view), as a unit vector."""
     key = axis.strip().lower()
     if key in ("x", "y", "z"):
         key = "+" + key
-    if key not in AXES:
-        raise ValueError(f"--up {axis!r}: expected one of {', '.join(AXES)}")
-    return np.asarray(AXES[key], dtype=np.float64)
+    if key in AXES:
+        return np.asarray(AXES[key], dtype=np.float64)
+    try:
+        v = np.array([float(x) for x in key.split(",")], dtype=np.float64)
+    except ValueError:
+        v = np.zeros(0)
+    if v.shape != (3,) or not np.all(np.isfinite(v)) or np.linalg.norm(v) < 1e-6:
+        raise ValueError(f"--up {axis!r}: expected one of {', '.join(AXES)}, or a direction X,Y,Z")
+    return v / np.linalg.norm(v)
+
+
+def up_name(v) -> str:
+    """The up axis setting for direction `v`: its axis name where it is one, else "X,Y,Z" to 6 decimals."""
+    v = np.asarray(v, np.float64) / np.linalg.norm(v)
+    for name, axis in AXES.items():
+        if np.allclose(v, axis, atol=1e-6):
+            return name
+    return ",".join(f"{x:.6f}" for x in v)
 
 
 def look_at_pose(eye, target, up) -> np.ndarray:

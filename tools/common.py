@@ -32,7 +32,9 @@ def add_scene_argument(parser: argparse.ArgumentParser, *, required: bool = Fals
         parser.add_argument("scene", help=help_text)
     else:
         parser.add_argument("scene", nargs="?", default=None, help=help_text + " (default: the bundled plant scene)")
-    parser.add_argument("--up", default=None, help="world up axis of the scene: -y (INRIA default), +y, +z, ...")
+    parser.add_argument("--up", default=None,
+                        help="world up axis of the scene: -y (INRIA default), +y, +z, ..., or a direction X,Y,Z "
+                             "(the viewer's L key levels a tilted capture and shows it)")  # fmt: skip
 
 
 def open_scene(path: str | None, up: str | None = None) -> GaussianScene:

@@ -66,7 +66,8 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--up",
         default=None,
-        help="the scene's up axis (as for view and render: +y, +z, -x, ...); the output is turned so that it "
+        help="the scene's up axis (as for view and render: +y, +z, -x, ..., or a direction X,Y,Z); the output is "
+        "turned so that it "
         "points -y, the PLY frame's up. SPZ files written by splat-transform load upside down: --up +y fixes them",
     )
     p.add_argument(

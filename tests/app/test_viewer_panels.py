@@ -205,6 +205,46 @@ def test_the_field_of_view_slider_sets_the_camera_and_the_keyframes_keep_it(view
 
 
 @pytest.mark.gl
+def test_level_takes_a_rolled_views_roll_out_of_the_scenes_up(viewer):
+    """A tilted capture: roll the view, press L (or the panel's "level" button). The scene's up loses its component
+    along the view's right, so the view is level about it and keeps its pitch; it is a direction (shown as
+    "custom" in the up-axis list); the view and the keyframes stay, and flying turns about the new up."""
+    from pyglet.window import key
+
+    from app.panels import UP_AXES, ScenePanel, up_axis_index
+    from renderer import up_vector
+    from renderer.paths import axis_angle
+
+    old = viewer.scene.up_axis
+    try:
+        draw(viewer)
+        viewer.controller.add_keyframe()
+        T = viewer.state.camera.T_world_camera.copy()
+        T[:3, :3] = T[:3, :3] @ axis_angle([0, 0, 1], np.radians(20))  # roll 20 degrees about the view axis
+        viewer.controller._set_pose(T)
+        before = up_vector(old)
+        send(viewer, "on_key_press", key.L, 0)
+        up = up_vector(viewer.scene.up_axis)
+        assert abs(up @ T[:3, 0]) < 1e-5  # level in this view (the axis setting has 6 decimals)
+        assert abs(np.linalg.det(np.stack([up, before, T[:3, 0]]))) < 1e-4  # the old up less its right component
+        assert np.degrees(np.arccos(up @ before)) > 5  # it did turn
+        np.testing.assert_allclose(viewer.state.camera.T_world_camera, T, atol=1e-12)  # the view stays
+        assert len(viewer.controller.keyframes) == 1
+        np.testing.assert_allclose(viewer.controller.scene.up, up)
+        assert up_axis_index(viewer.overlay.up_axis) == len(UP_AXES)  # shown as "custom ..."
+        pump(viewer)
+        viewer.controller.rotate(np.radians(30), 0.0)  # a yaw about the new up keeps the view level
+        assert abs(up @ viewer.state.camera.T_world_camera[:3, 0]) < 1e-5
+        viewer.set_up_axis("-y")
+        draw(viewer)
+        click(viewer, viewer.overlay.panel(ScenePanel).items["level"])  # the button: the default view is level
+        assert viewer.scene.up_axis == "-y"
+    finally:
+        viewer.set_up_axis(old)
+        pump(viewer)
+
+
+@pytest.mark.gl
 def test_a_scene_opens_from_a_path_or_a_dropped_file(viewer, tmp_path):
     from scenes import make_scene, save_scene
 

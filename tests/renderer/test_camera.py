@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from renderer import Camera, default_camera, look_at_pose, up_vector
+from renderer import Camera, default_camera, look_at_pose, up_name, up_vector
 from renderer.camera import FRAMING_QUANTILES
 from scenes import load_scene
 
@@ -71,10 +71,16 @@ def test_from_fov_and_resized():
         Camera.from_fov(10, 10, 180.0)
 
 
-def test_up_vector_names():
+def test_up_vector_names_and_directions():
     assert np.array_equal(up_vector("-y"), [0, -1, 0]) and np.array_equal(up_vector("z"), [0, 0, 1])
-    with pytest.raises(ValueError, match="--up"):
-        up_vector("sideways")
+    np.testing.assert_allclose(up_vector(" 0.6, -0.8,0 "), [0.6, -0.8, 0])
+    np.testing.assert_allclose(up_vector("3,0,-4"), [0.6, 0, -0.8])  # normalised
+    for bad in ("sideways", "0,0,0", "1,2", "1,2,nan", "1,2,3,4", ""):
+        with pytest.raises(ValueError, match="expected one of .*, or a direction X,Y,Z"):
+            up_vector(bad)
+    assert up_name([0, -2, 0]) == "-y" and up_name([0.6, -0.8, 0]) == "0.600000,-0.800000,0.000000"
+    v = np.array([0.1, -0.9, 0.3])
+    np.testing.assert_allclose(up_vector(up_name(v)), v / np.linalg.norm(v), atol=1e-6)  # 6 decimals
 
 
 def test_default_camera_frames_the_robust_box(scene_path):

@@ -3,6 +3,7 @@ errors (exit 2) and atomic output."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from scenes import load_scene
@@ -133,6 +134,19 @@ def test_up_turns_the_scene(tmp_path, capsys):
     assert torch.allclose(covariances(out), covariances(flipped), rtol=1e-5, atol=1e-12)
     assert main(["convert", str(scene(THREE)), str(tmp_path / "x.ply"), "--up", "sideways"]) == 2
     assert "--up 'sideways': expected one of" in capsys.readouterr().err
+
+
+def test_up_takes_a_direction(tmp_path):
+    """A tilted capture's up (what the viewer's level gives, as X,Y,Z): after --up it is the PLY frame's -y."""
+    from scenes.rotate import rotation_to_up
+
+    up = np.array([0.3, -0.9, 0.2]) / np.linalg.norm([0.3, -0.9, 0.2])
+    src = load_scene(scene(CROP))
+    assert main(["convert", str(scene(CROP)), str(tmp_path / "level.ply"), "--up", "0.3,-0.9,0.2"]) == 0
+    out = load_scene(tmp_path / "level.ply")
+    R, _ = rotation_to_up(up)
+    np.testing.assert_allclose(R @ up, [0, -1, 0], atol=1e-12)
+    np.testing.assert_allclose(out.means.double(), src.means.double() @ torch.from_numpy(R).T, atol=1e-5)
 
 
 def test_the_antialiased_flag_goes_where_a_format_has_a_field(tmp_path, capsys):

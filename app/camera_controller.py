@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyglet.window import key, mouse
 
-from renderer import Camera
+from renderer import Camera, orthographic
 from renderer.paths import SECONDS_PER_TRANSITION, Keyframe, axis_angle, interpolate_keyframes
 
 from .keys import PhysicalKeys
@@ -48,6 +48,7 @@ CAMERA_HELP = [
     ("R", "reset the view"),
     ("[ / ]", "previous / next training camera"),
     ("C", "closest training camera"),
+    ("O", "orthographic / perspective view (scroll zooms an orthographic one)"),
     ("K", "add a keyframe at the current view"),
     ("Backspace", "remove the last keyframe"),
     ("Space", "play / stop the keyframe path"),
@@ -123,6 +124,7 @@ class CameraController:
         self.play_t = 0.0  # seconds into the path
         self._play_cameras: list[Camera] = []
         self.training_index = -1
+        self._pinhole_fov = home.fov_y_deg  # the field of view an orthographic view returns to
         self._held: set[int] = set()
         self._shift = False
         self._ctrl = False
@@ -171,6 +173,7 @@ class CameraController:
             key.BRACKETLEFT: lambda: self.snap_training(-1),
             key.C: self.snap_closest,
             key.K: self.add_keyframe,
+            key.O: self.toggle_ortho,
             key.BACKSPACE: self.remove_keyframe,
             key.SPACE: self.toggle_playback,
             key.F5: self.save_keyframes,
@@ -237,8 +240,8 @@ class CameraController:
     def pan(self, dx: float, dy: float) -> None:
         """Move camera and pivot in the image plane so the point under the pivot follows the cursor."""
         T = self.camera.T_world_camera
-        dist = float(np.linalg.norm(self.pivot - T[:3, 3]))
-        k = dist / self.camera.fy
+        dist = 1.0 if self.ortho else float(np.linalg.norm(self.pivot - T[:3, 3]))
+        k = dist / self.camera.fy  # world units a pixel at the pivot
         shift = T[:3, :3] @ np.array([-dx * k, dy * k, 0.0])
         self.pivot = self.pivot + shift
         out = T.copy()
@@ -246,7 +249,12 @@ class CameraController:
         self._set_pose(out)
 
     def zoom(self, factor: float) -> None:
-        """Scale the distance to the pivot (camera keeps looking where it looks)."""
+        """Scale the distance to the pivot (camera keeps looking where it looks); an orthographic view, where
+        distance changes nothing on screen, scales its pixels per world unit by 1 / factor instead."""
+        if self.ortho:
+            self.state.camera = orthographic(self.camera, factor)  # fx, fy / factor: closer is larger
+            self.state.mark_dirty()
+            return
         T = self.camera.T_world_camera
         dist = float(np.linalg.norm(self.pivot - T[:3, 3]))
         new = max(dist * factor, 1e-4 * self.scene.radius)
@@ -284,6 +292,7 @@ class CameraController:
         self.state.message = f"{self.mode} mode"
 
     def reset(self) -> None:
+        self._leave_ortho()
         self.playing = False
         self.pivot = np.asarray(self.scene.center, np.float64).copy()
         self.speed = self.base_speed
@@ -291,8 +300,36 @@ class CameraController:
         self.state.camera_jumped = True
         self.state.message = "view reset"
 
+    @property
+    def ortho(self) -> bool:
+        return self.state.settings.ortho
+
+    def toggle_ortho(self) -> None:
+        """Switch between the pinhole view and an orthographic one (`RenderSettings.ortho`) that keeps the scale at
+        the pivot's depth (orbit) or the scene centre's (fly); back to the pinhole's field of view as it was."""
+        cam = self.camera
+        if self.ortho:
+            self.state.camera = Camera.from_fov(cam.width, cam.height, self._pinhole_fov, cam.T_world_camera)
+            self.state.settings.ortho = False
+            self.state.message = "perspective view"
+        else:
+            target = self.pivot if self.mode == "orbit" else np.asarray(self.scene.center, np.float64)
+            depth = float((target - cam.position) @ cam.T_world_camera[:3, 2])
+            self._pinhole_fov = cam.fov_y_deg
+            self.state.camera = orthographic(cam, max(depth, 0.1 * self.scene.radius))
+            self.state.settings.ortho = True
+            self.state.message = "orthographic view (O: perspective)"
+        self.state.mark_dirty()
+
+    def _leave_ortho(self) -> None:
+        """Views that set a field of view (reset, snaps, playback) are pinhole views."""
+        if self.ortho:
+            self.toggle_ortho()
+
     def set_fov(self, fov_y_deg: float) -> None:
-        """The vertical field of view, in degrees (FOV_RANGE), for the frames and keyframes from now on."""
+        """The vertical field of view, in degrees (FOV_RANGE), for the frames and keyframes from now on (a
+        pinhole's: it leaves an orthographic view)."""
+        self._leave_ortho()
         fov = float(min(max(fov_y_deg, FOV_RANGE[0]), FOV_RANGE[1]))
         cur = self.camera
         self.state.camera = Camera.from_fov(cur.width, cur.height, fov, cur.T_world_camera)
@@ -301,6 +338,7 @@ class CameraController:
     # ------------------------------------------------------------------ training cameras
 
     def _snap(self, index: int) -> None:
+        self._leave_ortho()
         cam = self.training_cameras[index]
         self.training_index = index
         cur = self.camera
@@ -336,6 +374,9 @@ class CameraController:
     # ------------------------------------------------------------------ keyframes
 
     def add_keyframe(self) -> None:
+        if self.ortho:
+            self.state.message = "keyframes are perspective views: O leaves the orthographic view"
+            return
         self.keyframes.append(self.camera.with_pose(self.camera.T_world_camera))
         self.state.message = f"keyframe {len(self.keyframes)} added"
 
@@ -351,6 +392,7 @@ class CameraController:
         elif len(self.keyframes) < 2:
             self.state.message = "add at least 2 keyframes (K) to play a path"
         else:
+            self._leave_ortho()
             self._play_cameras = self.path_cameras()
             self.state.camera_jumped = True  # the path starts at its first keyframe
             self.playing = True

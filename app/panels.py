@@ -446,12 +446,14 @@ class ScenePanel(Panel):
             return
         imgui.separator()
         imgui.text(f"camera: {ctl.mode} mode, speed {ctl.speed:.3g} units/s")
-        fov = ctl.camera.fov_y_deg
-        c, v = imgui.slider_float("field of view", fov, *FOV_RANGE, "%.0f deg")
-        self.remember("field of view")
-        imgui.set_item_tooltip("vertical; keyframes keep the one they were added with")
-        if c:
-            ctl.set_fov(v)
+        if ctl.ortho:
+            imgui.text_disabled("orthographic view: O for perspective, scroll zooms")
+        else:
+            c, v = imgui.slider_float("field of view", ctl.camera.fov_y_deg, *FOV_RANGE, "%.0f deg")
+            self.remember("field of view")
+            imgui.set_item_tooltip("vertical; keyframes keep the one they were added with. O: orthographic")
+            if c:
+                ctl.set_fov(v)
         imgui.text(f"training cameras: {len(ctl.training_cameras)}   keyframes: {len(ctl.keyframes)}")
         if imgui.button("add keyframe"):
             ctl.add_keyframe()

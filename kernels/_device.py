@@ -171,11 +171,13 @@ def band_hull(hull_lo, hull_hi, tx_lo, span):
 
 
 @triton.jit
-def ewa_footprint(camera_ptr, x, y, z, covars_ptr, offs, valid, width, height, near, far, eps2d):
+def ewa_footprint(camera_ptr, x, y, z, covars_ptr, offs, valid, width, height, near, far, eps2d, ORTHO: tl.constexpr):
     """World point (x, y, z) with covariance row `offs` of covars [N, 6] -> camera depth zc, screen mean
     (mx, my), conic (a, b, c) of the EWA-projected 2D covariance, and `visible` (valid, within [near, far],
     det > 0). One definition for the project and window-cull kernels, so their culls agree bit for bit.
-    camera [24]: viewmat row-major [16], fx, fy, cx, cy, campos [3], pad."""
+    camera [24]: viewmat row-major [16], fx, fy, cx, cy, campos [3], pad. ORTHO: an orthographic camera (gsplat's
+    camera_model="ortho"): fx, fy are pixels per world unit, the mean is (fx xc + cx, fy yc + cy) and the
+    Jacobian diag(fx, fy) with no depth column."""
     # camera: viewmat rows (R | t), intrinsics, centre
     r00 = tl.load(camera_ptr + 0)
     r01 = tl.load(camera_ptr + 1)
@@ -224,33 +226,43 @@ def ewa_footprint(camera_ptr, x, y, z, covars_ptr, offs, valid, width, height, n
     c12 = m10 * r20 + m11 * r21 + m12 * r22
     c22 = m20 * r20 + m21 * r21 + m22 * r22
 
-    # perspective Jacobian, with the view-space x/z, y/z clamped to 1.3x the frustum (3DGS, gsplat)
-    tan_fovx = 0.5 * width / fx
-    tan_fovy = 0.5 * height / fy
-    lim_x_pos = (width - cx) / fx + FOV_SLACK * tan_fovx
-    lim_x_neg = cx / fx + FOV_SLACK * tan_fovx
-    lim_y_pos = (height - cy) / fy + FOV_SLACK * tan_fovy
-    lim_y_neg = cy / fy + FOV_SLACK * tan_fovy
-    zs = tl.where(visible, zc, 1.0)
-    rz = 1.0 / zs
-    rz2 = rz * rz
-    tx = zs * tl.minimum(lim_x_pos, tl.maximum(-lim_x_neg, xc * rz))
-    ty = zs * tl.minimum(lim_y_pos, tl.maximum(-lim_y_neg, yc * rz))
-    j00 = fx * rz
-    j02 = -fx * tx * rz2
-    j11 = fy * rz
-    j12 = -fy * ty * rz2
-    cov_xx = j00 * j00 * c00 + 2.0 * j00 * j02 * c02 + j02 * j02 * c22 + eps2d
-    cov_xy = j00 * j11 * c01 + j00 * j12 * c02 + j02 * j11 * c12 + j02 * j12 * c22
-    cov_yy = j11 * j11 * c11 + 2.0 * j11 * j12 * c12 + j12 * j12 * c22 + eps2d
+    if ORTHO:
+        # the orthographic Jacobian diag(fx, fy): no depth column
+        cov_xx = fx * fx * c00 + eps2d
+        cov_xy = fx * fy * c01
+        cov_yy = fy * fy * c11 + eps2d
+    else:
+        # perspective Jacobian, with the view-space x/z, y/z clamped to 1.3x the frustum (3DGS, gsplat)
+        tan_fovx = 0.5 * width / fx
+        tan_fovy = 0.5 * height / fy
+        lim_x_pos = (width - cx) / fx + FOV_SLACK * tan_fovx
+        lim_x_neg = cx / fx + FOV_SLACK * tan_fovx
+        lim_y_pos = (height - cy) / fy + FOV_SLACK * tan_fovy
+        lim_y_neg = cy / fy + FOV_SLACK * tan_fovy
+        zs = tl.where(visible, zc, 1.0)
+        rz = 1.0 / zs
+        rz2 = rz * rz
+        tx = zs * tl.minimum(lim_x_pos, tl.maximum(-lim_x_neg, xc * rz))
+        ty = zs * tl.minimum(lim_y_pos, tl.maximum(-lim_y_neg, yc * rz))
+        j00 = fx * rz
+        j02 = -fx * tx * rz2
+        j11 = fy * rz
+        j12 = -fy * ty * rz2
+        cov_xx = j00 * j00 * c00 + 2.0 * j00 * j02 * c02 + j02 * j02 * c22 + eps2d
+        cov_xy = j00 * j11 * c01 + j00 * j12 * c02 + j02 * j11 * c12 + j02 * j12 * c22
+        cov_yy = j11 * j11 * c11 + 2.0 * j11 * j12 * c12 + j12 * j12 * c22 + eps2d
     det = cov_xx * cov_yy - cov_xy * cov_xy
     visible = visible & (det > 0.0)
     det = tl.where(visible, det, 1.0)
     a = cov_yy / det
     b = -cov_xy / det
     c = cov_xx / det
-    mx = fx * xc * rz + cx
-    my = fy * yc * rz + cy
+    if ORTHO:
+        mx = fx * xc + cx
+        my = fy * yc + cy
+    else:
+        mx = fx * xc * rz + cx
+        my = fy * yc * rz + cy
     return zc, mx, my, a, b, c, visible
 
 

@@ -42,6 +42,7 @@ def _cull_window_kernel(
     margin,  # pixels added on every side of the tile grid
     guard2,  # squared guard distance (0 = no guard)
     TILE: tl.constexpr,
+    ORTHO: tl.constexpr,  # orthographic cameras (`_device.ewa_footprint`)
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
@@ -59,7 +60,7 @@ def _cull_window_kernel(
     for k in range(0, n_cams):
         cam = cameras_ptr + k * 24
         zc, mx, my, a, b, c, visible = ewa_footprint(
-            cam, x, y, z, covars_ptr, offs, candidate & ~keep, width, height, near, far, eps2d
+            cam, x, y, z, covars_ptr, offs, candidate & ~keep, width, height, near, far, eps2d, ORTHO
         )
         det = tl.where(visible, a * c - b * b, 1.0)
         rx = tl.sqrt(t * c / det)
@@ -89,8 +90,10 @@ def cull_window(
     guard: float = 0.0,
     tile_size: int = 8,
     out: torch.Tensor | None = None,
+    ortho: bool = False,
 ) -> torch.Tensor:
-    """keep [N] int8: 1 for each Gaussian that some camera of the window can render (module docstring)."""
+    """keep [N] int8: 1 for each Gaussian that some camera of the window can render (module docstring); `ortho`:
+    the cameras are orthographic."""
     N = means.shape[0]
     assert cameras.ndim == 2 and cameras.shape[1] == 24 and cameras.shape[0] >= 1, cameras.shape
     assert covars.shape == (N, 6) and opacities.shape == (N,), (covars.shape, opacities.shape)
@@ -100,6 +103,6 @@ def cull_window(
     block = 256 if interpreting() else 128
     launch(_cull_window_kernel, (cdiv(max(N, 1), block),),
         means, covars, opacities, cameras.contiguous(), out, N, cameras.shape[0], width, height,
-        near, far, eps2d, float(margin), float(guard) ** 2, TILE=tile_size, BLOCK_N=block,
+        near, far, eps2d, float(margin), float(guard) ** 2, TILE=tile_size, ORTHO=ortho, BLOCK_N=block,
     )  # fmt: skip
     return out

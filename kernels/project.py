@@ -96,6 +96,7 @@ def _frustum_kernel(
     extent_scale,  # the scale modifier squared (the covariances are the base's times it)
     TILE: tl.constexpr,
     MACROS: tl.constexpr,
+    ORTHO: tl.constexpr,  # an orthographic camera (`_device.ewa_footprint`)
     BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
@@ -134,26 +135,33 @@ def _frustum_kernel(
     g02 = tl.abs(r00 * r02 + r10 * r12 + r20 * r22)
     g12 = tl.abs(r01 * r02 + r11 * r12 + r21 * r22)
     w2 = tl.maximum(tl.maximum(g00 + g01 + g02, g01 + g11 + g12), g02 + g12 + g22) * 1.0001
-    # the Jacobian as `ewa_footprint` takes it (x/z, y/z clamped to 1 + FOV_SLACK of the frustum)
-    tan_fovx = 0.5 * width / fx
-    tan_fovy = 0.5 * height / fy
-    lim_x_pos = (width - cx) / fx + FOV_SLACK * tan_fovx
-    lim_x_neg = cx / fx + FOV_SLACK * tan_fovx
-    lim_y_pos = (height - cy) / fy + FOV_SLACK * tan_fovy
-    lim_y_neg = cy / fy + FOV_SLACK * tan_fovy
-    zs = tl.where(ahead & ~near_plane, zc, 1.0)
-    rz = 1.0 / zs
-    tx = zs * tl.minimum(lim_x_pos, tl.maximum(-lim_x_neg, xc * rz))
-    ty = zs * tl.minimum(lim_y_pos, tl.maximum(-lim_y_neg, yc * rz))
-    j00 = fx * rz
-    j02 = -fx * tx * rz * rz
-    j11 = fy * rz
-    j12 = -fy * ty * rz * rz
-    lam = tl.load(extent_ptr + offs, mask=ahead, other=0.0) * (extent_scale * w2)
-    rx = tl.sqrt(T_BOUND * ((j00 * j00 + j02 * j02) * lam + eps2d)) + 2.0
-    ry = tl.sqrt(T_BOUND * ((j11 * j11 + j12 * j12) * lam + eps2d)) + 2.0
-    mx = fx * xc * rz + cx
-    my = fy * yc * rz + cy
+    if ORTHO:  # the Jacobian diag(fx, fy)
+        lam = tl.load(extent_ptr + offs, mask=ahead, other=0.0) * (extent_scale * w2)
+        rx = tl.sqrt(T_BOUND * (fx * fx * lam + eps2d)) + 2.0
+        ry = tl.sqrt(T_BOUND * (fy * fy * lam + eps2d)) + 2.0
+        mx = fx * xc + cx
+        my = fy * yc + cy
+    else:
+        # the Jacobian as `ewa_footprint` takes it (x/z, y/z clamped to 1 + FOV_SLACK of the frustum)
+        tan_fovx = 0.5 * width / fx
+        tan_fovy = 0.5 * height / fy
+        lim_x_pos = (width - cx) / fx + FOV_SLACK * tan_fovx
+        lim_x_neg = cx / fx + FOV_SLACK * tan_fovx
+        lim_y_pos = (height - cy) / fy + FOV_SLACK * tan_fovy
+        lim_y_neg = cy / fy + FOV_SLACK * tan_fovy
+        zs = tl.where(ahead & ~near_plane, zc, 1.0)
+        rz = 1.0 / zs
+        tx = zs * tl.minimum(lim_x_pos, tl.maximum(-lim_x_neg, xc * rz))
+        ty = zs * tl.minimum(lim_y_pos, tl.maximum(-lim_y_neg, yc * rz))
+        j00 = fx * rz
+        j02 = -fx * tx * rz * rz
+        j11 = fy * rz
+        j12 = -fy * ty * rz * rz
+        lam = tl.load(extent_ptr + offs, mask=ahead, other=0.0) * (extent_scale * w2)
+        rx = tl.sqrt(T_BOUND * ((j00 * j00 + j02 * j02) * lam + eps2d)) + 2.0
+        ry = tl.sqrt(T_BOUND * ((j11 * j11 + j12 * j12) * lam + eps2d)) + 2.0
+        mx = fx * xc * rz + cx
+        my = fy * yc * rz + cy
     # the mean's own rounding, far off screen: relative
     rx += 1e-4 * tl.abs(mx)
     ry += 1e-4 * tl.abs(my)
@@ -213,6 +221,7 @@ def _project_kernel(
     HALVES: tl.constexpr,  # count each half's tiles into macros_touched (the frame bins its halves apart)
     WRITE_T: tl.constexpr,  # bin_t is given: the renderer's exact frames bin from the records and pass none
     INDEXED: tl.constexpr,  # project the survivors of `_frustum_kernel` (their list), not rows 0..N-1
+    ORTHO: tl.constexpr,  # an orthographic camera (`_device.ewa_footprint`)
     BLOCK_N: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
@@ -233,7 +242,7 @@ def _project_kernel(
     y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
     z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
     zc, mx, my, a, b, c, visible = ewa_footprint(
-        camera_ptr, x, y, z, covars_ptr, offs, in_range, width, height, near, far, eps2d
+        camera_ptr, x, y, z, covars_ptr, offs, in_range, width, height, near, far, eps2d, ORTHO
     )
     cam_x = tl.load(camera_ptr + 20)
     cam_y = tl.load(camera_ptr + 21)
@@ -335,6 +344,7 @@ def project_gaussians(
     frustum: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     extent_scale: float = 1.0,
     halves: int | None = None,
+    ortho: bool = False,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
 
@@ -350,6 +360,8 @@ def project_gaussians(
             extent's covariances times (the scale modifier squared).
         halves: the tile row at which the frame bins its tile pairs in two halves (kernels/buffers.py
             `key_halves`): macros_touched then holds each Gaussian's tiles in either, top | bottom << 16.
+        ortho: an orthographic camera, gsplat's camera_model="ortho": its fx, fy are pixels per world unit
+            (`_device.ewa_footprint`); depths are still the camera-space z, colours still seen from its centre.
 
     Returns:
         records [N,8] (kernels/buffers.py), depths [N] (+inf where culled), tiles_touched [N] int32 (0 = culled),
@@ -387,7 +399,7 @@ def project_gaussians(
         launch(_frustum_kernel, (cdiv(N, cull_block),),
             means, extent, camera, depths, tiles_touched, macros_out, survivors, n_survivors,
             N, width, height, near, far, eps2d, float(extent_scale),
-            TILE=tile_size, MACROS=macros_touched is not None, BLOCK=cull_block, num_warps=FRUSTUM_WARPS,
+            TILE=tile_size, MACROS=macros_touched is not None, ORTHO=ortho, BLOCK=cull_block, num_warps=FRUSTUM_WARPS,
         )  # fmt: skip
     launch(_project_kernel, (cdiv(N, block),),
         means, covars, opacities, sh, camera,
@@ -397,7 +409,7 @@ def project_gaussians(
         N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(), 0 if halves is None else halves,
         DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None,
         MACROS=macros_touched is not None and halves is None, HALVES=halves is not None,
-        WRITE_T=bin_t is not None, INDEXED=frustum is not None, BLOCK_N=block,
+        WRITE_T=bin_t is not None, INDEXED=frustum is not None, ORTHO=ortho, BLOCK_N=block,
     )  # fmt: skip
     return records, depths, tiles_touched, macros_touched, bin_t
 

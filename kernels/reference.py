@@ -92,8 +92,9 @@ def eval_sh(sh: torch.Tensor, dirs: torch.Tensor, degree: int) -> torch.Tensor:
 
 
 def frustum_survivors(
-    means, extent, camera, width: int, height: int, near: float, far: float, eps2d: float, tile_size: int
-) -> torch.Tensor:
+    means, extent, camera, width: int, height: int, near: float, far: float, eps2d: float, tile_size: int,
+    ortho: bool = False,
+) -> torch.Tensor:  # fmt: skip
     """[N] bool: the Gaussians the projection's pre-cull keeps (kernels/project.py's module docstring): ahead of
     the near plane within rounding, and near it or with the bounding box of the largest footprint their extent
     allows (x 1.02 in t, + 2 px, + 1e-4 of the mean's distance) meeting the tile grid."""
@@ -107,15 +108,19 @@ def frustum_survivors(
     tan_fovx, tan_fovy = 0.5 * width / fx, 0.5 * height / fy
     lim_x_pos, lim_x_neg = (width - cx) / fx + FOV_SLACK * tan_fovx, cx / fx + FOV_SLACK * tan_fovx
     lim_y_pos, lim_y_neg = (height - cy) / fy + FOV_SLACK * tan_fovy, cy / fy + FOV_SLACK * tan_fovy
-    zs = torch.where(ahead & ~near_plane, zc, torch.ones_like(zc))
-    rz = 1.0 / zs
-    tx = zs * torch.clamp(xc * rz, -lim_x_neg, lim_x_pos)
-    ty = zs * torch.clamp(yc * rz, -lim_y_neg, lim_y_pos)
-    j00, j02 = fx * rz, -fx * tx * rz * rz
-    j11, j12 = fy * rz, -fy * ty * rz * rz
+    if ortho:  # the Jacobian diag(fx, fy)
+        j00, j02, j11, j12 = fx, 0.0, fy, 0.0
+        mx, my = fx * xc + cx, fy * yc + cy
+    else:
+        zs = torch.where(ahead & ~near_plane, zc, torch.ones_like(zc))
+        rz = 1.0 / zs
+        tx = zs * torch.clamp(xc * rz, -lim_x_neg, lim_x_pos)
+        ty = zs * torch.clamp(yc * rz, -lim_y_neg, lim_y_pos)
+        j00, j02 = fx * rz, -fx * tx * rz * rz
+        j11, j12 = fy * rz, -fy * ty * rz * rz
+        mx, my = fx * xc * rz + cx, fy * yc * rz + cy
     t_bound = 1.02 * (-2.0 * math.log(ALPHA_MIN) + T_MARGIN)
     lam = torch.where(ahead, extent, torch.zeros_like(extent)) * w2
-    mx, my = fx * xc * rz + cx, fy * yc * rz + cy
     rx = torch.sqrt(t_bound * ((j00 * j00 + j02 * j02) * lam + eps2d)) + 2.0 + 1e-4 * mx.abs()
     ry = torch.sqrt(t_bound * ((j11 * j11 + j12 * j12) * lam + eps2d)) + 2.0 + 1e-4 * my.abs()
     grid_w = (width + tile_size - 1) // tile_size * tile_size
@@ -205,8 +210,11 @@ def colour_weight(colors: torch.Tensor) -> torch.Tensor:
     return colors.amax(-1).clamp(WEIGHT_MIN, 1.0)
 
 
-def ewa_footprint(means, covars, camera, width: int, height: int, near: float, far: float, eps2d: float):
-    """Camera depth zc, screen mean (mx, my), EWA conic (a, b, c) and the near/far/det visibility: [N] each."""
+def ewa_footprint(
+    means, covars, camera, width: int, height: int, near: float, far: float, eps2d: float, ortho: bool = False
+):
+    """Camera depth zc, screen mean (mx, my), EWA conic (a, b, c) and the near/far/det visibility: [N] each.
+    `ortho`: an orthographic camera, whose fx, fy are pixels per world unit (the Jacobian diag(fx, fy))."""
     N = means.shape[0]
     viewmat, fx, fy, cx, cy, campos = _unpack_camera(camera)
     R, t = viewmat[:3, :3], viewmat[:3, 3]
@@ -228,10 +236,14 @@ def ewa_footprint(means, covars, camera, width: int, height: int, near: float, f
     tx = zs * torch.clamp(xc * rz, -lim_x_neg, lim_x_pos)
     ty = zs * torch.clamp(yc * rz, -lim_y_neg, lim_y_pos)
     J = torch.zeros(N, 2, 3, dtype=means.dtype, device=means.device)
-    J[:, 0, 0] = fx * rz
-    J[:, 0, 2] = -fx * tx * rz * rz
-    J[:, 1, 1] = fy * rz
-    J[:, 1, 2] = -fy * ty * rz * rz
+    if ortho:
+        J[:, 0, 0], J[:, 1, 1] = fx, fy
+        rz = torch.ones_like(zc)  # the mean below: no division by depth
+    else:
+        J[:, 0, 0] = fx * rz
+        J[:, 0, 2] = -fx * tx * rz * rz
+        J[:, 1, 1] = fy * rz
+        J[:, 1, 2] = -fy * ty * rz * rz
     cov2d = J @ C @ J.transpose(1, 2)
     cxx = cov2d[:, 0, 0] + eps2d
     cxy = cov2d[:, 0, 1]
@@ -267,15 +279,17 @@ def project_gaussians(
     frustum: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     extent_scale: float = 1.0,
     halves: int | None = None,
+    ortho: bool = False,
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
     if isinstance(adagscale_tau, torch.Tensor):  # [1] on the device, as the kernel reads it
         adagscale_tau = float(adagscale_tau)
     campos = camera[20:23]
-    zc, mx, my, a, b, c, visible = ewa_footprint(means, covars, camera, width, height, near, far, eps2d)
+    zc, mx, my, a, b, c, visible = ewa_footprint(means, covars, camera, width, height, near, far, eps2d, ortho)
     if frustum is not None:  # the pre-cull: only the survivors can be visible
         extent, survivors, n_survivors = frustum
-        keep = frustum_survivors(means, extent * extent_scale, camera, width, height, near, far, eps2d, tile_size)
+        keep = frustum_survivors(means, extent * extent_scale, camera, width, height, near, far, eps2d, tile_size,
+                                 ortho)  # fmt: skip
         kept = torch.nonzero(keep).flatten()
         survivors[: kept.numel()] = kept.to(torch.int32)
         n_survivors.fill_(kept.numel())
@@ -394,6 +408,7 @@ def cull_window(
     guard: float = 0.0,
     tile_size: int = 8,
     out: torch.Tensor | None = None,
+    ortho: bool = False,
 ) -> torch.Tensor:
     """keep [N] int8: the footprint's box meets the widened tile grid of some camera, or the Gaussian lies
     within `guard` of its centre (see kernels/cull.py)."""
@@ -404,7 +419,7 @@ def cull_window(
     y_hi = -(-height // tile_size) * tile_size + margin
     keep = torch.zeros_like(candidate)
     for cam in cameras:
-        zc, mx, my, a, b, c, visible = ewa_footprint(means, covars, cam, width, height, near, far, eps2d)
+        zc, mx, my, a, b, c, visible = ewa_footprint(means, covars, cam, width, height, near, far, eps2d, ortho)
         visible &= candidate
         det = torch.where(visible, a * c - b * b, torch.ones_like(a))
         rx, ry = torch.sqrt(t * c / det), torch.sqrt(t * a / det)

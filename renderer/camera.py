@@ -44,6 +44,23 @@ def up_name(v) -> str:
     return ",".join(f"{x:.6f}" for x in v)
 
 
+def orthographic(camera: Camera, distance: float) -> Camera:
+    """The orthographic camera (`RenderSettings.ortho`) that shows at every depth what the pinhole `camera` shows
+    at `distance` along its view: the same pose, size and principal point, fx and fy in pixels per world unit
+    (the pinhole's divided by the distance). `perspective(orthographic(c, d), d)` is `c`."""
+    if not (distance > 0 and math.isfinite(distance)):
+        raise ValueError(f"orthographic view at distance {distance}: need a positive distance")
+    return replace(camera, fx=camera.fx / distance, fy=camera.fy / distance)
+
+
+def perspective(camera: Camera, distance: float) -> Camera:
+    """The pinhole camera that shows at `distance` along its view what the orthographic `camera` shows (the
+    inverse of `orthographic`)."""
+    if not (distance > 0 and math.isfinite(distance)):
+        raise ValueError(f"perspective view at distance {distance}: need a positive distance")
+    return replace(camera, fx=camera.fx * distance, fy=camera.fy * distance)
+
+
 def look_at_pose(eye, target, up) -> np.ndarray:
     """T_world_camera for a camera at `eye` looking at `target`, with world `up` appearing up (-Y image)."""
     eye = np.asarray(eye, np.float64)

@@ -250,7 +250,7 @@ class Frame:
             sh_degree=self.degree, near=s.near, far=s.far, eps2d=s.eps2d, tile_size=self.tile,
             adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
             out=(self.records, self.depths, self.tiles_touched, self.macros_touched, self.bin_t),
-            frustum=self.frustum, extent_scale=s.scale_modifier**2, halves=self.halves,
+            frustum=self.frustum, extent_scale=s.scale_modifier**2, halves=self.halves, ortho=s.ortho,
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 

@@ -17,6 +17,9 @@ class RenderSettings:
         sh_degree: SH bands to evaluate; None = all the scene has (lower = faster, view-independent at 0).
         background: RGB in [0, 1] added where transmittance remains.
         scale_modifier: multiplies every Gaussian's scale (1 = as trained); changes the prepared covariances.
+        ortho: an orthographic projection (gsplat's camera_model="ortho"): the camera's fx, fy are pixels per world
+            unit rather than a focal length (renderer/camera.py `orthographic`); depth order and view-dependent
+            colour as for a pinhole at the camera's centre. Temporal windows serve it only with known cameras.
         near, far: clip distances along +Z (gsplat's defaults: 0.01, 1e10).
         eps2d: screen-space dilation added to the 2D covariance diagonal (0.3, as 3DGS trains with).
         tile_size: tile edge in pixels, 8 or 16 (same image either way; 8 is faster, BENCHMARKS.md).
@@ -55,6 +58,7 @@ class RenderSettings:
     sh_degree: int | None = None
     background: tuple[float, float, float] = (0.0, 0.0, 0.0)
     scale_modifier: float = 1.0
+    ortho: bool = False
     near: float = 0.01
     far: float = 1e10
     eps2d: float = 0.3

@@ -145,8 +145,8 @@ class TemporalCache:
     def wants_window(self, camera: Camera, settings: RenderSettings, known: bool, scene_radius: float) -> bool:
         """Whether this frame should use a window (once per rendered frame): never without one asked for, else
         as `self.choice` measured. `known`: the path's next cameras are given (`future=`)."""
-        if settings.temporal_window <= 1:
-            return False
+        if settings.temporal_window <= 1 or (settings.ortho and not known):
+            return False  # a predicted window's motion bounds are a pinhole's (`_build`)
         # the settings' repr, again only when a field changed (a dataclass's repr took half of a declined
         # window's bookkeeping a frame, and the viewer changes its settings object in place)
         if settings.__dict__ != self._settings_fields:
@@ -231,7 +231,7 @@ class TemporalCache:
         keep = kernels.cull_window(
             scene.means, scene.covars, scene.opacities, packed, camera.width, camera.height,
             near=settings.near, far=settings.far, eps2d=settings.eps2d, margin=margin, guard=guard,
-            tile_size=settings.tile_size, out=ws.buffer("window_keep", n, torch.int8),
+            tile_size=settings.tile_size, out=ws.buffer("window_keep", n, torch.int8), ortho=settings.ortho,
         )  # fmt: skip
         index = torch.nonzero(keep).squeeze(1)  # ascending: the compacted set keeps the scene's order
         m = index.numel()

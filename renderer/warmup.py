@@ -73,15 +73,16 @@ def synthetic_scene(n: int, sh_coeffs: int, seed: int = 0) -> GaussianScene:
 
 
 def switch_settings(settings: RenderSettings, scene_degree: int, *, depth: bool = True) -> list[RenderSettings]:
-    """`settings` with every combination of the viewer's switches: SH degree, tile size, rasterizer loop,
-    AdaGScale and (with `depth`) the depth view, with the float outputs it needs; `settings` itself first, then the
-    others by how many switches differ (one flip first). Switches that change no kernel argument (the background,
-    AdaGScale's tau) stay."""
+    """`settings` with every combination of the viewer's switches: SH degree, tile size, rasterizer loop, AdaGScale, the
+    orthographic view and (with `depth`) the depth view, with the float outputs it needs; `settings` itself
+    first, then the others by how many switches differ (one flip first). Switches that change no kernel argument
+    (the background, AdaGScale's tau) stay."""
     options = {
         "sh_degree": [None, *range(scene_degree + 1)],
         "tile_size": list(TILE_SIZES),
         "rasterizer": list(rasterizers()),
         "adagscale": [False, True],
+        "ortho": [False, True],
         "depth": [False, True] if depth else [settings.depth],
     }
     combos = [{}]

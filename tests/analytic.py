@@ -86,6 +86,12 @@ def pinhole(p_cam: np.ndarray, fx: float, fy: float, cx: float, cy: float) -> np
     return np.array([fx * x / z + cx, fy * y / z + cy])
 
 
+def orthographic(p_cam: np.ndarray, fx: float, fy: float, cx: float, cy: float) -> np.ndarray:
+    """Screen position of a camera-frame point under an orthographic camera: fx, fy in pixels per world unit."""
+    x, y, _ = p_cam
+    return np.array([fx * x + cx, fy * y + cy])
+
+
 def jacobian(f, p: np.ndarray, h: float = 1e-6) -> np.ndarray:
     """[2, 3] derivative of f at p by central differences (float64: relative error ~1e-10 here)."""
     cols = []
@@ -97,17 +103,19 @@ def jacobian(f, p: np.ndarray, h: float = 1e-6) -> np.ndarray:
 
 
 def ewa_conic(
-    mean_world, cov_world, T_world_camera, fx, fy, cx, cy, eps2d: float = 0.3
+    mean_world, cov_world, T_world_camera, fx, fy, cx, cy, eps2d: float = 0.3, ortho: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """(mean2d [2], conic [2, 2]) of a world Gaussian by the EWA splatting approximation (Zwicker et al.
-    2002): the pinhole map linearised at the mean, Sigma_2d = J W Sigma W^T J^T + eps2d I, conic its inverse.
-    Valid where gsplat's frustum clamp of the Jacobian does not act (means inside 1.3x the view)."""
+    2002): the camera's map (pinhole, or `orthographic`) linearised at the mean, Sigma_2d = J W Sigma W^T J^T +
+    eps2d I, conic its inverse. Valid where gsplat's frustum clamp of the Jacobian does not act (means inside
+    1.3x the view)."""
     R_wc = T_world_camera[:3, :3]
     p_cam = R_wc.T @ (np.asarray(mean_world, dtype=np.float64) - T_world_camera[:3, 3])
     sigma_cam = R_wc.T @ cov_world @ R_wc
-    J = jacobian(lambda p: pinhole(p, fx, fy, cx, cy), p_cam)
+    project = orthographic if ortho else pinhole
+    J = jacobian(lambda p: project(p, fx, fy, cx, cy), p_cam)
     sigma_2d = J @ sigma_cam @ J.T + eps2d * np.eye(2)
-    return pinhole(p_cam, fx, fy, cx, cy), np.linalg.inv(sigma_2d)
+    return project(p_cam, fx, fy, cx, cy), np.linalg.inv(sigma_2d)
 
 
 def assoc_legendre(l: int, m: int, x: float) -> float:  # noqa: E741  (l is the SH degree's usual name)

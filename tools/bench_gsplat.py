@@ -25,12 +25,13 @@ class GsplatRenderer:
     states. The scene's activated tensors are made once; `frames(cams)` prepares a path's camera tensors and
     returns draw(i) -> [H, W, 3], which only indexes them; calling it with a camera renders that one camera."""
 
-    def __init__(self, scene, device):
+    def __init__(self, scene, device, *, camera_model: str = "pinhole"):
         import torch
 
         self.device = torch.device(device)
         self.act = scene.to(self.device).activated()
         self.degree = scene.sh_degree
+        self.camera_model = camera_model  # "ortho": gsplat's orthographic cameras (`RenderSettings.ortho`)
 
     def frames(self, cams) -> Callable[[int], object]:
         viewmats, Ks = camera_tensors(cams, self.device)
@@ -44,7 +45,7 @@ class GsplatRenderer:
         a = self.act
         colors, _, _ = rasterization(
             a.means, a.quats, a.scales, a.opacities, a.sh, viewmat, K, width, height, sh_degree=self.degree,
-            packed=False, tile_size=16, rasterize_mode="classic", **CONTRACT,
+            packed=False, tile_size=16, rasterize_mode="classic", camera_model=self.camera_model, **CONTRACT,
         )  # fmt: skip
         return colors[0]
 
@@ -52,6 +53,6 @@ class GsplatRenderer:
         return self.frames([cam])(0)
 
 
-def gsplat_renderer(scene, device) -> GsplatRenderer:
+def gsplat_renderer(scene, device, *, camera_model: str = "pinhole") -> GsplatRenderer:
     """A callable camera -> [H, W, 3] image through gsplat 1.5.3 (`GsplatRenderer`)."""
-    return GsplatRenderer(scene, device)
+    return GsplatRenderer(scene, device, camera_model=camera_model)

@@ -67,6 +67,7 @@ def add_parser(sub) -> None:
             warpsplat render scene.ply --path camera_path.json --out path.mp4  # a path saved in the viewer
             warpsplat render scene.ply --path spiral --out frames/ --resume   # continue a killed render
             warpsplat render scene.ply --path dataset/sparse/0 --out views/  # the training views, a PNG each
+            warpsplat render scene.ply --path orbit --ortho --out turntable.mp4  # no perspective
         """,
     )
     add_scene_argument(p)
@@ -101,6 +102,9 @@ def add_parser(sub) -> None:
     p.add_argument("--radius", type=float, default=None, help="orbit radius in world units (default: framing)")
     p.add_argument("--rise", type=float, default=None, help="orbit height above the look-at point (world units)")
     p.add_argument("--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)")
+    p.add_argument("--ortho", action="store_true",
+                   help="an orthographic projection: each frame shows at every depth what its camera shows at the "
+                        "depth of the scene's centre (no perspective: parallel lines stay parallel)")  # fmt: skip
     p.add_argument("--background", default="0,0,0", help="background R,G,B in [0, 1] (default 0,0,0)")
     p.add_argument("--transparent", action="store_true",
                    help="PNG outputs with an alpha channel: the scene over nothing, its colour straight (not "
@@ -188,6 +192,7 @@ def settings_from_args(args: argparse.Namespace):
         background=parse_background(args.background),
         adagscale=args.adagscale_tau is not None,
         temporal_window=args.temporal,
+        ortho=args.ortho,
     )
     if args.adagscale_tau is not None:
         settings.adagscale_tau = args.adagscale_tau
@@ -219,8 +224,25 @@ def crf_from_args(args: argparse.Namespace) -> int:
     return crf
 
 
+def ortho_views(cams, scene) -> list:
+    """The cameras made orthographic (`--ortho`): each at the scale it has at the depth of the scene's centre (the
+    framing sphere's), or at a tenth of the sphere's radius where the centre is nearer or behind it."""
+    from renderer import orthographic
+    from renderer.camera import framing_sphere
+
+    centre, radius = framing_sphere(scene)
+    return [orthographic(c, max(float((centre - c.position) @ c.T_world_camera[:3, 2]), 0.1 * radius)) for c in cams]
+
+
 def build_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
     """The path's cameras, its frame rate, and a one-line description."""
+    cams, fps, what = _path_cameras(args, scene)
+    if args.ortho:
+        cams, what = ortho_views(cams, scene), what + ", orthographic"
+    return cams, fps, what
+
+
+def _path_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
     from renderer.paths import CameraPathError, flythrough_path, load_camera_path, orbit_path, spiral_path
 
     width, height = args.size or DEFAULT_SIZE
@@ -591,6 +613,8 @@ def render_image(args: argparse.Namespace) -> int:
         f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}, loaded in {load_s:.2f} s; rendering on {where}"
     )
     cam = default_camera(scene, width, height, fov_y_deg=args.fov)
+    if args.ortho:
+        (cam,) = ortho_views([cam], scene)
     out = renderer.render(cam, settings_from_args(args))
     with atomic_write(args.out) as f:
         if args.transparent:

@@ -183,6 +183,33 @@ def test_up_axis_can_be_set_in_the_viewer(viewer):
 
 
 @pytest.mark.gl
+def test_o_toggles_an_orthographic_view_that_keeps_the_scale_at_the_scene_centre(viewer):
+    """O: the frames render orthographic (`RenderSettings.ortho`), with pixels per world unit equal to the pinhole's
+    at the depth of the scene's centre; scrolling (orbit) zooms it; keyframes are refused; O again restores the
+    pinhole's field of view; the frames rendered along the way show the scene."""
+    from pyglet.window import key
+
+    draw(viewer)
+    ctl = viewer.controller
+    before = viewer.state.camera
+    depth = float((np.asarray(ctl.scene.center) - before.position) @ before.T_world_camera[:3, 2])
+    send(viewer, "on_key_press", key.O, 0)
+    assert viewer.state.settings.ortho
+    assert viewer.state.camera.fy == pytest.approx(before.fy / depth)
+    pump(viewer)
+    assert viewer.state.stats is not None and viewer.state.stats.n_visible > 0
+    ctl.toggle_mode()  # orbit: the scroll wheel zooms
+    send(viewer, "on_mouse_scroll", 300, 300, 0, 2)
+    assert viewer.state.camera.fy == pytest.approx(before.fy / depth / 0.85**2)
+    ctl.add_keyframe()
+    assert not ctl.keyframes and "O leaves the orthographic view" in viewer.state.message
+    send(viewer, "on_key_press", key.O, 0)
+    assert not viewer.state.settings.ortho
+    assert viewer.state.camera.fov_y_deg == pytest.approx(before.fov_y_deg)
+    pump(viewer)
+
+
+@pytest.mark.gl
 def test_the_field_of_view_slider_sets_the_camera_and_the_keyframes_keep_it(viewer):
     """A click on the Scene panel's field-of-view slider sets the vertical field of view where it lands (the pose
     stays); the next frame renders with it, and a keyframe added now keeps it."""

@@ -40,3 +40,23 @@ def test_matches_gsplat_on_orbit(name, rasterizer, tile, frames, scene_path, gsp
         worst = min(worst, psnr(ours, gsplat_render(cam)))
     print(f"{name} [{rasterizer}, {tile} px, {frames}]: worst frame PSNR vs gsplat {worst:.1f} dB")
     assert worst >= 50.0, f"{name}: a frame at {worst:.1f} dB against gsplat"
+
+
+@pytest.mark.parametrize("name", ["plant.splat", "playbot_lod0.sog"])
+def test_orthographic_matches_gsplat_ortho(name, scene_path, gsplat_available):
+    """Orthographic frames (`RenderSettings.ortho`) against gsplat's camera_model="ortho": the orbit's cameras made
+    orthographic at the depth of the scene's centre, as `warpsplat render --ortho` makes them."""
+    from renderer import orthographic
+    from renderer.camera import framing_sphere
+
+    scene = load_scene(scene_path(name))
+    renderer = Renderer(scene, device="cuda", backend="triton")
+    gsplat_render = gsplat_renderer(scene, "cuda", camera_model="ortho")
+    centre, _ = framing_sphere(scene)
+    worst = float("inf")
+    for cam in object_paths(scene, 1920, 1080, 8)["orbit"][::2]:
+        view = orthographic(cam, float((centre - cam.position) @ cam.T_world_camera[:3, 2]))
+        ours = renderer.render(view, RenderSettings(ortho=True)).image
+        worst = min(worst, psnr(ours, gsplat_render(view)))
+    print(f"{name} [orthographic]: worst frame PSNR vs gsplat {worst:.1f} dB")
+    assert worst >= 50.0, f"{name}: an orthographic frame at {worst:.1f} dB against gsplat"

@@ -1,18 +1,17 @@
-"""Every configuration of the binning and tile-list kernels compiles for sm_90 (the H200), here on the CPU.
-
-The tests run the kernels in Triton's interpreter, which compiles nothing, so a kernel that Triton cannot lower for
-the GPU passes every CPU test and fails only there: the macro-tile bin kernel did, at 4 Gaussians a program
-("operand #1 does not dominate this use", Triton 3.6; BENCHMARKS.md, section 24). Triton compiles for a target it is
-given without a GPU, ptxas included, so a child process with the interpreter off compiles each launch configuration
-the renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, tile pairs at both key
-widths and macro-tile pairs over all Gaussians and over the visible ones gathered, both tile sizes; tile_lists at
-its chunk and warps, and its scan; stage 1 with and without the macro-tile count, over all rows or the pre-cull's
-survivors, and the pre-cull itself; the counted frames' count, compaction and order, and the tile-pair sum,
-kernels/order.py; the sort's settling of tied macro-tile keys; the tile ranges, the tile schedule and a temporal
-window's cull). The
-rasterizer's scalar loop, a Gluon kernel, is compiled the same way in every (tile size, list class) configuration
-it is launched in, for each of the outputs (both, the float pair alone, the 8-bit image alone) and in its split
-form: the interpreter cannot run it at all, so this is the only CPU check that its code lowers.
+"""Every configuration of the binning and tile-list kernels compiles for sm_90 (the H200), here on the CPU. The tests
+run the kernels in Triton's interpreter, which compiles nothing, so a kernel that Triton cannot lower for the GPU
+passes every CPU test and fails only there: the macro-tile bin kernel did, at 4 Gaussians a program ("operand #1
+does not dominate this use", Triton 3.6; BENCHMARKS.md, section 24). Triton compiles for a target it is given
+without a GPU, ptxas included, so a child process with the interpreter off compiles each launch configuration the
+renderer can choose (kernels/bin.py `bin_config` over its inputs, both binning forms, tile pairs at both key widths
+and macro-tile pairs over all Gaussians and over the visible ones gathered, both tile sizes; tile_lists at its chunk
+and warps, and its scan; stage 1 with and without the macro-tile count, over all rows or the pre-cull's survivors,
+and the pre-cull itself, each for pinhole and orthographic cameras; the counted frames' count, compaction and order,
+and the tile-pair sum, kernels/order.py; the sort's settling of tied macro-tile keys; the tile ranges, the tile
+schedule and a temporal window's cull, for both cameras too). The rasterizer's scalar loop, a Gluon kernel, is
+compiled the same way in every (tile size, list class) configuration it is launched in, for each of the outputs
+(both, the float pair alone, the 8-bit image alone) and in its split form: the interpreter cannot run it at all, so
+this is the only CPU check that its code lowers.
 """
 
 import os
@@ -93,21 +92,21 @@ sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "s
        "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32", "s_min": "fp32", "sh_n": "i32",
        "sh_k": "i32", "sh_c": "i32", "split_row": "i32", "DEGREE": "constexpr", "TILE": "constexpr",
        "ADAGSCALE": "constexpr", "MACROS": "constexpr", "HALVES": "constexpr", "WRITE_T": "constexpr",
-       "INDEXED": "constexpr", "BLOCK_N": "constexpr"}
-for (macros, halves), adagscale, indexed in itertools.product(((False, False), (True, False), (False, True)),
-                                                              (False, True), (False, True)):
+       "INDEXED": "constexpr", "ORTHO": "constexpr", "BLOCK_N": "constexpr"}
+for (macros, halves), adagscale, indexed, ortho in itertools.product(((False, False), (True, False), (False, True)),
+                                                                     (False, True), (False, True), (False, True)):
     failures.append(compile_one(project._project_kernel, sig, {"DEGREE": 3, "TILE": 8, "ADAGSCALE": adagscale,
                                                                 "MACROS": macros, "HALVES": halves,
                                                                 "WRITE_T": adagscale, "INDEXED": indexed,
-                                                                "BLOCK_N": 128}))
+                                                                "ORTHO": ortho, "BLOCK_N": 128}))
     compiled += 1
 # the pre-cull (kernels/project.py `culls_frustum`), at both tile sizes, with and without the macro-tile counts
 sig = {"means_ptr": "*fp32", "extent_ptr": "*fp32", "camera_ptr": "*fp32", "depths_ptr": "*fp32",
        "tiles_touched_ptr": "*i32", "macros_touched_ptr": "*i32", "survivors_ptr": "*i32", "n_survivors_ptr": "*i32",
        "N": "i32", "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32",
-       "extent_scale": "fp32", "TILE": "constexpr", "MACROS": "constexpr", "BLOCK": "constexpr"}
-for tile, macros in itertools.product((8, 16), (False, True)):
-    failures.append(compile_one(project._frustum_kernel, sig, {"TILE": tile, "MACROS": macros,
+       "extent_scale": "fp32", "TILE": "constexpr", "MACROS": "constexpr", "ORTHO": "constexpr", "BLOCK": "constexpr"}
+for tile, macros, ortho in itertools.product((8, 16), (False, True), (False, True)):
+    failures.append(compile_one(project._frustum_kernel, sig, {"TILE": tile, "MACROS": macros, "ORTHO": ortho,
                                                                 "BLOCK": project.FRUSTUM_BLOCK}, project.FRUSTUM_WARPS))
     compiled += 1
 for same, halves in ((False, False), (True, False), (False, True)):
@@ -160,9 +159,9 @@ for n_tiles in sorted({((w + t - 1) // t) * ((h + t - 1) // t) for w, h in sizes
 cull = importlib.import_module("kernels.cull")
 sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "cameras_ptr": "*fp32", "keep_ptr": "*i8",
        "N": "i32", "n_cams": "i32", "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32",
-       "margin": "fp32", "guard2": "fp32", "TILE": "constexpr", "BLOCK_N": "constexpr"}
-for tile in (8, 16):
-    failures.append(compile_one(cull._cull_window_kernel, sig, {"TILE": tile, "BLOCK_N": 128}))
+       "margin": "fp32", "guard2": "fp32", "TILE": "constexpr", "ORTHO": "constexpr", "BLOCK_N": "constexpr"}
+for tile, ortho in itertools.product((8, 16), (False, True)):
+    failures.append(compile_one(cull._cull_window_kernel, sig, {"TILE": tile, "ORTHO": ortho, "BLOCK_N": 128}))
     compiled += 1
 failures = [f for f in failures if f]
 print(f"compiled {compiled}, failed {len(failures)}")

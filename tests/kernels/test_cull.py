@@ -55,3 +55,20 @@ def test_guard_keeps_gaussians_near_the_camera(device):
     near &= opac >= 1 / 255
     keep = kernels.cull_window(means, covars, opac, packed, 64, 48, guard=1.5).bool()
     assert int(near.sum()) > 0 and not (near & ~keep).any()
+
+
+def test_an_orthographic_window_keeps_what_its_cameras_render_and_matches_its_twin(device):
+    """Orthographic cameras (renderer/camera.py `orthographic`, zoomed in on the cloud): the cull
+    equals its twin and keeps whatever each camera's orthographic projection keeps, and not everything."""
+    from renderer import orthographic
+
+    means, covars, opac, sh = gaussians(4000, seed=6, device=device)
+    cams, _ = window_cameras(80, 48, device)
+    ortho = torch.stack([orthographic(c, 1.0).packed() for c in cams[:3]]).to(device)  # a unit across: zoomed in
+    keep = kernels.cull_window(means, covars, opac, ortho, 80, 48, margin=16.0, ortho=True)
+    assert torch.equal(keep, ref.cull_window(means, covars, opac, ortho, 80, 48, margin=16.0, ortho=True))
+    rendered = torch.zeros_like(keep, dtype=torch.bool)
+    for cam in ortho:
+        rendered |= kernels.project_gaussians(means, covars, opac, sh, cam, 80, 48, sh_degree=0, ortho=True)[2] > 0
+    assert int(rendered.sum()) > 500 and not (rendered & ~keep.bool()).any()
+    assert int(keep.sum()) < 4000 - 200, int(keep.sum())

@@ -42,12 +42,13 @@ def edge_scene(n: int, cam, seed: int = 0, device: str = "cpu"):
             torch.tensor(sh, dtype=kernels.SH_DTYPE, device=device))  # fmt: skip
 
 
-def project(impl, scene, cam, tile, *, frustum=None, extent_scale=1.0, covar_scale=1.0, device="cpu"):
+def project(impl, scene, cam, tile, *, frustum=None, extent_scale=1.0, covar_scale=1.0, device="cpu", ortho=False):
     means, covars, opac, sh = scene
     n = means.shape[0]
     out = tuple(nan_like(t) for t in kernels.project_outputs(n, device))
     return impl.project_gaussians(means, covars * covar_scale, opac, sh, cam, 160, 120, sh_degree=0,
-                                  tile_size=tile, out=out, frustum=frustum, extent_scale=extent_scale)  # fmt: skip
+                                  tile_size=tile, out=out, frustum=frustum, extent_scale=extent_scale,
+                                  ortho=ortho)  # fmt: skip
 
 
 def scratch(n, device):
@@ -124,6 +125,45 @@ def test_the_pre_cull_keeps_needles_that_reach_the_image_with_their_tips(impl, d
     assert_same_projection(want, got)
     reached = int((want[2] > 0).sum())
     assert n // 2 < reached < n - 100, f"{reached} of {n} needles reach a tile: the sweep should cross the bound"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("tile", [8, 16])
+def test_the_pre_cull_of_an_orthographic_camera(impl, tile, device):
+    """An orthographic camera (fx, fy in pixels per world unit): centres in [-0.6, 1.6] of the image each way at any
+    depth, and opacity-1 needles along x whose ellipses' far tips just reach the image's left edge; the same
+    outputs with and without the pre-cull, every visible Gaussian kept, most of the others culled."""
+    n = 4000
+    base = camera(160, 120, 55.0, look_at((0.4, -0.3, -5.0), (0.2, 0.1, 0.0)))
+    cam = PinholeCamera(160, 120, base.fx / 5.0, base.fy / 5.0, 0.0, base.cy, base.T_world_camera)
+    g = np.random.default_rng(11)
+    u, v = g.uniform(-0.6, 1.6, n) * cam.width, g.uniform(-0.6, 1.6, n) * cam.height
+    z = np.concatenate([g.uniform(-2.0, 0.05, n // 8), g.uniform(0.05, 60.0, n - n // 8)])
+    sd = np.exp(g.uniform(-7.0, -1.5, (n, 3)))
+    # the needles: sd 0.2 along x, tips reaching from 1.1 half-widths left of the image to a pixel left of it
+    m = n // 4
+    half = math.sqrt(-2.0 * math.log(ALPHA_MIN)) * cam.fx * 0.2
+    u[:m], z[:m], sd[:m] = np.linspace(-1.1 * half, -1.0, m), g.uniform(0.5, 20.0, m), [0.2, 1e-5, 1e-5]
+    T = np.asarray(cam.T_world_camera)
+    p_cam = np.stack([(u - cam.cx) / cam.fx, (v - cam.cy) / cam.fy, z], 1)
+    R = np.concatenate([np.broadcast_to(np.eye(3), (m, 3, 3)), quat_matrix(g.normal(size=(n - m, 4)))])
+    opac = np.concatenate([np.ones(m), g.uniform(0.002, 1.0, n - m)])
+    f32 = dict(dtype=torch.float32, device=device)
+    scene = (torch.tensor(p_cam @ T[:3, :3].T + T[:3, 3], **f32),
+             torch.tensor(upper(covariance(T[:3, :3] @ R, sd)), **f32), torch.tensor(opac, **f32),
+             torch.zeros(n, 1, 3, dtype=kernels.SH_DTYPE, device=device))  # fmt: skip
+    packed = cam.packed(device)
+    survivors, count = scratch(n, device)
+    want = project(impl, scene, packed, tile, device=device, ortho=True)
+    got = project(impl, scene, packed, tile, frustum=(gaussian_extent(scene[1]), survivors, count), device=device,
+                  ortho=True)  # fmt: skip
+    assert_same_projection(want, got)
+    visible = want[2] > 0
+    is_kept = torch.zeros(n, dtype=torch.bool, device=device)
+    is_kept[survivors[: int(count)].long()] = True
+    assert not bool((visible & ~is_kept).any()), "a visible Gaussian was culled"
+    assert m // 4 < int(visible[:m].sum()) < m - 50, "the needles should cross the bound"
+    assert int((~is_kept & ~visible).sum()) > 0.6 * int((~visible).sum())
 
 
 @pytest.mark.parametrize("impl", IMPLS)

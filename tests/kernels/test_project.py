@@ -159,7 +159,7 @@ def test_project_far_plane_is_inclusive(impl, device):
         assert [bool(torch.isfinite(d)) for d in out[1]] == kept, far
 
 
-def project_one(impl, mean, cov3x3, cam: PinholeCamera, device, sh=None, sh_degree=0):
+def project_one(impl, mean, cov3x3, cam: PinholeCamera, device, sh=None, sh_degree=0, ortho=False):
     """One Gaussian (opacity 0.8) through `impl`'s project on NaN-poisoned outputs: (mean2d [2], (a, b, c, o),
     depth, colour [3]) of its record and depth. `sh` [K, 3] is stored in kernels.SH_DTYPE (fp16) for both."""
     sh = torch.zeros(1, 1, 3) if sh is None else torch.as_tensor(sh, dtype=torch.float32)[None]
@@ -169,7 +169,7 @@ def project_one(impl, mean, cov3x3, cam: PinholeCamera, device, sh=None, sh_degr
             torch.tensor([0.8]), sh)  # fmt: skip
     out = tuple(nan_like(t) for t in kernels.project_outputs(1, device))
     got = impl.project_gaussians(*(t.to(device) for t in args), cam.packed(device), cam.width, cam.height,
-                                 sh_degree=sh_degree, out=out)  # fmt: skip
+                                 sh_degree=sh_degree, out=out, ortho=ortho)  # fmt: skip
     assert int(got[2][0]) > 0, "the test Gaussian must be visible"
     means2d, conics, opacities, colors = unpack_records(got[0])
     conic_opacity = torch.cat([conics, opacities[:, None]], 1)
@@ -215,6 +215,49 @@ def test_ewa_off_axis_in_float64(impl, device):
     np.testing.assert_allclose(means2d, want_mean, atol=2e-4)
     np.testing.assert_allclose(conic_matrix(conic_opacity), want_conic, rtol=2e-4, atol=1e-6)
     assert abs(depth - 3.0) < 1e-5
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_ewa_orthographic_in_float64(impl, device):
+    """An orthographic camera (gsplat's camera_model="ortho"), turned, and a turned, elongated Gaussian off its
+    axis: the mean is (fx x + cx, fy y + cy) whatever the depth, and the conic J W Sigma W^T J^T + 0.3 I with the
+    Jacobian from central differences of the orthographic map (tests/analytic.py); the depth is still z."""
+    pose = np.eye(4)
+    pose[:3, :3] = rodrigues((0.2, 1.0, 0.1), 0.4)
+    pose[:3, 3] = (0.3, -0.5, -3.0)
+    cam = PinholeCamera(40, 30, 11.0, 9.5, 19.0, 16.5, pose)  # fx, fy: pixels per world unit
+    for p_cam in ([0.5, -0.35, 3.0], [0.5, -0.35, 30.0], [-1.2, 0.9, 0.5]):  # far off the pinhole's frustum too
+        mean = pose[:3, :3] @ np.array(p_cam) + pose[:3, 3]
+        S = covariance(rodrigues((1.0, -2.0, 0.5), 1.2), (0.15, 0.05, 0.3))
+        want_mean, want_conic = ewa_conic(mean, S, pose, cam.fx, cam.fy, cam.cx, cam.cy, ortho=True)
+        means2d, conic_opacity, depth, *_ = project_one(impl, mean, S, cam, device, ortho=True)
+        np.testing.assert_allclose(means2d, want_mean, atol=2e-4)
+        np.testing.assert_allclose(want_mean, [11.0 * p_cam[0] + 19.0, 9.5 * p_cam[1] + 16.5])
+        np.testing.assert_allclose(conic_matrix(conic_opacity), want_conic, rtol=2e-4, atol=1e-6)
+        assert abs(depth - p_cam[2]) < 1e-5 * p_cam[2]
+
+
+def test_orthographic_project_matches_reference(device):
+    """The kernel against its twin for an orthographic camera (20,011 Gaussians with the edge cases), as for the
+    pinhole in `test_project_matches_reference`; and the same rows differ from the pinhole's."""
+    n, width, height = 20_011, 128, 96
+    means, covars, opac, sh = gaussians(n, sh_degree=2, seed=3, device=device)
+    pin = camera(width, height)
+    ortho = PinholeCamera(width, height, pin.fx / 4.0, pin.fy / 4.0, pin.cx, pin.cy, pin.T_world_camera)  # depth 4
+    kw = dict(sh_degree=2, near=0.01, far=1e10, eps2d=0.3, tile_size=8)
+    want = ref.project_gaussians(means, covars, opac, sh, ortho.packed(device), width, height, ortho=True, **kw)
+    poisoned = tuple(nan_like(t) for t in kernels.project_outputs(n, device))
+    got = kernels.project_gaussians(means, covars, opac, sh, ortho.packed(device), width, height, out=poisoned,
+                                    ortho=True, **kw)  # fmt: skip
+    diff = (want[2] - got[2]).abs()
+    assert int((diff > 1).sum()) == 0 and int((diff == 1).sum()) <= n // 1000
+    rows = (want[2] > 0) & (got[2] > 0)
+    assert int(rows.sum()) > n // 4
+    for name, w, g in zip(["means2d", "conics", "opacities", "colors"], unpack_records(want[0]),
+                          unpack_records(got[0]), strict=True):  # fmt: skip
+        assert_close_rows(name, w, g, rows, rtol=FP16_STEP if name == "colors" else 1e-4)
+    pinhole = ref.project_gaussians(means, covars, opac, sh, pin.packed(device), width, height, **kw)
+    assert not torch.allclose(unpack_records(pinhole[0])[0][rows], unpack_records(want[0])[0][rows])
 
 
 DIRECTIONS = [(1, 0, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1), (1, 2, 3), (-0.4, 0.7, -0.2), (0.9, -0.1, 0.45),

@@ -53,12 +53,13 @@ def test_switch_settings_cover_every_combination_once_the_start_first():
     start = RenderSettings(adagscale=True, background=(0.2, 0.3, 0.4))
     variants = warmup.switch_settings(start, scene_degree=2)
     assert variants[0] == start
-    # degrees None, 0-2; the rasterizers this process runs (renderer/settings.py `rasterizers`)
-    assert len(variants) == len({repr(v) for v in variants}) == 4 * 2 * len(rasterizers()) * 2 * 2
+    # degrees None, 0-2; the rasterizers this process runs (renderer/settings.py `rasterizers`); AdaGScale, the
+    # orthographic view and the depth view on and off
+    assert len(variants) == len({repr(v) for v in variants}) == 4 * 2 * len(rasterizers()) * 2 * 2 * 2
     assert {v.sh_degree for v in variants} == {None, 0, 1, 2} and {v.tile_size for v in variants} == {8, 16}
     assert all(v.background == start.background for v in variants)
     flips = [sum(getattr(v, k) != getattr(start, k) for k in ("sh_degree", "tile_size", "rasterizer", "adagscale",
-                                                                "depth")) for v in variants]  # fmt: skip
+                                                                "ortho", "depth")) for v in variants]  # fmt: skip
     assert flips == sorted(flips) and flips[1] == 1
 
 

@@ -409,3 +409,20 @@ def test_transparent_refuses_what_it_cannot_be(small_scene, tmp_path, capsys):
     assert "H.264 has no alpha channel" in capsys.readouterr().err
     assert render(small_scene, "--out", tmp_path / "a.png", "--transparent", "--background", "1,1,1") == 2
     assert "--transparent renders over nothing: drop --background" in capsys.readouterr().err
+
+
+def test_ortho_renders_orthographic_views_of_the_path(small_scene, renderer, tmp_path, capsys):
+    """--ortho: each camera of the path made orthographic at the depth of the scene's centre (tools/render.py
+    `ortho_views`); the frames are those of the renderer given those cameras with `ortho` set."""
+    from renderer import orthographic
+    from renderer.camera import framing_sphere
+
+    folder = tmp_path / "o"
+    assert render(small_scene, "--path", "orbit", "--frames", 2, "--size", f"{W}x{H}", "--ortho", "--out", folder) == 0
+    assert "orbit, 2 frames, orthographic" in capsys.readouterr().out
+    scene, r = renderer
+    centre, _ = framing_sphere(scene)
+    for i, cam in enumerate(orbit_path(scene, W, H, 2)):
+        view = orthographic(cam, float((centre - cam.position) @ cam.T_world_camera[:3, 2]))
+        want = r.render(view, RenderSettings(ortho=True)).rgba8[..., :3].numpy()
+        np.testing.assert_array_equal(np.asarray(Image.open(folder / frame_name(i))), want)

@@ -40,7 +40,7 @@ def add_parser(sub) -> None:
         """,
         examples="""
             warpsplat convert scene.ply scene.spz                  # Niantic's compressed format
-            warpsplat convert scene.ply scene.sog                  # PlayCanvas's, for SuperSplat and the web
+            warpsplat convert scene.ply scene.sog --check          # PlayCanvas's, for the web; what it costs
             warpsplat convert scene.ply scene.glb                  # glTF, KHR_gaussian_splatting
             warpsplat convert scene.ply small.ply --sh-degree 1 --min-opacity 0.01
             warpsplat convert scene.ply trimmed.ply --crop-box=-2,-3,-2,2,1,2  # keep centres inside the box
@@ -73,6 +73,10 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--spz-version", type=int, choices=(3, 4), default=None, help="SPZ output: 3 (gzip, read everywhere) or 4"
     )
+    p.add_argument("--check", action="store_true",
+                   help="read OUT back and render it against the scene it was written from (after the filters and "
+                        "--up): 4 orbit views at 256x192, on the GPU where there is one; prints their "
+                        "PSNR, what the format's quantisation costs")  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     add_mkdir_argument(p, "OUT")
     p.set_defaults(func=run)
@@ -125,6 +129,33 @@ def filter_scene(
         what = " and ".join(flag for flag, on in asked if on)
         raise CliError(f"{what} removes all {len(scene):,} Gaussians")
     return (scene.subset(keep) if n_keep < len(scene) else scene), dropped
+
+
+CHECK_VIEWS, CHECK_SIZE = 4, (256, 192)
+
+
+def check_written(scene: GaussianScene, path: str) -> str:
+    """`--check`: the file at `path` read back and rendered against `scene`, the scene it was written from, on
+    CHECK_VIEWS cameras of an orbit at CHECK_SIZE; one line with their PSNR."""
+    from renderer import Renderer, RenderSettings
+    from renderer.paths import orbit_path
+    from scenes.io import load_scene
+
+    from .metrics import psnr
+
+    back = load_scene(path)
+    cams = orbit_path(scene, *CHECK_SIZE, CHECK_VIEWS)
+    ours, theirs = Renderer(scene, frame_size=CHECK_SIZE), Renderer(back, frame_size=CHECK_SIZE)
+    settings = RenderSettings(outputs="float")
+    values = []
+    for cam in cams:
+        want = ours.render(cam, settings).image.clone()  # each renderer's buffers hold its next frame
+        values.append(psnr(theirs.render(cam, settings).image, want))
+    where = f"{len(cams)} orbit views at {CHECK_SIZE[0]}x{CHECK_SIZE[1]}"
+    if all(math.isinf(v) for v in values):
+        return f"checked: {path} reads back and renders identically ({where})"
+    lo, hi = min(values), max(values)
+    return f"checked: {path} reads back and renders at {lo:.1f}-{hi:.1f} dB PSNR against the scene written ({where})"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -192,4 +223,6 @@ def run(args: argparse.Namespace) -> int:
         + f", SH degree {0 if fmt.name in SH_LESS_FORMATS else scene.sh_degree}, {os.path.getsize(dst) / 2**20:.1f} MiB"
         f" in {dt:.2f} s"
     )
+    if args.check:
+        print(check_written(scene, dst))
     return 0

@@ -190,3 +190,21 @@ def test_crop_box(tmp_path, capsys):
         err = capsys.readouterr().err
         assert says in err and err.count("\n") == 1, err
     assert not (tmp_path / "bad.ply").exists()
+
+
+def test_check_reads_the_output_back_and_says_what_it_costs(tmp_path, capsys):
+    """--check renders OUT read back against the scene written: a float PLY is lossless; SPZ keeps the SH bands
+    (at 12 bits' error) and .splat drops them, so its views are much further from the SH-2 crop's."""
+    import re
+
+    def checked(name: str) -> list[float] | str:
+        assert main(["convert", str(scene(CROP)), str(tmp_path / name), "--check"]) == 0
+        line = capsys.readouterr().out.strip().splitlines()[-1]
+        assert line.startswith(f"checked: {tmp_path / name} reads back and renders")
+        return (
+            "identical" if "identically" in line else [float(v) for v in re.findall(r"([\d.]+)-([\d.]+) dB", line)[0]]
+        )
+
+    assert checked("a.ply") == "identical"
+    spz, splat = checked("b.spz"), checked("c.splat")
+    assert 30 < splat[0] <= splat[1] < spz[0] - 5, (splat, spz)

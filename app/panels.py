@@ -430,7 +430,7 @@ class ScenePanel(Panel):
         imgui.same_line()
         if (imgui.button("open") or entered) and self.path.strip() and ov.open_scene is not None:
             ov.open_scene(os.path.expanduser(self.path.strip()))
-        imgui.text_disabled("a scene file or folder, or drop one here")
+        imgui.text_disabled("a scene file or folder, a camera path or cameras file; or drop one here")
         index = up_axis_index(ov.up_axis)
         c, v = imgui.combo("up axis", index, UP_AXES + ([f"custom {ov.up_axis}"] if index == len(UP_AXES) else []))
         self.remember("up axis")

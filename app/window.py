@@ -255,11 +255,16 @@ class ViewerWindow(pyglet.window.Window):
         return f"{keep_whole(name)}: {len(self.scene):,} Gaussians, SH degree {self.scene.sh_degree}"
 
     def open_scene_file(self, path: str) -> bool:
-        """Open the scene at `path` in this window (the Scene panel, a dropped file). A file that cannot be
-        read leaves the current scene and says why in the status line; returns whether it opened."""
+        """Open the scene at `path` in this window (the Scene panel, a dropped file); a camera file (`.json`, or a
+        COLMAP model's images or cameras file) goes to `open_camera_file`. A file that cannot be read leaves the
+        current scene and says why in the status line; returns whether it opened."""
         from renderer.memory import OutOfDeviceMemoryError
+        from renderer.paths.colmap import find_model
         from scenes import SceneFormatError, load_scene
 
+        base = os.path.basename(path).lower()
+        if (base.endswith(".json") and base != "meta.json") or (os.path.isfile(path) and find_model(path)):
+            return self.open_camera_file(path)
         self.state.message = f"opening {keep_whole(path)} ..."
         try:
             scene = load_scene(path)
@@ -270,6 +275,28 @@ class ViewerWindow(pyglet.window.Window):
             return False
         self.set_caption(f"warpsplat - {name}")
         self.state.message = f"opened {keep_whole(path)}"
+        return True
+
+    def open_camera_file(self, path: str) -> bool:
+        """A camera file: a keyframe path (the viewer's saved one, or any nerfstudio camera_path.json with keyframes)
+        replaces the keyframes, to play, edit and save again; INRIA's cameras.json or a COLMAP model becomes the
+        training cameras that [, ] and C snap to. Returns whether it was read (else the status line says why)."""
+        from renderer.paths import CameraPathError, load_camera_path, read_keyframes
+
+        fb_w, fb_h = self.get_framebuffer_size()
+        try:
+            loaded = load_camera_path(path, width=fb_w, height=fb_h, n_frames=1)  # validates it; one frame is enough
+            if loaded.kind in ("inria cameras", "colmap model"):
+                cams = [Camera.from_fov(fb_w, fb_h, k.fov_y_deg, k.T_world_camera) for k in loaded.keyframes]
+                self.controller.training_cameras, self.controller.training_index = cams, -1
+                self.state.message = f"{len(cams)} training cameras from {keep_whole(path)} ([ ] and C snap to them)"
+                return True
+            keys = read_keyframes(path).keyframes
+        except (CameraPathError, OSError) as e:
+            self.state.message = f"could not open {keep_whole(path)}: {error_reason(e, path)}"
+            return False
+        self.controller.keyframes = [Camera.from_fov(fb_w, fb_h, k.fov_y_deg, k.T_world_camera) for k in keys]
+        self.state.message = f"{len(keys)} keyframes from {keep_whole(path)} (Space plays them, F5 saves)"
         return True
 
     def set_up_axis(self, axis: str) -> None:

@@ -47,6 +47,10 @@ def add_parser(sub) -> None:
     p.add_argument("--no-interop", action="store_true", help="copy frames through the host, not CUDA-GL interop")
     p.add_argument("--no-vsync", action="store_true", help="start with vsync off (F3 toggles it)")
     p.add_argument("--out-dir", default=".", help="folder for screenshots and saved camera paths (default .)")
+    p.add_argument("--keyframes", default=None, metavar="FILE",
+                   help="start with the keyframes of a saved camera path (F5's file, or a nerfstudio "
+                        "camera_path.json), to play, edit and save again; dropping such a file on the window "
+                        "does the same")  # fmt: skip
     p.add_argument("--cameras", default=None, metavar="PATH",
                    help="training cameras to snap to ([ ] and C): an INRIA cameras.json or a COLMAP model (its folder, "
                    "a dataset folder with sparse/0, or images.bin/.txt); default: a trained-output folder's "
@@ -116,11 +120,20 @@ def run(args: argparse.Namespace) -> int:
         except (CameraPathError, FileNotFoundError) as e:
             raise CliError(f"--cameras {e}") from None
         scene.extras = dict(scene.extras, cameras=args.cameras)  # the window reads them from there
+    if args.keyframes is not None:
+        from renderer.paths import CameraPathError, read_keyframes
+
+        try:
+            read_keyframes(args.keyframes)  # a bad file is a one-line error before any window opens
+        except (CameraPathError, FileNotFoundError) as e:
+            raise CliError(f"--keyframes {e}") from None
     from renderer.pipeline import check_scene_fits
 
     check_scene_fits(scene, None, args.size)  # before a window opens (the viewer renders where a Renderer would)
     name = os.path.basename(args.scene) if args.scene else "bundled scene"
     window = open_window(scene, args, name)
+    if args.keyframes is not None:
+        window.open_camera_file(args.keyframes)
     import pyglet
 
     try:

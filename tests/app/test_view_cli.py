@@ -87,6 +87,8 @@ def test_cameras_are_checked_before_a_window_opens_and_reach_it(monkeypatch, cap
     code, err = run_view(capsys, "--cameras", str(tmp_path))
     assert code == 2 and not made and err.count("\n") == 1
     assert err.startswith(f"warpsplat view: error: --cameras {tmp_path}: no COLMAP model")
+    code, err = run_view(capsys, "--keyframes", str(tmp_path / "none.json"))
+    assert code == 2 and not made and err.startswith("warpsplat view: error: --keyframes ") and "no such" in err
     with zipfile.ZipFile(bundled("garden_sparse.zip")) as z:
         z.extractall(tmp_path / "model")
     with pytest.raises(Refused):

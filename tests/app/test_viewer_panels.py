@@ -272,6 +272,41 @@ def test_level_takes_a_rolled_views_roll_out_of_the_scenes_up(viewer):
 
 
 @pytest.mark.gl
+def test_a_dropped_camera_file_gives_keyframes_or_training_cameras(viewer, tmp_path):
+    """A saved camera path dropped on the window (or typed in the Scene panel) becomes the keyframes, to play,
+    edit and save again; INRIA's cameras.json and a COLMAP model's images file become the training cameras; a
+    broken one says why and changes nothing. The scene stays."""
+    import zipfile
+
+    from renderer import look_at_pose
+    from renderer.paths import Keyframe, save_camera_path
+    from tests.conftest import bundled
+    from tests.renderer.paths.test_formats import garden_cameras_json
+
+    scene = viewer.scene
+    keys = [Keyframe(look_at_pose([x, -1, -4], [0, 0, 0], [0, -1, 0]), 50.0 + 5 * i) for i, x in enumerate((-1, 0, 2))]
+    path = tmp_path / "camera_path.json"
+    save_camera_path(path, keys, width=64, height=48, fps=10, seconds=2.0)
+    send(viewer, "on_file_drop", 10, 10, [str(path)])
+    got = viewer.controller.keyframes
+    assert len(got) == 3 and "3 keyframes from" in viewer.state.message
+    for cam, key in zip(got, keys, strict=True):
+        np.testing.assert_allclose(cam.T_world_camera, key.T_world_camera, atol=1e-9)
+        assert cam.fov_y_deg == pytest.approx(key.fov_y_deg)
+    inria, *_ = garden_cameras_json(tmp_path)
+    assert viewer.open_scene_file(str(inria)) and len(viewer.controller.training_cameras) == 3
+    with zipfile.ZipFile(bundled("garden_sparse.zip")) as z:
+        z.extractall(tmp_path / "model")
+    viewer.controller.training_cameras = []
+    assert viewer.open_scene_file(str(tmp_path / "model" / "txt" / "images.txt"))
+    assert len(viewer.controller.training_cameras) == 3
+    (tmp_path / "bad.json").write_text("{not json")
+    assert not viewer.open_scene_file(str(tmp_path / "bad.json"))
+    assert "could not open" in viewer.state.message and "not valid JSON" in viewer.state.message
+    assert len(viewer.controller.keyframes) == 3 and viewer.scene is scene
+
+
+@pytest.mark.gl
 def test_a_scene_opens_from_a_path_or_a_dropped_file(viewer, tmp_path):
     from scenes import make_scene, save_scene
 

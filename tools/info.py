@@ -94,7 +94,9 @@ def describe(scene: GaussianScene) -> list[str]:
         if isinstance(value, (list, tuple)):
             if not value:  # "ignored properties: []" says nothing
                 continue
-            value = ", ".join(str(v) for v in value)
+            value = ", ".join(_number(v) if isinstance(v, float) else str(v) for v in value)
+        elif isinstance(value, float):
+            value = _number(value)
         lines.append(f"{key + ':':<14} {value}")
     return lines
 

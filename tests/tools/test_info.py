@@ -64,8 +64,10 @@ def test_info_prints_no_empty_lists_and_no_negative_zero():
     means = torch.tensor([[-0.0, -0.0, 0.0], [1.0, 2.0, 3.0]])  # minimum bounds of -0.0
     scene = make_scene(means, torch.tensor([[1.0, 0, 0, 0]] * 2), torch.zeros(2, 3), torch.zeros(2),
                        torch.zeros(2, 1, 3))  # fmt: skip
-    scene.extras.update({"ignored properties": [], "comments": ["made by hand"]})
+    scene.extras.update({"ignored properties": [], "comments": ["made by hand"], "sh range": [-1.5037171840667725,
+                         1.3722485303878784], "scale": 0.30000001192092896})  # fmt: skip
     text = "\n".join(describe(scene))
     assert "bounds:        min (0, 0, 0)  max (1, 2, 3)" in text
     assert "-0" not in text and "ignored properties" not in text and "[]" not in text
     assert "comments:      made by hand" in text
+    assert "sh range:      -1.504, 1.372" in text and "scale:         0.3\n" in text + "\n"  # 4 digits, not float32's

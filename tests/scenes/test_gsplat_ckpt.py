@@ -124,19 +124,10 @@ def test_mutated_checkpoints_fail_cleanly(tmp_path, crop):
     scene, never another exception (the first run found a UnicodeDecodeError from a flipped member name)."""
     import numpy as np
 
-    from tests.scenes.test_fuzz import _check, _mutate
+    from tests.scenes.test_fuzz import fuzz
 
     save(tmp_path / "ckpt.pt", trainer_splats(crop, slice(0, 500)))
     data = (tmp_path / "ckpt.pt").read_bytes()
     rng = np.random.default_rng(7)  # 40 cases; seeds 0-9 also passed 400 more (checked when written)
-    outcomes = {}
-    for case in range(40):
-        kind, mutated = _mutate("ckpt.pt", data, rng)
-        path = tmp_path / f"case{case}.pt"
-        path.write_bytes(mutated)
-        try:
-            result = _check(path)
-        except Exception as e:
-            raise AssertionError(f"case {case} ({kind}): {type(e).__name__}: {e}") from e
-        outcomes[f"{kind}->{result}"] = outcomes.get(f"{kind}->{result}", 0) + 1
+    outcomes = fuzz("ckpt.pt", data, rng, tmp_path, 40)
     assert outcomes.get("truncate->error", 0) > 0, outcomes

@@ -1,5 +1,6 @@
-"""gsplat training checkpoints (`ckpts/ckpt_<step>_rank<r>.pt`, written by gsplat's `simple_trainer.py`): read
-only, so that a scene trained with gsplat opens without exporting a PLY first.
+"""Training checkpoints of gsplat (`ckpts/ckpt_<step>_rank<r>.pt`, written by gsplat's `simple_trainer.py`) and of
+nerfstudio's splatfacto (`nerfstudio_models/step-<n>.ckpt`, `read_nerfstudio_checkpoint`): read only, so that a
+scene opens without exporting a PLY first.
 
 A checkpoint is a `torch.save` zip archive of a dict {"step": int, "splats": {name: tensor}, ...}; the splats are
 the trainer's parameters before activation, as warpsplat keeps them:
@@ -19,7 +20,8 @@ read together, in rank order. A checkpoint trained with appearance optimisation 
 place of the SH, which only its trainer's network turns into colours: it is refused, with what to do instead.
 
 gsplat's trainer normalises the world by default: its scenes' up is +Z or -Z (a principal-axes fit), not the
-COLMAP frame's -Y; `--up` sets it (the default stays -Y, as for every format: the file does not say).
+COLMAP frame's -Y; nerfstudio's dataparser turns its world's up to +Z. `--up` sets it (the default stays -Y, as for
+every format: the files do not say).
 
 Loading is safe and bounded: the archive is checked first (a zip whose members are stored, as torch.save writes
 them, so it holds no more than its size), then read by torch's `weights_only` unpickler (tensors and plain
@@ -35,7 +37,7 @@ import zipfile
 
 import torch
 
-from .gaussians import GaussianScene, SceneFormatError
+from .gaussians import SH_C0, GaussianScene, SceneFormatError
 from .limits import check_count, check_scene_memory
 
 REQUIRED = ("means", "quats", "scales", "opacities", "sh0")
@@ -82,6 +84,16 @@ def _check_archive(path: str) -> None:
 
 
 def _load(path: str) -> dict:
+    """A gsplat checkpoint's dict (one with a 'splats' dict)."""
+    data = _load_archive(path)
+    if not isinstance(data, dict) or not isinstance(data.get("splats"), dict):
+        keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        raise SceneFormatError(f"{path}: holds no 'splats' dict, so it is not a gsplat checkpoint (it holds {keys})")
+    return data
+
+
+def _load_archive(path: str):
+    """What a torch checkpoint holds, loaded safely (module docstring)."""
     _check_archive(path)
     try:
         try:
@@ -93,9 +105,6 @@ def _load(path: str) -> dict:
     except Exception as e:  # torch's reader of a damaged archive raises many kinds; each is this file's fault
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SceneFormatError(f"{path}: not a readable torch checkpoint ({reason[:200]})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("splats"), dict):
-        keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
-        raise SceneFormatError(f"{path}: holds no 'splats' dict, so it is not a gsplat checkpoint (it holds {keys})")
     return data
 
 
@@ -136,13 +145,19 @@ def read_gsplat_checkpoint(path: str | os.PathLike) -> GaussianScene:
         data = _load(file)
         parts.append(_splats(file, data["splats"]))
         step = data.get("step", step)
+    extras = {"ranks": len(parts)} | ({"step": step} if isinstance(step, int) else {})
+    return _scene(path, parts, "gsplat checkpoint", extras)
+
+
+def _scene(path: str, parts: list[dict[str, torch.Tensor]], source_format: str, extras: dict) -> GaussianScene:
+    """One scene of the checked splats of `parts` (`_splats`), in order."""
     ks = {1 + (p["shN"].shape[1] if "shN" in p else 0) for p in parts}
     if len(ks) > 1:
         raise SceneFormatError(f"{path}: its ranks' files hold different SH degrees")
     k = ks.pop()
     n = check_count(sum(p["means"].shape[0] for p in parts), path, "the checkpoint's splats")
     check_scene_memory(n, k, path, "the checkpoint's splats")
-    scene = GaussianScene.allocate(n, k, source_format="gsplat checkpoint")
+    scene = GaussianScene.allocate(n, k, source_format=source_format)
     at = 0
     for p in parts:
         rows = slice(at, at + p["means"].shape[0])
@@ -154,7 +169,44 @@ def read_gsplat_checkpoint(path: str | os.PathLike) -> GaussianScene:
         if k > 1:
             scene.sh[rows, 1:] = p["shN"]
         at = rows.stop
-    scene.extras = {"ranks": len(parts)}
-    if isinstance(step, int):
-        scene.extras["step"] = step
+    scene.extras = extras
     return scene.validate().drop_invalid(name=path, in_place=True)
+
+
+NERFSTUDIO_PARAMS = ("means", "scales", "quats", "opacities", "features_dc", "features_rest")
+
+
+def read_nerfstudio_checkpoint(path: str | os.PathLike) -> GaussianScene:
+    """Read a nerfstudio splatfacto checkpoint (`nerfstudio_models/step-<n>.ckpt`): its pipeline's Gaussians,
+    `_model.gauss_params.<name>` (or `_model.<name>` before nerfstudio 1.0): means, log scales, quaternions,
+    opacity logits [N, 1], features_dc [N, 3] (the DC coefficient) and features_rest [N, K-1, 3]. A model trained
+    at SH degree 0 keeps logits of its colours in features_dc instead (splatfacto's sigmoid colours): they are
+    turned into the DC coefficient. The optimisers' states beside them are not read."""
+    path = os.fspath(path)
+    data = _load_archive(path)
+    pipeline = data.get("pipeline") if isinstance(data, dict) else None
+    if not isinstance(pipeline, dict):
+        keys = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        raise SceneFormatError(f"{path}: holds no 'pipeline' state, so it is not a nerfstudio checkpoint ({keys})")
+    means_key = next((key for key in pipeline if str(key).endswith("gauss_params.means")), None)
+    prefix = means_key[: -len("means")] if means_key else "_model."
+    params = {name: pipeline.get(prefix + name) for name in NERFSTUDIO_PARAMS}
+    missing = [name for name, t in params.items() if not isinstance(t, torch.Tensor)]
+    if missing:
+        raise SceneFormatError(
+            f"{path}: its pipeline holds no splatfacto Gaussians ({', '.join(missing)} missing under {prefix!r})"
+        )
+    dc, rest = params["features_dc"], params["features_rest"]
+    if dc.dim() != 2 or rest.dim() != 3:
+        raise SceneFormatError(f"{path}: features_dc {tuple(dc.shape)} / features_rest {tuple(rest.shape)}: not SH")
+    sh0 = dc[:, None, :].float()
+    if rest.shape[1] == 0:  # SH degree 0: splatfacto renders sigmoid(features_dc) as the colour
+        sh0 = (torch.sigmoid(sh0) - 0.5) / SH_C0
+    opacities = params["opacities"]
+    splats = {"means": params["means"], "scales": params["scales"], "quats": params["quats"],
+              "opacities": opacities.reshape(-1) if opacities.dim() == 2 and opacities.shape[1] == 1 else opacities,
+              "sh0": sh0} | ({"shN": rest} if rest.shape[1] else {})  # fmt: skip
+    step = data.get("step")
+    return _scene(
+        path, [_splats(path, splats)], "nerfstudio checkpoint", {"step": step} if isinstance(step, int) else {}
+    )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .compressed_ply import read_compressed_ply, write_compressed_ply
 from .gaussians import GaussianScene, SceneFormatError
 from .glb import is_glb, read_glb, write_glb
-from .gsplat_ckpt import is_zip, read_gsplat_checkpoint
+from .gsplat_ckpt import is_zip, read_gsplat_checkpoint, read_nerfstudio_checkpoint
 from .ksplat import read_ksplat
 from .limits import open_regular
 from .ply import is_ply, write_ply
@@ -45,6 +45,7 @@ FORMATS: list[Format] = [
     Format("sog folder", ("meta.json",), read_sog),  # SOG unbundled: its meta.json beside the textures
     # a zip too: a .pt named so is read as one (load_scene: the extension's format sniffs the same container)
     Format("gsplat checkpoint", (".pt",), read_gsplat_checkpoint, None, is_zip),
+    Format("nerfstudio checkpoint", (".ckpt",), read_nerfstudio_checkpoint, None, is_zip),
     Format("glb", (".glb",), read_glb, write_glb, is_glb),  # glTF binary with KHR_gaussian_splatting
     Format("splat", (".splat",), read_splat, write_splat),
     Format("ksplat", (".ksplat",), read_ksplat),  # GaussianSplats3D's: no magic bytes; read only (legacy)

@@ -47,6 +47,7 @@ def add_parser(sub) -> None:
             warpsplat convert output/ scene.splat --iteration 7000  # from a trainer's output folder
             warpsplat convert old.ksplat scene.ply                 # GaussianSplats3D's (read only)
             warpsplat convert ckpts/ckpt_29999_rank0.pt scene.ply  # a gsplat training checkpoint
+            warpsplat convert nerfstudio_models/step-000029999.ckpt scene.ply  # nerfstudio's splatfacto
         """,
     )
     p.add_argument("input", metavar="IN", help="scene file or trained-output folder")

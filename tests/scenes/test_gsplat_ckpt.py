@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from scenes import SceneFormatError, load_scene
+from scenes.gaussians import SH_C0
 from tests.conftest import bundled
 
 
@@ -131,3 +132,75 @@ def test_mutated_checkpoints_fail_cleanly(tmp_path, crop):
     rng = np.random.default_rng(7)  # 40 cases; seeds 0-9 also passed 400 more (checked when written)
     outcomes = fuzz("ckpt.pt", data, rng, tmp_path, 40)
     assert outcomes.get("truncate->error", 0) > 0, outcomes
+
+
+# ----------------------------------------------------------------------------------------------- nerfstudio
+class Splatfacto(torch.nn.Module):
+    """The part of nerfstudio's splatfacto model a checkpoint holds the Gaussians of: `gauss_params`, a
+    ParameterDict of means, log scales, quaternions, features_dc [N, 3], features_rest [N, K-1, 3] and opacity
+    logits [N, 1], under the pipeline's `_model`."""
+
+    def __init__(self, scene):
+        super().__init__()
+        p = torch.nn.Parameter
+        self.gauss_params = torch.nn.ParameterDict({
+            "means": p(scene.means.clone()), "scales": p(scene.log_scales.clone()), "quats": p(scene.quats.clone()),
+            "features_dc": p(scene.sh[:, 0].clone()), "features_rest": p(scene.sh[:, 1:].clone()),
+            "opacities": p(scene.opacity_logits[:, None].clone()),
+        })  # fmt: skip
+
+
+class Pipeline(torch.nn.Module):
+    def __init__(self, scene):
+        super().__init__()
+        self._model = Splatfacto(scene)
+
+
+def nerfstudio_checkpoint(path, scene) -> str:
+    """A checkpoint as nerfstudio's trainer saves one: the step, the pipeline's state, the optimisers' (Adam, one
+    step taken, so each holds its moments) and the grad scaler's."""
+    pipeline = Pipeline(scene)
+    optimisers = {}
+    for name, param in pipeline._model.gauss_params.items():
+        opt = torch.optim.Adam([param], lr=1e-3)
+        param.grad = torch.ones_like(param)
+        opt.step()
+        optimisers[name] = opt.state_dict()
+    torch.save({"step": 29999, "pipeline": pipeline.state_dict(), "optimizers": optimisers, "schedulers": {},
+                "scalers": {"scale": 65536.0, "growth_factor": 2.0, "_growth_tracker": 0}}, path)  # fmt: skip
+    return str(path)
+
+
+def test_a_nerfstudio_checkpoint_reads_as_its_pipelines_gaussians(tmp_path, crop):
+    path = nerfstudio_checkpoint(tmp_path / "step-000029999.ckpt", crop)
+    scene = load_scene(path)  # by its extension
+    assert scene.source_format == "nerfstudio checkpoint" and scene.extras == {"step": 29999}
+    # the pipeline's Gaussians as saved: Adam's one step moved them, so compare with the state, not the crop
+    state = torch.load(path, weights_only=True)["pipeline"]
+    g = {k.split(".")[-1]: v for k, v in state.items()}
+    assert torch.equal(scene.means, g["means"]) and torch.equal(scene.log_scales, g["scales"])
+    assert torch.equal(scene.quats, g["quats"]) and torch.equal(scene.opacity_logits, g["opacities"][:, 0])
+    assert torch.equal(scene.sh[:, 0], g["features_dc"]) and torch.equal(scene.sh[:, 1:], g["features_rest"])
+    assert not torch.equal(scene.means, crop.means)  # it did read the state written, after the step
+
+
+def test_a_nerfstudio_model_at_sh_degree_0_keeps_colour_logits(tmp_path, crop):
+    """splatfacto at SH degree 0 renders sigmoid(features_dc): read as the DC coefficient of that colour."""
+    colour_logits = torch.logit(torch.rand(len(crop), 3) * 0.9 + 0.05)
+    flat = crop.with_sh_degree(0)
+    flat.sh = colour_logits[:, None, :].clone()
+    scene = load_scene(nerfstudio_checkpoint(tmp_path / "step-1.ckpt", flat))
+    state = torch.load(tmp_path / "step-1.ckpt", weights_only=True)["pipeline"]
+    dc = state["_model.gauss_params.features_dc"]
+    assert scene.sh_degree == 0
+    assert torch.allclose(0.5 + SH_C0 * scene.sh[:, 0], torch.sigmoid(dc), atol=1e-6)
+
+
+def test_other_ckpt_files_are_refused_in_one_line(tmp_path):
+    torch.save({"state_dict": {"layer.weight": torch.zeros(2, 2)}}, tmp_path / "lightning.ckpt")
+    torch.save({"pipeline": {"_model.field.weight": torch.zeros(2)}}, tmp_path / "nerfacto.ckpt")
+    for name, message in (("lightning.ckpt", "holds no 'pipeline' state, so it is not a nerfstudio checkpoint"),
+                          ("nerfacto.ckpt", "its pipeline holds no splatfacto Gaussians")):  # fmt: skip
+        with pytest.raises(SceneFormatError) as e:
+            load_scene(tmp_path / name)
+        assert message in str(e.value) and str(tmp_path / name) in str(e.value) and "\n" not in str(e.value)

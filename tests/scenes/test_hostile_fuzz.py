@@ -146,7 +146,7 @@ def _without_blocking(fn):
 @FUZZ
 @given(kind=st.sampled_from(["fifo", "dev-zero", "dev-null", "dev-urandom"]),
        ext=st.sampled_from([".ply", ".compressed.ply", ".spz", ".splat", ".sog", ".glb", ".ksplat", ".pt",
-                            ".bin"]))  # fmt: skip
+                            ".ckpt", ".bin"]))  # fmt: skip
 @example(kind="fifo", ext=".ply")  # the reported `mkfifo f.ply`
 @example(kind="dev-zero", ext=".spz")  # the reported `ln -s /dev/zero z.spz`
 def test_5_only_regular_files_are_read(kind, ext):

@@ -39,11 +39,13 @@ def pulled_back(cam, distance: float, back: float):
 
 @pytest.mark.parametrize("backend", ["torch", "triton"])
 def test_an_orthographic_frame_is_the_limit_of_a_pulled_back_pinhole(plant, backend, device):
-    width, height = (48, 36) if backend == "triton" else (96, 72)
-    cam = default_camera(plant, width, height)
-    centre, radius = framing_sphere(plant)
+    # the interpreter runs the Triton pipeline: a smaller frame of half the Gaussians keeps it to seconds
+    scene = plant.subset(torch.arange(0, len(plant), 2)) if backend == "triton" else plant
+    width, height = (40, 30) if backend == "triton" else (96, 72)
+    cam = default_camera(scene, width, height)
+    centre, radius = framing_sphere(scene)
     distance = float((centre - cam.position) @ cam.T_world_camera[:3, 2])
-    r = Renderer(plant, device=device, backend=backend)
+    r = Renderer(scene, device=device, backend=backend)
     out = r.render(orthographic(cam, distance), RenderSettings(ortho=True))
     assert out.stats.n_visible > 1000
     ortho = out.image.clone()  # the renderer's buffers hold the next frame's

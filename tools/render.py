@@ -177,6 +177,10 @@ def add_parser(sub) -> None:
         default=1,
         help="worker processes, each rendering a contiguous chunk of frames (one per GPU on CUDA)",
     )
+    p.add_argument("--name-frames", action="store_true",
+                   help="name PNG frames after the images of the path's cameras (INRIA cameras.json, a COLMAP "
+                        "model; one frame each): DSC08000.JPG's frame is DSC08000.png, to compare with the "
+                        "photos")  # fmt: skip
     p.add_argument("--resume", action="store_true", help="continue a frame-folder render, skipping frames present")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     add_mkdir_argument(p, "--out and the side videos (a frame folder itself is always created)")
@@ -235,11 +239,27 @@ def ortho_views(cams, scene) -> list:
 
 
 def build_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
-    """The path's cameras, its frame rate, and a one-line description."""
+    """The path's cameras, its frame rate, and a one-line description (the images the cameras were taken for, where
+    the path file names them, go to `args.image_names`)."""
+    args.image_names = []
     cams, fps, what = _path_cameras(args, scene)
     if args.ortho:
         cams, what = ortho_views(cams, scene), what + ", orthographic"
     return cams, fps, what
+
+
+def frame_names(args: argparse.Namespace, n: int) -> list[str]:
+    """The PNG names of a path's n frames: frame_00000.png, ..., or with --name-frames the images' (their stems,
+    folders joined by _), checked to be one each and distinct."""
+    if not args.name_frames:
+        return [frame_name(i) for i in range(n)]
+    if len(args.image_names) != n:
+        raise CliError("--name-frames: the path names no image for each frame (it takes INRIA's cameras.json or a "
+                       "COLMAP model, one frame each: no --frames)")  # fmt: skip
+    names = [os.path.splitext(name.replace("\\", "/"))[0].replace("/", "_") + ".png" for name in args.image_names]
+    if len(set(names)) != n:
+        raise CliError("--name-frames: two images of the path have the same name")
+    return names
 
 
 def _path_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
@@ -281,6 +301,7 @@ def _path_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
     except CameraPathError as e:
         raise CliError(str(e)) from None
     fps = cp.fps if args.fps is None else args.fps
+    args.image_names = cp.names
     what = f"{cp.kind} from {args.path}, {len(cp.cameras)} frames"
     if args.frames is not None:
         # say what --frames did to a timed path: same duration, so a different frame rate unless --fps is given
@@ -323,7 +344,10 @@ def run(args: argparse.Namespace) -> int:
     note = odd_size_note(args, width, height, is_video)
     cuda, backend = where_to_render(args)
     check_scene_fits(scene, None if cuda else "cpu", (width, height))  # before the folder, the encoder, the workers
-    todo = list(range(len(cams))) if is_video else prepare_folder(args, cams, fps)
+    if args.name_frames and is_video:
+        raise CliError("--name-frames names PNG frames: render to a folder (--out FOLDER)")
+    names = frame_names(args, len(cams))
+    todo = list(range(len(cams))) if is_video else prepare_folder(args, cams, fps, names)
     if not todo:
         print(f"{args.out}/: all {len(cams)} frames present; nothing to do")
         return 0
@@ -338,7 +362,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"resuming: {len(cams) - len(todo)} of {len(cams)} frames present, {len(todo)} to render")
 
     temps: list[str] = []  # every chunk file, removed whatever happens
-    jobs = make_jobs(args, scene, cams, todo, settings, fps, crf, is_video=is_video, cuda=cuda, temps=temps)
+    jobs = make_jobs(args, scene, cams, todo, settings, fps, crf, is_video=is_video, cuda=cuda, temps=temps,
+                     names=None if is_video else names)  # fmt: skip
     if len(jobs) > 1:
         scene = None  # each worker process loads its own copy: let this one go first
     t_render = time.perf_counter()
@@ -441,7 +466,7 @@ def where_to_render(args: argparse.Namespace) -> tuple[bool, str]:
     return cuda, backend
 
 
-def make_jobs(args, scene, cams, todo, settings, fps, crf, *, is_video, cuda, temps) -> list[Job]:
+def make_jobs(args, scene, cams, todo, settings, fps, crf, *, is_video, cuda, temps, names=None) -> list[Job]:
     """One job per worker: a contiguous chunk of the frames to render, with its own chunk files (their
     names are added to `temps`) and, on CUDA with several workers, its own device."""
     from .video import temp_path_for
@@ -478,6 +503,7 @@ def make_jobs(args, scene, cams, todo, settings, fps, crf, *, is_video, cuda, te
             encoder_threading=args.encoder_threading,
             pad_odd=args.odd_size == "pad",
             transparent=args.transparent,
+            frame_names=[names[i] for i in chunk] if names else None,
             device=f"cuda:{k}" if cuda and n_workers > 1 else None,
             threads=threads,
         )
@@ -541,8 +567,8 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def prepare_folder(args: argparse.Namespace, cams, fps: float) -> list[int]:
-    """Create or check the frame folder; return the frame numbers still to render."""
+def prepare_folder(args: argparse.Namespace, cams, fps: float, names: list[str]) -> list[int]:
+    """Create or check the frame folder for frames `names`; return the frame numbers still to render."""
     from scenes.atomic import atomic_write
 
     out = args.out
@@ -552,11 +578,13 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float) -> list[int]:
         "size": [cams[0].width, cams[0].height],
         "background": args.background,
         "transparent": args.transparent,
+        "frame names": "images" if args.name_frames else "numbers",
         "settings": repr(settings_from_args(args)),
         "cameras": cameras_digest(cams),
     }
+    wanted = set(names)
     existing = (
-        sorted(f for f in os.listdir(out) if f.startswith("frame_") and f.endswith(".png"))
+        sorted(f for f in os.listdir(out) if (f.startswith("frame_") and f.endswith(".png")) or f in wanted)
         if os.path.isdir(out)
         else []
     )
@@ -576,7 +604,7 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float) -> list[int]:
                 f"use another folder or --overwrite"
             )
         present = set(existing)
-        return [i for i in range(len(cams)) if frame_name(i) not in present]
+        return [i for i in range(len(cams)) if names[i] not in present]
     if existing and not args.overwrite:
         raise CliError(f"--out {out}/: holds {len(existing)} frames; pass --resume to continue or --overwrite")
     os.makedirs(out, exist_ok=True)  # its parent exists: check_path_outputs saw to it

@@ -41,6 +41,7 @@ class Job:
     encoder_threading: str = DEFAULT_THREADING  # "frame" or "slice" (tools.video.THREADINGS)
     pad_odd: bool = False
     transparent: bool = False  # PNG frames with straight alpha (`straight_rgba8`)
+    frame_names: list[str] | None = None  # the PNG name of each of `indices`' frames (default `frame_name`)
     device: str | None = None
     threads: int | None = None
 
@@ -167,6 +168,8 @@ class FrameSink:
         from .video import Mp4Writer
 
         self.folder = job.folder
+        names = dict(zip(job.indices, job.frame_names, strict=True)) if job.frame_names else {}
+        self.name = lambda index: names.get(index) or frame_name(index)
         self.png_channels = 4 if job.transparent else 3  # RGBA where the alpha is straight (`straight_rgba8`)
         self.writers: list[tuple[Mp4Writer, str]] = []
         w, h = job.cameras[0].width, job.cameras[0].height
@@ -263,7 +266,7 @@ class FrameSink:
                 rgba = slot.rgba.numpy()
                 depth8 = None if slot.depth is None else slot.depth.numpy()
                 if self.folder is not None:
-                    with atomic_write(os.path.join(self.folder, frame_name(slot.index))) as f:
+                    with atomic_write(os.path.join(self.folder, self.name(slot.index))) as f:
                         Image.fromarray(np.ascontiguousarray(rgba[..., : self.png_channels])).save(f, format="PNG")
                 for writer, what in self.writers:
                     writer.write(_plane(what, rgba, depth8))

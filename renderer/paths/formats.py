@@ -81,6 +81,7 @@ class CameraPath:
         kind: what was read: "nerfstudio camera_path", "nerfstudio keyframes", "inria cameras" or "colmap model".
         keyframes: the file's keyframes, when it has any.
         notes: what the cameras do not reproduce of the file (one line each), for the user.
+        names: the image each camera was taken for (INRIA's and COLMAP's, one frame each), else empty.
     """
 
     cameras: list[Camera]
@@ -88,6 +89,7 @@ class CameraPath:
     kind: str
     keyframes: list[Keyframe] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -418,7 +420,8 @@ def _load_inria(name: str, data: list, width, height, n_frames) -> CameraPath:
         k.time_s = i / fps
     count = n_frames if n_frames is not None else len(keys)
     cams = interpolate_keyframes(keys, count, W, H, ease=False)
-    return CameraPath(cams, fps, "inria cameras", keys)
+    names = [e[0] for e in entries] if count == len(keys) else []
+    return CameraPath(cams, fps, "inria cameras", keys, names=names)
 
 
 def _load_colmap(name: str, width, height, n_frames) -> CameraPath:
@@ -440,11 +443,12 @@ def _load_colmap(name: str, width, height, n_frames) -> CameraPath:
         cams.append(Camera(W, H, c.fx * s, c.fy * s, W / 2 + (c.cx - c.width / 2) * s, c.cy * s,
                            image.T_world_camera))  # fmt: skip
         keys.append(Keyframe(image.T_world_camera, fov_y_from_focal(c.fy, c.height), i / fps))
+    names = [image.name for image in images]
     if n_frames is not None and n_frames != len(images):
-        cams = interpolate_keyframes(keys, n_frames, W, H, ease=False)
+        cams, names = interpolate_keyframes(keys, n_frames, W, H, ease=False), []
     distorted = sorted({image.camera.model for image in images} - PINHOLES)
     notes = [f"{', '.join(distorted)} distortion not drawn: pinhole views"] if distorted else []
-    return CameraPath(cams, fps, "colmap model", keys, notes)
+    return CameraPath(cams, fps, "colmap model", keys, notes, names)
 
 
 # ------------------------------------------------------------------------------------------------ writing

@@ -426,3 +426,27 @@ def test_ortho_renders_orthographic_views_of_the_path(small_scene, renderer, tmp
         view = orthographic(cam, float((centre - cam.position) @ cam.T_world_camera[:3, 2]))
         want = r.render(view, RenderSettings(ortho=True)).rgba8[..., :3].numpy()
         np.testing.assert_array_equal(np.asarray(Image.open(folder / frame_name(i))), want)
+
+
+def test_name_frames_names_the_training_views_after_their_images(small_scene, tmp_path, capsys):
+    """--name-frames: one PNG per image of a COLMAP model (or INRIA cameras.json), named after it, the frames those
+    of the same render without it, in the images' name order; --resume finds them; a path without images refuses."""
+    import zipfile
+
+    with zipfile.ZipFile(bundled("garden_sparse.zip")) as z:
+        z.extractall(tmp_path / "model")
+    model, size = tmp_path / "model" / "bin", ["--size", "48x32"]
+    assert render(small_scene, "--path", model, *size, "--out", tmp_path / "named", "--name-frames") == 0
+    assert render(small_scene, "--path", model, *size, "--out", tmp_path / "numbered") == 0
+    names = ["DSC08000.png", "DSC08001.png", "DSC08002.png"]
+    assert sorted(p.name for p in (tmp_path / "named").glob("*.png")) == names
+    for i, name in enumerate(names):
+        np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "named" / name)),
+                                      np.asarray(Image.open(tmp_path / "numbered" / frame_name(i))))  # fmt: skip
+    (tmp_path / "named" / "DSC08001.png").unlink()
+    capsys.readouterr()
+    assert render(small_scene, "--path", model, *size, "--out", tmp_path / "named", "--name-frames", "--resume") == 0
+    assert "resuming: 2 of 3 frames present, 1 to render" in capsys.readouterr().out
+    assert (tmp_path / "named" / "DSC08001.png").exists()
+    assert render(small_scene, "--path", "orbit", *size, "--out", tmp_path / "o", "--name-frames") == 2
+    assert "--name-frames: the path names no image for each frame" in capsys.readouterr().err

@@ -279,14 +279,15 @@ class ViewerWindow(pyglet.window.Window):
 
     def open_camera_file(self, path: str) -> bool:
         """A camera file: a keyframe path (the viewer's saved one, or any nerfstudio camera_path.json with keyframes)
-        replaces the keyframes, to play, edit and save again; INRIA's cameras.json or a COLMAP model becomes the
-        training cameras that [, ] and C snap to. Returns whether it was read (else the status line says why)."""
+        replaces the keyframes, to play, edit and save again; INRIA's cameras.json, a COLMAP model or a dataset's
+        transforms.json becomes the training cameras that [, ] and C snap to. Returns whether it was read (else
+        the status line says why)."""
         from renderer.paths import CameraPathError, load_camera_path, read_keyframes
 
         fb_w, fb_h = self.get_framebuffer_size()
         try:
             loaded = load_camera_path(path, width=fb_w, height=fb_h, n_frames=1)  # validates it; one frame is enough
-            if loaded.kind in ("inria cameras", "colmap model"):
+            if loaded.kind in ("inria cameras", "colmap model", "transforms.json"):
                 cams = [Camera.from_fov(fb_w, fb_h, k.fov_y_deg, k.T_world_camera) for k in loaded.keyframes]
                 self.controller.training_cameras, self.controller.training_index = cams, -1
                 self.state.message = f"{len(cams)} training cameras from {keep_whole(path)} ([ ] and C snap to them)"

@@ -86,8 +86,8 @@ def add_parser(sub) -> None:
         "--path",
         default=None,
         help="camera path: orbit, spiral, flythrough, a .json file (nerfstudio camera_path.json, "
-        "the viewer's keyframe file, INRIA cameras.json) or a COLMAP model (its folder, a dataset folder with "
-        "sparse/0, or images.bin/.txt): one frame per image",
+        "the viewer's keyframe file, INRIA cameras.json, a dataset's transforms.json) or a COLMAP model (its "
+        "folder, a dataset folder with sparse/0, or images.bin/.txt): one frame per image",
     )
     p.add_argument(
         "--frames",
@@ -254,8 +254,8 @@ def frame_names(args: argparse.Namespace, n: int) -> list[str]:
     if not args.name_frames:
         return [frame_name(i) for i in range(n)]
     if len(args.image_names) != n:
-        raise CliError("--name-frames: the path names no image for each frame (it takes INRIA's cameras.json or a "
-                       "COLMAP model, one frame each: no --frames)")  # fmt: skip
+        raise CliError("--name-frames: the path names no image for each frame (it takes INRIA's cameras.json, a "
+                       "transforms.json or a COLMAP model, one frame each: no --frames)")  # fmt: skip
     names = [os.path.splitext(name.replace("\\", "/"))[0].replace("/", "_") + ".png" for name in args.image_names]
     if len(set(names)) != n:
         raise CliError("--name-frames: two images of the path have the same name")

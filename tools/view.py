@@ -52,9 +52,9 @@ def add_parser(sub) -> None:
                         "camera_path.json), to play, edit and save again; dropping such a file on the window "
                         "does the same")  # fmt: skip
     p.add_argument("--cameras", default=None, metavar="PATH",
-                   help="training cameras to snap to ([ ] and C): an INRIA cameras.json or a COLMAP model (its folder, "
-                   "a dataset folder with sparse/0, or images.bin/.txt); default: a trained-output folder's "
-                   "cameras.json")  # fmt: skip
+                   help="training cameras to snap to ([ ] and C): an INRIA cameras.json, a transforms.json or a "
+                   "COLMAP model (its folder, a dataset folder with sparse/0, or images.bin/.txt); default: a "
+                   "trained-output folder's cameras.json")  # fmt: skip
     p.set_defaults(func=run)
 
 

@@ -1,5 +1,5 @@
-"""Camera path files: nerfstudio `camera_path.json`, INRIA `cameras.json`, COLMAP models (renderer/paths/colmap.py)
-and the viewer's keyframe file.
+"""Camera path files: nerfstudio `camera_path.json`, INRIA `cameras.json`, datasets' `transforms.json`, COLMAP
+models (renderer/paths/colmap.py) and the viewer's keyframe file.
 
 Every convention is converted here, once; what leaves this module is `Camera` / `Keyframe` in the project's
 frame (`T_world_camera`, camera-to-world, OpenCV axes: +X right, +Y down, +Z forward; renderer/camera.py).
@@ -26,6 +26,12 @@ INRIA `cameras.json` (gaussian-splatting model folder): a JSON list of
     COLUMNS, already OpenCV (x right, y down, z forward). The list has test cameras first, then train; the
     path visits them sorted by img_name (capture order), one frame per camera by default, interpolated
     with the splines of `renderer/paths/splines.py` when more frames are asked for.
+
+Dataset `transforms.json` (nerfstudio's, instant-ngp's, the Blender NeRF-synthetic scenes'): frames[i].transform_matrix
+is camera-to-world in OpenGL axes (rows, not flattened); fl_x, fl_y, cx, cy, w, h shared or per frame, or
+camera_angle_x (radians) with the size from the image at file_path; nerfstudio's applied_transform (the change it
+made to COLMAP's world) is undone, so the cameras line up with a 3DGS trainer's PLY of the same data. One frame per
+image in file_path order, as for COLMAP's below.
 
 COLMAP sparse models (a `sparse/0` folder, its dataset folder, or its `images.bin` / `images.txt`): the images
 in name order, as INRIA's cameras; one frame per image by default, each with its camera's focal lengths and
@@ -78,7 +84,8 @@ class CameraPath:
     Attributes:
         cameras: one `Camera` per frame (OpenCV axes).
         fps: frames per second of the video (nerfstudio: len(camera_path) / seconds).
-        kind: what was read: "nerfstudio camera_path", "nerfstudio keyframes", "inria cameras" or "colmap model".
+        kind: what was read: "nerfstudio camera_path", "nerfstudio keyframes", "inria cameras", "transforms.json"
+            or "colmap model".
         keyframes: the file's keyframes, when it has any.
         notes: what the cameras do not reproduce of the file (one line each), for the user.
         names: the image each camera was taken for (INRIA's and COLMAP's, one frame each), else empty.
@@ -168,6 +175,8 @@ def load_camera_path(
     data = _read_json(name)
     if isinstance(data, list):
         return _load_inria(name, data, width, height, n_frames)
+    if isinstance(data, dict) and "frames" in data and "camera_path" not in data and "keyframes" not in data:
+        return _load_transforms(name, data, width, height, n_frames)
     if isinstance(data, dict):
         return _load_nerfstudio(name, data, width, height, n_frames)
     raise CameraPathError(
@@ -422,6 +431,93 @@ def _load_inria(name: str, data: list, width, height, n_frames) -> CameraPath:
     cams = interpolate_keyframes(keys, count, W, H, ease=False)
     names = [e[0] for e in entries] if count == len(keys) else []
     return CameraPath(cams, fps, "inria cameras", keys, names=names)
+
+
+def _image_size(name: str, frame: dict, where: str) -> tuple[int, int]:
+    """A transforms.json frame's image size from its image file's header (Blender's datasets give none)."""
+    from PIL import Image, UnidentifiedImageError
+
+    rel = str(frame.get("file_path", ""))
+    base = os.path.join(os.path.dirname(os.path.abspath(name)), rel)
+    for path in (base, base + ".png"):  # Blender's file_path leaves out the extension
+        if rel and os.path.isfile(path):
+            try:
+                with Image.open(path) as im:
+                    return im.size
+            except (OSError, UnidentifiedImageError):
+                break
+    raise CameraPathError(f"{name}: {where}: no w and h, and no image at file_path {rel!r} to take them from "
+                          "(pass --size WxH)")  # fmt: skip
+
+
+# transforms.json's intrinsics: shared at the top level, or per frame (nerfstudio, instant-ngp; Blender's datasets
+# give camera_angle_x alone)
+TRANSFORMS_INTRINSICS = ("w", "h", "fl_x", "fl_y", "cx", "cy", "camera_angle_x", "camera_angle_y")
+
+
+def _angle_focal(name: str, fields: dict, key: str, where: str, pixels: float) -> float:
+    """The focal length in pixels of a field-of-view angle in radians across `pixels`."""
+    angle = _number(name, fields, key, where)
+    if not 0 < angle < math.pi:
+        raise CameraPathError(f"{name}: {where}{key}: {angle} radians is not an angle of view")
+    return 0.5 * pixels / math.tan(0.5 * angle)
+
+
+def _load_transforms(name: str, data: dict, width, height, n_frames) -> CameraPath:
+    frames = data["frames"]
+    if not isinstance(frames, list) or not frames:
+        raise CameraPathError(f"{name}: frames: expected a non-empty list")
+    shared = {k: data[k] for k in TRANSFORMS_INTRINSICS if k in data}
+    undo, notes = np.eye(4), []
+    if "applied_transform" in data:  # nerfstudio's ns-process-data turned COLMAP's world by it: undone
+        try:
+            applied = np.asarray(data["applied_transform"], dtype=np.float64)
+        except (TypeError, ValueError):
+            applied = np.zeros(0)
+        if applied.shape not in ((3, 4), (4, 4)) or not np.all(np.isfinite(applied)):
+            raise CameraPathError(f"{name}: applied_transform: expected a 3x4 or 4x4 matrix")
+        A = np.eye(4)
+        A[:3] = applied[:3]
+        if abs(np.linalg.det(A)) < 1e-9:
+            raise CameraPathError(f"{name}: applied_transform: not invertible")
+        undo = np.linalg.inv(A)
+        notes.append("applied_transform undone: the cameras are in the COLMAP model's world, a 3DGS trainer's")
+    entries = []
+    for i, frame in enumerate(frames):
+        where = f"frames[{i}]."
+        if not isinstance(frame, dict):
+            raise CameraPathError(f"{name}: frames[{i}]: expected an object")
+        f = shared | frame  # a frame's own intrinsics win
+        if "w" in f and "h" in f:
+            w, h = _positive(name, f, "w", where), _positive(name, f, "h", where)
+        else:
+            w, h = _image_size(name, frame, f"frames[{i}]")
+        _check_size(name, f"frames[{i}] w x h", w, h)
+        if "fl_x" in f:
+            fx = _positive(name, f, "fl_x", where)
+        elif "camera_angle_x" in f:
+            fx = _angle_focal(name, f, "camera_angle_x", where, w)
+        else:
+            raise CameraPathError(f"{name}: {where}fl_x: missing, and no camera_angle_x")
+        if "fl_y" in f:
+            fy = _positive(name, f, "fl_y", where)
+        else:  # square pixels, unless an angle says otherwise
+            fy = _angle_focal(name, f, "camera_angle_y", where, h) if "camera_angle_y" in f else fx
+        cx = _number(name, f, "cx", where) if "cx" in f else w / 2
+        cy = _number(name, f, "cy", where) if "cy" in f else h / 2
+        T = undo @ _matrix(name, frame, "transform_matrix", where)
+        entries.append((str(frame.get("file_path", i)), T, (int(w), int(h)), (fx, fy, cx, cy)))
+    entries.sort(key=lambda e: _natural_key(e[0]))
+    W, H = (int(width), int(height)) if width is not None and height is not None else entries[0][2]
+    fps, keys, cams = 30.0, [], []
+    for i, (_, T, (w, h), (fx, fy, cx, cy)) in enumerate(entries):
+        s = H / h  # as for COLMAP's: scaled to the output's height, about the centre
+        cams.append(Camera(W, H, fx * s, fy * s, W / 2 + (cx - w / 2) * s, cy * s, T))
+        keys.append(Keyframe(T, fov_y_from_focal(fy, h), i / fps))
+    names = [os.path.basename(e[0]) for e in entries]
+    if n_frames is not None and n_frames != len(entries):
+        cams, names = interpolate_keyframes(keys, n_frames, W, H, ease=False), []
+    return CameraPath(cams, fps, "transforms.json", keys, notes, names)
 
 
 def _load_colmap(name: str, width, height, n_frames) -> CameraPath:

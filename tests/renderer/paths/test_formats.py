@@ -253,3 +253,65 @@ def test_the_frame_limit_at_its_boundary(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such camera path file"):
         load_camera_path(tmp_path / "nope.json")
+
+
+def garden_transforms(tmp_path: Path, applied: np.ndarray | None = None) -> tuple[Path, np.ndarray, np.ndarray]:
+    """A nerfstudio / instant-ngp transforms.json of the garden test data's real cameras, written by its documented
+    convention (each frame's transform_matrix camera-to-world, OpenGL axes, rows; fl_x, fl_y, cx, cy, w, h shared),
+    frames out of name order; `applied`: the 3x4 world change ns-process-data applies and records."""
+    d = np.load(bundled("test_garden.npz"))
+    viewmats, K = d["viewmats"].astype(np.float64), d["Ks"][0].astype(np.float64)
+    frames = []
+    for i in (2, 0, 1):
+        c2w_gl = np.linalg.inv(viewmats[i]) @ np.diag([1.0, -1.0, -1.0, 1.0])
+        if applied is not None:
+            A = np.eye(4)
+            A[:3] = applied
+            c2w_gl = A @ c2w_gl
+        frames.append({"file_path": f"images/frame_{i + 1:05d}.jpg", "transform_matrix": c2w_gl.tolist()})
+    data = {"w": int(d["width"]), "h": int(d["height"]), "fl_x": K[0, 0], "fl_y": K[1, 1], "cx": K[0, 2],
+            "cy": K[1, 2], "frames": frames}  # fmt: skip
+    if applied is not None:
+        data["applied_transform"] = applied.tolist()
+    return write_json(tmp_path / "transforms.json", data), viewmats, K
+
+
+def test_transforms_json_cameras_are_the_garden_cameras(tmp_path):
+    path, viewmats, K = garden_transforms(tmp_path)
+    cp = load_camera_path(path)
+    assert cp.kind == "transforms.json" and cp.names == ["frame_00001.jpg", "frame_00002.jpg", "frame_00003.jpg"]
+    for cam, V in zip(cp.cameras, viewmats, strict=True):
+        np.testing.assert_allclose(cam.viewmat, V, atol=1e-5)
+        assert (cam.fx, cam.fy, cam.cx, cam.cy) == pytest.approx((K[0, 0], K[1, 1], K[0, 2], K[1, 2]))
+    # ns-process-data's world change (y and z swapped, then z flipped), recorded as applied_transform: undone
+    applied = np.eye(4)[:3][[0, 2, 1]]
+    applied[2] *= -1
+    path, viewmats, _ = garden_transforms(tmp_path, applied)
+    cp = load_camera_path(path)
+    np.testing.assert_allclose([c.viewmat for c in cp.cameras], viewmats, atol=1e-5)
+    assert cp.notes and "applied_transform undone" in cp.notes[0]
+
+
+def test_blender_transforms_take_the_size_from_the_images(tmp_path):
+    """NeRF-synthetic (Blender) datasets give camera_angle_x alone, and file_path without the extension: the size
+    comes from each image's header, the focal length from the angle, square pixels, the principal point centred."""
+    from PIL import Image
+
+    (tmp_path / "train").mkdir()
+    Image.new("RGBA", (80, 60)).save(tmp_path / "train" / "r_0.png")
+    pose = look_at_pose([0, -1, -4], [0, 0, 0], [0, -1, 0])
+    data = {"camera_angle_x": 0.69, "frames": [{"file_path": "./train/r_0", "transform_matrix":
+                                                opencv_to_opengl(pose).tolist()}]}  # fmt: skip
+    cam = load_camera_path(write_json(tmp_path / "transforms_train.json", data)).cameras[0]
+    assert (cam.width, cam.height) == (80, 60) and cam.fx == pytest.approx(40 / math.tan(0.345)) and cam.fy == cam.fx
+    assert (cam.cx, cam.cy) == (40, 30)
+    np.testing.assert_allclose(cam.T_world_camera, pose, atol=1e-12)
+    data["frames"][0]["file_path"] = "./train/missing"
+    with pytest.raises(CameraPathError, match=r"frames\[0\]: no w and h, and no image at file_path .*--size WxH"):
+        load_camera_path(write_json(tmp_path / "t2.json", data))
+    data = {"w": 80, "h": 60, "camera_angle_x": 4.0, "frames": [{"transform_matrix": np.eye(4).tolist()}]}
+    with pytest.raises(CameraPathError, match="camera_angle_x: 4.0 radians is not an angle of view"):
+        load_camera_path(write_json(tmp_path / "t3.json", data))
+    data = {"w": 80, "h": 60, "fl_x": 50.0, "frames": [{"file_path": "a.png"}]}
+    with pytest.raises(CameraPathError, match=r"frames\[0\].transform_matrix: missing"):
+        load_camera_path(write_json(tmp_path / "t4.json", data))

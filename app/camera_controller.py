@@ -380,10 +380,29 @@ class CameraController:
         self.keyframes.append(self.camera.with_pose(self.camera.T_world_camera))
         self.state.message = f"keyframe {len(self.keyframes)} added"
 
-    def remove_keyframe(self) -> None:
+    def remove_keyframe(self, index: int = -1) -> None:
+        """Remove keyframe `index` (the last by default)."""
         if self.keyframes:
-            self.keyframes.pop()
+            self.keyframes.pop(index)
         self.state.message = f"{len(self.keyframes)} keyframes"
+
+    def go_to_keyframe(self, index: int) -> None:
+        """Show keyframe `index`: its pose and field of view, at the window's size."""
+        self._leave_ortho()
+        self.playing = False
+        key, cur = self.keyframes[index], self.camera
+        self.state.camera = Camera.from_fov(cur.width, cur.height, key.fov_y_deg, key.T_world_camera)
+        self.state.camera_jumped = True
+        self.state.mark_dirty()
+        self.state.message = f"keyframe {index + 1} / {len(self.keyframes)}"
+
+    def set_keyframe(self, index: int) -> None:
+        """Replace keyframe `index` with the current view."""
+        if self.ortho:
+            self.state.message = "keyframes are perspective views: O leaves the orthographic view"
+            return
+        self.keyframes[index] = self.camera.with_pose(self.camera.T_world_camera)
+        self.state.message = f"keyframe {index + 1} set to this view"
 
     def toggle_playback(self) -> None:
         if self.playing:

@@ -36,6 +36,7 @@ GRAPH_SIZE = (380, 150)
 SCENE_MIN_HEIGHT = 120  # on a short window the settings scroll to leave the scene panel this much
 SCENE_NAME_WIDTH = 400  # the scene panel's name line wraps (at spaces) beyond this
 UP_AXES = list(AXES)  # "+x", "-x", "+y", "-y", "+z", "-z"
+KEY_ROWS = 6  # keyframe rows the Scene panel shows before its list scrolls
 # What each renderer switch does, costs and where it is declined, shown when the pointer rests on its row (the
 # measurements are in BENCHMARKS.md; docs/architecture.md has the same table).
 SWITCH_TIPS = {
@@ -463,6 +464,30 @@ class ScenePanel(Panel):
         imgui.same_line()
         if imgui.button("save path"):
             ctl.save_keyframes()
+        self._keyframe_list(ctl)
+
+    def _keyframe_list(self, ctl) -> None:
+        """A row a keyframe: go there, set it to the current view, remove it (a scrolling list past KEY_ROWS)."""
+        if not ctl.keyframes:
+            return
+        row = imgui.get_frame_height_with_spacing()
+        imgui.begin_child("keyframes", (0, row * min(len(ctl.keyframes), KEY_ROWS) + 4))
+        for i in range(len(ctl.keyframes)):
+            imgui.text(f"{i + 1:>3}")
+            for label, action in (
+                ("go", ctl.go_to_keyframe),
+                ("set", ctl.set_keyframe),
+                ("remove", ctl.remove_keyframe),
+            ):
+                imgui.same_line()
+                if imgui.small_button(f"{label}##{i}"):
+                    action(i)
+                    break  # a removal shifts the rows after it: draw them next frame
+                self.remember(f"{label} {i + 1}")
+            else:
+                continue
+            break
+        imgui.end_child()
 
 
 # ---------------------------------------------------------------------------------------------- legend

@@ -210,6 +210,37 @@ def test_o_toggles_an_orthographic_view_that_keeps_the_scale_at_the_scene_centre
 
 
 @pytest.mark.gl
+def test_the_keyframe_list_goes_to_sets_and_removes_keyframes(viewer):
+    """The Scene panel lists the keyframes: "go" shows one (pose and field of view), "set" replaces one with the
+    current view, "remove" deletes that one (not the last)."""
+    from app.panels import ScenePanel
+    from renderer.paths import axis_angle
+
+    ctl = viewer.controller
+    poses = []
+    for yaw in (0.0, 0.3, 0.6):
+        T = viewer.state.camera.T_world_camera.copy()
+        T[:3, :3] = axis_angle([0, 1, 0], yaw) @ T[:3, :3]
+        ctl._set_pose(T)
+        ctl.add_keyframe()
+        poses.append(T)
+    draw(viewer)
+    panel = viewer.overlay.panel(ScenePanel)
+    click(viewer, panel.items["go 2"])
+    np.testing.assert_allclose(viewer.state.camera.T_world_camera, poses[1], atol=1e-9)
+    moved = poses[1].copy()
+    moved[:3, 3] += 0.25
+    ctl._set_pose(moved)
+    draw(viewer)
+    click(viewer, panel.items["set 2"])
+    np.testing.assert_allclose(ctl.keyframes[1].T_world_camera, moved, atol=1e-9)
+    click(viewer, panel.items["remove 1"])
+    assert len(ctl.keyframes) == 2
+    np.testing.assert_allclose(ctl.keyframes[0].T_world_camera, moved, atol=1e-9)  # the first removed, not the last
+    np.testing.assert_allclose(ctl.keyframes[1].T_world_camera, poses[2], atol=1e-9)
+
+
+@pytest.mark.gl
 def test_the_field_of_view_slider_sets_the_camera_and_the_keyframes_keep_it(viewer):
     """A click on the Scene panel's field-of-view slider sets the vertical field of view where it lands (the pose
     stays); the next frame renders with it, and a keyframe added now keeps it."""

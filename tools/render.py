@@ -181,6 +181,10 @@ def add_parser(sub) -> None:
                    help="name PNG frames after the images of the path's cameras (INRIA cameras.json, a COLMAP "
                         "model; one frame each): DSC08000.JPG's frame is DSC08000.png, to compare with the "
                         "photos")  # fmt: skip
+    p.add_argument("--compare-to", default=None, metavar="IMAGES",
+                   help="with --name-frames: compare each frame with the photo of its image in this folder (the "
+                        "dataset's images/, names as the camera file gives them) and print their PSNR and "
+                        "SSIM")  # fmt: skip
     p.add_argument("--resume", action="store_true", help="continue a frame-folder render, skipping frames present")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     add_mkdir_argument(p, "--out and the side videos (a frame folder itself is always created)")
@@ -346,10 +350,14 @@ def run(args: argparse.Namespace) -> int:
     check_scene_fits(scene, None if cuda else "cpu", (width, height))  # before the folder, the encoder, the workers
     if args.name_frames and is_video:
         raise CliError("--name-frames names PNG frames: render to a folder (--out FOLDER)")
+    if args.compare_to is not None and not (args.name_frames and os.path.isdir(args.compare_to)):
+        raise CliError(f"--compare-to {args.compare_to}: needs --name-frames and a folder of the path's images")
     names = frame_names(args, len(cams))
     todo = list(range(len(cams))) if is_video else prepare_folder(args, cams, fps, names)
     if not todo:
         print(f"{args.out}/: all {len(cams)} frames present; nothing to do")
+        if args.compare_to is not None:
+            print(compare_to_photos(args.out, names, args.image_names, args.compare_to))
         return 0
 
     print(
@@ -376,7 +384,51 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {dest}{extra}: {len(cams)} frames, {width}x{height}"
         + (f" at {fps:g} fps, crf {crf}, preset {args.preset}" if is_video else "")
     )
+    if args.compare_to is not None:
+        print(compare_to_photos(args.out, names, args.image_names, args.compare_to))
     return 0
+
+
+def compare_to_photos(folder: str, frames: list[str], images: list[str], photos: str) -> str:
+    """`--compare-to`: each frame of `folder` (`frames`) against the photo `images` names in `photos` (the same
+    stem with another extension will do), the photo resized to the frame where their sizes differ (bicubic);
+    one line: the PSNR and SSIM over the photos found, the worst, and what was missing or resized."""
+    import torch
+    from PIL import Image
+
+    from .metrics import path_psnr, psnr, ssim
+
+    found, missing, resized = [], 0, 0
+    for frame, image in zip(frames, images, strict=True):
+        path = os.path.join(photos, image)
+        if not os.path.isfile(path):  # the same stem with another extension (a dataset converted to PNG)
+            where, stem = os.path.split(os.path.splitext(path)[0])
+            others = (
+                sorted(f for f in os.listdir(where) if os.path.splitext(f)[0] == stem) if os.path.isdir(where) else []
+            )
+            path = os.path.join(where, others[0]) if others else None
+        if path is None:
+            missing += 1
+            continue
+        ours = Image.open(os.path.join(folder, frame)).convert("RGB")
+        with Image.open(path) as photo:
+            photo = photo.convert("RGB")
+            if photo.size != ours.size:
+                photo, resized = photo.resize(ours.size, Image.Resampling.BICUBIC), resized + 1
+        a = torch.from_numpy(np.asarray(ours)).double() / 255
+        b = torch.from_numpy(np.asarray(photo)).double() / 255
+        found.append((psnr(a, b), ssim(a, b), image))
+    if not found:
+        return f"compared with {photos}: none of the {len(frames)} images found there"
+    worst = min(found)
+    mean_psnr, mean_ssim = path_psnr([f[0] for f in found]), float(np.mean([f[1] for f in found]))
+    line = (f"compared with the photos in {photos}: PSNR {mean_psnr:.2f} dB, SSIM {mean_ssim:.4f} over "
+            f"{len(found)} images (worst {worst[2]}: {worst[0]:.2f} dB)")  # fmt: skip
+    if missing:
+        line += f"; {missing} not found"
+    if resized:
+        line += f"; {resized} resized to the frames' size"
+    return line
 
 
 def check_numbers(args: argparse.Namespace) -> None:

@@ -450,3 +450,38 @@ def test_name_frames_names_the_training_views_after_their_images(small_scene, tm
     assert (tmp_path / "named" / "DSC08001.png").exists()
     assert render(small_scene, "--path", "orbit", *size, "--out", tmp_path / "o", "--name-frames") == 2
     assert "--name-frames: the path names no image for each frame" in capsys.readouterr().err
+
+
+def test_compare_to_measures_the_frames_against_the_photos(small_scene, tmp_path, capsys):
+    """--compare-to: the frames against the photos their images name. Photos made from the frames with every
+    channel moved by exactly 10 levels give PSNR 10 log10(255^2 / 100) = 28.13 dB whatever the picture; the
+    frames themselves as photos are identical; a photo in another format, or at another size, is still found."""
+    import math
+    import zipfile
+
+    with zipfile.ZipFile(bundled("garden_sparse.zip")) as z:
+        z.extractall(tmp_path / "model")
+    model, size = tmp_path / "model" / "bin", ["--size", "48x32"]
+    assert render(small_scene, "--path", model, *size, "--out", tmp_path / "f", "--name-frames") == 0
+    photos = tmp_path / "images"
+    photos.mkdir()
+    for i, name in enumerate(["DSC08000", "DSC08001", "DSC08002"]):
+        frame = np.asarray(Image.open(tmp_path / "f" / f"{name}.png")).astype(np.int16)
+        moved = np.where(frame <= 245, frame + 10, frame - 10).astype(np.uint8)
+        img = Image.fromarray(moved)
+        if i == 2:  # a PNG where the model names a JPEG, at twice the size
+            img.resize((96, 64), Image.Resampling.NEAREST).save(photos / f"{name}.png")
+        else:
+            img.save(photos / f"{name}.JPG", format="PNG")  # lossless, whatever the extension says
+    capsys.readouterr()
+    args = ["--path", model, *size, "--out", tmp_path / "f", "--name-frames", "--resume", "--compare-to", photos]
+    assert render(small_scene, *args) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    want = 10 * math.log10(255**2 / 100)
+    assert line.startswith(f"compared with the photos in {photos}: PSNR ") and "over 3 images" in line
+    assert "1 resized to the frames' size" in line
+    got = float(line.split("PSNR ")[1].split(" dB")[0])
+    assert abs(got - want) < 0.6, (got, want)  # the resized one is near, not exact
+    assert render(small_scene, "--path", "orbit", *size, "--out", tmp_path / "o", "--compare-to", photos) == 2
+    err = capsys.readouterr().err
+    assert f"--compare-to {photos}: needs --name-frames" in err and err.count("\n") == 1

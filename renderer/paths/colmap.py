@@ -23,6 +23,7 @@ message naming the file.
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -142,12 +143,15 @@ def _camera(path: str, camera_id: int, model: str, width: float, height: float, 
 
 
 class _Reader:
-    """Reads a binary file's fields in order; running past its end is a ColmapError naming the file."""
+    """Reads a binary file's fields in order; running past its end is a ColmapError naming the file. The file is
+    mapped, not read: a large reconstruction's images.bin is mostly 2D points (24 bytes each, often GBs), which
+    are skipped."""
 
     def __init__(self, path: str):
         self.path = path
         with open(path, "rb") as f:
-            self.data = f.read()
+            size = os.fstat(f.fileno()).st_size
+            self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         self.at = 0
 
     def take(self, fmt: str) -> tuple:

@@ -213,10 +213,11 @@ def _images_bin(path: str) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
 # ------------------------------------------------------------------------------------------------ text
 
 
-def _lines(path: str) -> list[str]:
+def _lines(path: str):
+    """(line number, line) of a text file, one at a time: a large reconstruction's images.txt is mostly 2D points."""
     try:
         with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
+            yield from enumerate((line.rstrip("\r\n") for line in f), 1)
     except UnicodeDecodeError:
         raise ColmapError(f"{path}: not a text (UTF-8) file") from None
 
@@ -230,7 +231,7 @@ def _numbers(path: str, line_no: int, fields: list[str], what: str) -> list[floa
 
 def _cameras_txt(path: str) -> dict[int, ColmapCamera]:
     cameras = {}
-    for i, line in enumerate(_lines(path), 1):
+    for i, line in _lines(path):
         fields = line.split()
         if not fields or fields[0].startswith("#"):
             continue
@@ -245,15 +246,17 @@ def _cameras_txt(path: str) -> dict[int, ColmapCamera]:
 def _images_txt(path: str) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
     """Image lines: the first line of each pair that is not a comment; the line after it (the image's 2D
     points, often empty) is skipped whatever it holds."""
-    lines, images, i = _lines(path), [], 0
-    while i < len(lines):
-        fields = lines[i].split(maxsplit=9)
+    images, points_next = [], False
+    for i, line in _lines(path):
+        if points_next:
+            points_next = False
+            continue
+        fields = line.split(maxsplit=9)
         if not fields or fields[0].startswith("#"):
-            i += 1
             continue
         if len(fields) < 10:
-            raise ColmapError(f"{path}: line {i + 1}: expected IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME")
-        values = _numbers(path, i + 1, fields[1:9], "QW QX QY QZ TX TY TZ CAMERA_ID")
+            raise ColmapError(f"{path}: line {i}: expected IMAGE_ID QW QX QY QZ TX TY TZ CAMERA_ID NAME")
+        values = _numbers(path, i, fields[1:9], "QW QX QY QZ TX TY TZ CAMERA_ID")
         images.append((fields[9], np.array(values[:4]), np.array(values[4:7]), int(values[7])))
-        i += 2
+        points_next = True
     return images

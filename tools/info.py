@@ -61,7 +61,7 @@ def describe(scene: GaussianScene) -> list[str]:
         f"sh degree:     {scene.sh_degree}",
         f"bounds:        min {fmt3(lo)}  max {fmt3(hi)}",
         f"1-99% box:     min {fmt3(rlo)}  max {fmt3(rhi)}",
-        f"up axis:       {scene.up_axis}",
+        f"up axis:       {scene.up_axis}{up_hint(scene, rlo, rhi)}",
         f"antialiased:   {'yes' if scene.antialiased else 'no'}",
     ]
     opacity = torch.sigmoid(scene.opacity_logits)
@@ -99,6 +99,25 @@ def describe(scene: GaussianScene) -> list[str]:
             value = _number(value)
         lines.append(f"{key + ':':<14} {value}")
     return lines
+
+
+FLAT = 0.5  # an axis whose 1-99% extent is under this fraction of both others' is the scene's flattest
+
+
+def up_hint(scene: GaussianScene, lo, hi) -> str:
+    """A hint where the scene's flattest axis (its ground's normal, in a landscape or a room) is not its up axis:
+    gsplat's and nerfstudio's trainers turn their worlds' up to +-Z. A hint only: nothing changes unasked, and
+    the sign is the user's to try (the viewer's up-axis list, or --up)."""
+    from renderer.camera import up_vector
+
+    extent = (hi - lo).double()
+    flat = int(extent.argmin())
+    others = [extent[i] for i in range(3) if i != flat]
+    up = np.abs(up_vector(scene.up_axis))
+    if not all(extent[flat] < FLAT * e for e in others) or up[flat] > 0.9:
+        return ""
+    name = "xyz"[flat]
+    return f"  (the scene is flattest along {name}: if it shows on its side, try --up +{name} or -{name})"
 
 
 def _number(v: float) -> str:

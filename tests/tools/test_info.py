@@ -71,3 +71,27 @@ def test_info_prints_no_empty_lists_and_no_negative_zero():
     assert "-0" not in text and "ignored properties" not in text and "[]" not in text
     assert "comments:      made by hand" in text
     assert "sh range:      -1.504, 1.372" in text and "scale:         0.3\n" in text + "\n"  # 4 digits, not float32's
+
+
+def test_info_hints_at_the_up_axis_of_a_scene_flat_along_another():
+    """A landscape-like scene, wide in x and y and thin in z (gsplat's and nerfstudio's trainers turn their
+    worlds' up to +-Z): info hints at --up +z / -z while the scene says -y, and not once it says z, nor for a
+    scene of no flattest axis."""
+    import torch
+
+    from scenes import make_scene
+    from tools.info import describe
+
+    g = torch.Generator().manual_seed(0)
+    n = 2000
+
+    def scene(extent, up="-y"):
+        means = (torch.rand(n, 3, generator=g) - 0.5) * torch.tensor(extent)
+        s = make_scene(means, torch.tensor([[1.0, 0, 0, 0]]).repeat(n, 1), torch.full((n, 3), -3.0), torch.zeros(n),
+                       torch.zeros(n, 1, 3))  # fmt: skip
+        s.up_axis = up
+        return "\n".join(describe(s))
+
+    assert "flattest along z: if it shows on its side, try --up +z or -z" in scene([10.0, 8.0, 1.0])
+    assert "flattest" not in scene([10.0, 8.0, 1.0], up="+z") and "flattest" not in scene([10.0, 8.0, 7.0])
+    assert "flattest" not in scene([10.0, 1.0, 8.0])  # flat along y, the stated up's axis: nothing to say

@@ -68,6 +68,7 @@ def add_parser(sub) -> None:
             warpsplat render scene.ply --path spiral --out frames/ --resume   # continue a killed render
             warpsplat render scene.ply --path dataset/sparse/0 --out views/  # the training views, a PNG each
             warpsplat render scene.ply --path orbit --ortho --out turntable.mp4  # no perspective
+            warpsplat render scene.ply --path camera_path.json --frame 0 --size 3840x2160 --out still.png
         """,
     )
     add_scene_argument(p)
@@ -177,6 +178,9 @@ def add_parser(sub) -> None:
         default=1,
         help="worker processes, each rendering a contiguous chunk of frames (one per GPU on CUDA)",
     )
+    p.add_argument("--frame", type=int, default=None, metavar="K",
+                   help="with --path and --out IMAGE.png: render the path's frame K alone (0 is its first, as in "
+                        "frame_00000.png), at --size: a still of a saved view at any size")  # fmt: skip
     p.add_argument("--name-frames", action="store_true",
                    help="name PNG frames after the images of the path's cameras (INRIA cameras.json, a COLMAP "
                         "model; one frame each): DSC08000.JPG's frame is DSC08000.png, to compare with the "
@@ -337,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_numbers(args)
     settings = settings_from_args(args)
-    if args.path is None:
+    if args.path is None or args.frame is not None:
         return render_image(args)
     is_video = check_path_outputs(args)
     crf = crf_from_args(args)
@@ -460,7 +464,10 @@ def check_path_outputs(args: argparse.Namespace) -> bool:
 
     out = args.out
     is_video = out.lower().endswith(".mp4")
-    if out.lower().endswith((".png", ".jpg", ".mov", ".mkv", ".webm", ".avi", ".gif")):
+    if out.lower().endswith(".png"):
+        raise CliError(f"--out {out}: a path renders to a .mp4 video or a folder of PNG frames (--frame K renders one "
+                       f"of its frames as {os.path.basename(out)})")  # fmt: skip
+    if out.lower().endswith((".jpg", ".mov", ".mkv", ".webm", ".avi", ".gif")):
         raise CliError(f"--out {out}: a path renders to a .mp4 video or a folder of PNG frames")
     if is_video and args.transparent:
         raise CliError("--transparent: H.264 has no alpha channel; render PNG frames (--out FOLDER) or write "
@@ -669,7 +676,7 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float, names: list[str])
 
 
 def render_image(args: argparse.Namespace) -> int:
-    """The single-image mode: the default view to a PNG."""
+    """The single-image mode: the default view, or frame `--frame` of `--path`, to a PNG."""
     from PIL import Image
 
     from renderer import Renderer, default_camera
@@ -679,10 +686,23 @@ def render_image(args: argparse.Namespace) -> int:
         raise CliError(f"--out {args.out}: a single frame is written as .png (use --path for a video or frames)")
     if args.workers != 1 or args.resume or args.alpha_video or args.depth_video:
         raise CliError("--workers, --resume, --alpha-video and --depth-video apply to a --path render")
+    if args.frame is not None and (args.path is None or args.frame < 0):
+        raise CliError(f"--frame {args.frame}: needs --path, and a frame number from 0")
     check_writable(args.out, overwrite=args.overwrite, make_parent=args.mkdir)
-    width, height = args.size or DEFAULT_SIZE
     t0 = time.perf_counter()
     scene = open_scene(args.scene, args.up)
+    if args.frame is None:
+        width, height = args.size or DEFAULT_SIZE
+        cam = default_camera(scene, width, height, fov_y_deg=args.fov)
+        if args.ortho:
+            (cam,) = ortho_views([cam], scene)
+        view = "the default view, which frames the scene,"
+    else:
+        cams, _, what = build_cameras(args, scene)
+        if args.frame >= len(cams):
+            raise CliError(f"--frame {args.frame}: the path has {len(cams)} frames (0 to {len(cams) - 1})")
+        cam, view = cams[args.frame], f"frame {args.frame} of the path ({what})"
+        width, height = cam.width, cam.height
     renderer = Renderer(scene, backend=args.backend, frame_size=(width, height))
     load_s = time.perf_counter() - t0
     kind = "Triton kernels" if renderer.backend == "triton" else "torch reference pipeline"
@@ -692,9 +712,6 @@ def render_image(args: argparse.Namespace) -> int:
     print(
         f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}, loaded in {load_s:.2f} s; rendering on {where}"
     )
-    cam = default_camera(scene, width, height, fov_y_deg=args.fov)
-    if args.ortho:
-        (cam,) = ortho_views([cam], scene)
     out = renderer.render(cam, settings_from_args(args))
     with atomic_write(args.out) as f:
         if args.transparent:
@@ -708,8 +725,8 @@ def render_image(args: argparse.Namespace) -> int:
     )
     if not bool((out.alpha > 0).any()):  # the default view frames the scene: an empty image is the scene's doing
         print(
-            f"warpsplat render: warning: {args.scene or 'the bundled scene'}: the image is empty: the default view, "
-            f"which frames the scene, draws none of its {len(scene):,} Gaussians: {why_not_drawn(scene, cam)}",
+            f"warpsplat render: warning: {args.scene or 'the bundled scene'}: the image is empty: {view} "
+            f"draws none of its {len(scene):,} Gaussians: {why_not_drawn(scene, cam)}",
             file=sys.stderr,
         )
     return 0

@@ -485,3 +485,22 @@ def test_compare_to_measures_the_frames_against_the_photos(small_scene, tmp_path
     assert render(small_scene, "--path", "orbit", *size, "--out", tmp_path / "o", "--compare-to", photos) == 2
     err = capsys.readouterr().err
     assert f"--compare-to {photos}: needs --name-frames" in err and err.count("\n") == 1
+
+
+def test_frame_renders_one_frame_of_a_path_as_a_still(small_scene, renderer, tmp_path, capsys):
+    """--frame K with --path and a .png: that frame of the path alone, at --size (a saved view's still at any size),
+    the same pixels as the renderer gives that camera; out of range, or without --path, a one-line error."""
+    keys = [Keyframe(c.T_world_camera, 50.0) for c in orbit_path(renderer[0], W, H, 3)]
+    path = tmp_path / "camera_path.json"
+    save_camera_path(path, keys, width=W, height=H, fps=10, seconds=1.0)
+    out = tmp_path / "still.png"
+    assert render(small_scene, "--path", path, "--frame", 4, "--size", "80x60", "--out", out) == 0
+    cam = load_camera_path(path, width=80, height=60).cameras[4]
+    want = renderer[1].render(cam, RenderSettings()).rgba8[..., :3].numpy()
+    np.testing.assert_array_equal(np.asarray(Image.open(out)), want)
+    assert render(small_scene, "--path", path, "--frame", 10, "--out", tmp_path / "a.png") == 2
+    assert "--frame 10: the path has 10 frames (0 to 9)" in capsys.readouterr().err
+    assert render(small_scene, "--frame", 0, "--out", tmp_path / "b.png") == 2
+    assert "--frame 0: needs --path" in capsys.readouterr().err
+    assert render(small_scene, "--path", path, "--out", tmp_path / "c.png") == 2
+    assert "(--frame K renders one of its frames as c.png)" in capsys.readouterr().err

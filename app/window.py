@@ -286,7 +286,9 @@ class ViewerWindow(pyglet.window.Window):
 
         fb_w, fb_h = self.get_framebuffer_size()
         try:
-            loaded = load_camera_path(path, width=fb_w, height=fb_h, n_frames=1)  # validates it; one frame is enough
+            # validates it; one frame is enough
+            loaded = load_camera_path(path, width=fb_w, height=fb_h, n_frames=1,
+                                      dataparser_transforms=self.scene.extras.get("dataparser_transforms"))  # fmt: skip
             if loaded.kind in ("inria cameras", "colmap model", "transforms.json"):
                 cams = [Camera.from_fov(fb_w, fb_h, k.fov_y_deg, k.T_world_camera) for k in loaded.keyframes]
                 self.controller.training_cameras, self.controller.training_index = cams, -1
@@ -614,5 +616,5 @@ def load_training_cameras(scene, width: int, height: int) -> list[Camera]:
         return []
     from renderer.paths import load_camera_path
 
-    loaded = load_camera_path(path)
+    loaded = load_camera_path(path, dataparser_transforms=scene.extras.get("dataparser_transforms"))
     return [Camera.from_fov(width, height, k.fov_y_deg, k.T_world_camera) for k in loaded.keyframes]

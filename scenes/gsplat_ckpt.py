@@ -21,7 +21,9 @@ place of the SH, which only its trainer's network turns into colours: it is refu
 
 gsplat's trainer normalises the world by default: its scenes' up is +Z or -Z (a principal-axes fit), not the
 COLMAP frame's -Y; nerfstudio's dataparser turns its world's up to +Z. `--up` sets it (the default stays -Y, as for
-every format: the files do not say).
+every format: the files do not say). nerfstudio records its change of world, the run's `dataparser_transforms.json`
+(beside `nerfstudio_models/`): its path is kept as `scene.extras["dataparser_transforms"]`, and the camera-path code
+takes a dataset's cameras (its transforms.json, its COLMAP model) into the checkpoint's world by it.
 
 Loading is safe and bounded: the archive is checked first (a zip whose members are stored, as torch.save writes
 them, so it holds no more than its size), then read by torch's `weights_only` unpickler (tensors and plain
@@ -207,6 +209,19 @@ def read_nerfstudio_checkpoint(path: str | os.PathLike) -> GaussianScene:
               "opacities": opacities.reshape(-1) if opacities.dim() == 2 and opacities.shape[1] == 1 else opacities,
               "sh0": sh0} | ({"shN": rest} if rest.shape[1] else {})  # fmt: skip
     step = data.get("step")
-    return _scene(
-        path, [_splats(path, splats)], "nerfstudio checkpoint", {"step": step} if isinstance(step, int) else {}
-    )
+    extras = {"step": step} if isinstance(step, int) else {}
+    transforms = dataparser_transforms(path)
+    if transforms is not None:  # for the camera-path code (renderer/paths/formats.py): not parsed here
+        extras["dataparser_transforms"] = transforms
+    return _scene(path, [_splats(path, splats)], "nerfstudio checkpoint", extras)
+
+
+def dataparser_transforms(checkpoint: str) -> str | None:
+    """The `dataparser_transforms.json` of a splatfacto run, if it is there: nerfstudio writes it in the run's
+    folder, beside `nerfstudio_models/` that holds the checkpoints (or a user keeps it beside the checkpoint)."""
+    folder = os.path.dirname(os.path.abspath(checkpoint))
+    for where in (folder, os.path.dirname(folder)):
+        candidate = os.path.join(where, "dataparser_transforms.json")
+        if os.path.isfile(candidate):
+            return candidate
+    return None

@@ -12,8 +12,15 @@ The latest iteration is read unless `iteration=` names one. The model folder, it
 one `iteration_N` folder may be given. The path of `cameras.json`, when present, is recorded in
 `scene.extras["cameras"]` for the camera-path code; it is not parsed here.
 
+nerfstudio's splatfacto writes a run folder (`outputs/<data>/splatfacto/<timestamp>/`):
+
+    config.yml, dataparser_transforms.json
+    nerfstudio_models/step-000029999.ckpt     the checkpoints (scenes/gsplat_ckpt.py reads one)
+
+The run folder or its `nerfstudio_models` folder may be given: the latest step is read.
+
 `read_folder` is the single folder reader registered in `scenes.io`: a folder with `meta.json` is an
-unbundled PlayCanvas SOG, anything else is tried as a trainer output folder.
+unbundled PlayCanvas SOG, a splatfacto run's is read as above, anything else is tried as a trainer output folder.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import re
 from .gaussians import GaussianScene, SceneFormatError
 
 _ITERATION = re.compile(r"iteration_(\d+)$")
+_STEP = re.compile(r"step-(\d+)\.ckpt$")
 
 
 def _iterations(point_cloud_dir: str) -> dict[int, str]:
@@ -80,8 +88,21 @@ def read_trainer_folder(path: str | os.PathLike, *, iteration: int | None = None
     return scene
 
 
+def nerfstudio_checkpoint(path: str) -> str | None:
+    """The latest `step-<n>.ckpt` of a splatfacto run folder or of its `nerfstudio_models` folder; None where the
+    folder is neither."""
+    root = os.path.abspath(path)
+    models = root if os.path.basename(root) == "nerfstudio_models" else os.path.join(root, "nerfstudio_models")
+    if not os.path.isdir(models):
+        return None
+    steps = {int(m.group(1)): name for name in os.listdir(models) if (m := _STEP.match(name))}
+    if not steps:
+        raise SceneFormatError(f"{path}: {models} holds no step-<n>.ckpt checkpoint")
+    return os.path.join(models, steps[max(steps)])
+
+
 def read_folder(path: str | os.PathLike, **options) -> GaussianScene:
-    """Any scene folder: unbundled SOG (meta.json) or a trainer output folder."""
+    """Any scene folder: unbundled SOG (meta.json), a splatfacto run or a trainer output folder."""
     path = os.fspath(path)
     if os.path.isfile(os.path.join(path, "meta.json")):
         from .sog import read_sog
@@ -89,4 +110,11 @@ def read_folder(path: str | os.PathLike, **options) -> GaussianScene:
         if options:
             raise SceneFormatError(f"{path}: SOG folders take no options (got {', '.join(options)})")
         return read_sog(path)
+    checkpoint = nerfstudio_checkpoint(path)
+    if checkpoint is not None:
+        from .gsplat_ckpt import read_nerfstudio_checkpoint
+
+        if options:
+            raise SceneFormatError(f"{path}: splatfacto run folders take no options (got {', '.join(options)})")
+        return read_nerfstudio_checkpoint(checkpoint)
     return read_trainer_folder(path, **options)

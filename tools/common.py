@@ -57,6 +57,27 @@ def open_scene(path: str | None, up: str | None = None) -> GaussianScene:
     return scene
 
 
+def add_dataparser_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dataparser-transforms", default=None, metavar="FILE",
+                        help="nerfstudio's dataparser_transforms.json, for a PLY that ns-export wrote: a dataset's "
+                        "cameras (transforms.json, a COLMAP model) are taken into its world (a splatfacto run's "
+                        "checkpoint or folder finds its own)")  # fmt: skip
+
+
+def apply_dataparser_argument(scene: GaussianScene, path: str | None) -> None:
+    """--dataparser-transforms: checked, and kept where the camera-path code looks (`scene.extras`, as a splatfacto
+    checkpoint keeps its own)."""
+    if path is None:
+        return
+    from renderer.paths import CameraPathError, read_dataparser_transforms
+
+    try:
+        read_dataparser_transforms(path)
+    except (CameraPathError, FileNotFoundError) as e:
+        raise CliError(f"--dataparser-transforms {e}") from None
+    scene.extras = dict(scene.extras, dataparser_transforms=path)
+
+
 def add_mkdir_argument(parser: argparse.ArgumentParser, what: str = "the outputs") -> None:
     parser.add_argument(
         "--mkdir",

@@ -29,7 +29,14 @@ import time
 import numpy as np
 
 from .cli import CliError, add_command
-from .common import add_mkdir_argument, add_scene_argument, open_scene, parse_size
+from .common import (
+    add_dataparser_argument,
+    add_mkdir_argument,
+    add_scene_argument,
+    apply_dataparser_argument,
+    open_scene,
+    parse_size,
+)
 from .render_jobs import (
     Job,
     finish_video,
@@ -72,6 +79,7 @@ def add_parser(sub) -> None:
         """,
     )
     add_scene_argument(p)
+    add_dataparser_argument(p)
     p.add_argument(
         "--out",
         required=True,
@@ -304,8 +312,9 @@ def _path_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
     if not os.path.exists(args.path):
         raise CliError(f"--path {args.path}: no such file")
     size = args.size or (None, None)
+    world = dict(dataparser_transforms=scene.extras.get("dataparser_transforms"))
     try:
-        cp = load_camera_path(args.path, width=size[0], height=size[1], n_frames=args.frames)
+        cp = load_camera_path(args.path, width=size[0], height=size[1], n_frames=args.frames, **world)
     except CameraPathError as e:
         raise CliError(str(e)) from None
     fps = cp.fps if args.fps is None else args.fps
@@ -313,7 +322,7 @@ def _path_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
     what = f"{cp.kind} from {args.path}, {len(cp.cameras)} frames"
     if args.frames is not None:
         # say what --frames did to a timed path: same duration, so a different frame rate unless --fps is given
-        native = load_camera_path(args.path, width=size[0], height=size[1])
+        native = load_camera_path(args.path, width=size[0], height=size[1], **world)
         if len(native.cameras) != args.frames:
             seconds = len(native.cameras) / native.fps
             what += f" re-sampled from the file's {len(native.cameras)} over its {seconds:g} s"
@@ -347,6 +356,7 @@ def run(args: argparse.Namespace) -> int:
     crf = crf_from_args(args)
     t0 = time.perf_counter()
     scene = open_scene(args.scene, args.up)
+    apply_dataparser_argument(scene, args.dataparser_transforms)
     cams, fps, what = build_cameras(args, scene)
     width, height = cams[0].width, cams[0].height
     note = odd_size_note(args, width, height, is_video)
@@ -691,6 +701,7 @@ def render_image(args: argparse.Namespace) -> int:
     check_writable(args.out, overwrite=args.overwrite, make_parent=args.mkdir)
     t0 = time.perf_counter()
     scene = open_scene(args.scene, args.up)
+    apply_dataparser_argument(scene, args.dataparser_transforms)
     if args.frame is None:
         width, height = args.size or DEFAULT_SIZE
         cam = default_camera(scene, width, height, fov_y_deg=args.fov)
@@ -712,6 +723,8 @@ def render_image(args: argparse.Namespace) -> int:
     print(
         f"scene: {len(scene):,} Gaussians, SH degree {scene.sh_degree}, loaded in {load_s:.2f} s; rendering on {where}"
     )
+    if args.frame is not None:  # which camera of the file, and what reading it changed or left out
+        print(f"camera: {view}")
     out = renderer.render(cam, settings_from_args(args))
     with atomic_write(args.out) as f:
         if args.transparent:

@@ -14,7 +14,7 @@ import os
 import sys
 
 from .cli import CliError, add_command
-from .common import add_scene_argument, open_scene, parse_size
+from .common import add_dataparser_argument, add_scene_argument, apply_dataparser_argument, open_scene, parse_size
 
 VIEWER_PACKAGES = (("pyglet", "pyglet"), ("moderngl", "moderngl"), ("imgui_bundle", "imgui-bundle"))
 
@@ -39,6 +39,7 @@ def add_parser(sub) -> None:
         """,
     )
     add_scene_argument(p)
+    add_dataparser_argument(p)
     p.add_argument("--size", type=parse_size, default=(1280, 720), help="window WIDTHxHEIGHT (default 1280x720)")
     p.add_argument("--backend", choices=("auto", "triton", "torch"), default="auto",
                    help="auto: Triton kernels on CUDA, the torch reference pipeline on CPU")  # fmt: skip
@@ -112,11 +113,13 @@ def run(args: argparse.Namespace) -> int:
     check_viewer_packages()
     check_display()
     scene = open_scene(args.scene, args.up)
+    apply_dataparser_argument(scene, args.dataparser_transforms)
     if args.cameras is not None:
         from renderer.paths import CameraPathError, load_camera_path
 
         try:
-            load_camera_path(args.cameras)  # a bad file is a one-line error before any window opens
+            # a bad file is a one-line error before any window opens
+            load_camera_path(args.cameras, dataparser_transforms=scene.extras.get("dataparser_transforms"))
         except (CameraPathError, FileNotFoundError) as e:
             raise CliError(f"--cameras {e}") from None
         scene.extras = dict(scene.extras, cameras=args.cameras)  # the window reads them from there

@@ -19,6 +19,7 @@ from .formats import (
     load_camera_path,
     opencv_to_opengl,
     opengl_to_opencv,
+    read_dataparser_transforms,
     read_keyframes,
     save_camera_path,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "load_camera_path",
     "opencv_to_opengl",
     "opengl_to_opencv",
+    "read_dataparser_transforms",
     "read_keyframes",
     "save_camera_path",
     "SceneFrame",

@@ -33,6 +33,13 @@ camera_angle_x (radians) with the size from the image at file_path; nerfstudio's
 made to COLMAP's world) is undone, so the cameras line up with a 3DGS trainer's PLY of the same data. One frame per
 image in file_path order, as for COLMAP's below.
 
+nerfstudio's `dataparser_transforms.json` (beside a splatfacto run's `nerfstudio_models/`): {"transform": 3x4, "scale":
+s}. nerfstudio trains in its dataparser's world, p' = s (R p + t) of its dataset's world (the transforms.json's, which
+is ns-process-data's turn of COLMAP's); a splatfacto checkpoint, its exported PLY and the camera paths its viewer
+saves are in that world. Given one (`dataparser_transforms=`), transforms.json cameras are taken into it from their
+file's world, and a COLMAP model's from COLMAP's through ns-process-data's turn (y and z swapped, then z flipped:
+what its COLMAP route always records as applied_transform), so a dataset's cameras line up with the checkpoint.
+
 COLMAP sparse models (a `sparse/0` folder, its dataset folder, or its `images.bin` / `images.txt`): the images
 in name order, as INRIA's cameras; one frame per image by default, each with its camera's focal lengths and
 principal point (scaled to the output's height where the size differs), interpolated like INRIA's when more
@@ -148,6 +155,7 @@ def load_camera_path(
     width: int | None = None,
     height: int | None = None,
     n_frames: int | None = None,
+    dataparser_transforms: str | os.PathLike | None = None,
 ) -> CameraPath:
     """Read a camera path file and return the cameras to render.
 
@@ -160,6 +168,9 @@ def load_camera_path(
         n_frames: frames to produce; None = the file's own count (nerfstudio: len(camera_path), or
             fps * seconds for a keyframe-only file; INRIA: one per camera). A different count re-samples
             the path through the file's cameras (or keyframes) over the same duration.
+        dataparser_transforms: nerfstudio's `dataparser_transforms.json` of the scene (module docstring): a
+            dataset's cameras (transforms.json, COLMAP) are taken into its world; other files' are left as they
+            are (nerfstudio's own paths already live there).
 
     Raises:
         FileNotFoundError: no such file.
@@ -170,13 +181,14 @@ def load_camera_path(
         raise CameraPathError(f"{name}: frames {n_frames}: need at least 1")
     if n_frames is not None:
         _check_frames(name, n_frames, "re-sampling")
+    world = None if dataparser_transforms is None else read_dataparser_transforms(dataparser_transforms)
     if os.path.isdir(name) or find_model(name) is not None:
-        return _load_colmap(name, width, height, n_frames)
+        return _load_colmap(name, width, height, n_frames, world)
     data = _read_json(name)
     if isinstance(data, list):
         return _load_inria(name, data, width, height, n_frames)
     if isinstance(data, dict) and "frames" in data and "camera_path" not in data and "keyframes" not in data:
-        return _load_transforms(name, data, width, height, n_frames)
+        return _load_transforms(name, data, width, height, n_frames, world)
     if isinstance(data, dict):
         return _load_nerfstudio(name, data, width, height, n_frames)
     raise CameraPathError(
@@ -463,13 +475,15 @@ def _angle_focal(name: str, fields: dict, key: str, where: str, pixels: float) -
     return 0.5 * pixels / math.tan(0.5 * angle)
 
 
-def _load_transforms(name: str, data: dict, width, height, n_frames) -> CameraPath:
+def _load_transforms(name: str, data: dict, width, height, n_frames, world: DataparserWorld | None) -> CameraPath:
     frames = data["frames"]
     if not isinstance(frames, list) or not frames:
         raise CameraPathError(f"{name}: frames: expected a non-empty list")
     shared = {k: data[k] for k in TRANSFORMS_INTRINSICS if k in data}
     undo, notes = np.eye(4), []
-    if "applied_transform" in data:  # nerfstudio's ns-process-data turned COLMAP's world by it: undone
+    if world is not None:  # into nerfstudio's dataparser world, from this file's own
+        notes.append(world.note)
+    elif "applied_transform" in data:  # nerfstudio's ns-process-data turned COLMAP's world by it: undone
         try:
             applied = np.asarray(data["applied_transform"], dtype=np.float64)
         except (TypeError, ValueError):
@@ -505,7 +519,8 @@ def _load_transforms(name: str, data: dict, width, height, n_frames) -> CameraPa
             fy = _angle_focal(name, f, "camera_angle_y", where, h) if "camera_angle_y" in f else fx
         cx = _number(name, f, "cx", where) if "cx" in f else w / 2
         cy = _number(name, f, "cy", where) if "cy" in f else h / 2
-        T = undo @ _matrix(name, frame, "transform_matrix", where)
+        T = _matrix(name, frame, "transform_matrix", where)
+        T = undo @ T if world is None else world.apply(T)
         entries.append((str(frame.get("file_path", i)), T, (int(w), int(h)), (fx, fy, cx, cy)))
     entries.sort(key=lambda e: _natural_key(e[0]))
     W, H = (int(width), int(height)) if width is not None and height is not None else entries[0][2]
@@ -520,7 +535,7 @@ def _load_transforms(name: str, data: dict, width, height, n_frames) -> CameraPa
     return CameraPath(cams, fps, "transforms.json", keys, notes, names)
 
 
-def _load_colmap(name: str, width, height, n_frames) -> CameraPath:
+def _load_colmap(name: str, width, height, n_frames, world: DataparserWorld | None) -> CameraPath:
     try:
         images = read_model(name)
     except ColmapError as e:
@@ -536,15 +551,62 @@ def _load_colmap(name: str, width, height, n_frames) -> CameraPath:
     for i, image in enumerate(images):
         c = image.camera
         s = H / c.height  # scaled to the output's height, about the centre (a different aspect keeps the fov)
-        cams.append(Camera(W, H, c.fx * s, c.fy * s, W / 2 + (c.cx - c.width / 2) * s, c.cy * s,
-                           image.T_world_camera))  # fmt: skip
-        keys.append(Keyframe(image.T_world_camera, fov_y_from_focal(c.fy, c.height), i / fps))
+        T = image.T_world_camera if world is None else world.apply(NS_PROCESS_DATA_TURN @ image.T_world_camera)
+        cams.append(Camera(W, H, c.fx * s, c.fy * s, W / 2 + (c.cx - c.width / 2) * s, c.cy * s, T))
+        keys.append(Keyframe(T, fov_y_from_focal(c.fy, c.height), i / fps))
     names = [image.name for image in images]
     if n_frames is not None and n_frames != len(images):
         cams, names = interpolate_keyframes(keys, n_frames, W, H, ease=False), []
     distorted = sorted({image.camera.model for image in images} - PINHOLES)
     notes = [f"{', '.join(distorted)} distortion not drawn: pinhole views"] if distorted else []
+    if world is not None:
+        notes.append(world.note)
     return CameraPath(cams, fps, "colmap model", keys, notes, names)
+
+
+# nerfstudio's ns-process-data turns COLMAP's world so (y and z swapped, then z flipped) and records it as a dataset's
+# applied_transform; its COLMAP dataparser turns a model's world the same way
+NS_PROCESS_DATA_TURN = np.array([[1.0, 0, 0, 0], [0, 0, 1, 0], [0, -1, 0, 0], [0, 0, 0, 1]])
+MAX_DATAPARSER_BYTES = 1 << 20  # the file holds a 3x4 matrix and a number: a larger one is not it
+
+
+@dataclass(frozen=True)
+class DataparserWorld:
+    """nerfstudio's dataparser world (module docstring): p' = scale (rotation p + translation)."""
+
+    rotation: np.ndarray  # [3, 3]
+    translation: np.ndarray  # [3]
+    scale: float
+    note: str
+
+    def apply(self, T: np.ndarray) -> np.ndarray:
+        """[4, 4] camera-to-world (OpenCV axes) in the dataset's world -> in the dataparser's: the centre moved as
+        a point, the axes turned; the scale moves the centre only, so the camera stays a rotation."""
+        out = np.eye(4)
+        out[:3, :3] = self.rotation @ T[:3, :3]
+        out[:3, 3] = self.scale * (self.rotation @ T[:3, 3] + self.translation)
+        return out
+
+
+def read_dataparser_transforms(path: str | os.PathLike) -> DataparserWorld:
+    """nerfstudio's `dataparser_transforms.json`: {"transform": [[3 x 4]], "scale": s}, checked (a rotation and
+    a finite translation, a positive scale)."""
+    name = os.fspath(path)
+    if os.path.isfile(name) and os.path.getsize(name) > MAX_DATAPARSER_BYTES:
+        raise CameraPathError(f"{name}: {os.path.getsize(name):,} bytes is not a dataparser_transforms.json")
+    data = _read_json(name)
+    if not isinstance(data, dict):
+        raise CameraPathError(f'{name}: expected a JSON object with "transform" and "scale"')
+    try:
+        m = np.asarray(data.get("transform"), dtype=np.float64)
+    except (TypeError, ValueError):
+        m = np.zeros(0)
+    if m.shape not in ((3, 4), (4, 4)) or not np.all(np.isfinite(m)):
+        raise CameraPathError(f"{name}: transform: expected a 3x4 matrix of finite numbers")
+    _check_rotation(name, m[:3, :3], "transform")
+    scale = _positive(name, data, "scale")
+    note = f"taken into nerfstudio's dataparser world by {os.path.basename(name)} (scale {scale:.6g})"
+    return DataparserWorld(m[:3, :3].copy(), m[:3, 3].copy(), scale, note)
 
 
 # ------------------------------------------------------------------------------------------------ writing

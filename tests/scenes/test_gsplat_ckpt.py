@@ -10,6 +10,7 @@ import io
 import os
 import pickle
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -204,3 +205,40 @@ def test_other_ckpt_files_are_refused_in_one_line(tmp_path):
         with pytest.raises(SceneFormatError) as e:
             load_scene(tmp_path / name)
         assert message in str(e.value) and str(tmp_path / name) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_splatfacto_run_folder_reads_its_latest_checkpoint_and_keeps_its_dataparser_file(tmp_path, crop):
+    """nerfstudio's run folder: config.yml and dataparser_transforms.json beside nerfstudio_models/, which holds a
+    checkpoint a save. The folder (or nerfstudio_models/) opens at the latest step, and a checkpoint read alone
+    finds the run's dataparser_transforms.json for the camera-path code."""
+    run = tmp_path / "outputs" / "garden" / "splatfacto" / "2026-12-05_024500"
+    models = run / "nerfstudio_models"
+    models.mkdir(parents=True)
+    early = crop.subset(torch.arange(0, len(crop), 2))
+    nerfstudio_checkpoint(models / "step-000002000.ckpt", early)
+    latest = nerfstudio_checkpoint(models / "step-000029999.ckpt", crop)
+    (models / "step-notes.txt").write_text("not a checkpoint")
+    (run / "config.yml").write_text("method_name: splatfacto\n")
+    for path in (run, models):
+        scene = load_scene(path)
+        assert len(scene) == len(crop) and scene.source_format == "nerfstudio checkpoint"
+        assert torch.equal(scene.means, load_scene(latest).means)
+        assert "dataparser_transforms" not in scene.extras  # the run has none yet
+    transforms = run / "dataparser_transforms.json"
+    transforms.write_text('{"transform": [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]], "scale": 0.5}')
+    for path in (run, models, latest):
+        assert load_scene(path).extras["dataparser_transforms"] == str(transforms)
+    # one beside the checkpoint itself (a user's copy of both) is found too
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "dataparser_transforms.json").write_text(transforms.read_text())
+    copy = alone / "step-000029999.ckpt"
+    copy.write_bytes(Path(latest).read_bytes())
+    assert load_scene(copy).extras["dataparser_transforms"] == str(alone / "dataparser_transforms.json")
+
+
+def test_a_run_folder_without_checkpoints_says_so(tmp_path):
+    (tmp_path / "nerfstudio_models").mkdir()
+    with pytest.raises(SceneFormatError, match=r"nerfstudio_models holds no step-<n>\.ckpt checkpoint") as e:
+        load_scene(tmp_path)
+    assert str(tmp_path) in str(e.value) and "\n" not in str(e.value)

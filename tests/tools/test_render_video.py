@@ -504,3 +504,40 @@ def test_frame_renders_one_frame_of_a_path_as_a_still(small_scene, renderer, tmp
     assert "--frame 0: needs --path" in capsys.readouterr().err
     assert render(small_scene, "--path", path, "--out", tmp_path / "c.png") == 2
     assert "(--frame K renders one of its frames as c.png)" in capsys.readouterr().err
+
+
+def test_a_datasets_cameras_render_in_nerfstudios_world_with_its_dataparser_file(small_scene, renderer, tmp_path,
+                                                                                  capsys):  # fmt: skip
+    """--dataparser-transforms: a transforms.json camera in the dataset's world, whose image under nerfstudio's
+    transform (p' = s (R p + t)) is the default view of the scene, renders that view; without the file it renders
+    something else. The dataset's camera is made here by inverting the transform on the view's pose."""
+    from renderer.camera import default_camera
+    from renderer.paths.rotations import axis_angle
+
+    R, t, s = axis_angle(np.array([1.0, 2.0, -0.5]), 0.7), np.array([0.3, -0.2, 1.1]), 0.25
+    (tmp_path / "dataparser_transforms.json").write_text(
+        json.dumps({"transform": np.hstack([R, t[:, None]]).tolist(), "scale": s})
+    )
+    view = default_camera(renderer[0], W, H)
+    dataset = np.eye(4)
+    dataset[:3, :3] = R.T @ view.T_world_camera[:3, :3]
+    dataset[:3, 3] = R.T @ (view.T_world_camera[:3, 3] / s - t)
+    frame = {"file_path": "images/a.png", "transform_matrix": opencv_to_opengl(dataset).tolist()}
+    intrinsics = {"w": W, "h": H, "fl_x": view.fx, "fl_y": view.fy, "cx": view.cx, "cy": view.cy}
+    (tmp_path / "transforms.json").write_text(json.dumps(intrinsics | {"frames": [frame]}))
+    args = ("--path", tmp_path / "transforms.json", "--frame", 0)
+    out = tmp_path / "moved.png"
+    assert render(small_scene, *args, "--dataparser-transforms", tmp_path / "dataparser_transforms.json",
+                  "--out", out) == 0  # fmt: skip
+    assert "taken into nerfstudio's dataparser world by dataparser_transforms.json" in capsys.readouterr().out
+    want = reference_frames(renderer, [view])[0]
+    got = np.array(Image.open(out).convert("RGB"))
+    assert psnr(got, want) > 50 and want.std() > 10  # the view sees the plant
+    assert render(small_scene, *args, "--out", tmp_path / "plain.png") == 0
+    assert psnr(np.array(Image.open(tmp_path / "plain.png").convert("RGB")), want) < 20
+    (tmp_path / "bad.json").write_text('{"transform": [[1, 0, 0, 0]], "scale": 1}')
+    assert (
+        render(small_scene, *args, "--dataparser-transforms", tmp_path / "bad.json", "--out", tmp_path / "c.png") == 2
+    )
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--dataparser-transforms" in err and "bad.json: transform: expected" in err

@@ -73,7 +73,7 @@ from .prepare import PREPARE_CHUNK, prepare_scene
 from .routes import DENSE_ORDER_FROM, runs_counted
 from .settings import RenderSettings, rasterizers
 from .temporal import SceneArrays, TemporalCache
-from .timing import StageTimer
+from .timing import EventPool, StageTimer
 from .workspace import Workspace
 
 
@@ -179,6 +179,7 @@ class Renderer:
         # recorded after their copy, and waited for in the same frame, so one serves every counted frame: a new
         # torch.cuda.Event each frame looked its stream up in Python (BENCHMARKS.md, section 53)
         self.counts_ready = torch.Event(self.device) if cuda else None
+        self._event_pool = EventPool(self.device) if cuda else None  # the frames' stage timers' events
         self.last_timer: StageTimer | None = None
         self.temporal = TemporalCache(self.ws)
         self._last_output: RenderOutput | None = None
@@ -307,7 +308,7 @@ class Renderer:
         self._starts += 1
         self._staged = self._starts
         self._update_scale_modifier(settings.scale_modifier)
-        timer = StageTimer(self.device)
+        timer = StageTimer(self.device, self._event_pool)
         self.last_timer = timer
         # 0. temporal reuse: which Gaussians this frame projects (all, or a window's set; see temporal.py)
         reuse = settings.temporal_window > 1

@@ -34,3 +34,40 @@ def test_a_timer_of_no_device_records_nothing():
         pass
     t.stop()
     assert t._marks == [] and t.elapsed_ms() is None and t.total_ms() is None
+
+
+class FakeEvent:
+    """Stands in for a CUDA timing event: counts its records."""
+
+    def __init__(self):
+        self.records = 0
+
+    def record(self):
+        self.records += 1
+
+
+def test_a_pool_hands_a_gone_timers_events_to_later_timers_and_no_live_ones():
+    """A timer gives its events back to its pool when it goes; the next timers record those rather than new ones,
+    and two live timers never share one (each would read the other's times)."""
+    made = []
+    pool = timing.EventPool(None, make=lambda: made.append(FakeEvent()) or made[-1])
+    cuda = type("Device", (), {"type": "cuda"})()  # a timer on CUDA, without CUDA
+
+    def frame():
+        t = StageTimer(cuda, pool)
+        for i, name in enumerate(("project", "order", "bin")):
+            with t.stage(name, joined=i > 0):
+                pass
+        t.stop()
+        return t
+
+    first = frame()
+    assert len(made) == 6 and len(pool) == 0  # start, the first stage's begin, three ends, stop
+    second = frame()  # the first is alive: new events
+    assert len(made) == 12 and not {id(e) for e in first._events} & {id(e) for e in second._events}
+    del first
+    assert len(pool) == 6
+    third = frame()
+    assert len(made) == 12 and len(pool) == 0 and all(e.records == 2 for e in third._events)
+    del second, third
+    assert len(pool) == 12

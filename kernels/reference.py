@@ -860,9 +860,14 @@ def schedule_tiles(
     *,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     longest: torch.Tensor | None = None,
+    sorted_keys: torch.Tensor | None = None,
+    halves: tuple[int, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Tiles by the bit length of their list length (capped, SCHEDULE_CLASSES), longest first, ties in id order;
-    the longest list into `longest` ([1] i64) where given."""
+    the longest list into `longest` ([1] i64) where given. From `sorted_keys`: their ranges by counting first
+    (`tile_ranges`), into `ranges`."""
+    if sorted_keys is not None:
+        tile_ranges(sorted_keys, ranges.shape[0], out=ranges, halves=halves)
     counts = (ranges[:, 1] - ranges[:, 0]).to(torch.int64)
     if longest is not None:
         longest.fill_(int(counts.max()) if counts.numel() else 0)

@@ -11,7 +11,9 @@ Tiles are grouped by the bit length of their list length (0 for an empty tile, 1
 longest first. Within a class, tiles keep their id order, so the schedule is deterministic. Two kernels, no
 atomics, no host sync, many small programs (a first version with 32 programs of 1024 tiles, ranking one class
 at a time, cost 46 us a frame on the H200, as much as it saved):
-  1. per block of tiles: the list lengths (also the frame's `tile_counts`) and the block's class histogram;
+  1. per block of tiles: the list lengths (also the frame's `tile_counts`) and the block's class histogram
+     (where the frame binned per tile, the tiles' ranges first, each found in the sorted pair keys by binary
+     search);
   2. per block of tiles: where each class starts (the histograms of every block, summed), where this block's
      share of it starts (the blocks before it), and each tile's rank among the block's tiles of its class
      (one cumulative sum over a [tiles, classes] one-hot matrix).
@@ -21,10 +23,10 @@ and the second writes the frame's longest list, which the renderer reads with th
 frame's rasterizing one list's chain of steps can hold up decides the rasterizer's launch configuration
 (kernels/rasterize.py `list_class`).
 
-Inputs : ranges [n_tiles, 2] i32 (from `tile_lists` or `tile_ranges`, kernels/tile_lists.py)
+Inputs : ranges [n_tiles, 2] i32 (from `tile_lists`, kernels/tile_lists.py), or the sorted tile pair keys [C]
 Outputs: schedule [n_tiles] i32 (the tile of program p, a permutation of the tile ids),
          tile_counts [n_tiles] i32 (list length per tile), histograms [blocks, CLASS_SLOTS] i32 (scratch),
-         longest [1] i64 (the longest list; optional)
+         longest [1] i64 (the longest list; optional), ranges (from the keys)
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import triton
 import triton.language as tl
 
 from ._launch import cdiv, launch, next_power_of_2
+from .buffers import key_offset
 from .constants import SCHEDULE_CLASSES as CLASSES
 
 CLASS_SLOTS = 32  # CLASSES rounded up to a power of two (a block's histogram row)
@@ -51,20 +54,60 @@ def _length_class(length, CLASSES: tl.constexpr):
     return tl.minimum(cls, CLASSES - 1)
 
 
-@triton.jit(do_not_specialize=["n_tiles"])
+@triton.jit
+def _run_bounds(keys_ptr, base, n, tile, steps, KEY_OFFSET: tl.constexpr, m):
+    """Where each lane's tile's run of keys starts and ends in the sorted keys[base : base + n]: the first key at or
+    above the tile and the first above it, two binary searches of `steps` halvings taken together (their loads
+    are independent). A key is its tile id less KEY_OFFSET; unused slots' keys sort after every tile."""
+    lo_a = tl.zeros_like(n)
+    hi_a = n
+    lo_b = tl.zeros_like(n)
+    hi_b = n
+    for _ in range(steps):
+        on_a = m & (lo_a < hi_a)
+        on_b = m & (lo_b < hi_b)
+        mid_a = lo_a + ((hi_a - lo_a) >> 1)  # not (lo + hi) >> 1: a frame's pairs reach 2^31 - 1 (int32)
+        mid_b = lo_b + ((hi_b - lo_b) >> 1)
+        key_a = tl.load(keys_ptr + base + mid_a, mask=on_a, other=0).to(tl.int32) + KEY_OFFSET
+        key_b = tl.load(keys_ptr + base + mid_b, mask=on_b, other=0).to(tl.int32) + KEY_OFFSET
+        lo_a = tl.where(on_a & (key_a < tile), mid_a + 1, lo_a)
+        hi_a = tl.where(on_a & (key_a >= tile), mid_a, hi_a)
+        lo_b = tl.where(on_b & (key_b <= tile), mid_b + 1, lo_b)
+        hi_b = tl.where(on_b & (key_b > tile), mid_b, hi_b)
+    return lo_a, lo_b
+
+
+@triton.jit(do_not_specialize=["n_tiles", "top", "n_keys", "split_tile", "steps"])
 def _class_histogram_kernel(
-    ranges_ptr,  # [n_tiles, 2] i32
+    ranges_ptr,  # [n_tiles, 2] i32 (FROM_KEYS: out)
     tile_counts_ptr,  # [n_tiles] i32 out
     hist_ptr,  # [blocks, CLASS_SLOTS] i32 out
     n_tiles,
+    keys_ptr,  # [n_keys] i16/i32 the sorted tile pair keys (FROM_KEYS)
+    top,  # keys [0, top) are the tiles' below split_tile, [top, n_keys) the others', keyed within their half
+    n_keys,
+    split_tile,
+    steps,  # the binary searches' halvings: the bit length of the longer half's keys
     CLASSES: tl.constexpr,
     CLASS_SLOTS: tl.constexpr,
     BLOCK: tl.constexpr,
+    FROM_KEYS: tl.constexpr,  # find each tile's range in the keys, and write it
+    KEY_OFFSET: tl.constexpr,
 ):
     pid = tl.program_id(0)
     tile = pid * BLOCK + tl.arange(0, BLOCK)
     m = tile < n_tiles
-    length = tl.load(ranges_ptr + tile * 2 + 1, mask=m, other=0) - tl.load(ranges_ptr + tile * 2 + 0, mask=m, other=0)
+    if FROM_KEYS:
+        upper = tile >= split_tile
+        base = tl.where(upper, top, 0)
+        start, end = _run_bounds(keys_ptr, base, tl.where(upper, n_keys - top, top), tl.where(upper, tile - split_tile,
+                                 tile), steps, KEY_OFFSET, m)  # fmt: skip
+        length = end - start
+        tl.store(ranges_ptr + tile * 2 + 0, tl.where(length > 0, base + start, 0), mask=m)  # an empty tile: [0, 0)
+        tl.store(ranges_ptr + tile * 2 + 1, tl.where(length > 0, base + end, 0), mask=m)
+    else:
+        length = tl.load(ranges_ptr + tile * 2 + 1, mask=m, other=0) - tl.load(ranges_ptr + tile * 2 + 0, mask=m,
+                                                                              other=0)  # fmt: skip
     tl.store(tile_counts_ptr + tile, length, mask=m)
     hist = tl.histogram(_length_class(length, CLASSES), CLASS_SLOTS, mask=m)
     slots = tl.arange(0, CLASS_SLOTS)
@@ -131,10 +174,17 @@ def schedule_tiles(
     *,
     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     longest: torch.Tensor | None = None,
+    sorted_keys: torch.Tensor | None = None,
+    halves: tuple[int, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(schedule [n_tiles] i32, tile_counts [n_tiles] i32). `out` = (schedule, tile_counts, histograms
     schedule_scratch_shape(n_tiles)] i32) buffers to write into; `longest`: a [1] i64 buffer for the longest
-    list (0 without tiles)."""
+    list (0 without tiles).
+
+    `sorted_keys` [C] i16/i32: a frame binned per tile gives its sorted tile pair keys, and the first kernel finds
+    each tile's run in them by binary search and writes `ranges` (`tile_ranges`'s: [0, 0) for an empty tile), so
+    that no memset and no launch come before it (they cost a counted frame's host about 20 us, in its tail:
+    BENCHMARKS.md, section 54). `halves` = (top, split_tile), as `tile_ranges` takes them."""
     n_tiles = ranges.shape[0]
     assert ranges.shape == (n_tiles, 2) and ranges.dtype == torch.int32, (ranges.shape, ranges.dtype)
     scratch = schedule_scratch_shape(n_tiles)
@@ -154,18 +204,16 @@ def schedule_tiles(
     block = schedule_block(n_tiles)
     warps = min(8, block // 32)
     grid = (n_blocks,)
-    launch(
-        _class_histogram_kernel,
-        grid,
-        ranges,
-        tile_counts,
-        hist,
-        n_tiles,
-        CLASSES=CLASSES,
-        CLASS_SLOTS=CLASS_SLOTS,
-        BLOCK=block,
-        num_warps=warps,
-    )
+    if sorted_keys is None:
+        keys, top, C, split_tile, steps, offset = ranges, 0, 0, n_tiles, 0, 0
+    else:
+        assert sorted_keys.dtype in (torch.int16, torch.int32), sorted_keys.dtype
+        keys, C = sorted_keys, sorted_keys.shape[0]
+        top, split_tile = (C, n_tiles) if halves is None else halves
+        steps, offset = max(top, C - top).bit_length(), key_offset(sorted_keys.dtype)
+    launch(_class_histogram_kernel, grid, ranges, tile_counts, hist, n_tiles, keys, top, C, split_tile, steps,
+           CLASSES=CLASSES, CLASS_SLOTS=CLASS_SLOTS, BLOCK=block, FROM_KEYS=sorted_keys is not None,
+           KEY_OFFSET=offset, num_warps=warps)  # fmt: skip
     launch(_place_kernel, grid,
         tile_counts, hist, schedule, schedule if longest is None else longest, n_tiles, n_blocks,
         CLASSES=CLASSES, CLASS_SLOTS=CLASS_SLOTS, BLOCK=block, ROWS=64, HAS_LONGEST=longest is not None,

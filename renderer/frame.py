@@ -272,15 +272,18 @@ class Frame:
             self.r.k.tile_lists(p.sorted_keys, p.sorted_values, self.n_tx, self.n_ty,
                                 out=(p.ids, self.ranges, p.scratch))  # fmt: skip
         else:  # binned per tile: the lists are the ids as binned, read through the sort's permutation
-            halves = None if self.halves is None else (self.top, self.halves * self.n_tx)
-            self.r.k.tile_ranges(p.sorted_keys, self.n_tx * self.n_ty, out=self.ranges, halves=halves)
             p.ids, p.lists_perm = p.values, p.perm
+        # binned per tile, the ranges of the tiles' runs of sorted keys: found by the schedule where there is one
+        keys = None if self.macro else p.sorted_keys
+        halves = None if self.halves is None else (self.top, self.halves * self.n_tx)
         if self.schedule is None:
+            if keys is not None:
+                self.r.k.tile_ranges(keys, self.n_tx * self.n_ty, out=self.ranges, halves=halves)
             torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
             self.longest_list.copy_(self.tile_counts.amax())
         else:  # the list lengths and the longest come with the schedule
             self.r.k.schedule_tiles(self.ranges, out=(self.schedule, self.tile_counts.view(-1), self.schedule_hist),
-                                    longest=self.longest_list)  # fmt: skip
+                                    longest=self.longest_list, sorted_keys=keys, halves=halves)  # fmt: skip
 
     def rasterize(self, **tuning) -> None:
         """`tuning`: launch knobs that override the settings' (variant, num_warps, step), for measuring them."""

@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 CHILD = r"""
 import importlib, itertools, sys
+import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -143,10 +144,15 @@ sizes = ((1920, 1080), (3840, 2160))
 for n_tiles in sorted({((w + t - 1) // t) * ((h + t - 1) // t) for w, h in sizes for t in (8, 16)}):
     block = schedule.schedule_block(n_tiles)
     warps = min(8, block // 32)
-    sig = {"ranges_ptr": "*i32", "tile_counts_ptr": "*i32", "hist_ptr": "*i32", "n_tiles": "i32",
-           "CLASSES": "constexpr", "CLASS_SLOTS": "constexpr", "BLOCK": "constexpr"}
-    failures.append(compile_one(schedule._class_histogram_kernel, sig, {"CLASSES": schedule.CLASSES,
-                                "CLASS_SLOTS": schedule.CLASS_SLOTS, "BLOCK": block}, warps))
+    # the ranges read, or found in the sorted tile pair keys of either width
+    for keys, offset in (("*i32", 0), ("*i16", buffers.key_offset(torch.int16)), ("*i32", None)):
+        sig = {"ranges_ptr": "*i32", "tile_counts_ptr": "*i32", "hist_ptr": "*i32", "n_tiles": "i32",
+               "keys_ptr": keys, "top": "i32", "n_keys": "i32", "split_tile": "i32", "steps": "i32",
+               "CLASSES": "constexpr", "CLASS_SLOTS": "constexpr", "BLOCK": "constexpr", "FROM_KEYS": "constexpr",
+               "KEY_OFFSET": "constexpr"}
+        failures.append(compile_one(schedule._class_histogram_kernel, sig, {"CLASSES": schedule.CLASSES,
+                                    "CLASS_SLOTS": schedule.CLASS_SLOTS, "BLOCK": block,
+                                    "FROM_KEYS": offset is not None, "KEY_OFFSET": offset or 0}, warps))
     for has_longest in (False, True):
         sig = {"tile_counts_ptr": "*i32", "hist_ptr": "*i32", "schedule_ptr": "*i32",
                "longest_ptr": "*i64" if has_longest else "*i32", "n_tiles": "i32", "n_blocks": "i32",
@@ -155,7 +161,7 @@ for n_tiles in sorted({((w + t - 1) // t) * ((h + t - 1) // t) for w, h in sizes
         failures.append(compile_one(schedule._place_kernel, sig, {"CLASSES": schedule.CLASSES,
                                     "CLASS_SLOTS": schedule.CLASS_SLOTS, "BLOCK": block, "ROWS": 64,
                                     "HAS_LONGEST": has_longest}, warps))
-    compiled += 3
+    compiled += 5
 cull = importlib.import_module("kernels.cull")
 sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "cameras_ptr": "*fp32", "keep_ptr": "*i8",
        "N": "i32", "n_cams": "i32", "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32",

@@ -112,3 +112,43 @@ def test_rasterize_in_schedule_order_is_the_same_image(tile, device):
     for order in (schedule, shuffled.to(device)):
         got = kernels.rasterize_tiles(*args, bg, width, height, tile_size=tile, schedule=order)
         assert torch.equal(got[0], base[0]) and torch.equal(got[1], base[1])
+
+
+def keyed(tiles: list[int], dtype: torch.dtype) -> list[int]:
+    """Tile ids as tile pair keys of `dtype` (kernels/buffers.py `key_offset`: int16 keys hold the id less 32,768)."""
+    return [t - kernels.key_offset(dtype) for t in tiles]
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32])
+@pytest.mark.parametrize("layout", ["whole", "unused slots", "halves", "no pairs"])
+@pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
+def test_ranges_found_in_the_sorted_keys(impl, layout, dtype, device):
+    """A frame binned per tile gives the schedule its sorted pair keys: each tile's range, found by binary search,
+    is where its run of keys starts and ends ([0, 0) for a tile with none, written over whatever the buffer held),
+    and the schedule, counts and longest list are those of the ranges. Over 3 blocks of tiles; with the capacity
+    route's unused slots after the pairs (sentinel keys); with two halves of rows keyed apart (4K's int16 keys:
+    [0, top) the tiles below the split, [top, C) the others, keyed within their half); and with no pairs."""
+    n_tiles, split = 3 * 128 + 41, 200
+    g = torch.Generator().manual_seed(7)
+    tiles = sorted((torch.rand(900, generator=g) ** 2 * n_tiles).long().tolist())  # crowded low ids, many empty
+    if layout == "no pairs":
+        tiles = []
+    keys = keyed(tiles, dtype)
+    halves = None
+    if layout == "halves":
+        low, high = [t for t in tiles if t < split], [t for t in tiles if t >= split]
+        keys, halves = keyed(low, dtype) + keyed([t - split for t in high], dtype), (len(low), split)
+    if layout == "unused slots":
+        keys += [kernels.sentinel_key(dtype)] * 333
+    want = [[0, 0] for _ in range(n_tiles)]  # written from the rule, with Python lists
+    for i, t in enumerate(tiles):
+        want[t] = [want[t][0] if want[t][1] else i, i + 1]
+    assert sum(1 for r in want if r[1] == 0) > 30 and (layout == "no pairs" or max(tiles) > 2 * 128)
+    ranges = torch.full((n_tiles, 2), -7, dtype=torch.int32, device=device)
+    longest = torch.full((1,), -7, dtype=torch.int64, device=device)
+    sorted_keys = torch.tensor(keys, dtype=dtype, device=device)
+    schedule, counts = impl.schedule_tiles(ranges, longest=longest, sorted_keys=sorted_keys, halves=halves)
+    assert ranges.tolist() == want
+    lengths = [b - a for a, b in want]
+    assert counts.tolist() == lengths and longest.item() == max(lengths)
+    assert schedule.tolist() == expected_schedule(lengths)

@@ -10,10 +10,11 @@ from __future__ import annotations
 COUNTED_FROM = 4_000_000
 FRAME_MODES = ("auto", "graph", "counted")
 # Counted frames whose last frame saw at least this fraction of the scene sort every depth, the culled ones last,
-# instead of gathering the visible ones first (kernels/order.py `count_visible`): on the 24M overview, which
-# sees them all, finding them (a scan, a sync, two gathers) took 0.6 ms of a 2.2 ms stage; a sort costs about
-# 0.05 ms a million keys on the H200, so the culled keys cost less than that up to about half the scene culled.
-DENSE_ORDER_FROM = 0.5
+# instead of gathering the visible ones first (kernels/order.py `count_visible`). Set at 0.5 when gathering cost
+# 0.6 ms at 24M (a scan, a sync, two gathers); it now costs the count's compaction (+22 us at 6M, +82 at 24M), and
+# 0.8 measured 2.7% faster than 0.5 on both fly-overs in flight, 0.65 and 0.9 no better, the overviews even
+# (BENCHMARKS.md, section 54).
+DENSE_ORDER_FROM = 0.8
 
 
 def runs_counted(n: int, frame_mode: str) -> bool:

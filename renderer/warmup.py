@@ -105,13 +105,15 @@ def warm_up(
     progress: Callable[[int, int], None] | None = None,
     previous: Iterable[RenderSettings] = (),
     force: bool = False,
+    threads: int | None = None,
 ) -> WarmUpReport:
     """Render synthetic frames through a renderer like `renderer` (its device, backend, frame route and SH size),
     at each of `sizes` (width, height), with each of `settings`, under each launch configuration its frames may
     take: those frames of any of `settings` or `previous` may choose, since a frame's configuration comes from
     the frame before it, whatever that one's settings (another tile size). `progress(done, total)` after each
-    (size, settings) pair. `force`: run where nothing compiles too (tests check what it runs). Safe to call from
-    another thread while `renderer` renders."""
+    (size, settings) pair. `force`: run where nothing compiles too (tests check what it runs). `threads`: render
+    the frames from this many threads, each with renderers of its own (default `warm_up_threads()`), so that their
+    compiles overlap. Safe to call from another thread while `renderer` renders."""
     from .launch import LaunchConfig
     from .pipeline import Renderer
 
@@ -123,35 +125,86 @@ def warm_up(
     configured = settings + [s for s in previous if s not in settings]
     k = renderer.sh.shape[1]
     route = "counted" if renderer.counted() else "graph"
-    warmers = []
-    for n in (SMALL_SCENE, LARGE_SCENE):
-        w = Renderer(synthetic_scene(n, k), device=renderer.device, backend=renderer.backend, graphs=False)
-        w.frame_mode = route
-        warmers.append(w)
-    counter = compile_counter()
-    before = counter.count()
+    threads = warm_up_threads() if threads is None else max(1, int(threads))
+
+    def warmers() -> list:  # a small and a large synthetic scene's renderer, for one thread
+        made = []
+        for n in (SMALL_SCENE, LARGE_SCENE):
+            w = Renderer(synthetic_scene(n, k), device=renderer.device, backend=renderer.backend, graphs=False)
+            w.frame_mode = route
+            made.append(w)
+        return made
+
+    crews = [warmers() for _ in range(threads)]
     cuda = renderer.device.type == "cuda"
+    first = LaunchConfig.first(route == "counted", cuda=cuda)
+    # the frames to render, in order: each settings' under every configuration on the large scene, then its first
+    # frame's on the small one
+    jobs, cams = [], {}
+    for width, height in sizes:
+        for which, w in enumerate(crews[0]):  # every crew's scenes are the same (seeded)
+            cams[width, height, which] = _camera(w.scene, width, height)
+        configs = set()
+        for s in configured:
+            tile = s.tile_size
+            tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
+            # any scene may take a window (renderer/window_choice.py), whose frames project fewer Gaussians
+            configs |= set(LaunchConfig.reachable(renderer.n, tiles, tile, windows=s.temporal_window > 1))
+        configs = sorted(configs, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols))
+        for i, s in enumerate(settings):
+            group = (width, height, i)
+            jobs += [(group, 1, (width, height), s, c) for c in configs] + [(group, 0, (width, height), s, first)]
+    left = {}
+    for job in jobs:
+        left[job[0]] = left.get(job[0], 0) + 1
+    total, done = len(left), 0
+    counter = compile_counter()
+    lock = threading.Lock()
+    queue = iter(jobs)
+    compiles, errors = [0] * threads, []
+
+    def work(t: int) -> None:
+        """Thread t's share of the jobs, taken in order as its frames finish, on its own renderers and stream."""
+        nonlocal done
+        before = counter.count()
+        stream = torch.cuda.Stream(renderer.device) if cuda else None
+        try:
+            with torch.cuda.stream(stream) if cuda else _nothing():
+                while not errors:
+                    with lock:
+                        job = next(queue, None)
+                    if job is None:
+                        break
+                    group, which, (width, height), s, config = job
+                    _frame(crews[t][which], cams[width, height, which], s, config)
+                    with lock:
+                        left[group] -= 1
+                        finished = left[group] == 0
+                        done += finished
+                        step = done
+                    if finished and progress is not None:
+                        progress(step, total)
+                if cuda:
+                    stream.synchronize()
+        except BaseException as e:  # raised again in the calling thread
+            errors.append(e)
+        finally:
+            compiles[t] = counter.count() - before
+
+    if threads == 1:
+        work(0)
+    else:  # Triton compiles in the launching thread and much of a compile leaves the GIL: compiles overlap
+        pool = [threading.Thread(target=work, args=(t,), name=f"warpsplat-warm-up-{t}") for t in range(threads)]
+        for thread in pool:
+            thread.start()
+        for thread in pool:
+            thread.join()
+    if errors:
+        raise errors[0]
+    report.frames = len(jobs)
+    before = counter.count()
     stream = torch.cuda.Stream(renderer.device) if cuda else None
     with torch.cuda.stream(stream) if cuda else _nothing():
-        total, done = len(sizes) * len(settings), 0
-        for width, height in sizes:
-            cams = [_camera(w.scene, width, height) for w in warmers]
-            configs = set()
-            for s in configured:
-                tile = s.tile_size
-                tiles = ((width + tile - 1) // tile) * ((height + tile - 1) // tile)
-                # any scene may take a window (renderer/window_choice.py), whose frames project fewer Gaussians
-                configs |= set(LaunchConfig.reachable(renderer.n, tiles, tile, windows=s.temporal_window > 1))
-            configs = sorted(configs, key=lambda c: (c.lists, c.project_block, c.bin_block, c.bin_cols))
-            for s in settings:
-                for config in configs:
-                    report.frames += _frame(warmers[1], cams[1], s, config)
-                report.frames += _frame(warmers[0], cams[0], s, LaunchConfig.first(route == "counted", cuda=cuda))
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-        if cuda:
-            stream.synchronize()
         if renderer.counted():
             # frames of a size whose tile pairs bin in two halves (kernels/buffers.py `key_halves`) count and order
             # them so too, both ways: the synthetic frames take one of the ways only
@@ -164,11 +217,21 @@ def warm_up(
     # their buffers, in reference cycles (their frames point back at them) that only a full garbage collection
     # undoes: let go of the buffers now, or they stay beside the real frames' (the bench's rows held two images more
     # than their own frames': BENCHMARKS.md, section 37)
-    for w in warmers:
-        w.release_memory()
-    report.compiles = counter.count() - before
+    for crew in crews:
+        for w in crew:
+            w.release_memory()
+    report.compiles = sum(compiles) + counter.count() - before
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def warm_up_threads() -> int:
+    """The warm-up's threads: WARPSPLAT_WARMUP_THREADS, else 1."""
+    value = os.environ.get("WARPSPLAT_WARMUP_THREADS", "1")
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise ValueError(f"WARPSPLAT_WARMUP_THREADS={value!r}: expected a whole number of threads") from None
 
 
 def _load_order_modules(renderer, *, halves: bool = False) -> None:

@@ -254,3 +254,51 @@ def test_no_knob_flips_back_and_forth_near_its_threshold():
     assert len(set(configs)) == 1 and configs[0].bin_cols == 8, set(configs)
     # falling well under it, the steps narrow
     assert LaunchConfig.after(config, n, n, n * 30, tiles, tile).bin_cols == 4
+
+
+def test_a_threaded_warm_up_renders_the_same_frames_from_its_threads(monkeypatch):
+    """`threads`: the frames of one thread's warm-up, each once, rendered from that many threads on renderers of
+    their own (a renderer is never shared between threads), progress reported once per (size, settings) pair as
+    its last frame finishes, in order; each thread's compiles summed (counted by a fake compile in every frame)."""
+    import triton
+
+    done, started, barrier = [], set(), threading.Barrier(3)
+    render_frame = warmup._frame
+
+    def spy(r, camera, settings, config):
+        name = threading.current_thread().name
+        done.append((name, id(r), repr(settings), repr(config), camera.width))
+        if name.startswith("warpsplat-warm-up-") and name not in started:  # every thread holds a frame at once
+            started.add(name)
+            barrier.wait(timeout=30)
+        triton.knobs.runtime.jit_post_compile_hook(key="fake")  # as a compile in this thread would
+        return render_frame(r, camera, settings, config)
+
+    monkeypatch.setattr(warmup, "_frame", spy)
+    warmup.compile_counter()
+    real = Renderer(tiny_scene(), device="cpu", backend="torch")
+    settings = [RenderSettings(), RenderSettings(tile_size=16, adagscale=True)]
+    sizes = [(40, 24), (24, 16)]
+    one = warmup.warm_up(real, sizes, settings, force=True, threads=1)
+    want = sorted(job[2:] for job in done)
+    done.clear()
+    steps = []
+    three = warmup.warm_up(real, sizes, settings, force=True, threads=3, progress=lambda d, t: steps.append((d, t)))
+    assert sorted(job[2:] for job in done) == want
+    assert three.frames == one.frames == len(want) and three.compiles == one.compiles == len(want)
+    names = {name for name, *_ in done}
+    assert names == {f"warpsplat-warm-up-{t}" for t in range(3)}, names
+    owner = {}
+    for name, r, *_ in done:
+        assert owner.setdefault(r, name) == name  # each renderer in one thread only
+    assert steps == [(d, 4) for d in range(1, 5)]
+
+
+def test_the_warm_up_threads_come_from_the_environment(monkeypatch):
+    monkeypatch.delenv("WARPSPLAT_WARMUP_THREADS", raising=False)
+    assert warmup.warm_up_threads() == 1
+    monkeypatch.setenv("WARPSPLAT_WARMUP_THREADS", "6")
+    assert warmup.warm_up_threads() == 6
+    monkeypatch.setenv("WARPSPLAT_WARMUP_THREADS", "many")
+    with pytest.raises(ValueError, match="WARPSPLAT_WARMUP_THREADS='many': expected a whole number"):
+        warmup.warm_up_threads()

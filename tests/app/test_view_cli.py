@@ -96,6 +96,50 @@ def test_cameras_are_checked_before_a_window_opens_and_reach_it(monkeypatch, cap
     assert made[0].extras["cameras"] == str(tmp_path / "model" / "txt")
 
 
+def test_dataparser_transforms_are_checked_and_move_the_training_cameras(monkeypatch, capsys, tmp_path, x_display):
+    """--dataparser-transforms: a bad file is a one-line error with no window made; a good one reaches the window
+    with the scene, and the training cameras the window loads are taken into its world (scaled by its scale)."""
+    import json
+    import zipfile
+
+    import numpy as np
+
+    import app  # noqa: F401  (sets pyglet's options: must come before any pyglet.window import)
+
+    # isort: split
+    import app.window
+    from tests.conftest import bundled
+
+    made = []
+
+    class Refused(Exception):
+        pass
+
+    def window(scene, **kwargs):
+        made.append(scene)
+        raise Refused
+
+    monkeypatch.setattr(app.window, "ViewerWindow", window)
+    (tmp_path / "bad.json").write_text('{"transform": [[1, 0, 0, 0]], "scale": 1}')
+    code, err = run_view(capsys, "--dataparser-transforms", str(tmp_path / "bad.json"))
+    assert code == 2 and not made and err.count("\n") == 1
+    assert err.startswith(f"warpsplat view: error: --dataparser-transforms {tmp_path / 'bad.json'}: transform")
+    good = tmp_path / "dataparser_transforms.json"
+    good.write_text(json.dumps({"transform": [[1, 0, 0, 0.5], [0, 1, 0, 0], [0, 0, 1, 0]], "scale": 0.25}))
+    with zipfile.ZipFile(bundled("garden_sparse.zip")) as z:
+        z.extractall(tmp_path / "model")
+    with pytest.raises(Refused):
+        run_view(capsys, "--cameras", str(tmp_path / "model" / "txt"), "--dataparser-transforms", str(good))
+    scene = made[0]
+    assert scene.extras["dataparser_transforms"] == str(good)
+    moved = app.window.load_training_cameras(scene, 64, 48)
+    scene.extras = {"cameras": scene.extras["cameras"]}
+    plain = app.window.load_training_cameras(scene, 64, 48)
+    turn = np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]])  # ns-process-data's turn of COLMAP's world
+    for a, b in zip(plain, moved, strict=True):
+        np.testing.assert_allclose(b.position, 0.25 * (turn @ a.position + [0.5, 0, 0]), atol=1e-9)
+
+
 def test_view_runs_the_event_loop_and_esc_quits(capsys, x_display):
     """The real command: window, event loop, a rendered frame, Esc, clean shutdown, exit code 0."""
     import app  # noqa: F401  (sets pyglet's options: must come before any pyglet.window import)

@@ -286,20 +286,59 @@ class _nothing:
 
 class CompileCounter:
     """Triton's compilations in this process, per thread, through its `jit_post_compile_hook` (called after
-    every compile, a load from the on-disk cache included). Installed once; a hook already set is still called."""
+    every compile, a load from the on-disk cache included). Installed once; hooks already set are still called.
+
+    It also lets one thread at a time compile a kernel specialization, through `jit_cache_hook` (called before
+    each compile): a threaded warm-up's threads render the same stages in the same order, so without it they met
+    each new specialization together and compiled it side by side, each its own copy. Four threads compiled 45
+    kernels where one thread compiled 25, and took 0.83x one thread's time (BENCHMARKS.md, section 55). A thread
+    that finds a specialization being compiled waits for it, then loads it from Triton's on-disk cache (tens of ms
+    against about a second). A compile that fails releases no one: they wait at most COMPILE_WAIT_S, then compile
+    themselves."""
+
+    COMPILE_WAIT_S = 120.0
 
     def __init__(self) -> None:
         import triton
 
         self._counts: dict[int, int] = {}
         self._lock = threading.Lock()
+        self._compiling: dict[tuple, threading.Event] = {}  # specializations being compiled, each with its event
         self._previous = triton.knobs.runtime.jit_post_compile_hook
+        self._previous_before = triton.knobs.runtime.jit_cache_hook
         triton.knobs.runtime.jit_post_compile_hook = self._hook
+        triton.knobs.runtime.jit_cache_hook = self._before
+
+    @staticmethod
+    def _specialization(kwargs) -> tuple | None:
+        """Which compile a hook's call is about: the JIT function, the device and Triton's cache key."""
+        fn, compiled = kwargs.get("fn"), kwargs.get("compile") or {}
+        if fn is None or "key" not in kwargs:
+            return None
+        return id(getattr(fn, "jit_function", fn)), compiled.get("device"), str(kwargs["key"])
+
+    def _before(self, *args, **kwargs):
+        """Before a compile: wait while another thread compiles the same specialization (then this one loads it)."""
+        which = self._specialization(kwargs)
+        if which is not None:
+            with self._lock:
+                busy = self._compiling.get(which)
+                if busy is None:
+                    self._compiling[which] = threading.Event()
+            if busy is not None:
+                busy.wait(self.COMPILE_WAIT_S)
+        if self._previous_before is not None:
+            return self._previous_before(*args, **kwargs)
+        return False  # compile (or load) it
 
     def _hook(self, *args, **kwargs):
+        which = self._specialization(kwargs)
         with self._lock:
             ident = threading.get_ident()
             self._counts[ident] = self._counts.get(ident, 0) + 1
+            done = self._compiling.pop(which, None) if which is not None else None
+        if done is not None:
+            done.set()
         if self._previous is not None:
             return self._previous(*args, **kwargs)
         return None

@@ -31,7 +31,7 @@ def one_start(scene: str | None, size: tuple[int, int]) -> dict:
 
     from app.state import viewer_settings
     from renderer import Renderer, default_camera
-    from renderer.warmup import compile_counter, switch_settings, warm_up
+    from renderer.warmup import compile_counter, switch_settings, warm_up, warm_up_threads
     from scenes import bundled_scene_path, load_scene
 
     counter = compile_counter()
@@ -41,8 +41,10 @@ def one_start(scene: str | None, size: tuple[int, int]) -> dict:
     renderer = Renderer(loaded, frame_size=size)
     t_renderer = time.perf_counter()
     settings = viewer_settings()
+    torch.cuda.reset_peak_memory_stats()
     first = warm_up(renderer, [size], [settings])
     t_warm = time.perf_counter()
+    warm_up_peak = torch.cuda.max_memory_allocated()
     renderer.render(default_camera(loaded, *size), settings)
     torch.cuda.synchronize()
     t_first = time.perf_counter()
@@ -53,6 +55,7 @@ def one_start(scene: str | None, size: tuple[int, int]) -> dict:
         "warm_up_s": t_warm - t_renderer, "warm_up_compiles": first.compiles, "first_frame_s": t_first - t_warm,
         "time_to_first_frame_s": t_first - t0, "switches_s": t_switches - t_first, "switch_settings": switches.frames,
         "switches_compiles": switches.compiles, "compiles_in_all": counter.count(-1),
+        "warm_up_peak_mb": warm_up_peak / 2**20, "threads": warm_up_threads(),
     }  # fmt: skip
 
 

@@ -176,6 +176,56 @@ def test_compile_counter_counts_per_thread_and_keeps_a_hook_already_set(monkeypa
     assert [c["key"] for c in calls] == ["a", "b", "c"]
 
 
+def test_one_thread_at_a_time_compiles_a_specialization(monkeypatch):
+    """A threaded warm-up's threads meet each new specialization together: one compiles it, the others wait and then
+    load it (Triton's `jit_cache_hook` before a compile, `jit_post_compile_hook` after). Another specialization, of
+    the same kernel or another device, does not wait; a compile that never ends holds others COMPILE_WAIT_S at most;
+    a cache hook already set is still called, and what it answers is kept (True: Triton skips the compile)."""
+    import types
+
+    import triton
+
+    asked = []
+    monkeypatch.setattr(triton.knobs.runtime, "jit_post_compile_hook", None)
+    monkeypatch.setattr(triton.knobs.runtime, "jit_cache_hook", lambda **kw: asked.append(kw["key"]) or None)
+    counter = warmup.CompileCounter()
+    before, after = triton.knobs.runtime.jit_cache_hook, triton.knobs.runtime.jit_post_compile_hook
+    fn = types.SimpleNamespace(jit_function=object())
+    call = lambda key, device=0: dict(key=key, fn=fn, compile={"device": device})  # noqa: E731
+    events = []
+
+    def compile_in_thread(key, device=0):
+        before(**call(key, device))
+        events.append(("compiled", key, device))
+        after(**call(key, device))
+
+    assert not before(**call("k1"))  # this thread compiles k1 (the earlier hook answered None)
+    others = [threading.Thread(target=compile_in_thread, args=a) for a in (("k2",), ("k1", 1))]
+    for t in others:
+        t.start()
+        t.join(5)
+    assert events == [("compiled", "k2", 0), ("compiled", "k1", 1)]  # neither waited
+    same = threading.Thread(target=compile_in_thread, args=("k1",))
+    same.start()
+    same.join(0.3)
+    assert same.is_alive() and len(events) == 2  # waits for this thread's compile of k1
+    events.append("k1 compiled here")
+    after(**call("k1"))
+    same.join(5)
+    assert events[2:] == ["k1 compiled here", ("compiled", "k1", 0)]
+    assert counter.count() == 1 and counter.count(-1) == 4
+    # a compile that never reports its end: the others go on after COMPILE_WAIT_S
+    monkeypatch.setattr(counter, "COMPILE_WAIT_S", 0.2)
+    before(**call("k3"))
+    late = threading.Thread(target=compile_in_thread, args=("k3",))
+    late.start()
+    late.join(5)
+    assert not late.is_alive() and events[-1] == ("compiled", "k3", 0)
+    assert asked == ["k1", "k2", "k1", "k1", "k3", "k3"]
+    counter._previous_before = lambda **kw: True
+    assert before(**call("k4")) is True  # the earlier hook's answer stands
+
+
 def test_synthetic_scene_has_the_renderers_sh_size_and_is_seen():
     scene = warmup.synthetic_scene(warmup.SMALL_SCENE, 16)
     assert scene.sh.shape == (warmup.SMALL_SCENE, 16, 3)

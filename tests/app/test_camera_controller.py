@@ -94,6 +94,10 @@ def test_orbit_mode_keeps_the_pivot_distance_and_pans_and_zooms():
     ctl.on_mouse_drag(0, 0, 10, 0, mouse.RIGHT, 0)  # pan: camera and pivot move together, to the left
     np.testing.assert_allclose(ctl.pivot - pivot, ctl.camera.position - p, atol=1e-12)
     assert (ctl.camera.position - p) @ T[:3, 0] < 0
+    p, pivot = ctl.camera.position, ctl.pivot.copy()
+    ctl.on_mouse_drag(0, 0, 0, 10, mouse.RIGHT, 0)  # dragged up (pyglet's y is up): the camera moves down its +Y
+    np.testing.assert_allclose(ctl.pivot - pivot, ctl.camera.position - p, atol=1e-12)
+    assert (ctl.camera.position - p) @ T[:3, 1] > 0 and abs((ctl.camera.position - p) @ T[:3, 0]) < 1e-12
     d = np.linalg.norm(ctl.camera.position - ctl.pivot)
     ctl.on_mouse_scroll(0, 0, 0, 1)
     assert np.linalg.norm(ctl.camera.position - ctl.pivot) == pytest.approx(0.85 * d)

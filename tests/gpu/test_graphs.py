@@ -60,6 +60,22 @@ def test_adagscale_frames_replay_with_each_frames_tau(scene):
     assert graphed.graph_replays >= 6 and len(taus) > 3, (graphed.graph_replays, taus)
 
 
+def test_a_scale_modifier_change_never_replays_the_old_covariances(scene):
+    """A graph holds the covariances' address; a scale modifier other than 1 puts them in a new tensor. Frames that
+    replayed at 1, then at 1.4, then at 1 again equal an eager renderer's at each, and the images at 1.4 differ."""
+    graphed = Renderer(scene, device="cuda", graphs=True)
+    eager = Renderer(scene, device="cuda", graphs=False)
+    cams = object_paths(scene, 320, 180, 6)["orbit"]
+    images = {}
+    for m in (1.0, 1.4, 1.0):
+        s = RenderSettings(scale_modifier=m)
+        for cam in cams:
+            a = graphed.render(cam, s).image.clone()
+            assert torch.equal(a, eager.render(cam, s).image), m
+        images.setdefault(m, a)
+    assert not torch.equal(images[1.0], images[1.4]) and graphed.graph_replays >= 6
+
+
 def test_capture_beside_a_thread_that_waits_on_events(scene):
     """As in render-to-video: while frames are captured, another thread keeps waiting on the event the render
     thread recorded after its last frame (the encoder waiting for a frame's copy). Capture must neither fail

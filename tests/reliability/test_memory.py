@@ -72,6 +72,8 @@ def test_estimate_terms():
     # the order and offsets 16 v let go of after the binning: at the sort, only the pairs
     at_bin = (16 * v + 12 * m, 16 * v + 6 * p)
     assert counted.transient == max(56 * v, *at_bin, at_sort, at_lists, per_tile) and counted.graphs == 0
+    # a frame of no pairs: the depth sort alone is the peak (above, the pair terms hide it)
+    assert memory.transient_bytes(1000, 0, 0, tiles, counted=True) == 56 * 1000
     survivors = 4 * v + 4  # the pre-cull's list and count, shared
     # records 32, depths 4, tiles_touched 4, macros_touched 4, bin_t 4 a Gaussian, all but tiles_touched shared
     assert counted.workspace == 48 * v + 20 * w * h + 4 * tiles + counts + 12 * tiles + hist + split + survivors

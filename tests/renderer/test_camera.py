@@ -67,6 +67,10 @@ def test_from_fov_and_resized():
     assert math.isclose(cam.fov_y_deg, 60.0)
     small = cam.resized(100, 50)
     assert math.isclose(small.fov_y_deg, 60.0) and small.cx == 50 and small.cy == 25
+    # each axis by its own factor (a window made square): both fields of view and the centred principal point kept
+    square = cam.resized(100, 100)
+    assert (square.fx, square.fy, square.cx, square.cy) == (cam.fx / 2, cam.fy, 50, 50)
+    assert math.isclose(square.fov_y_deg, 60.0) and np.array_equal(square.T_world_camera, cam.T_world_camera)
     with pytest.raises(ValueError):
         Camera.from_fov(10, 10, 180.0)
 

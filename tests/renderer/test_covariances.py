@@ -130,3 +130,19 @@ def test_renderer_scales_its_covariances_by_the_modifier_and_back():
     r._update_scale_modifier(RenderSettings().scale_modifier)
     assert r.covars is base
     assert not hasattr(r, "_quats") and not hasattr(r, "_log_scales")
+
+
+def test_a_new_scale_modifier_is_a_new_kind_of_frame():
+    """A captured CUDA graph holds the covariances' address: a frame after the scale modifier changed must not be
+    the kept frame of before (whose graph would replay the old covariances), so the covariances' version is part of
+    the frame's kind, and each change makes a new one."""
+    from renderer import Renderer, RenderSettings
+    from renderer.paths import orbit_path
+
+    scene = random_scene(50, seed=3)
+    r = Renderer(scene, device="cpu", backend="torch")
+    cam = orbit_path(scene, 32, 24, 2)[0]
+    for m in (1.0, 1.6, 1.0):
+        r.render(cam, RenderSettings(scale_modifier=m))
+    versions = [kind.covars_version for _, kind in r.frames.frames]
+    assert len(versions) == len(set(versions)) == 3

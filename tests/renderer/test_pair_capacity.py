@@ -158,6 +158,23 @@ def test_capacity_shrinks_to_headroom_over_the_recent_need():
     assert c.size == max(int((5_000 + launch.Capacity.SHRINK_AFTER - 1) * launch.Capacity.HEADROOM), 1024)
 
 
+def test_a_third_in_use_is_not_idle():
+    """The capacity shrinks only below a third in use (SHRINK_BELOW): frames that use exactly a third keep it,
+    however long they last, and one below it starts the run."""
+    clock = Clock()
+    c = launch.Capacity(clock)
+    c.grow(2_500)  # 3,000 with headroom
+    assert c.size == 3_000
+    for _ in range(3 * launch.Capacity.SHRINK_AFTER):
+        c.observe(1_000)
+        clock.t += launch.Capacity.SHRINK_SECONDS
+    assert c.size == 3_000
+    for _ in range(launch.Capacity.SHRINK_AFTER + 1):
+        c.observe(999)
+        clock.t += launch.Capacity.SHRINK_SECONDS
+    assert c.size == 1_198
+
+
 def test_capacity_shrinks_only_after_enough_frames_and_enough_time():
     """A fast renderer passes SHRINK_AFTER frames in a blink: a view that is sparse for a moment (the start of a
     fly-in) keeps the room; seconds of it give the room back; one dense frame starts the count again."""

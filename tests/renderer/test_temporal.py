@@ -146,14 +146,20 @@ def test_predicted_window_absorbs_motion_it_did_not_predict_within_its_margin(pl
     assert st.window_builds == 1 and st.frames_from_window == 4, "one window built at rest served every turn"
 
 
-def test_settings_change_rebuilds_the_window(plant, window_always):
+# (the settings a window is built for, then the next frame's): each change needs Gaussians the first window culled
+# (larger footprints, a nearer near plane, a farther far plane), so a window kept across it would miss them
+SETTINGS_CHANGES = [({}, {"scale_modifier": 1.6}), ({}, {"eps2d": 300.0}), ({"near": 0.3}, {}), ({"far": 0.15}, {})]
+
+
+@pytest.mark.parametrize("first, then", SETTINGS_CHANGES)
+def test_settings_change_rebuilds_the_window(plant, window_always, first, then):
     cams = inside_path(plant, 3)
     r = Renderer(plant, backend="torch")
-    r.render(cams[0], RenderSettings(temporal_window=3), future=cams[1:])
-    s2 = RenderSettings(temporal_window=3, scale_modifier=1.6)
-    out = r.render(cams[1], s2, future=cams[2:])
+    r.render(cams[0], RenderSettings(temporal_window=3, **first), future=cams[1:])
+    out = r.render(cams[1], RenderSettings(temporal_window=3, **then), future=cams[2:])
     assert r.temporal.stats.window_builds == 2
-    assert torch.equal(out.image, exact_images(plant, [cams[1]], "torch", RenderSettings(scale_modifier=1.6))[0])
+    want, before = (exact_images(plant, [cams[1]], "torch", RenderSettings(**kw))[0] for kw in (then, first))
+    assert torch.equal(out.image, want) and not torch.equal(want, before)
 
 
 def test_unchanged_view_is_reused_and_any_change_renders(plant):
@@ -182,6 +188,14 @@ def test_predict_poses_repeats_the_last_motion():
     poses = predict_poses(p0, p1, 3)
     assert np.allclose(poses[2][:3, 3], (0.3, 0, -4)) and np.allclose(poses[2][:3, :3], p1[:3, :3])
     assert len(predict_poses(None, p1, 5)) == 1
+    # a camera that turns and moves at once, from a turned start: each predicted step is the last one in the camera's
+    # own frame (its motion relative to itself repeats), which a step taken in the world's frame is not
+    q0 = look_at_pose((1.0, -0.5, -4), (0.3, 0.2, 0), (0, -1, 0))
+    q1 = q0 @ look_at_pose((0.05, 0.02, 0.1), (0.3, 0.02, 1.0), (0, -1, 0))
+    poses = predict_poses(q0, q1, 4)
+    assert np.allclose(poses[0], q1)
+    for a, b in zip(poses, poses[1:]):
+        assert np.allclose(np.linalg.inv(a) @ b, np.linalg.inv(q0) @ q1)
 
 
 @pytest.mark.parametrize(

@@ -452,3 +452,28 @@ def test_rows_timed_at_the_slow_host_speed_throughout_are_named(capsys):
     assert len(out) == 3, out
     assert out[2] == ("rows timed at the host's slow speed throughout (probes over 1.3x the run's fastest, 10.0 us): "
                       "s / close HiGS 20.6 -> 19.9"), out[2]  # fmt: skip
+
+
+def test_a_stream_pass_times_to_the_end_of_the_devices_work(monkeypatch):
+    """A pass's wall frames/s counts to the end of its last frame's work, which only the final sync waits for (a
+    GPU's frames end after their launches return): with a sync that takes 50 ms, two frames take at least that."""
+    import time
+
+    import torch
+
+    import tools.bench as bench
+    from renderer.timing import StageTimer
+
+    cpu = torch.device("cpu")
+
+    def render_stream(cams, settings, futures=None):
+        for _ in cams:
+            timer = StageTimer(cpu)
+            timer.stop()
+            yield SimpleNamespace(timer=timer, stats=SimpleNamespace(ran_label=lambda: "replay"))
+
+    monkeypatch.setattr(bench, "synchronize", lambda device: time.sleep(0.05))
+    renderer = SimpleNamespace(device=cpu, render_stream=render_stream)
+    handover, fps, timers, ran = bench.stream_pass(renderer, [None, None], None)
+    assert len(handover) == len(timers) == 2 and ran == ["replay", "replay"]
+    assert fps <= 2 / 0.05, fps

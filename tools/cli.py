@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 import textwrap
 import warnings
@@ -29,6 +30,7 @@ SUBCOMMANDS = [
 ]  # modules under tools/, in the order `--help` lists them
 
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # as a process that SIGPIPE ended: what a shell reports for `ls | head -1`'s ls
 
 
 class CliError(Exception):
@@ -107,6 +109,19 @@ def missing_requirement() -> str | None:
     return None
 
 
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (`head`, once it has read its lines): poll reports an
+    error on such a pipe's writing end, and nothing on a terminal, a file or a pipe still read."""
+    import select
+
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows), no real file descriptor
+        return False
+
+
 def _message(e: BaseException) -> str:
     """One line for an expected error. An OSError from the system names its file once, without "[Errno N]"."""
     if isinstance(e, OSError) and e.strerror:
@@ -152,6 +167,14 @@ def main(argv: list[str] | None = None) -> int:
         target = working_on(args)
         print(f"warpsplat {args.command}: error: {f'{target}: ' if target else ''}{_message(e)}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError as e:
+        if not _stdout_closed():  # another pipe (an encoder's) broke: that is an error
+            print(f"warpsplat {args.command}: error: {_message(e)}", file=sys.stderr)
+            return EXIT_USAGE
+        # the reader of our output went away (`warpsplat info scene.ply | head -1`): nothing more to say, to anyone;
+        # stdout goes to /dev/null so that Python's own flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except (CliError, SceneFormatError, OutputExistsError, CudaUnusableError, OSError) as e:
         print(f"warpsplat {args.command}: error: {_message(e)}", file=sys.stderr)
         return EXIT_USAGE

@@ -180,3 +180,27 @@ def test_render_warns_when_the_scene_draws_nothing(tmp_path, capsys):
     assert run_cli("render", tmp_path / "one.ply", "--out", tmp_path / "y.png", "--size", "16x16",
                    "--backend", "torch") == 0  # fmt: skip
     assert capsys.readouterr().err == ""
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(scene_path):
+    """`warpsplat info scene.ply | head -1`: once the reader has gone, the command stops without a word (a shell
+    reports 141, as for a command that SIGPIPE ended); here the pipe is closed before anything is written."""
+    p = subprocess.Popen([sys.executable, "-m", "tools", "info", str(scene_path("playbot_crop.ply"))], cwd=REPO,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait() == 141 and err == ""
+
+
+def test_another_broken_pipe_is_an_error(monkeypatch, tmp_path, capsys):
+    """A pipe that is not standard output broke (an encoder's): that is an error, in one line."""
+    import tools.info
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(tools.info, "run", broken)
+    with open(tmp_path / "out.txt", "w") as out:  # a real file: poll says nothing of it
+        monkeypatch.setattr(sys, "stdout", out)
+        assert run_cli("info", tmp_path / "x.ply") == 2
+    assert capsys.readouterr().err == "warpsplat info: error: Broken pipe\n"

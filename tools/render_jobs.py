@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import statistics
 import time
 from dataclasses import dataclass, field, replace
@@ -360,7 +361,6 @@ def run_workers(jobs: list[Job], on_frame) -> FrameTimes:
 
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    context = mp.start_processes(_worker, args=(jobs, q), nprocs=len(jobs), join=False, start_method="spawn")
     times = FrameTimes()
 
     def drain(block: bool) -> None:
@@ -377,18 +377,46 @@ def run_workers(jobs: list[Job], on_frame) -> FrameTimes:
                 times.wait_s += payload[1]
             block = False
 
+    # Ctrl-C reaches the whole process group. Workers still importing torch printed a KeyboardInterrupt traceback
+    # each, so they start with SIGINT blocked (a signal mask is inherited, and kept across exec) and this process
+    # stops them instead. Here a Ctrl-C during the start is only noted (another thread of this process may take the
+    # signal, so the mask alone would not hold it back), then raised once every worker has a handle to stop it by.
+    context = None
     try:
+        with _interrupts_deferred():
+            context = mp.start_processes(_worker, args=(jobs, q), nprocs=len(jobs), join=False, start_method="spawn")
         while not context.join(timeout=0.05):
             drain(block=True)
         drain(block=False)
     except BaseException:
-        for p in context.processes:  # the workers this call started, by handle
+        for p in context.processes if context is not None else ():  # the workers this call started, by handle
             if p.is_alive():
                 p.terminate()
-        for p in context.processes:
+        for p in context.processes if context is not None else ():
             p.join(5)
         raise
     return times
+
+
+@contextlib.contextmanager
+def _interrupts_deferred():
+    """Within: SIGINT is blocked in this thread (processes started inherit that) and a Ctrl-C is only noted; on
+    leaving, a noted one raises KeyboardInterrupt. Off the main thread, or without signal masks, nothing changes."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    noted = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # one pending on this thread raises here or is noted
+        signal.signal(signal.SIGINT, previous)
+    if noted:
+        raise KeyboardInterrupt
 
 
 def finish_video(parts: list[str], out: str) -> None:

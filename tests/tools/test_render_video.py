@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -211,6 +212,28 @@ def test_killed_render_leaves_no_complete_looking_file(small_scene, tmp_path):
     assert not out.exists()
     parts = [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
     assert parts and all(p.name.startswith(".killed.mp4.") for p in parts)  # hidden, named as unfinished
+
+
+def test_ctrl_c_while_workers_start_waits_until_they_can_be_stopped():
+    """Workers start with SIGINT blocked (so Ctrl-C during their torch import prints no tracebacks), and a Ctrl-C
+    in the parent during the start raises only once it is over, when every worker has a handle to stop it by."""
+    from tools.render_jobs import _interrupts_deferred
+
+    before = signal.getsignal(signal.SIGINT)
+    probe = "import signal; print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))"
+    reached_end = False
+    done = threading.Event()  # a thread that does not block SIGINT may take it (torch's and numpy's pools do)
+    other = threading.Thread(target=done.wait, daemon=True)
+    other.start()
+    with pytest.raises(KeyboardInterrupt), _interrupts_deferred():
+        os.kill(os.getpid(), signal.SIGINT)  # this test's own process
+        time.sleep(0.05)  # delivered, to whichever thread, while still inside
+        child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        reached_end = True
+    done.set()
+    assert reached_end and child.stdout.strip() == "True"  # the start ran through; the child inherited the block
+    assert signal.getsignal(signal.SIGINT) is before
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
 
 def test_single_image_mode_without_app(small_scene, tmp_path):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from kernels import rasterizer_variants
 
 OUTPUTS = ("both", "float", "rgba8")  # `RenderSettings.outputs`
+MAX_TEMPORAL_WINDOW = 1024  # frames per cull pass; a window's cameras are held until it ends
 
 
 @dataclass
@@ -111,8 +112,8 @@ class RenderSettings:
             raise ValueError(f"adagscale_budget {self.adagscale_budget} must be >= 0")
         if not 0 < self.adagscale_s_min <= 1:
             raise ValueError(f"adagscale_s_min {self.adagscale_s_min} not in (0, 1]")
-        if not 0 <= self.temporal_window <= 1024:
-            raise ValueError(f"temporal_window {self.temporal_window} not in [0, 1024]")
+        if not 0 <= self.temporal_window <= MAX_TEMPORAL_WINDOW:
+            raise ValueError(f"temporal_window {self.temporal_window} not in [0, {MAX_TEMPORAL_WINDOW}]")
         if not 16.0 <= self.temporal_margin <= 4096.0:
             raise ValueError(f"temporal_margin {self.temporal_margin} not in [16, 4096] pixels")
         if not 0.0 <= self.temporal_guard <= 10.0:

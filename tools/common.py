@@ -71,6 +71,8 @@ def apply_dataparser_argument(scene: GaussianScene, path: str | None) -> None:
         return
     from renderer.paths import CameraPathError, read_dataparser_transforms
 
+    if not os.path.isfile(path):
+        raise CliError(f"--dataparser-transforms {path}: no such file")
     try:
         read_dataparser_transforms(path)
     except (CameraPathError, FileNotFoundError) as e:

@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import math
 import os
 import signal
 import sys
@@ -53,6 +54,7 @@ from .video import DEFAULT_PRESET, DEFAULT_THREADING, DEFAULT_THREADS, THREADING
 GENERATED_PATHS = ("orbit", "spiral", "flythrough")
 QUALITY_CRF = {"draft": 28, "good": 23, "high": 18, "lossless": 0}
 DEFAULT_SIZE = (1280, 720)
+DEFAULT_FOV = 60.0  # degrees, vertical
 MANIFEST = "render.json"  # in a frame folder: what was being rendered, so --resume can check it is the same
 
 
@@ -110,7 +112,12 @@ def add_parser(sub) -> None:
     p.add_argument("--turns", type=float, default=None, help="revolutions of orbit (default 1) and spiral (2)")
     p.add_argument("--radius", type=float, default=None, help="orbit radius in world units (default: framing)")
     p.add_argument("--rise", type=float, default=None, help="orbit height above the look-at point (world units)")
-    p.add_argument("--fov", type=float, default=60.0, help="vertical field of view of generated paths (default 60)")
+    p.add_argument(
+        "--fov",
+        type=float,
+        default=None,
+        help=f"vertical field of view of generated paths and the default view (default {DEFAULT_FOV:g})",
+    )
     p.add_argument("--ortho", action="store_true",
                    help="an orthographic projection: each frame shows at every depth what its camera shows at the "
                         "depth of the scene's centre (no perspective: parallel lines stay parallel)")  # fmt: skip
@@ -122,8 +129,8 @@ def add_parser(sub) -> None:
                    help="AdaGScale on, with this quality knob (lossy; 0.1 is the default tau, the most a Gaussian may "
                         "drop; dense views use less; 0 is exact)")  # fmt: skip
     p.add_argument("--temporal", type=int, default=0, metavar="K",
-                   help="temporal reuse: one cull pass per K frames from the path's known cameras (exact), used "
-                        "while it measures faster than plain frames")  # fmt: skip
+                   help="temporal reuse: one cull pass per K frames (0: off) from the path's known cameras "
+                        "(exact), used while it measures faster than plain frames")  # fmt: skip
     p.add_argument(
         "--backend",
         choices=("auto", "triton", "torch"),
@@ -207,7 +214,13 @@ def add_parser(sub) -> None:
 def settings_from_args(args: argparse.Namespace):
     """RenderSettings from the command line: background and the renderer's switches."""
     from renderer import RenderSettings
+    from renderer.settings import MAX_TEMPORAL_WINDOW
 
+    # the two switches checked here, so that the message names the flag rather than the settings field
+    if args.adagscale_tau is not None and not args.adagscale_tau >= 0:
+        raise CliError(f"--adagscale-tau {args.adagscale_tau}: must be 0 (exact) or more")
+    if not 0 <= args.temporal <= MAX_TEMPORAL_WINDOW:
+        raise CliError(f"--temporal {args.temporal}: must be 0 (off) to {MAX_TEMPORAL_WINDOW} frames per cull pass")
     settings = RenderSettings(
         background=parse_background(args.background),
         adagscale=args.adagscale_tau is not None,
@@ -285,7 +298,7 @@ def _path_cameras(args: argparse.Namespace, scene) -> tuple[list, float, str]:
     if args.path in GENERATED_PATHS:
         n = 60 if args.frames is None else args.frames
         fps = 30.0 if args.fps is None else args.fps
-        common = dict(up=args.up, fov_y_deg=args.fov)
+        common = dict(up=args.up, fov_y_deg=DEFAULT_FOV if args.fov is None else args.fov)
         try:
             if args.path == "orbit":
                 cams = orbit_path(
@@ -349,6 +362,7 @@ def run(args: argparse.Namespace) -> int:
     from renderer.pipeline import check_scene_fits
 
     check_numbers(args)
+    check_flags_apply(args)
     settings = settings_from_args(args)
     if args.path is None or args.frame is not None:
         return render_image(args)
@@ -367,6 +381,9 @@ def run(args: argparse.Namespace) -> int:
     if args.compare_to is not None and not (args.name_frames and os.path.isdir(args.compare_to)):
         raise CliError(f"--compare-to {args.compare_to}: needs --name-frames and a folder of the path's images")
     names = frame_names(args, len(cams))
+    if args.compare_to is not None and not any(find_photo(args.compare_to, image) for image in args.image_names):
+        raise CliError(f"--compare-to {args.compare_to}: holds none of the path's {len(cams)} images (such as "
+                       f"{args.image_names[0]})")  # fmt: skip
     todo = list(range(len(cams))) if is_video else prepare_folder(args, cams, fps, names)
     if not todo:
         print(f"{args.out}/: all {len(cams)} frames present; nothing to do")
@@ -414,13 +431,7 @@ def compare_to_photos(folder: str, frames: list[str], images: list[str], photos:
 
     found, missing, resized = [], 0, 0
     for frame, image in zip(frames, images, strict=True):
-        path = os.path.join(photos, image)
-        if not os.path.isfile(path):  # the same stem with another extension (a dataset converted to PNG)
-            where, stem = os.path.split(os.path.splitext(path)[0])
-            others = (
-                sorted(f for f in os.listdir(where) if os.path.splitext(f)[0] == stem) if os.path.isdir(where) else []
-            )
-            path = os.path.join(where, others[0]) if others else None
+        path = find_photo(photos, image)
         if path is None:
             missing += 1
             continue
@@ -445,10 +456,24 @@ def compare_to_photos(folder: str, frames: list[str], images: list[str], photos:
     return line
 
 
+def find_photo(photos: str, image: str) -> str | None:
+    """The photo of `image` in the folder `photos`: the file of that name, else the same stem with another
+    extension (a dataset converted to PNG); None if neither is there."""
+    path = os.path.join(photos, image)
+    if os.path.isfile(path):
+        return path
+    where, stem = os.path.split(os.path.splitext(path)[0])
+    others = sorted(f for f in os.listdir(where) if os.path.splitext(f)[0] == stem) if os.path.isdir(where) else []
+    return os.path.join(where, others[0]) if others else None
+
+
 def check_numbers(args: argparse.Namespace) -> None:
     """The numeric options, before anything is read."""
-    if not 0.0 < args.fov < 180.0:
+    if args.fov is not None and not 0.0 < args.fov < 180.0:
         raise CliError(f"--fov {args.fov}: must be in (0, 180)")
+    for flag, value in (("--turns", args.turns), ("--radius", args.radius), ("--rise", args.rise)):
+        if value is not None and not math.isfinite(value):  # nan or inf: a path of black frames
+            raise CliError(f"{flag} {value}: must be a finite number")
     from renderer.paths.formats import MAX_FPS, MAX_PATH_FRAMES, MIN_FPS
 
     if args.frames is not None and not 1 <= args.frames <= MAX_PATH_FRAMES:
@@ -467,6 +492,55 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise CliError("--transparent renders over nothing: drop --background and composite the PNG over any colour")
 
 
+def check_flags_apply(args: argparse.Namespace) -> None:
+    """Refuse a flag that this render would ignore: a flag given for nothing is a mistake (a missing --path, a
+    folder where a video was meant), better caught before the render than noticed after it."""
+    image = args.path is None or args.frame is not None
+    generated = args.path in GENERATED_PATHS
+    encodes = not image and (args.out.lower().endswith(".mp4") or bool(args.alpha_video or args.depth_video))
+    given = {  # flag: given on the command line (differs from its default)
+        "--frames": args.frames is not None,
+        "--turns": args.turns is not None,
+        "--radius": args.radius is not None,
+        "--rise": args.rise is not None,
+        "--fov": args.fov is not None,
+        "--dataparser-transforms": args.dataparser_transforms is not None,
+        "--fps": args.fps is not None,
+        "--crf": args.crf is not None,
+        "--quality": args.quality is not None,
+        "--preset": args.preset != DEFAULT_PRESET,
+        "--encoder-threads": args.encoder_threads != DEFAULT_THREADS,
+        "--encoder-threading": args.encoder_threading != DEFAULT_THREADING,
+        "--odd-size": args.odd_size != "refuse",
+        "--workers": args.workers != 1,
+        "--resume": args.resume,
+        "--temporal": args.temporal != 0,
+        "--name-frames": args.name_frames,
+        "--compare-to": args.compare_to is not None,
+        "--alpha-video": args.alpha_video is not None,
+        "--depth-video": args.depth_video is not None,
+    }
+    rules = (  # (flags, whether this render uses them, what they apply to)
+        (("--frames",), args.path is not None, "a --path render"),
+        (("--turns",), args.path in ("orbit", "spiral"), "--path orbit and spiral"),
+        (("--radius", "--rise"), args.path == "orbit", "--path orbit"),
+        (("--fov",), args.path is None or generated, "the default view and generated paths (a path file gives its "
+                                                      "cameras' own)"),
+        (("--dataparser-transforms",), args.path is not None and not generated, "a path file's cameras (--path "
+                                                                                 "FILE), which it takes into the "
+                                                                                 "scene's world"),
+        (("--fps", "--workers", "--resume", "--temporal", "--name-frames", "--compare-to", "--alpha-video",
+          "--depth-video"), not image, "rendering a path's frames (--path without --frame)"),
+        (("--crf", "--quality", "--preset", "--encoder-threads", "--encoder-threading", "--odd-size"),
+         encodes, "a video (--path with --out *.mp4, --alpha-video or --depth-video)"),
+    )  # fmt: skip
+    for flags, used, what in rules:
+        unused = [f for f in flags if given[f]]
+        if unused and not used:
+            raise CliError(f"{', '.join(unused)}: {'applies' if len(unused) == 1 else 'apply'} to {what}; this "
+                           f"render would ignore {'it' if len(unused) == 1 else 'them'}")  # fmt: skip
+
+
 def check_path_outputs(args: argparse.Namespace) -> bool:
     """Check a path render's outputs and --path before the scene is loaded; True for a video, False for a
     frame folder."""
@@ -474,11 +548,19 @@ def check_path_outputs(args: argparse.Namespace) -> bool:
 
     out = args.out
     is_video = out.lower().endswith(".mp4")
+    ends_in_slash = out.endswith(("/", os.sep))  # said so by the user: frames.v2/
     if out.lower().endswith(".png"):
         raise CliError(f"--out {out}: a path renders to a .mp4 video or a folder of PNG frames (--frame K renders one "
                        f"of its frames as {os.path.basename(out)})")  # fmt: skip
     if out.lower().endswith((".jpg", ".mov", ".mkv", ".webm", ".avi", ".gif")):
         raise CliError(f"--out {out}: a path renders to a .mp4 video or a folder of PNG frames")
+    if not is_video and len(out) > 1:
+        out = args.out = out.rstrip("/" + os.sep) or out  # frames/ is the folder frames (messages add the /)
+    suffix = os.path.splitext(out)[1]
+    if not is_video and suffix and not ends_in_slash and not os.path.isdir(out):
+        # clip.m4v or orbit.mp (a typo) would otherwise become a folder of PNGs
+        raise CliError(f"--out {out}: a path renders to a .mp4 video or a folder of PNG frames; for a new folder "
+                       f"named with a {suffix!r} suffix, end it with /")  # fmt: skip
     if is_video and args.transparent:
         raise CliError("--transparent: H.264 has no alpha channel; render PNG frames (--out FOLDER) or write "
                        "--alpha-video beside the video")  # fmt: skip
@@ -498,9 +580,14 @@ def check_path_outputs(args: argparse.Namespace) -> bool:
         raise CliError(f"--out {out}: exists and is not a folder")
     else:
         check_parent(out, make=args.mkdir)  # the frame folder itself is made in prepare_folder
-    for side in (args.alpha_video, args.depth_video):
+    written = [("--out", out)] if is_video else []
+    for flag, side in (("--alpha-video", args.alpha_video), ("--depth-video", args.depth_video)):
         if side is not None:
             check_writable(side, overwrite=args.overwrite, make_parent=args.mkdir)
+            same = [f for f, path in written if os.path.realpath(path) == os.path.realpath(side)]
+            if same:  # the second video would be renamed over the first
+                raise CliError(f"{flag} {side}: the same file as {same[0]}; give each video its own name")
+            written.append((flag, side))
     if args.path not in GENERATED_PATHS and not os.path.exists(args.path):
         raise CliError(
             f"--path {args.path}: no such file"
@@ -676,6 +763,9 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float, names: list[str])
         return [i for i in range(len(cams)) if names[i] not in present]
     if existing and not args.overwrite:
         raise CliError(f"--out {out}/: holds {len(existing)} frames; pass --resume to continue or --overwrite")
+    if os.path.exists(mpath) and not args.overwrite and not _is_manifest(mpath):
+        raise CliError(f"--out {out}/: holds a {MANIFEST} that no render wrote; move it, or pass --overwrite to "
+                       "replace it")  # fmt: skip
     os.makedirs(out, exist_ok=True)  # its parent exists: check_path_outputs saw to it
     if args.overwrite:
         for f in existing:  # stale frames beyond the new count would otherwise stay
@@ -683,6 +773,17 @@ def prepare_folder(args: argparse.Namespace, cams, fps: float, names: list[str])
     with atomic_write(mpath) as f:
         f.write(json.dumps(manifest, indent=1).encode())
     return list(range(len(cams)))
+
+
+def _is_manifest(path: str) -> bool:
+    """Whether `path` is a frame folder's manifest (one that an earlier render wrote), so replacing it loses
+    nothing of the user's."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and {"path", "frames", "cameras"} <= data.keys()
 
 
 def render_image(args: argparse.Namespace) -> int:
@@ -694,8 +795,6 @@ def render_image(args: argparse.Namespace) -> int:
 
     if not args.out.lower().endswith(".png"):
         raise CliError(f"--out {args.out}: a single frame is written as .png (use --path for a video or frames)")
-    if args.workers != 1 or args.resume or args.alpha_video or args.depth_video:
-        raise CliError("--workers, --resume, --alpha-video and --depth-video apply to a --path render")
     if args.frame is not None and (args.path is None or args.frame < 0):
         raise CliError(f"--frame {args.frame}: needs --path, and a frame number from 0")
     check_writable(args.out, overwrite=args.overwrite, make_parent=args.mkdir)
@@ -704,7 +803,7 @@ def render_image(args: argparse.Namespace) -> int:
     apply_dataparser_argument(scene, args.dataparser_transforms)
     if args.frame is None:
         width, height = args.size or DEFAULT_SIZE
-        cam = default_camera(scene, width, height, fov_y_deg=args.fov)
+        cam = default_camera(scene, width, height, fov_y_deg=DEFAULT_FOV if args.fov is None else args.fov)
         if args.ortho:
             (cam,) = ortho_views([cam], scene)
         view = "the default view, which frames the scene,"

@@ -268,6 +268,30 @@ def test_single_image_mode_without_app(small_scene, tmp_path):
             ["--path", "orbit", "--out", "{tmp}/a.mp4", "--encoder-threading", "both"],
             "--encoder-threading both: must be one of frame, slice",
         ),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--alpha-video", "{tmp}/./a.mp4"], "the same file as --out"),
+        (
+            ["--path", "orbit", "--out", "{tmp}/a.mp4", "--alpha-video", "{tmp}/b.mp4", "--depth-video", "{tmp}/b.mp4"],
+            "--depth-video {tmp}/b.mp4: the same file as --alpha-video",
+        ),
+        (["--path", "orbit", "--out", "{tmp}/clip.m4v"], "for a new folder named with a '.m4v' suffix, end it with /"),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--radius", "nan"], "--radius nan: must be a finite number"),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--turns", "inf"], "--turns inf: must be a finite number"),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--rise=-inf"], "--rise -inf: must be a finite number"),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--temporal", "4000"], "--temporal 4000: must be 0 (off) to 1024"),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--adagscale-tau", "nan"], "--adagscale-tau nan: must be 0"),
+        (
+            ["--path", "{tmp}/bad.json", "--out", "{tmp}/a.mp4", "--dataparser-transforms", "{tmp}/none.json"],
+            "--dataparser-transforms {tmp}/none.json: no such file",
+        ),
+        (["--path", "orbit", "--out", "{tmp}/theirs"], "holds a render.json that no render wrote"),
+        (["--path", "flythrough", "--out", "{tmp}/a.mp4", "--turns", "2"], "--turns: applies to --path orbit and"),
+        (["--path", "spiral", "--out", "{tmp}/a.mp4", "--radius", "2", "--rise", "1"], "--radius, --rise: apply to"),
+        (["--path", "{tmp}/bad.json", "--out", "{tmp}/a.mp4", "--fov", "90"], "--fov: applies to the default view"),
+        (
+            ["--path", "orbit", "--out", "{tmp}/f", "--crf", "20", "--preset", "slow"],
+            "--crf, --preset: apply to a video",
+        ),
+        (["--path", "orbit", "--out", "{tmp}/a.mp4", "--dataparser-transforms", "{tmp}/bad.json"], "path file's"),
     ],
     ids=[
         "missing-file",
@@ -281,6 +305,21 @@ def test_single_image_mode_without_app(small_scene, tmp_path):
         "preset",
         "encoder-threads",
         "encoder-threading",
+        "alpha-is-out",
+        "depth-is-alpha",
+        "suffix-folder",
+        "radius-nan",
+        "turns-inf",
+        "rise-inf",
+        "temporal-names-flag",
+        "tau-names-flag",
+        "dataparser-missing",
+        "foreign-manifest",
+        "turns-unused",
+        "radius-rise-unused",
+        "fov-unused",
+        "encoder-unused",
+        "dataparser-unused",
     ],
 )
 def test_bad_input_exit_2_one_line(small_scene, tmp_path, capsys, extra, match):
@@ -288,12 +327,52 @@ def test_bad_input_exit_2_one_line(small_scene, tmp_path, capsys, extra, match):
     (tmp_path / "exists.mp4").write_bytes(b"x")
     (tmp_path / "framesdir").mkdir()
     (tmp_path / "framesdir" / "frame_00000.png").write_bytes(b"x")
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "render.json").write_text('{"mine": 1}')  # the user's, in a folder of no frames
     args = [a.replace("{tmp}", str(tmp_path)) for a in extra]
     assert render(small_scene, "--frames", 2, "--size", f"{W}x{H}", *args) == 2
     err = capsys.readouterr().err
+    match = match.replace("{tmp}", str(tmp_path))
     assert err.count("\n") == 1 and err.startswith("warpsplat render: error:") and match in err, err
     assert (tmp_path / "exists.mp4").read_bytes() == b"x"
-    assert not (tmp_path / "a.mp4").exists()
+    assert (tmp_path / "theirs" / "render.json").read_text() == '{"mine": 1}'
+    assert not (tmp_path / "a.mp4").exists() and not (tmp_path / "clip.m4v").exists()
+
+
+@pytest.mark.parametrize(
+    "flags, unused",
+    [
+        (["--fps", "30"], "--fps"),
+        (["--frames", "4", "--turns", "2"], "--frames"),
+        (["--workers", "2", "--temporal", "4"], "--workers, --temporal"),
+        (["--crf", "10"], "--crf"),
+        (["--dataparser-transforms", "{tmp}/dp.json"], "--dataparser-transforms"),
+    ],
+)
+def test_a_single_image_refuses_the_flags_it_would_ignore(small_scene, tmp_path, capsys, flags, unused):
+    """A flag for a path or a video, given to a single-image render (no --path: perhaps it was forgotten), is
+    refused up front rather than silently dropped; the flags a path's still (--path P --frame K) uses are not."""
+    (tmp_path / "dp.json").write_text("{}")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in flags]
+    assert render(small_scene, "--size", f"{W}x{H}", "--out", tmp_path / "x.png", *args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"error: {unused}: appl" in err and "would ignore" in err, err
+    assert not (tmp_path / "x.png").exists()
+    still = ["--path", "orbit", "--frame", "1", "--frames", "4", "--turns", "0.5", "--radius", "2", "--rise", "1"]
+    assert render(small_scene, "--size", f"{W}x{H}", "--out", tmp_path / "x.png", *still) == 0
+
+
+def test_a_folder_named_with_a_suffix_takes_a_slash(small_scene, tmp_path):
+    """A frame folder whose name has a dot in it renders when written with a trailing / (or when it exists); the
+    manifest of an earlier render in it is no obstacle (replacing it loses nothing), a user's file of that name is."""
+    common = ["--path", "orbit", "--frames", 2, "--size", f"{W}x{H}"]
+    assert render(small_scene, *common, "--out", f"{tmp_path}/run.1/") == 0
+    assert sorted(p.name for p in (tmp_path / "run.1").iterdir()) == ["frame_00000.png", "frame_00001.png",
+                                                                       "render.json"]  # fmt: skip
+    for p in (tmp_path / "run.1").glob("*.png"):
+        p.unlink()
+    assert render(small_scene, *common, "--out", tmp_path / "run.1") == 0  # exists: no slash needed
+    assert len(list((tmp_path / "run.1").glob("*.png"))) == 2
 
 
 def test_odd_size_padded_on_request(small_scene, tmp_path, capsys):
@@ -329,8 +408,8 @@ def rendered(monkeypatch):
     ids=["adagscale", "temporal", "background"],
 )
 def test_render_switches_reach_the_renderer(tmp_path, small_scene, rendered, flags, want):
-    out = tmp_path / "x.png"
-    assert render(small_scene, "--size", "24x16", "--out", out, *flags) == 0
+    out = tmp_path / "x"  # a path's frames: the one render that takes all of them
+    assert render(small_scene, "--size", "24x16", "--path", "orbit", "--frames", 2, "--out", out, *flags) == 0
     (_, settings, _), *_ = rendered
     assert {k: getattr(settings, k) for k in want} == want
 
@@ -508,6 +587,12 @@ def test_compare_to_measures_the_frames_against_the_photos(small_scene, tmp_path
     assert render(small_scene, "--path", "orbit", *size, "--out", tmp_path / "o", "--compare-to", photos) == 2
     err = capsys.readouterr().err
     assert f"--compare-to {photos}: needs --name-frames" in err and err.count("\n") == 1
+    (tmp_path / "elsewhere").mkdir()  # a folder of none of the images: refused before a frame is rendered
+    args = ["--path", model, *size, "--out", tmp_path / "g", "--name-frames", "--compare-to", tmp_path / "elsewhere"]
+    assert render(small_scene, *args) == 2
+    err = capsys.readouterr().err
+    assert "holds none of the path's 3 images (such as DSC08000.JPG)" in err and err.count("\n") == 1
+    assert not (tmp_path / "g").exists()
 
 
 def test_frame_renders_one_frame_of_a_path_as_a_still(small_scene, renderer, tmp_path, capsys):

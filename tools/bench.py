@@ -159,7 +159,9 @@ def add_parser(sub) -> None:
         "flyover, overview) and against SCENE/PATH, e.g. 'plant.splat/close' (default: all)",
     )
     p.add_argument("--json", default=None,
-                   help="where to write the full results (default: bench.json in --cache-dir)")  # fmt: skip
+                   help="where to write the full results (default: bench.json in --cache-dir, replaced at each "
+                        "run)")  # fmt: skip
+    p.add_argument("--overwrite", action="store_true", help="replace the --json file if it exists")
     add_mkdir_argument(p, "--json")
     p.set_defaults(func=run)
 
@@ -217,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from scenes import load_scene
-    from scenes.atomic import check_parent
+    from scenes.atomic import check_writable
 
     from .bench_gsplat import GsplatRenderer
 
@@ -225,11 +227,12 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--frames {args.frames}: must be at least 1")
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
-    if args.json is None:
+    if args.json is None:  # the bench's own file, beside its composites: each run's replaces the last
         args.json = os.path.join(args.cache_dir, "bench.json")
         os.makedirs(args.cache_dir, exist_ok=True)
-    else:  # a missing folder is an error before any work, unless --mkdir asks for it (as for every output)
-        check_parent(args.json, make=args.mkdir)
+    else:  # the user's file: as for every output, an existing one or a missing folder is an error before any work,
+        # unless --overwrite or --mkdir asks for it (results of a long run are not lost to a reused name)
+        check_writable(args.json, overwrite=args.overwrite, make_parent=args.mkdir)
     if args.quick and not cuda:
         quick_on_cpu(args)
     selected_variants(args.variants)  # a pattern that matches nothing is an error before any work

@@ -401,8 +401,10 @@ def write_json(args, results, anchors, cuda, sizes, n_frames, higs) -> None:
         "renderer's buffers and graphs let go before each row",
         "paths": [r.as_dict(a) for r in results + anchors],
     }  # fmt: skip
-    tmp = args.json + ".part"  # its folder exists: `bench.run` checked it (or made the cache folder) first
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1, default=float)
-    os.replace(tmp, args.json)
+    from scenes.atomic import atomic_write
+
+    # its folder exists: `bench.run` checked it (or made the cache folder) first. Atomic: a run killed while
+    # writing leaves the file it would replace whole
+    with atomic_write(args.json) as f:
+        f.write(json.dumps(doc, indent=1, default=float).encode())
     print(f"wrote {args.json}")

@@ -477,3 +477,28 @@ def test_a_stream_pass_times_to_the_end_of_the_devices_work(monkeypatch):
     handover, fps, timers, ran = bench.stream_pass(renderer, [None, None], None)
     assert len(handover) == len(timers) == 2 and ran == ["replay", "replay"]
     assert fps <= 2 / 0.05, fps
+
+
+def tiny_run(tmp_path, scene: str) -> list[str]:
+    """A bench run of one frame of one path at 24x16 on the torch backend: under a second on a CPU."""
+    return ["bench", "--scenes", scene, "--size", "24x16", "--frames", "1", "--warmup", "0", "--composites", "none",
+            "--paths", "orbit", "--variants", "default", "--backend", "torch",
+            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+
+
+def test_an_existing_json_is_replaced_only_with_overwrite(tmp_path, small_scene, capsys):
+    """An existing --json file is one line naming it and --overwrite, before any row runs, and is kept (the bench
+    replaced it without asking: an earlier run's results lost to a reused name); --overwrite replaces it, whole,
+    with no temporary left. The bench's own file in --cache-dir is replaced at each run, unasked."""
+    out = tmp_path / "bench.json"
+    out.write_text("an earlier run's results")
+    assert main([*tiny_run(tmp_path, small_scene), "--json", str(out)]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert err == [f"warpsplat bench: error: {out}: output exists; pass --overwrite to replace it"], err
+    assert out.read_text() == "an earlier run's results"
+    assert main([*tiny_run(tmp_path, small_scene), "--json", str(out), "--overwrite"]) == 0
+    assert json.loads(out.read_text())["paths"][0]["variant"] == "default"
+    assert sorted(os.listdir(tmp_path)) == ["bench.json"], "no temporary left, no cache folder made"
+    for _ in range(2):
+        assert main(tiny_run(tmp_path, small_scene)) == 0
+    assert json.loads((tmp_path / "cache" / "bench.json").read_text())["paths"][0]["variant"] == "default"

@@ -118,7 +118,9 @@ def add_parser(sub) -> None:
                    help=f"frames per path, in each of the two timed passes (default {DEFAULT_FRAMES})")  # fmt: skip
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
                    help=f"untimed frames before each row's first pass (default {DEFAULT_WARMUP})")  # fmt: skip
-    p.add_argument("--psnr-every", type=int, default=6, help="compare images on every k-th frame (default 6)")
+    p.add_argument("--psnr-every", type=int, default=6,
+                   help="compare images, and count Gaussians and pairs, on every k-th frame from the first: 1 or "
+                        "more (default 6)")  # fmt: skip
     p.add_argument("--bracket", action="store_true",
                    help="time the default again right after each other variant, on the same renderer, and compare "
                         "the variant with that: a row's speed against the default then spans minutes, not the "
@@ -215,6 +217,15 @@ def time_path(render_fn, cams, device, warmup: int) -> tuple[list[float], float,
     return [t.elapsed_ms(wait=True)["total"] for t in timers], fps, extras
 
 
+def check_numbers(args: argparse.Namespace) -> None:
+    """One-line errors for counts out of range, before any work (a bad one failed mid-run, or not at all)."""
+    if args.frames < 1:
+        raise CliError(f"--frames {args.frames}: must be at least 1")
+    # every row's counts and images come from the sampled frames, so there is no "never": 1 is every frame
+    if args.psnr_every < 1:
+        raise CliError(f"--psnr-every {args.psnr_every}: must be at least 1 (every frame)")
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
@@ -223,8 +234,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .bench_gsplat import GsplatRenderer
 
-    if args.frames < 1:
-        raise CliError(f"--frames {args.frames}: must be at least 1")
+    check_numbers(args)
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
     if args.json is None:  # the bench's own file, beside its composites: each run's replaces the last

@@ -117,7 +117,8 @@ def add_parser(sub) -> None:
     p.add_argument("--frames", type=int, default=DEFAULT_FRAMES,
                    help=f"frames per path, in each of the two timed passes (default {DEFAULT_FRAMES})")  # fmt: skip
     p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
-                   help=f"untimed frames before each row's first pass (default {DEFAULT_WARMUP})")  # fmt: skip
+                   help=f"untimed frames before each row's first pass, 0 or more (default "
+                        f"{DEFAULT_WARMUP})")  # fmt: skip
     p.add_argument("--psnr-every", type=int, default=6,
                    help="compare images, and count Gaussians and pairs, on every k-th frame from the first: 1 or "
                         "more (default 6)")  # fmt: skip
@@ -224,6 +225,8 @@ def check_numbers(args: argparse.Namespace) -> None:
     # every row's counts and images come from the sampled frames, so there is no "never": 1 is every frame
     if args.psnr_every < 1:
         raise CliError(f"--psnr-every {args.psnr_every}: must be at least 1 (every frame)")
+    if args.warmup < 0:
+        raise CliError(f"--warmup {args.warmup}: must be 0 or more")
 
 
 def run(args: argparse.Namespace) -> int:

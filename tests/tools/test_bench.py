@@ -506,13 +506,16 @@ def test_an_existing_json_is_replaced_only_with_overwrite(tmp_path, small_scene,
 
 @pytest.mark.parametrize(
     "flag, value, message",
-    [("--psnr-every", "0", "--psnr-every 0: must be at least 1")],
+    [
+        ("--psnr-every", "0", "--psnr-every 0: must be at least 1"),
+        ("--warmup", "-1", "--warmup -1: must be 0 or more"),
+    ],
 )
-def test_bad_arguments_are_one_line_before_any_work(tmp_path, capsys, flag, value, message):
-    """An argument out of range is one line naming it, before the bench renders anything (--psnr-every 0 was a
-    traceback, "range() arg 3 must not be zero", once the first scene had loaded)."""
+def test_bad_arguments_are_one_line_before_any_work(tmp_path, small_scene, capsys, flag, value, message):
+    """An argument out of range is one line naming it, before the bench renders anything: --psnr-every 0 was a
+    traceback ("range() arg 3 must not be zero") once the first scene had loaded, --warmup -1 ran as 0."""
     out = tmp_path / "bench.json"
-    assert main(["bench", "--quick", "--json", str(out), "--cache-dir", str(tmp_path / "cache"), flag, value]) == 2
+    assert main([*tiny_run(tmp_path, small_scene), "--json", str(out), flag, value]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and err[0].startswith(f"warpsplat bench: error: {message}"), err
     assert os.listdir(tmp_path) == [], "nothing is written"

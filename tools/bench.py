@@ -238,6 +238,10 @@ def run(args: argparse.Namespace) -> int:
     from .bench_gsplat import GsplatRenderer
 
     check_numbers(args)
+    # a folder given is checked even where the run's scenes are paths, or bundled (--quick on a CPU): a typo
+    # otherwise surfaced only as one scene "not found", or not at all
+    if args.scenes_dir is not None and not os.path.isdir(args.scenes_dir):
+        raise CliError(f"--scenes-dir {args.scenes_dir}: no such folder")
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
     if args.json is None:  # the bench's own file, beside its composites: each run's replaces the last

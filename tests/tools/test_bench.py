@@ -509,11 +509,13 @@ def test_an_existing_json_is_replaced_only_with_overwrite(tmp_path, small_scene,
     [
         ("--psnr-every", "0", "--psnr-every 0: must be at least 1"),
         ("--warmup", "-1", "--warmup -1: must be 0 or more"),
+        ("--scenes-dir", "/nonexistent/scenes", "--scenes-dir /nonexistent/scenes: no such folder"),
     ],
 )
 def test_bad_arguments_are_one_line_before_any_work(tmp_path, small_scene, capsys, flag, value, message):
     """An argument out of range is one line naming it, before the bench renders anything: --psnr-every 0 was a
-    traceback ("range() arg 3 must not be zero") once the first scene had loaded, --warmup -1 ran as 0."""
+    traceback ("range() arg 3 must not be zero") once the first scene had loaded, --warmup -1 ran as 0, and a
+    --scenes-dir that does not exist went unnoticed where the scenes were paths."""
     out = tmp_path / "bench.json"
     assert main([*tiny_run(tmp_path, small_scene), "--json", str(out), flag, value]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]

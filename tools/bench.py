@@ -44,6 +44,8 @@ from .bench_paths import (
     DEFAULT_SCENES,
     QUICK_SCENES,
     build_composite,
+    check_path_patterns,
+    composite_name,
     composite_paths,
     find_scene,
     object_paths,
@@ -269,11 +271,15 @@ def run(args: argparse.Namespace) -> int:
     results: list[PathResult] = []
     anchors: list[PathResult] = []
 
-    jobs = [(find_scene(name, args.scenes_dir), object_paths) for name in names]
-    if comps:
-        inputs = [find_scene(name, args.scenes_dir) for name in COMPOSITE_INPUTS]
-        jobs += [(build_composite(c, counts[c], inputs, args.cache_dir), composite_paths) for c in comps]
-    jobs += [(find_scene(path, None), composite_paths) for path in args.composite_files]
+    # every file found, and --paths checked against them, before the composites are built (minutes)
+    scene_files = [find_scene(name, args.scenes_dir) for name in names]
+    inputs = [find_scene(name, args.scenes_dir) for name in COMPOSITE_INPUTS] if comps else []
+    composite_files = [find_scene(path, None) for path in args.composite_files]
+    composite_labels = [composite_name(c) for c in comps] + [os.path.basename(p) for p in composite_files]
+    check_path_patterns(args.paths, [os.path.basename(p) for p in scene_files], composite_labels)
+    jobs = [(path, object_paths) for path in scene_files]
+    jobs += [(build_composite(c, counts[c], inputs, args.cache_dir), composite_paths) for c in comps]
+    jobs += [(path, composite_paths) for path in composite_files]
     for path, make_paths in jobs:
         label = os.path.basename(path)
         scene = load_scene(path)

@@ -4,6 +4,7 @@ over each (orbits of an object; a fly-over and an overview of a composite)."""
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import math
 import os
 import sys
@@ -23,6 +24,10 @@ QUICK_SCENES = ["plant.splat", "fruit_drops_minimal.ply"]
 # Composites (SH degree 2) of these real scenes, made by `warpsplat compose`.
 COMPOSITE_INPUTS = ["playbot_lod0.sog", "narcissus.sog", "plant.splat", "winter_fountain.splat"]
 
+# The paths' names, as object_paths and composite_paths return them: --paths is checked against them up front.
+OBJECT_PATHS = ("orbit", "close")
+COMPOSITE_PATHS = ("flyover", "overview")
+
 # The close orbit's distance as a fraction of the default framing's: the object then overfills the frame, the
 # hardest kind of object view (large footprints, long tile lists), where a renderer's speed matters most.
 CLOSE_ORBIT = 0.5
@@ -34,6 +39,24 @@ def parse_count(text: str) -> int:
         return gaussian_count(text)
     except argparse.ArgumentTypeError as e:
         raise CliError(f"--composites {e}") from None
+
+
+def check_path_patterns(patterns: str, scenes: list[str], composites: list[str]) -> None:
+    """Each comma-separated --paths pattern must match one of this run's paths, by its name or as SCENE/PATH
+    (`scenes`, `composites`: file names), as `bench.path_selected` matches them: one that matches none selected
+    nothing, silently. A run without scenes has no paths to match."""
+    run = [(s, p) for s in scenes for p in OBJECT_PATHS] + [(c, p) for c in composites for p in COMPOSITE_PATHS]
+    names = list(dict.fromkeys(p for _, p in run))
+    known = names + [f"{s}/{p}" for s, p in run]
+    for pat in (p.strip() for p in patterns.split(",")):
+        if pat and run and not fnmatch.filter(known, pat):
+            raise CliError(f"--paths {patterns!r}: {pat!r} matches none of this run's paths: {', '.join(names)} "
+                           f"(as PATH or SCENE/PATH, SCENE one of {', '.join(scenes + composites)})")  # fmt: skip
+
+
+def composite_name(label: str) -> str:
+    """The file (in the cache folder) of the composite of --composites LABEL, and its SCENE in the results."""
+    return f"composite_{label}.ply"
 
 
 def find_scene(name: str, scenes_dir: str | None) -> str:
@@ -86,7 +109,7 @@ def build_composite(label: str, target: int, inputs: list[str], cache_dir: str) 
     from .compose import compose
 
     os.makedirs(cache_dir, exist_ok=True)
-    out = os.path.join(cache_dir, f"composite_{label}.ply")
+    out = os.path.join(cache_dir, composite_name(label))
     if os.path.exists(out):
         return out
     scenes = [load_scene(p) for p in inputs]

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.conftest import REPO
-from tools.cli import main
+from tools.cli import CliError, main
 
 
 def test_stall_is_a_frame_against_the_same_camera_in_the_other_pass():
@@ -510,14 +510,33 @@ def test_an_existing_json_is_replaced_only_with_overwrite(tmp_path, small_scene,
         ("--psnr-every", "0", "--psnr-every 0: must be at least 1"),
         ("--warmup", "-1", "--warmup -1: must be 0 or more"),
         ("--scenes-dir", "/nonexistent/scenes", "--scenes-dir /nonexistent/scenes: no such folder"),
+        ("--paths", "zzz", "--paths 'zzz': 'zzz' matches none of this run's paths: orbit, close (as PATH or SCENE/"),
     ],
 )
 def test_bad_arguments_are_one_line_before_any_work(tmp_path, small_scene, capsys, flag, value, message):
     """An argument out of range is one line naming it, before the bench renders anything: --psnr-every 0 was a
     traceback ("range() arg 3 must not be zero") once the first scene had loaded, --warmup -1 ran as 0, and a
-    --scenes-dir that does not exist went unnoticed where the scenes were paths."""
+    --scenes-dir that does not exist went unnoticed where the scenes were paths, and a --paths pattern that
+    matched no path ran nothing."""
     out = tmp_path / "bench.json"
     assert main([*tiny_run(tmp_path, small_scene), "--json", str(out), flag, value]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and err[0].startswith(f"warpsplat bench: error: {message}"), err
     assert os.listdir(tmp_path) == [], "nothing is written"
+
+
+def test_path_patterns_match_this_runs_paths(small_scene):
+    """--paths is checked against the paths the run will have, by name or as SCENE/PATH, before any scene is
+    loaded: the names checked are those the path makers return."""
+    from scenes import load_scene
+    from tools.bench_paths import COMPOSITE_PATHS, OBJECT_PATHS, check_path_patterns, composite_paths, object_paths
+
+    scene = load_scene(small_scene)
+    assert tuple(object_paths(scene, 8, 8, 1)) == OBJECT_PATHS
+    assert tuple(composite_paths(scene, 8, 8, 1)) == COMPOSITE_PATHS
+    for ok in ("*", "close", "plant.splat/orbit", "plant*,composite_6M.ply/overview", "*/flyover"):
+        check_path_patterns(ok, ["plant.splat"], ["composite_6M.ply"])
+    check_path_patterns("zzz", [], [])  # a run without scenes: nothing to select from, nothing run
+    for bad in ("flyover", "narcissus.sog/orbit", "orbit,composite_24M.ply/*"):  # no composite, another scene
+        with pytest.raises(CliError, match="matches none of this run's paths: orbit, close "):
+            check_path_patterns(bad, ["plant.splat"], [])

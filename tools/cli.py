@@ -16,6 +16,7 @@ import argparse
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import textwrap
 import warnings
@@ -52,6 +53,13 @@ def gaussian_count(text: str) -> int:
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with one-line usage errors: the message and where the usage is, not a dozen lines of usage
     before it (`--help` prints that). The exit code stays argparse's 2."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A value after a flag that starts with '-' and a digit (--size -5x3, --radius -1e30) or is -inf is that
+        # flag's value: argparse took only plain negative numbers so, and said "--size: expected one argument"
+        # rather than what was wrong with -5x3. No warpsplat switch starts with '-' and a digit.
+        self._negative_number_matcher = re.compile(r"^-(\.?\d|inf$)", re.IGNORECASE)
 
     def error(self, message: str):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {' '.join(message.split())}; see {self.prog} --help\n")

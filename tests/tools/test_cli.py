@@ -81,6 +81,24 @@ def test_absurd_size_and_existing_output(tmp_path, capsys):
     assert existing.read_bytes() == b"keep me", "an existing output is never overwritten unasked"
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--size", "-5x3"], "argument --size: '-5x3' is not WIDTHxHEIGHT"),
+        (["--path", "orbit", "--radius", "-inf"], "--radius -inf: must be a finite number"),
+    ],
+)
+def test_a_value_that_starts_with_a_minus_is_checked_as_that_flags_value(tmp_path, capsys, args, message):
+    """'-5x3' after --size is --size's (wrong) value, told as such, not 'expected one argument'."""
+    try:
+        rc = run_cli("render", *args, "--out", tmp_path / "x.mp4", "--backend", "torch")
+    except SystemExit as e:  # argparse's usage error
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert message in err and "expected one argument" not in err and err.count("\n") == 1, err
+
+
 def test_python_dash_m_tools_runs_the_same_command():
     r = subprocess.run([sys.executable, "-m", "tools", "--help"], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0 and "render" in r.stdout and "info" in r.stdout

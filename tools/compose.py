@@ -73,7 +73,7 @@ def add_parser(sub) -> None:
                    help="add copies until exactly this many Gaussians (6M, 300k or 1500)")  # fmt: skip
     p.add_argument("--sh-degree", type=int, default=None, help="output SH degree 0-3 (default: largest input)")
     p.add_argument("--spacing", type=float, default=1.25, help="distance between cell centres (scenes are size 1)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the subset of the last, partial copy")
+    p.add_argument("--seed", type=int, default=0, help="seed (0 or more) for the subset of the last, partial copy")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     add_mkdir_argument(p, "OUT")
     p.set_defaults(func=run)
@@ -206,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--target-count {args.target_count}: must be positive")
     if not args.spacing > 0:
         raise CliError(f"--spacing {args.spacing}: must be positive")
+    if args.seed < 0:  # numpy's generator takes any integer from 0 up, and raises a traceback for the rest
+        raise CliError(f"--seed {args.seed}: must be 0 or more")
     format_for_path(args.output, for_write=True)
     check_writable(args.output, overwrite=args.overwrite, make_parent=args.mkdir)
     for path in args.scenes:

@@ -84,3 +84,24 @@ def test_compose_3m_is_quick(tmp_path):
     print(f"\ncompose 3M (SH 0): {dt:.1f} s")
     assert (tmp_path / "big.ply").stat().st_size == pytest.approx(3_000_000 * 14 * 4, rel=1e-3)
     assert dt < 30
+
+
+def _refused(argv: list[str], capsys, monkeypatch) -> str:
+    """Run `warpsplat compose ARGV` expecting a one-line refusal before any input is read; return the line."""
+
+    def no_reading(path, **options):
+        raise AssertionError(f"read {path} before refusing")
+
+    monkeypatch.setattr("scenes.load_scene", no_reading)
+    assert main(["compose", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("warpsplat compose: error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_negative_seed_is_refused(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "s.ply"
+    assert "--seed -1" in _refused([str(out), str(scene(PLY)), "--seed", "-1"], capsys, monkeypatch)
+    assert not out.exists()
+    monkeypatch.undo()
+    assert main(["compose", str(out), str(scene(PLY)), "--target-count", "1000", "--seed", str(2**64)]) == 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import math
 import os
 import re
 import sys
@@ -45,7 +46,7 @@ def gaussian_count(text: str) -> int:
         value = float(text[:-1] if mult > 1 else text) * mult
     except ValueError:
         value = 0
-    if value < 1 or value != value:
+    if not 1 <= value < math.inf:  # NaN fails too; int() of an infinity ("inf", "1e400") raised a traceback
         raise argparse.ArgumentTypeError(f"{text!r}: expected a Gaussian count such as 6M, 24M, 30k or 1500")
     return int(value)
 

@@ -3,6 +3,7 @@ streamed .ply path (identical to building in memory)."""
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -56,6 +57,9 @@ def test_target_count_forms(capsys):
         main(["compose", "x.ply", "y.ply", "--target-count", "lots"])
     assert e.value.code == 2
     assert "expected a Gaussian count" in capsys.readouterr().err
+    for text in ("inf", "1e400", "nan", "0"):
+        with pytest.raises(argparse.ArgumentTypeError, match="expected a Gaussian count"):
+            gaussian_count(text)
 
 
 def test_streamed_ply_equals_in_memory(tmp_path):

@@ -119,6 +119,22 @@ def plan(counts: list[int], grid: tuple[int, int], target: int | None) -> tuple[
     return copies, max(m, math.ceil(len(copies) / n))
 
 
+def extent(counts: list[int], grid: tuple[int, int], target: int | None) -> tuple[int, int]:
+    """(copies, Gaussians) of plan()'s composite, counted without listing the copies: the checks made before
+    composing must not take the time and memory of a plan of millions of copies."""
+    if target is None:
+        full, rest = divmod(grid[0] * grid[1], len(counts))
+        return grid[0] * grid[1], full * sum(counts) + sum(counts[:rest])
+    full, rest = divmod(target, sum(counts))
+    copies = full * len(counts)
+    for count in counts:  # the copies of the last, partial cycle
+        if rest <= 0:
+            break
+        copies += 1
+        rest -= count
+    return copies, target
+
+
 def compose(
     scenes: list[GaussianScene],
     out: str,
@@ -199,11 +215,14 @@ def run(args: argparse.Namespace) -> int:
     from scenes import load_scene
     from scenes.atomic import check_writable
     from scenes.io import format_for_path
+    from scenes.limits import MAX_GAUSSIANS
 
     if args.sh_degree is not None and not 0 <= args.sh_degree <= 3:
         raise CliError(f"--sh-degree {args.sh_degree}: must be 0-3")
     if args.target_count is not None and args.target_count <= 0:
         raise CliError(f"--target-count {args.target_count}: must be positive")
+    if args.target_count is not None and args.target_count > MAX_GAUSSIANS:  # no reader would open the output
+        raise CliError(f"--target-count {args.target_count:,}: above the {MAX_GAUSSIANS:,} Gaussians a scene may hold")
     if not args.spacing > 0:
         raise CliError(f"--spacing {args.spacing}: must be positive")
     if args.seed < 0:  # numpy's generator takes any integer from 0 up, and raises a traceback for the rest
@@ -215,6 +234,13 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"{path}: no such file or folder")
     t0 = time.perf_counter()
     scenes = [load_scene(p) for p in args.scenes]
+    _, total = extent([len(s) for s in scenes], args.grid, args.target_count)
+    if total > MAX_GAUSSIANS:  # only a grid can get here: --target-count is checked above
+        cols, rows = args.grid
+        raise CliError(
+            f"--grid {cols}x{rows}: {total:,} Gaussians, above the {MAX_GAUSSIANS:,} a scene may hold; "
+            "use a smaller grid or --target-count"
+        )
     big = (args.target_count or sum(len(s) for s in scenes)) >= PROGRESS_MIN_GAUSSIANS
     total = compose(
         scenes,

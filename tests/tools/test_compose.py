@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from scenes import load_scene
+from scenes.limits import MAX_GAUSSIANS
 from tests.conftest import real_scene as scene
 from tools.cli import main
-from tools.compose import compose, normalise
+from tools.compose import compose, extent, normalise, plan
 
 SH0 = "donut_fused.ply"  # 45,624 Gaussians, SH 0
 PLY = "playbot_crop.ply"  # 4,096 Gaussians, SH 2
@@ -109,3 +110,34 @@ def test_negative_seed_is_refused(tmp_path, capsys, monkeypatch):
     assert not out.exists()
     monkeypatch.undo()
     assert main(["compose", str(out), str(scene(PLY)), "--target-count", "1000", "--seed", str(2**64)]) == 0
+
+
+def _no_composing(monkeypatch) -> None:
+    """Fail a test that reaches the composing (without the check under test, it would run for minutes)."""
+
+    def no_compose(*args, **kwargs):
+        raise AssertionError("composed instead of refusing")
+
+    monkeypatch.setattr("tools.compose.compose", no_compose)
+
+
+def test_target_count_above_the_readers_limit_is_refused(tmp_path, capsys, monkeypatch):
+    _no_composing(monkeypatch)
+    for count in (str(MAX_GAUSSIANS + 1), "2000M"):
+        err = _refused([str(tmp_path / "t.ply"), str(scene(PLY)), "--target-count", count], capsys, monkeypatch)
+        assert "--target-count" in err and f"{MAX_GAUSSIANS:,}" in err
+
+
+def test_grid_above_the_readers_limit_is_refused(tmp_path, capsys, monkeypatch):
+    _no_composing(monkeypatch)
+    assert main(["compose", str(tmp_path / "g.ply"), str(scene(PLY)), "--grid", "4096x4096"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--grid 4096x4096" in err and f"{MAX_GAUSSIANS:,}" in err
+
+
+@pytest.mark.parametrize("counts", [[4096], [3, 4096], [45_624, 4_096, 3]])
+@pytest.mark.parametrize("target", [None, 1, 3, 4099, 20_000, 100_003])
+def test_extent_counts_the_plan(counts, target):
+    for grid in [(1, 1), (2, 3), (5, 1)]:
+        copies, _ = plan(counts, grid, target)
+        assert extent(counts, grid, target) == (len(copies), sum(take for _, take in copies))

@@ -13,7 +13,9 @@ which render identically) unless `--sh-degree` says otherwise.
 
 Memory: a `.ply` output is streamed copy by copy, so peak memory is the inputs plus one copy whatever T is
 (measured figures at the NOTE below). Other formats build the whole scene in memory first:
-(12 + 16 + 12 + 4 + 12 K) bytes per Gaussian plus the writer's own working copies.
+(12 + 16 + 12 + 4 + 12 K) bytes per Gaussian plus the writer's own working copies. Before composing, the memory
+this needs is checked against the free memory (or WARPSPLAT_MAX_MEMORY, as the readers do), and the output's
+size against the free disk where the format's size is known beforehand.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -39,6 +42,24 @@ if TYPE_CHECKING:
 # a 4.56 GB .ply) composed in 26 s with a peak RSS of 0.6 GB, disk writes included.
 
 PROGRESS_MIN_GAUSSIANS = 2_000_000
+
+# Peak memory of an in-memory compose over the float32 arrays of its output (scenes.limits.scene_bytes), measured
+# at 1-2M Gaussians: .splat 2.2-4.6, .glb 3.8-5.3, .compressed.ply 4.2-5.1, .sog 3.5-5.7, .spz 4.0-5.7 (the
+# highest at SH degree 0, where the writers' per-Gaussian buffers weigh most). The parts and their concatenation
+# are two of it; the rest is the writer's.
+IN_MEMORY_FACTOR = 6
+# Python objects per copy (its plan entry and cell offset): 250 bytes measured, 1M copies of a 3-Gaussian scene.
+COPY_BYTES = 256
+# Bytes a Gaussian takes in the formats with a fixed size per Gaussian (k: SH coefficients per channel), for the
+# free-disk check. SPZ and SOG are entropy-coded, their size depends on the data (copies of one scene compress far
+# better than a trained scene), so only their memory is checked.
+OUTPUT_BYTES = {
+    "ply": lambda k: 4 * (11 + 3 * k),  # float32 rows, without the normals (compose writes none)
+    "glb": lambda k: 4 * (11 + 3 * k) + 4,  # float attributes and an 8-bit RGBA fallback colour
+    "compressed-ply": lambda k: 16 + 3 * (k - 1) + 1,  # packed rows, 8-bit SH, 72 bytes a chunk of 256
+    "splat": lambda k: 32,
+}
+HEADER_BYTES = 1 << 16  # room for any format's header (a few kB)
 
 
 def parse_grid(text: str) -> tuple[int, int]:
@@ -135,6 +156,37 @@ def extent(counts: list[int], grid: tuple[int, int], target: int | None) -> tupl
     return copies, target
 
 
+def sh_coeffs(scenes: list[GaussianScene], sh_degree: int | None) -> int:
+    """SH coefficients per channel of the output: of `sh_degree`, or the largest input degree."""
+    degree = max(s.sh_degree for s in scenes) if sh_degree is None else sh_degree
+    return (degree + 1) ** 2
+
+
+def check_room(out: str, fmt: str, counts: list[int], k: int, copies: int, total: int, *, stream: bool) -> None:
+    """Refuse, before composing, an output that the memory or the output folder's free disk cannot hold."""
+    from scenes.limits import MEMORY_CAP_ENV, gb, memory_cap, scene_bytes
+
+    # the inputs are loaded: what composing allocates beyond them (normalise's new means and log-scales, the plan)
+    need = 24 * sum(counts) + COPY_BYTES * copies
+    # streamed, one copy at a time: its arrays, its PLY rows and their pieces
+    need += 3 * scene_bytes(max(counts), k) if stream else IN_MEMORY_FACTOR * scene_bytes(total, k)
+    cap, source = memory_cap()
+    if cap is not None and need > cap:
+        hint = "" if stream else "; a .ply output is streamed, in far less"
+        raise CliError(
+            f"{out}: composing {total:,} Gaussians needs about {gb(need)} of memory, more than the {gb(cap)} cap "
+            f"({source}; set {MEMORY_CAP_ENV} to change it){hint}"
+        )
+    if fmt in OUTPUT_BYTES:
+        size = total * OUTPUT_BYTES[fmt](k) + HEADER_BYTES
+        folder = os.path.dirname(os.path.abspath(out))  # the output is written beside OUT, then renamed
+        free = shutil.disk_usage(folder).free
+        if size > free:
+            raise CliError(
+                f"{out}: {total:,} Gaussians take about {gb(size)} on disk, more than the {gb(free)} free in {folder}"
+            )
+
+
 def compose(
     scenes: list[GaussianScene],
     out: str,
@@ -157,8 +209,7 @@ def compose(
     from scenes.io import format_for_path
     from scenes.ply import write_ply_parts
 
-    k = (max(s.sh_degree for s in scenes) if sh_degree is None else sh_degree) + 1
-    k *= k
+    k = sh_coeffs(scenes, sh_degree)
     normed = [normalise(s.to("cpu")) for s in scenes]
     copies, rows = plan([len(s) for s in normed], grid, target_count)
     total = sum(take for _, take in copies)
@@ -227,20 +278,23 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--spacing {args.spacing}: must be positive")
     if args.seed < 0:  # numpy's generator takes any integer from 0 up, and raises a traceback for the rest
         raise CliError(f"--seed {args.seed}: must be 0 or more")
-    format_for_path(args.output, for_write=True)
+    fmt = format_for_path(args.output, for_write=True).name
     check_writable(args.output, overwrite=args.overwrite, make_parent=args.mkdir)
     for path in args.scenes:
         if not os.path.exists(path):
             raise CliError(f"{path}: no such file or folder")
     t0 = time.perf_counter()
     scenes = [load_scene(p) for p in args.scenes]
-    _, total = extent([len(s) for s in scenes], args.grid, args.target_count)
+    counts = [len(s) for s in scenes]
+    copies, total = extent(counts, args.grid, args.target_count)
     if total > MAX_GAUSSIANS:  # only a grid can get here: --target-count is checked above
         cols, rows = args.grid
         raise CliError(
             f"--grid {cols}x{rows}: {total:,} Gaussians, above the {MAX_GAUSSIANS:,} a scene may hold; "
             "use a smaller grid or --target-count"
         )
+    k = sh_coeffs(scenes, args.sh_degree)
+    check_room(args.output, fmt, counts, k, copies, total, stream=fmt == "ply")  # compose() streams .ply alone
     big = (args.target_count or sum(len(s) for s in scenes)) >= PROGRESS_MIN_GAUSSIANS
     total = compose(
         scenes,

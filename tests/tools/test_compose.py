@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -141,3 +142,48 @@ def test_extent_counts_the_plan(counts, target):
     for grid in [(1, 1), (2, 3), (5, 1)]:
         copies, _ = plan(counts, grid, target)
         assert extent(counts, grid, target) == (len(copies), sum(take for _, take in copies))
+
+
+def _composed(monkeypatch) -> list[str]:
+    """Record the outputs that reach the composing instead of composing them (the checks before are under test)."""
+    outputs: list[str] = []
+    monkeypatch.setattr("tools.compose.compose", lambda scenes, out, **kwargs: outputs.append(out) or 0)
+    return outputs
+
+
+def test_memory_check_before_composing(tmp_path, capsys, monkeypatch):
+    """10M Gaussians at SH 2 built in memory (.splat) need GBs; streamed (.ply), about one copy."""
+    monkeypatch.delenv("WARPSPLAT_MAX_MEMORY", raising=False)
+    monkeypatch.setattr("scenes.limits.mem_available", lambda path="/proc/meminfo": 64 << 20)
+    composed = _composed(monkeypatch)
+    assert main(["compose", str(tmp_path / "m.splat"), str(scene(PLY)), "--target-count", "10M"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "of memory, more than the 0.07 GB cap (the free memory" in err
+    assert main(["compose", str(tmp_path / "m.ply"), str(scene(PLY)), "--target-count", "10M"]) == 0
+    assert composed == [str(tmp_path / "m.ply")]
+
+
+def test_disk_check_before_composing(tmp_path, capsys, monkeypatch):
+    """1M Gaussians at SH 2: 152 MB as .ply, more than 100 MB free. An .spz's size is unknown before it is written
+    (entropy-coded), so only its memory is checked."""
+    free = 100_000_000
+    monkeypatch.setattr("shutil.disk_usage", lambda path: SimpleNamespace(total=10 * free, used=9 * free, free=free))
+    composed = _composed(monkeypatch)
+    assert main(["compose", str(tmp_path / "d.ply"), str(scene(PLY)), "--target-count", "1M"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"take about 0.15 GB on disk, more than the 0.10 GB free in {tmp_path}" in err
+    assert main(["compose", str(tmp_path / "d.ply"), str(scene(PLY)), "--target-count", "600k"]) == 0
+    assert main(["compose", str(tmp_path / "d.spz"), str(scene(PLY)), "--target-count", "1M"]) == 0
+    assert composed == [str(tmp_path / "d.ply"), str(tmp_path / "d.spz")]
+
+
+@pytest.mark.parametrize("ext", [".ply", ".glb", ".compressed.ply", ".splat"])
+def test_output_bytes_bound_the_written_size(tmp_path, ext):
+    """The free-disk check's sizes, against the writers: at most HEADER_BYTES under, 1 byte a Gaussian over."""
+    from scenes.io import format_for_path
+    from tools.compose import HEADER_BYTES, OUTPUT_BYTES
+
+    out = tmp_path / f"o{ext}"
+    assert main(["compose", str(out), str(scene(PLY)), "--target-count", "20k", "--sh-degree", "1"]) == 0
+    expected = 20_000 * OUTPUT_BYTES[format_for_path(str(out)).name](4)
+    assert expected <= out.stat().st_size + 20_000 and out.stat().st_size <= expected + HEADER_BYTES

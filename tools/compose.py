@@ -238,7 +238,8 @@ def compose(
 
     from tqdm import tqdm
 
-    bar = tqdm(total=total, unit="G", unit_scale=True, disable=not progress or None, file=sys.stderr, leave=False)
+    disable = not progress or None  # None: tqdm shows the bar on a terminal only
+    bar = tqdm(total=total, desc="composing", unit="G", unit_scale=True, disable=disable, file=sys.stderr, leave=False)
 
     def parts():
         for c in range(len(copies)):
@@ -255,6 +256,7 @@ def compose(
         write_ply_parts(out, parts(), total, k, antialiased=antialiased, with_normals=False)
     else:
         whole = list(parts())
+        bar.set_description("writing")  # the writer's part, most of the time of an in-memory format: the bar is full
         fields = ("means", "quats", "log_scales", "opacity_logits", "sh")
         cat = [torch.cat([getattr(p, name) for p in whole]) for name in fields]
         save_scene(make_scene(*cat, source_format="compose", antialiased=antialiased), out)
@@ -295,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
         )
     k = sh_coeffs(scenes, args.sh_degree)
     check_room(args.output, fmt, counts, k, copies, total, stream=fmt == "ply")  # compose() streams .ply alone
-    big = (args.target_count or sum(len(s) for s in scenes)) >= PROGRESS_MIN_GAUSSIANS
+    big = total >= PROGRESS_MIN_GAUSSIANS  # the composite's count: a large grid of small inputs takes long too
     total = compose(
         scenes,
         args.output,

@@ -187,3 +187,13 @@ def test_output_bytes_bound_the_written_size(tmp_path, ext):
     assert main(["compose", str(out), str(scene(PLY)), "--target-count", "20k", "--sh-degree", "1"]) == 0
     expected = 20_000 * OUTPUT_BYTES[format_for_path(str(out)).name](4)
     assert expected <= out.stat().st_size + 20_000 and out.stat().st_size <= expected + HEADER_BYTES
+
+
+def test_progress_bar_for_a_large_grid_of_small_inputs(tmp_path, monkeypatch):
+    """50 copies of a 45,624-Gaussian scene: 2.28M Gaussians, over PROGRESS_MIN_GAUSSIANS, though each input is
+    well under it."""
+    calls = []
+    monkeypatch.setattr("tools.compose.compose", lambda scenes, out, **kwargs: calls.append(kwargs) or 0)
+    assert main(["compose", str(tmp_path / "p.ply"), str(scene(SH0)), "--grid", "50x1"]) == 0
+    assert main(["compose", str(tmp_path / "p.ply"), str(scene(SH0)), "--grid", "40x1"]) == 0
+    assert [c["progress"] for c in calls] == [True, False]

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 # a 4.56 GB .ply) composed in 26 s with a peak RSS of 0.6 GB, disk writes included.
 
 PROGRESS_MIN_GAUSSIANS = 2_000_000
+MAX_SPACING = 1000.0  # cell spacing in scene sizes: far beyond any layout, and float32 still resolves a copy
 
 # Peak memory of an in-memory compose over the float32 arrays of its output (scenes.limits.scene_bytes), measured
 # at 1-2M Gaussians: .splat 2.2-4.6, .glb 3.8-5.3, .compressed.ply 4.2-5.1, .sog 3.5-5.7, .spz 4.0-5.7 (the
@@ -276,8 +277,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--target-count {args.target_count}: must be positive")
     if args.target_count is not None and args.target_count > MAX_GAUSSIANS:  # no reader would open the output
         raise CliError(f"--target-count {args.target_count:,}: above the {MAX_GAUSSIANS:,} Gaussians a scene may hold")
-    if not args.spacing > 0:
-        raise CliError(f"--spacing {args.spacing}: must be positive")
+    if not 0 < args.spacing <= MAX_SPACING:  # nan and inf too: their output held positions no reader opens
+        raise CliError(f"--spacing {args.spacing}: must be above 0 and at most {MAX_SPACING:g} (scenes are size 1; "
+                       "farther apart, float32 positions would blur each copy)")  # fmt: skip
     if args.seed < 0:  # numpy's generator takes any integer from 0 up, and raises a traceback for the rest
         raise CliError(f"--seed {args.seed}: must be 0 or more")
     fmt = format_for_path(args.output, for_write=True).name

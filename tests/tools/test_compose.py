@@ -113,6 +113,15 @@ def test_negative_seed_is_refused(tmp_path, capsys, monkeypatch):
     assert main(["compose", str(out), str(scene(PLY)), "--target-count", "1000", "--seed", str(2**64)]) == 0
 
 
+def test_a_spacing_whose_positions_no_reader_would_open_is_refused(tmp_path, capsys, monkeypatch):
+    """--spacing inf or 1e39 wrote a file of non-finite float32 positions, which every reader refuses."""
+    out = tmp_path / "s.ply"
+    for spacing in ("inf", "nan", "1e39", "0"):
+        assert f"--spacing {float(spacing)}" in _refused([str(out), str(scene(PLY)), "--spacing", spacing], capsys,
+                                                          monkeypatch)  # fmt: skip
+    assert not out.exists()
+
+
 def _no_composing(monkeypatch) -> None:
     """Fail a test that reaches the composing (without the check under test, it would run for minutes)."""
 

@@ -110,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--out-dir {args.out_dir}: no such folder")
     if args.scene is not None and not os.path.exists(args.scene):
         raise CliError(f"{args.scene}: no such file or folder")
+    for flag, path in (("--cameras", args.cameras), ("--keyframes", args.keyframes),
+                       ("--dataparser-transforms", args.dataparser_transforms)):  # fmt: skip
+        if path is not None and not os.path.exists(path):  # said before 'no display' sends the user elsewhere
+            raise CliError(f"{flag} {path}: no such file")
     check_viewer_packages()
     check_display()
     scene = open_scene(args.scene, args.up)

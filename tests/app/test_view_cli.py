@@ -61,6 +61,9 @@ def test_bad_arguments_before_anything_opens(capsys, tmp_path):
     assert code == 2 and "no such folder" in err
     code, err = run_view(capsys, str(tmp_path / "missing.ply"))
     assert code == 2 and "no such file" in err
+    for flag in ("--cameras", "--keyframes", "--dataparser-transforms"):  # before the display is looked for
+        code, err = run_view(capsys, flag, str(tmp_path / "gone.json"))
+        assert code == 2 and err == f"warpsplat view: error: {flag} {tmp_path / 'gone.json'}: no such file\n", err
 
 
 def test_cameras_are_checked_before_a_window_opens_and_reach_it(monkeypatch, capsys, tmp_path, x_display):

@@ -29,9 +29,16 @@ class MissingFolderError(FileNotFoundError):
 
 def check_writable(path: str | os.PathLike, *, overwrite: bool, make_parent: bool = False) -> None:
     """Refuse an existing output unless `overwrite`, and a missing parent folder unless `make_parent` (which
-    creates it); one-line messages."""
+    creates it); one-line messages.
+
+    A link counts as existing even where it leads nowhere (the rename would replace it), and an output that is
+    a folder, a pipe or a device is refused even with `overwrite`: the rename fails on a folder only after all
+    the work, and would put a file in place of a device (/dev/null, for root)."""
     path = os.fspath(path)
-    if os.path.exists(path) and not overwrite:
+    if os.path.exists(path) and not os.path.isfile(path):
+        what = "a folder" if os.path.isdir(path) else "not a regular file (a pipe, a device or a socket)"
+        raise FileExistsError(f"{path}: output is {what}; only a file can be replaced")
+    if os.path.lexists(path) and not overwrite:
         raise OutputExistsError(f"{path}: output exists; pass --overwrite to replace it")
     check_parent(path, make=make_parent)
 

@@ -5,6 +5,7 @@ failure at the rename leaves neither the output nor a temporary file behind."""
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 
@@ -74,6 +75,29 @@ def test_existing_output_refused_without_overwrite(cmd, tmp_path, scene_path, ca
     assert out.read_bytes() != b"keep me"
     if name.endswith((".ply", ".spz", ".splat")):
         assert len(load_scene(out)) > 0
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_an_output_that_is_no_file_is_refused_even_with_overwrite(cmd, tmp_path, scene_path, capsys):
+    """An output that is a folder or a named pipe is one line naming it, exit 2, and is left as it was, with
+    --overwrite too: the rename failed on a folder only after all the work ("Is a directory", after "pass
+    --overwrite to replace it" had said it would be replaced), and put a file in place of a pipe or a device (as
+    root, of /dev/null). A link that leads nowhere is an existing output: it was replaced without --overwrite."""
+    _, argv, name = cmd
+    folder, pipe, link = tmp_path / "folder" / name, tmp_path / "pipe" / name, tmp_path / "link" / name
+    for out in (folder, pipe, link):
+        out.parent.mkdir()
+    folder.mkdir()
+    os.mkfifo(pipe)
+    link.symlink_to(tmp_path / "nowhere")
+    cases = [(folder, "output is a folder", ["--overwrite"]), (pipe, "output is not a regular file", ["--overwrite"]),
+             (link, "output exists; pass --overwrite", [])]  # fmt: skip
+    for out, what, extra in cases:
+        assert main([*argv(str(scene_path(SCENE)), str(out)), *extra]) == 2, out
+        err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert len(err) == 1 and f"{out}: {what}" in err[0], err
+        assert os.listdir(out.parent) == [name] and not out.is_file(), os.listdir(out.parent)
+    assert folder.is_dir() and stat.S_ISFIFO(os.stat(pipe).st_mode) and link.is_symlink()
 
 
 @pytest.mark.parametrize("flag", ["--alpha-video", "--depth-video"])

@@ -182,9 +182,9 @@ def run(args: argparse.Namespace) -> int:
             up = up_vector(args.up)
         except ValueError as e:
             raise CliError(str(e)) from None
-    check_writable(dst, overwrite=args.overwrite, make_parent=args.mkdir)
-    if os.path.exists(dst) and os.path.samefile(src, dst):
+    if os.path.exists(dst) and os.path.samefile(src, dst):  # before check_writable, whose hint is --overwrite
         raise CliError(f"{dst}: output is the input file")
+    check_writable(dst, overwrite=args.overwrite, make_parent=args.mkdir)
 
     from tqdm import tqdm
 
@@ -194,6 +194,9 @@ def run(args: argparse.Namespace) -> int:
         if args.iteration is not None and not os.path.isdir(src):
             raise CliError(f"--iteration applies to trainer output folders; {src} is a file")
         scene = load_scene(src) if args.iteration is None else load_scene(src, iteration=args.iteration)
+        read = scene.extras.get("point_cloud")  # the file a trainer folder's scene came from
+        if read is not None and os.path.exists(dst) and os.path.samefile(read, dst):
+            raise CliError(f"{dst}: output is the input file (the point_cloud.ply that {src} holds)")
         degree_in = scene.sh_degree
         bar.set_description("filtering")
         bar.update()

@@ -48,6 +48,23 @@ def test_refuses_to_overwrite(tmp_path, capsys):
     assert len(load_scene(out)) == 3
 
 
+def test_converting_a_file_onto_itself_is_refused(tmp_path, capsys):
+    """The input as the output is refused with or without --overwrite, and not with the hint to pass --overwrite
+    (which the refusal then met). A trainer folder's input is the point_cloud.ply it holds: converting the folder
+    onto that file (with --sh-degree 0, say) replaced the only copy of the trained scene."""
+    import shutil
+
+    ply = tmp_path / "model" / "point_cloud" / "iteration_7000" / "point_cloud.ply"
+    ply.parent.mkdir(parents=True)
+    shutil.copy(scene(THREE), ply)
+    before = ply.read_bytes()
+    for src, extra in ((ply, []), (ply, ["--overwrite"]), (tmp_path / "model", ["--overwrite", "--sh-degree", "0"])):
+        assert main(["convert", str(src), str(ply), *extra]) == 2, (src, extra)
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"warpsplat convert: error: {ply}: output is the input file") and "\n" not in err, err
+    assert ply.read_bytes() == before
+
+
 def test_errors_are_one_line(tmp_path, capsys):
     cases = [
         ["convert", str(scene(THREE)), str(tmp_path / "x.unknown")],

@@ -30,8 +30,11 @@ def up_vector(axis: str) -> np.ndarray:
         v = np.array([float(x) for x in key.split(",")], dtype=np.float64)
     except ValueError:
         v = np.zeros(0)
-    if v.shape != (3,) or not np.all(np.isfinite(v)) or np.linalg.norm(v) < 1e-6:
+    # scaled by the largest component before the norm: the norm of 1e308,1e308,0 overflows (a zero vector, then
+    # NaN Gaussians)
+    if v.shape != (3,) or not np.all(np.isfinite(v)) or np.abs(v).max() < 1e-6:
         raise ValueError(f"--up {axis!r}: expected one of {', '.join(AXES)}, or a direction X,Y,Z")
+    v = v / np.abs(v).max()
     return v / np.linalg.norm(v)
 
 

@@ -79,6 +79,7 @@ def test_up_vector_names_and_directions():
     assert np.array_equal(up_vector("-y"), [0, -1, 0]) and np.array_equal(up_vector("z"), [0, 0, 1])
     np.testing.assert_allclose(up_vector(" 0.6, -0.8,0 "), [0.6, -0.8, 0])
     np.testing.assert_allclose(up_vector("3,0,-4"), [0.6, 0, -0.8])  # normalised
+    np.testing.assert_allclose(up_vector("1e308,1e308,0"), [0.5**0.5, 0.5**0.5, 0])  # its norm overflows float64
     for bad in ("sideways", "0,0,0", "1,2", "1,2,nan", "1,2,3,4", ""):
         with pytest.raises(ValueError, match="expected one of .*, or a direction X,Y,Z"):
             up_vector(bad)

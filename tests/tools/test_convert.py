@@ -164,6 +164,10 @@ def test_up_takes_a_direction(tmp_path):
     R, _ = rotation_to_up(up)
     np.testing.assert_allclose(R @ up, [0, -1, 0], atol=1e-12)
     np.testing.assert_allclose(out.means.double(), src.means.double() @ torch.from_numpy(R).T, atol=1e-5)
+    # a direction whose norm overflows is the same direction: it turned every Gaussian to NaN, and the PLY written
+    # (exit 0) was refused on reading ("all 4,096 Gaussians have invalid values")
+    assert main(["convert", str(scene(CROP)), str(tmp_path / "big.ply"), "--up", "3e307,-9e307,2e307"]) == 0
+    np.testing.assert_allclose(load_scene(tmp_path / "big.ply").means, out.means, atol=1e-5)
 
 
 def test_the_antialiased_flag_goes_where_a_format_has_a_field(tmp_path, capsys):

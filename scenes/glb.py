@@ -413,11 +413,13 @@ def write_glb(scene: GaussianScene, path: str | os.PathLike) -> None:
     quats = torch.where(quats.norm(dim=1, keepdim=True) > 0, quats, torch.tensor([1.0, 0.0, 0.0, 0.0]).double())
     alpha = torch.sigmoid(s.opacity_logits.double())
     colour = torch.cat([0.5 + SH_C0 * s.sh[:, 0].double(), alpha[:, None]], 1)
+    # a log-scale below float32's exp range (-104) would be a scale of 0, which a reader takes as invalid
+    scales = torch.exp(s.log_scales.double()).clamp_min(torch.finfo(torch.float32).tiny)
     arrays: list[tuple[str, np.ndarray, str, bool]] = [  # name, [N, width] values, type, normalized
         ("POSITION", s.means.numpy().astype("<f4"), "VEC3", False),
         ("COLOR_0", np.round(colour.clamp(0, 1).numpy() * 255).astype(np.uint8), "VEC4", True),
         (PREFIX + "ROTATION", quats[:, [1, 2, 3, 0]].numpy().astype("<f4"), "VEC4", False),
-        (PREFIX + "SCALE", torch.exp(s.log_scales.double()).numpy().astype("<f4"), "VEC3", False),
+        (PREFIX + "SCALE", scales.numpy().astype("<f4"), "VEC3", False),
         (PREFIX + "OPACITY", alpha[:, None].numpy().astype("<f4"), "SCALAR", False),
     ]
     arrays += [(_sh_name(i), s.sh[:, i].numpy().astype("<f4"), "VEC3", False) for i in range(k)]

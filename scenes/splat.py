@@ -67,7 +67,7 @@ def write_splat(scene: GaussianScene, path: str | os.PathLike) -> None:
     act = scene.activated()
     rec = np.empty(len(scene), dtype=RECORD)
     rec["pos"] = scene.means.numpy()
-    rec["scale"] = act.scales.numpy()
+    rec["scale"] = act.scales.clamp_min(torch.finfo(torch.float32).tiny).numpy()  # exp(-104) is 0: refused on read
     rgb = (0.5 + SH_C0 * scene.sh[:, 0]).clamp(0, 1)
     rgba = torch.cat([rgb, act.opacities[:, None]], 1)
     rec["rgba"] = (rgba * 255).round().clamp(0, 255).to(torch.uint8).numpy()

@@ -28,6 +28,22 @@ def test_convert_to_every_writable_format(tmp_path, capsys):
     assert torch.equal(lossless.means, src.means) and torch.equal(lossless.sh, src.sh)
 
 
+def test_a_scale_below_float32s_exp_range_reads_back_from_every_format(tmp_path, capsys):
+    """A log-scale of -200 is valid (a scale too small to see); .splat and .glb store the scale itself, and
+    float32's exp(-200) is 0, which readers drop as invalid: the converted file lost those Gaussians on reading
+    (every one here: 'all 64 Gaussians have invalid values', after convert had exited 0)."""
+    from scenes.ply import write_ply
+    from tests.reliability.hostile import cloud
+
+    small = cloud(64)
+    small.log_scales[:] = -200.0
+    write_ply(small, tmp_path / "small.ply")
+    for name in ("out.ply", "out.compressed.ply", "out.spz", "out.sog", "out.glb", "out.splat"):
+        assert main(["convert", str(tmp_path / "small.ply"), str(tmp_path / name)]) == 0, name
+        assert len(load_scene(tmp_path / name)) == 64, name
+        assert "invalid" not in capsys.readouterr().err, name
+
+
 def test_sh_degree_and_min_opacity(tmp_path):
     src = load_scene(scene(CROP))
     out = tmp_path / "pruned.ply"

@@ -211,7 +211,11 @@ def framing_sphere(scene) -> tuple[np.ndarray, float]:
     if len(largest) > 1_000_000:  # torch.quantile's input-size limit; a strided sample is plenty (as robust_bounds)
         largest = largest[:: len(largest) // 1_000_000 + 1]
     extent = 3.0 * math.exp(float(torch.quantile(largest.double(), 0.9)))
-    return 0.5 * (lo + hi), max(box, extent, MIN_FRAMING_RADIUS)
+    centre = 0.5 * (lo + hi)
+    # and at least the float32 spacing of the means there: Gaussians at one point 1e18 away were framed from a
+    # distance that vanished in the centre's rounding (eye == target, a ValueError traceback)
+    spacing = float(np.spacing(np.float32(np.abs(centre).max())))
+    return centre, max(box, extent, MIN_FRAMING_RADIUS, spacing)
 
 
 def default_camera(scene, width: int, height: int, *, up: str | None = None, fov_y_deg: float = 60.0) -> Camera:

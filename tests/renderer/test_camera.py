@@ -169,6 +169,9 @@ def test_a_point_scene_is_framed_by_the_gaussians_own_size(n):
     tiny = make_scene(scene.means, scene.quats, log_scales - 20, scene.opacity_logits, scene.sh)
     assert framing_sphere(tiny)[1] == MIN_FRAMING_RADIUS
     assert project(default_camera(tiny, 64, 48), centre)[1] >= 5 * 0.01
+    far = make_scene(scene.means + 1e18, scene.quats, log_scales, scene.opacity_logits, scene.sh)
+    cam = default_camera(far, 64, 48)  # raised "look_at: eye and target coincide"
+    assert np.all(np.isfinite(cam.T_world_camera)) and np.linalg.norm(cam.T_world_camera[:3, 3] - 1e18) > 0
 
 
 def test_look_at_degenerate_up_still_gives_a_pose():

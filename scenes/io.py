@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .atomic import naming_output
 from .compressed_ply import read_compressed_ply, write_compressed_ply
 from .gaussians import GaussianScene, SceneFormatError
 from .glb import is_glb, read_glb, write_glb
@@ -81,6 +82,15 @@ def load_scene(path: str | os.PathLike, **options) -> GaussianScene:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file or folder")
+    try:
+        return _load_scene(path, **options)
+    except OSError as e:
+        if e.filename is None and e.strerror:  # a read that failed (a disk's EIO) names no file: the scene's
+            raise naming_output(e, path) from None
+        raise
+
+
+def _load_scene(path: str, **options) -> GaussianScene:
     if os.path.isdir(path):
         for fmt in FORMATS:
             if "/" in fmt.extensions and fmt.read is not None:  # folder readers register the extension "/"

@@ -31,6 +31,23 @@ def test_info_on_a_corrupt_file_is_one_line(tmp_path, capsys):
     assert err.startswith("warpsplat info: error:") and "\n" not in err
 
 
+def test_a_failed_read_names_the_file(monkeypatch, capsys):
+    """A read error from the disk (EIO; simulated) carries no file name: the line said only "Input/output
+    error"."""
+    import errno
+    import io
+
+    import scenes.io
+
+    class Failing(io.BytesIO):
+        def read(self, *args):
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(scenes.io, "open_regular", lambda path: Failing())
+    assert main(["info", str(scene("playbot_crop.ply"))]) == 2
+    assert capsys.readouterr().err == f"warpsplat info: error: {scene('playbot_crop.ply')}: Input/output error\n"
+
+
 def test_info_on_extreme_values_prints_no_nan_and_no_numpy_warnings(tmp_path, capsys):
     """Values at the edge of float32 that are kept (a log-scale of 44, whose covariance is about the largest a
     float32 holds, positions of +-1e18, opacities of exactly 0 and 1), next to one that is dropped (a log-scale

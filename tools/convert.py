@@ -155,8 +155,16 @@ def check_written(scene: GaussianScene, path: str) -> str:
     where = f"{len(cams)} orbit views at {CHECK_SIZE[0]}x{CHECK_SIZE[1]}"
     if all(math.isinf(v) for v in values):
         return f"checked: {path} reads back and renders identically ({where})"
-    lo, hi = min(values), max(values)
-    return f"checked: {path} reads back and renders at {lo:.1f}-{hi:.1f} dB PSNR against the scene written ({where})"
+    return f"checked: {path} reads back and renders at {psnr_range(values)} against the scene written ({where})"
+
+
+def psnr_range(values: list[float]) -> str:
+    """'41.2 dB PSNR', '-73.3 to -66.5 dB PSNR', '38.0 to 52.1 dB PSNR, 2 of 4 views identical' (inf: identical)."""
+    finite = [v for v in values if not math.isinf(v)]
+    lo, hi = min(finite), max(finite)
+    text = f"{lo:.1f} dB PSNR" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f} to {hi:.1f} dB PSNR"
+    same = len(values) - len(finite)
+    return text + (f", {same} of {len(values)} views identical" if same else "")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -238,10 +238,20 @@ def test_check_reads_the_output_back_and_says_what_it_costs(tmp_path, capsys):
         assert main(["convert", str(scene(CROP)), str(tmp_path / name), "--check"]) == 0
         line = capsys.readouterr().out.strip().splitlines()[-1]
         assert line.startswith(f"checked: {tmp_path / name} reads back and renders")
-        return (
-            "identical" if "identically" in line else [float(v) for v in re.findall(r"([\d.]+)-([\d.]+) dB", line)[0]]
-        )
+        if "identically" in line:
+            return "identical"
+        lo, hi = re.search(r"at (-?[\d.]+)(?: to (-?[\d.]+))? dB PSNR", line).groups()
+        return [float(lo), float(hi or lo)]
 
     assert checked("a.ply") == "identical"
     spz, splat = checked("b.spz"), checked("c.splat")
     assert 30 < splat[0] <= splat[1] < spz[0] - 5, (splat, spz)
+
+
+def test_a_range_of_psnr_reads_as_one():
+    """--check's line: a range says 'to' (negative values read plainly), identical views are counted apart."""
+    from tools.convert import psnr_range
+
+    assert psnr_range([41.23, 41.21]) == "41.2 dB PSNR"
+    assert psnr_range([-73.3, -66.5]) == "-73.3 to -66.5 dB PSNR"
+    assert psnr_range([161.0, float("inf"), 170.2, float("inf")]) == "161.0 to 170.2 dB PSNR, 2 of 4 views identical"

@@ -150,3 +150,20 @@ def test_a_good_hand_made_model_reads(tmp_path):
     cam = load_camera_path(tmp_path).cameras[0]  # a half turn about x: the camera sits at (0, 0, 1)
     np.testing.assert_allclose(cam.position, [0, 0, 1], atol=1e-12)
     np.testing.assert_allclose(cam.T_world_camera[:3, :3], np.diag([1.0, -1, -1]), atol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["bin", "txt"])
+def test_an_opencv_camera_reads_as_its_pinhole(tmp_path, form):
+    """COLMAP's OPENCV model (fx, fy, cx, cy, k1, k2, p1, p2: 8 parameters, model id 4) is the one its undistorter
+    and most datasets use: its pinhole part is read, in both forms, and the note says the distortion is not drawn."""
+    params = [50.0, 52.0, 30.0, 25.0, 0.1, 0.01, 0.001, 0.002]
+    if form == "bin":
+        (tmp_path / "images.bin").write_bytes(_images_bin((1, IDENTITY, 1, "a", 1)))
+        (tmp_path / "cameras.bin").write_bytes(_cameras_bin((1, 4, 64, 48, params)))
+    else:
+        (tmp_path / "images.txt").write_text("1 1 0 0 0 0 0 0 1 a\n\n")
+        (tmp_path / "cameras.txt").write_text("1 OPENCV 64 48 " + " ".join(map(str, params)) + "\n")
+    cp = load_camera_path(tmp_path)
+    cam = cp.cameras[0]
+    assert (cam.fx, cam.fy, cam.cx, cam.cy) == (50, 52, 30, 25)
+    assert cp.notes == ["OPENCV distortion not drawn: pinhole views"]

@@ -197,6 +197,7 @@ def inria(**fields) -> str:
 
 GOOD = {"camera_to_world": C2W_GL_ROWS, "fov": 50}
 SCALED = [2.0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]
+MIRRORED = [-1.0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]  # orthonormal, det -1: would render mirrored
 
 
 @pytest.mark.parametrize(
@@ -210,7 +211,10 @@ SCALED = [2.0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]
         (ns([GOOD, {"fov": 50}]), r"camera_path\[1\]\.camera_to_world: missing"),
         (ns([GOOD | {"camera_to_world": [1, 0, 0]}]), r"camera_path\[0\]\.camera_to_world: expected 16 numbers"),
         (ns([GOOD | {"camera_to_world": SCALED}]), "not a rotation"),
+        (ns([GOOD | {"camera_to_world": MIRRORED}]), r"not a rotation .*det = -1"),
         (ns([GOOD | {"fov": 190}]), r"camera_path\[0\]\.fov: field of view 190"),
+        (ns([GOOD | {"fov": 180}]), r"camera_path\[0\]\.fov: field of view 180\.0 degrees is not in \(0, 180\)"),
+        (ns([GOOD], render_width=64.5), r"render_width/render_height: expected whole pixels, got 64.5x48"),
         (ns([GOOD], camera_type="fisheye"), "camera_type: 'fisheye'"),
         (inria(position=None), r"\[0\]\.position: expected 3"),
         (inria(fy=None), r"\[0\]\.fy: missing"),
@@ -225,8 +229,8 @@ SCALED = [2.0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]
         (ns([GOOD], fps=1e9), r"fps gives 1e\+09 frames per second, outside 0\.001-1000"),
     ],
     ids=["malformed", "number", "empty-list", "no-frames", "no-size", "no-matrix", "short-matrix", "scaled-matrix",
-         "bad-fov", "fisheye", "inria-no-position", "inria-no-fy", "inria-negative-fy", "too-large",
-         "inria-too-large", "too-many-frames", "too-slow", "too-fast"],
+         "mirrored-matrix", "bad-fov", "fov-180", "fractional-size", "fisheye", "inria-no-position", "inria-no-fy",
+         "inria-negative-fy", "too-large", "inria-too-large", "too-many-frames", "too-slow", "too-fast"],
 )  # fmt: skip
 def test_bad_files_give_one_line_errors_naming_file_and_field(tmp_path, content, match):
     path = tmp_path / "bad.json"
@@ -315,3 +319,89 @@ def test_blender_transforms_take_the_size_from_the_images(tmp_path):
     data = {"w": 80, "h": 60, "fl_x": 50.0, "frames": [{"file_path": "a.png"}]}
     with pytest.raises(CameraPathError, match=r"frames\[0\].transform_matrix: missing"):
         load_camera_path(write_json(tmp_path / "t4.json", data))
+
+
+def test_key_times_are_kept_relative_to_the_first_key(tmp_path):
+    """Keys timed from 5 s play from 0: the path lasts 3 s, not 8 (a still start of 5 s). A saved cycle with a
+    given duration returns to the first key at its end: the closing transition takes what is left of it."""
+    poses = [look_at_pose(e, [0, 0, 0], [0, -1, 0]) for e in ([0, -1, -4], [3, -1, -2], [4, -2, 2])]
+    out = tmp_path / "timed.json"
+    data = save_camera_path(out, [Keyframe(T, 50.0, t) for T, t in zip(poses, (5.0, 6.0, 8.0), strict=True)],
+                            width=64, height=48, fps=10)  # fmt: skip
+    assert data["seconds"] == 3.0 and len(data["camera_path"]) == 30
+    assert [k.time_s for k in read_keyframes(out).keyframes] == pytest.approx([0, 1, 3])
+    keys = [Keyframe(T, 50.0, t) for T, t in zip(poses, (0.0, 1.0, 2.0), strict=True)]
+    data = save_camera_path(out, keys, width=64, height=48, fps=10, seconds=6.0, is_cycle=True)
+    assert [k["override_transition_sec"] for k in data["keyframes"]] == pytest.approx([1, 1, 4])
+    back = read_keyframes(out)
+    assert back.is_cycle and back.seconds == 6.0 and [k.time_s for k in back.keyframes] == pytest.approx([0, 1, 2])
+
+
+def test_a_path_with_a_repeated_keyframe_saves_and_reloads(tmp_path):
+    """The viewer's K pressed twice at one view: the saved file's transitions are all > 0, so it reloads."""
+    a, b = (look_at_pose(e, [0, 0, 0], [0, -1, 0]) for e in ([0, -1, -4], [3, -1, -2]))
+    out = tmp_path / "repeated.json"
+    save_camera_path(out, [Keyframe(a, 50.0), Keyframe(a, 50.0), Keyframe(b, 50.0)], width=64, height=48, fps=10)
+    times = [k.time_s for k in read_keyframes(out).keyframes]
+    assert times[0] == 0 and np.diff(times).min() > 0
+    np.testing.assert_allclose(load_camera_path(out).cameras[-1].T_world_camera, b, atol=1e-9)
+
+
+def test_a_looping_path_re_sampled_stays_a_loop(tmp_path):
+    """Re-sampling a saved cycle to half the frames goes through the same loop: frame i of 30 is frame 2i of the
+    file's 60 (same duration, half the rate), including the frames on the way back to the first key."""
+    poses = [look_at_pose(e, [0, 0, 0], [0, -1, 0]) for e in ([0, -1, -4], [3, -1, -2], [4, -2, 2])]
+    keys = [Keyframe(T, 50.0, t) for T, t in zip(poses, (0.0, 2.0, 4.0), strict=True)]
+    out = tmp_path / "loop.json"
+    save_camera_path(out, keys, width=64, height=48, fps=10, seconds=6.0, is_cycle=True)
+    full, half = load_camera_path(out), load_camera_path(out, n_frames=30)
+    assert len(full.cameras) == 60 and half.fps == pytest.approx(5.0)
+    for i, cam in enumerate(half.cameras):
+        np.testing.assert_allclose(cam.T_world_camera, full.cameras[2 * i].T_world_camera, atol=1e-9, err_msg=str(i))
+
+
+def test_a_cycle_of_two_keyframes_plays_open(tmp_path):
+    """nerfstudio's editor lets a path of two keys loop; a loop through two keys has no shape: it plays open,
+    from the first key to the second, rather than failing."""
+    a = [1.0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 5, 0, 0, 0, 1]  # GL camera at (0, 0, 5) looking down -Z
+    data = {"render_width": 64, "render_height": 48, "fps": 10, "seconds": 2.0, "is_cycle": True,
+            "keyframes": [{"matrix": a, "fov": 50.0}, {"matrix": C2W_GL_ROWS, "fov": 50.0}]}  # fmt: skip
+    cp = load_camera_path(write_json(tmp_path / "two.json", data))
+    assert cp.kind == "nerfstudio keyframes" and len(cp.cameras) == 20
+    np.testing.assert_allclose(cp.cameras[0].position, [0, 0, 5], atol=1e-12)
+    np.testing.assert_allclose(cp.cameras[-1].position, [1, 2, 3], atol=1e-12)
+    np.testing.assert_allclose(cp.cameras[-1].T_world_camera[:3, :3], R_CV, atol=1e-12)
+
+
+def test_cameras_follow_the_image_names_in_capture_order(tmp_path):
+    """Image names numbered without padding (frame_2, frame_9, frame_10) are in capture order by their numbers, not
+    as strings (where frame_10 comes before frame_2 and the path jumps back and forth)."""
+    cams = [json.loads(inria(img_name=f"frame_{n}", position=[float(n), 0, 0]))[0] for n in (10, 2, 9)]
+    cp = load_camera_path(write_json(tmp_path / "cameras.json", cams))
+    assert cp.names == ["frame_2", "frame_9", "frame_10"]
+    assert [c.position[0] for c in cp.cameras] == [2, 9, 10]
+
+
+def test_transforms_intrinsics_per_frame_by_angle_and_at_another_size(tmp_path):
+    """transforms.json: a frame's own intrinsics win over the shared ones; camera_angle_y gives fy (non-square
+    pixels); at another output size the focal lengths scale with the height and the principal point keeps its
+    offset from the centre, scaled (as for COLMAP's); an applied_transform that cannot be undone is refused."""
+    eye = np.eye(4).tolist()
+    data = {"w": 80, "h": 60, "fl_x": 50.0, "cx": 40.0, "cy": 30.0,
+            "frames": [{"file_path": "a.png", "transform_matrix": eye, "fl_x": 70.0, "cx": 44.0},
+                       {"file_path": "b.png", "transform_matrix": eye}]}  # fmt: skip
+    path = write_json(tmp_path / "transforms.json", data)
+    a, b = load_camera_path(path).cameras
+    assert (a.fx, a.fy, a.cx, a.cy) == pytest.approx((70, 70, 44, 30))  # fy: square pixels from its own fl_x
+    assert (b.fx, b.fy, b.cx, b.cy) == pytest.approx((50, 50, 40, 30))
+    a = load_camera_path(path, width=40, height=30).cameras[0]  # half size
+    assert (a.width, a.height, a.fx, a.fy, a.cx, a.cy) == pytest.approx((40, 30, 35, 35, 22, 15))
+    a = load_camera_path(path, width=160, height=60).cameras[0]  # twice as wide: same height, centre moved
+    assert (a.fx, a.fy, a.cx, a.cy) == pytest.approx((70, 70, 84, 30))
+    angles = {"w": 80, "h": 60, "camera_angle_x": 2 * math.atan(40 / 50), "camera_angle_y": 2 * math.atan(30 / 60),
+              "frames": [{"transform_matrix": eye}]}  # fmt: skip
+    c = load_camera_path(write_json(tmp_path / "angles.json", angles)).cameras[0]
+    assert (c.fx, c.fy) == pytest.approx((50, 60))
+    data["applied_transform"] = np.zeros((3, 4)).tolist()
+    with pytest.raises(CameraPathError, match="applied_transform: not invertible"):
+        load_camera_path(write_json(tmp_path / "singular.json", data))

@@ -79,6 +79,8 @@ def test_orbit_radius_and_rise(scene):
         assert np.linalg.norm(d - (d @ f.up) * f.up) == pytest.approx(2.0)
     with pytest.raises(ValueError, match="frames 0"):
         orbit_path(scene, W, H, 0)
+    with pytest.raises(ValueError, match="radius and rise are both zero"):
+        orbit_path(scene, W, H, 4, radius=0.0, rise=0.0)
 
 
 def test_spiral_swings_and_zooms(scene):
@@ -92,6 +94,26 @@ def test_spiral_swings_and_zooms(scene):
     assert dists.max() == pytest.approx(1.25 * f.distance, rel=1e-2)
     assert elevs.max() - elevs.min() == pytest.approx(40, abs=0.5)
     assert max(looks_at(c, f.target) for c in cams) < 1e-4
+    # d0 (1 - zoom sin(2 pi u)): in closest a quarter of the way (frame 10 of 40), furthest at three quarters
+    assert dists[10] == pytest.approx(0.75 * f.distance) and dists[30] == pytest.approx(1.25 * f.distance)
+    with pytest.raises(ValueError, match="zoom 1.0"):  # the camera would reach the look-at point
+        spiral_path(scene, W, H, 4, zoom=1.0)
+
+
+def test_a_wide_spiral_swing_stays_short_of_the_pole(scene):
+    """An elevation swing past 90 degrees is held at 80: the camera never passes over the top of the look-at point
+    (where its heading would flip), so it stays on the side the turn has brought it to."""
+    from renderer.paths import axis_angle
+
+    f = scene_frame(scene, W, H)
+    n = 40
+    cams = spiral_path(scene, W, H, n, turns=1, swing_deg=85)
+    for i, c in enumerate(cams):
+        d = c.position - f.target
+        horiz = d - (d @ f.up) * f.up
+        assert horiz @ (axis_angle(f.up, 2 * math.pi * i / n) @ f.start_dir) > 0, i
+        assert math.degrees(math.asin(d @ f.up / np.linalg.norm(d))) <= 80 + 1e-9
+        assert looks_at(c, f.target) < 1e-4
 
 
 def test_flythrough_hits_first_and_last_keys_and_eases(scene):

@@ -67,8 +67,97 @@ def test_key_times_given_or_from_the_distance_travelled():
     assert key_times(keys, closed=True)[3] == pytest.approx(4.0)  # 2 units back to x = 0
     timed = [Keyframe(k.T_world_camera, 60.0, t) for k, t in zip(keys, (5.0, 5.5, 7.0), strict=True)]
     np.testing.assert_allclose(key_times(timed), [0, 0.5, 2.0])
+    # closed with times and no loop time: back at the first key one mean interval (1 s) after the last
+    np.testing.assert_allclose(key_times(timed, closed=True), [0, 0.5, 2.0, 3.0])
     turned = [Keyframe(np.eye(4), 60.0), Keyframe(look_at_pose([0, 0, 0], [1, 0, 0], [0, -1, 0]), 60.0)]
     assert key_times(turned)[1] > 0
+
+
+def test_a_turn_in_place_takes_about_as_long_as_a_move():
+    """Between keys that move, a key that only turns (90 degrees, in place) gets a share of the time like a move
+    of the path's size, not the 5% moment a repeated key gets: otherwise the turn is a whip pan."""
+    poses = [np.eye(4), np.eye(4), look_at_pose([1, 0, 0], [2, 0, 0], [0, -1, 0])]
+    poses[1][0, 3] = 1.0
+    t = key_times([Keyframe(T, 60.0) for T in poses])
+    assert t[2] - t[1] > 0.2 * (t[1] - t[0])
+
+
+def test_a_repeated_key_is_passed_through():
+    """A key added twice at the same view (K pressed twice) gives a path that pauses there a moment (its keys'
+    times still increase, as a saved file's transitions must), finite throughout."""
+    a = look_at_pose([0, 0, -4], [0, 0, 0], [0, -1, 0])
+    b = look_at_pose([3, -1, -2], [0, 0, 0], [0, -1, 0])
+    keys = [Keyframe(a, 60.0), Keyframe(a, 60.0), Keyframe(b, 60.0)]
+    assert np.diff(key_times(keys)).min() > 0
+    cams = interpolate_keyframes(keys, 10, W, H, ease=False)
+    assert all(np.all(np.isfinite(c.T_world_camera)) for c in cams)
+    np.testing.assert_allclose(cams[0].T_world_camera, a, atol=1e-9)
+    np.testing.assert_allclose(cams[-1].T_world_camera, b, atol=1e-9)
+
+
+def test_a_closed_path_does_not_repeat_its_first_frame():
+    """A loop of 3 s sampled at 6 frames has a frame every 0.5 s: frames 0, 2 and 4 are the keys (at 0, 1 and 2 s)
+    and the last frame is half way back to the first key, so the video loops without a doubled frame."""
+    eyes = ([0.0, 0, -4], [3.0, 0, -3], [4.0, -1, 0])
+    keys = [Keyframe(look_at_pose(e, [0, 0, 0], [0, -1, 0]), 50.0, t) for e, t in zip(eyes, (0, 1, 2), strict=True)]
+    cams = interpolate_keyframes(keys, 6, W, H, closed=True, loop_time_s=3.0)
+    for k, i in zip(keys, (0, 2, 4), strict=True):
+        np.testing.assert_allclose(cams[i].T_world_camera, k.T_world_camera, atol=1e-9)
+    assert np.linalg.norm(cams[5].position - keys[0].T_world_camera[:3, 3]) > 1.0
+
+
+def test_the_camera_never_moves_backwards_along_collinear_keys():
+    """Keys on a line, unevenly spaced or unevenly timed: the camera moves along it one way only and stops at the
+    ends (the centripetal spline has no overshoot within a segment; the monotone time map never runs back)."""
+
+    def along_x(xs, times=None):
+        keys = []
+        for i, x in enumerate(xs):
+            T = np.eye(4)
+            T[0, 3] = x
+            keys.append(Keyframe(T, 60.0, None if times is None else times[i]))
+        return np.array([c.position[0] for c in interpolate_keyframes(keys, 200, W, H, ease=False)])
+
+    for xs, times in (((0.0, 1.0, 1.1, 5.0), None), ((0.0, 1.0, 2.0), (0.0, 0.1, 10.0))):
+        x = along_x(xs, times)
+        assert np.diff(x).min() >= -1e-12, (xs, times)
+        assert x.min() >= xs[0] - 1e-12 and x.max() <= xs[-1] + 1e-12
+
+
+def rotation_steps(cams) -> np.ndarray:
+    """[F - 1, 3] the rotation vector from each camera's orientation to the next (world frame)."""
+    out = []
+    for a, b in zip(cams[:-1], cams[1:], strict=True):
+        R = b.T_world_camera[:3, :3] @ a.T_world_camera[:3, :3].T
+        angle = math.acos(np.clip((np.trace(R) - 1) / 2, -1, 1))
+        axis = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+        out.append(axis / max(np.linalg.norm(axis), 1e-300) * angle)
+    return np.array(out)
+
+
+def test_the_turn_rate_has_no_jump_at_the_keys():
+    """SQUAD is C1: at every key the angular velocity going out matches the one coming in (here to 10%; the
+    frames are 1/100 of a segment apart), for an open path and a loop, whose keys turn about different axes."""
+    eyes = [(0, -1, -4), (3, -2, -2), (4, 0, 2), (0, -3, 4), (-3, -1, 1)]
+    targets = [(0, 0, 0), (0.5, 0, 0), (0, 0.5, 0), (0, 0, 0.5), (0.2, 0.2, 0)]
+    keys = [Keyframe(look_at_pose(e, t, [0, -1, 0]), 60.0, float(i)) for i, (e, t) in enumerate(zip(eyes, targets))]
+    for closed, n in ((False, 401), (True, 500)):
+        w = rotation_steps(interpolate_keyframes(keys, n, W, H, ease=False, closed=closed))
+        for k in (100, 200, 300):  # the frames at keys 1, 2 and 3
+            assert np.linalg.norm(w[k] - w[k - 1]) < 0.1 * np.linalg.norm(w[k]), (closed, k)
+
+
+def test_a_loop_around_the_scene_turns_evenly_through_its_first_key():
+    """Three keys around a point, 120 degrees apart, looking at it, played as a loop: the view turns at an even
+    rate all the way round, across the return to the first key too (whose quaternion is on the other side of the
+    sphere from the last key's)."""
+    keys = [
+        Keyframe(look_at_pose([4 * math.cos(a), -1, 4 * math.sin(a)], [0, 0, 0], [0, -1, 0]), 60.0)
+        for a in np.radians([0, 120, 240])
+    ]
+    cams = interpolate_keyframes(keys, 60, W, H, closed=True)
+    steps = np.linalg.norm(rotation_steps(cams + cams[:1]), axis=1)
+    assert steps.max() < 1.2 * np.median(steps)
 
 
 def test_axis_angle_by_hand_and_against_quaternions():

@@ -47,6 +47,9 @@ def test_fly_keys_move_along_camera_axes():
     p = ctl.camera.position
     hold(ctl, key.E, 0.25)
     np.testing.assert_allclose(ctl.camera.position - p, -T0[:3, 1] * ctl.speed * 0.25, atol=1e-9)  # up = -Y
+    p = ctl.camera.position
+    hold(ctl, key.Q, 0.25)
+    np.testing.assert_allclose(ctl.camera.position - p, T0[:3, 1] * ctl.speed * 0.25, atol=1e-9)  # down = +Y
     np.testing.assert_allclose(ctl.camera.T_world_camera[:3, :3], T0[:3, :3], atol=1e-9)  # no rotation
 
 
@@ -83,6 +86,7 @@ def test_orbit_mode_keeps_the_pivot_distance_and_pans_and_zooms():
     ctl = make_controller()
     ctl.on_key_press(key.V, 0)
     assert ctl.mode == "orbit"
+    np.testing.assert_allclose(ctl.pivot, ctl.scene.center, atol=1e-12)  # looking at the centre: it is the pivot
     pivot = ctl.pivot.copy()
     d0 = np.linalg.norm(ctl.camera.position - pivot)
     ctl.on_mouse_drag(0, 0, 40, -15, mouse.LEFT, 0)
@@ -98,6 +102,12 @@ def test_orbit_mode_keeps_the_pivot_distance_and_pans_and_zooms():
     ctl.on_mouse_drag(0, 0, 0, 10, mouse.RIGHT, 0)  # dragged up (pyglet's y is up): the camera moves down its +Y
     np.testing.assert_allclose(ctl.pivot - pivot, ctl.camera.position - p, atol=1e-12)
     assert (ctl.camera.position - p) @ T[:3, 1] > 0 and abs((ctl.camera.position - p) @ T[:3, 0]) < 1e-12
+    # the point at the pivot follows the cursor: dragged 10 pixels right, it is seen 10 pixels right of the centre
+    cam = ctl.camera
+    before = ctl.pivot.copy()
+    ctl.on_mouse_drag(0, 0, 10, 0, mouse.RIGHT, 0)
+    x, y, z = ctl.camera.viewmat[:3, :3] @ before + ctl.camera.viewmat[:3, 3]
+    assert (cam.fx * x / z + cam.cx, cam.fy * y / z + cam.cy) == pytest.approx((cam.cx + 10, cam.cy))
     d = np.linalg.norm(ctl.camera.position - ctl.pivot)
     ctl.on_mouse_scroll(0, 0, 0, 1)
     assert np.linalg.norm(ctl.camera.position - ctl.pivot) == pytest.approx(0.85 * d)
@@ -111,6 +121,8 @@ def test_roll_and_reset():
     np.testing.assert_allclose(R[:, 2], T0[:3, 2], atol=1e-9)  # roll keeps the viewing direction
     angle = math.acos(np.clip(R[:, 0] @ T0[:3, 0], -1, 1))
     assert angle == pytest.approx(ctl.roll_rate * 0.5)
+    # X rolls right, as an aircraft does: the view's right side dips towards the ground (the scene's down)
+    assert R[:, 0] @ -ctl.scene.up > 0.1
     ctl.on_key_press(key.R, 0)
     np.testing.assert_allclose(ctl.camera.T_world_camera, T0)
 
@@ -140,6 +152,13 @@ def test_training_camera_snaps():
     ctl.on_key_press(key.C, 0)
     np.testing.assert_allclose(ctl.camera.T_world_camera, cams[2].T_world_camera)
     assert "3 / 3" in ctl.state.message
+    # closest counts the viewing direction too: not the camera on the spot looking the other way, but the one a
+    # little further that looks where the view looks
+    here = ctl.camera
+    behind = Camera.look_at(here.position, 2 * here.position, width=32, height=24)
+    ahead = Camera.look_at(here.position + [0.5, 0, 0], [0.5, 0, 0], width=32, height=24)
+    ctl.training_cameras = [behind, ahead]
+    assert ctl.closest_training_index() == 1
 
 
 def test_keyframes_play_back_through_the_keys():
@@ -164,6 +183,17 @@ def test_keyframes_play_back_through_the_keys():
     assert not np.allclose(ctl.camera.T_world_camera, keys[1])
     ctl.on_key_press(key.F5, 0)
     assert len(saved) == 1 and len(saved[0]) == 2 and "path.json" in ctl.state.message
+    # a key held down when playback starts does not move the camera off the path
+    ctl.on_key_press(key.W, 0)
+    ctl.on_key_press(key.SPACE, 0)
+    ctl.update(0.1)  # 0.1 s in: the path's frame 3 at 30 frames a second
+    np.testing.assert_allclose(ctl.camera.T_world_camera, ctl.path_cameras()[3].T_world_camera, atol=1e-12)
+    ctl.on_key_release(key.W, 0)
+    # Backspace removes the last keyframe
+    ctl.on_key_press(key.SPACE, 0)
+    ctl.on_key_press(key.K, 0)
+    ctl.on_key_press(key.BACKSPACE, 0)
+    np.testing.assert_allclose([c.T_world_camera for c in ctl.keyframes], keys, atol=1e-12)
 
 
 def test_physical_keys_follow_the_layout():

@@ -631,6 +631,41 @@ def test_wrapping_breaks_at_spaces_only():
     assert wrap_words("one two three\nfour", 9, len) == ["one two", "three", "four"]
 
 
+def test_moving_renders_at_the_lower_of_the_two_scales():
+    """While the camera moves, frames render at moving_scale unless the still scale is lower (moving never renders
+    sharper, so slower, than still); sizes are whole pixels, at least 1."""
+    from app.state import ViewerState
+    from renderer import Camera
+
+    state = ViewerState(camera=Camera.from_fov(64, 48, 60.0), render_scale=0.5, moving_scale=1.0, moving=True)
+    assert state.render_size_for(640, 480) == (320, 240)
+    state.moving_scale = 0.25
+    assert state.render_size_for(640, 480) == (160, 120)
+    state.moving = False
+    assert state.render_size_for(640, 480) == (320, 240)
+    assert state.render_size_for(1, 1) == (1, 1)
+
+
+def test_up_axis_names_as_scenes_store_them():
+    """The up-axis dropdown shows a scene's axis whether it is stored with a sign or not, in either case; a direction
+    that is no axis is "custom"."""
+    from app.panels import UP_AXES, up_axis_index
+
+    assert up_axis_index("y") == UP_AXES.index("+y") and up_axis_index(" Z ") == UP_AXES.index("+z")
+    assert up_axis_index("-Y") == UP_AXES.index("-y") and up_axis_index("+x") == UP_AXES.index("+x")
+    assert up_axis_index("0.1,0.9,0") == len(UP_AXES)
+
+
+def test_frame_times_since_include_a_sample_at_the_start():
+    from app.state import FrameTimes
+
+    times = FrameTimes()
+    for k in range(4):
+        times.append(float(k), at=10.0 + k)
+    at, ms = times.since(11.0)  # "recorded at t0 or later"
+    assert at.tolist() == [11.0, 12.0, 13.0] and ms.tolist() == [1.0, 2.0, 3.0]
+
+
 def test_errors_name_the_path_once():
     from app.state import error_reason
     from scenes import SceneFormatError

@@ -27,3 +27,25 @@ def test_no_ratio_without_the_anchor_or_its_timing():
     assert ratio(None, flight) is None
     assert ratio(row("gsplat", ONE_BY_ONE, [2.0]), flight) is None, "no back-to-back frames to set it against"
     assert math.isclose(ratio(row("gsplat", ONE_BY_ONE, [2.0]), row("default", ONE_BY_ONE, [4.0])), 0.5)
+
+
+def test_p90_and_p99_are_the_second_passs_nearest_ranks():
+    """Of the second pass's frames 1..100 ms (shuffled), nearest rank: p90 is the 90th, 90 ms, and p99 the 99th,
+    99 ms; the first pass (all 1000 ms) is not in them."""
+    second = [float(v) for v in range(1, 101)]
+    second = second[37:] + second[:37]
+    r = PathResult("s.ply", "orbit", 10, "default", (64, 48), ONE_BY_ONE, second, first_pass_ms=[1000.0] * 100)
+    assert r.p90() == 90.0 and r.p99() == 99.0
+
+
+def test_worst_frames_table_groups_a_paths_rows(capsys):
+    """The worst-frames table lists each path's rows together (warpsplat's, then its anchors'), paths in the order
+    they first came, whatever the order of the rows given."""
+    from tools.bench_report import print_worst
+
+    rows = [row("default", IN_FLIGHT, [1.0]), PathResult("s.ply", "flyover", 10, "default", (64, 48), IN_FLIGHT, [2.0]),
+            row("gsplat", ONE_BY_ONE, [3.0])]  # fmt: skip
+    print_worst(rows, (64, 48))
+    lines = [line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("s.ply / ")]
+    assert [(words[2], words[3]) for words in lines] == [("orbit", "default"), ("orbit", "gsplat"),
+                                                         ("flyover", "default")]  # fmt: skip

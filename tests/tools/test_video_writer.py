@@ -280,3 +280,67 @@ def test_video_bench_script_runs(small_scene, tmp_path, capsys):
     assert all(r["psnr_min"] > 30 and r["frames"] == 4 for r in result["encoding"])
     assert [r["frames_in_file"] for r in result["end_to_end"]] in ([6], [6, 6])
     assert sorted(os.listdir(tmp_path)) == ["video_bench.json", "video_bench.md"]  # the videos are deleted
+
+
+def test_writer_defaults_are_frame_threads_at_preset_faster(tmp_path):
+    """Unless told otherwise the writer runs x264 as BENCHMARKS.md, section 11 chose: frame threading at preset
+    faster (x264's preset table: subme 4, 2 reference frames; medium has 7 and 3), crf 18."""
+    out = tmp_path / "d.mp4"
+    with Mp4Writer(str(out), 64, 160, 30, threads=2) as writer:
+        for level in (40, 200, 120):
+            writer.write(np.full((160, 64, 3), level, np.uint8))
+    sei = out.read_bytes()
+    assert b"sliced_threads=0" in sei and b" threads=2 " in sei
+    assert b"subme=4" in sei and b" ref=2 " in sei and b"crf=18.0" in sei
+
+
+def test_frame_rates_are_exact_fractions():
+    """29.97 and its kin are the NTSC rates n/1001; other rates their own fraction."""
+    from fractions import Fraction
+
+    from tools.video import fps_fraction
+
+    assert [fps_fraction(f) for f in (23.976, 29.97, 59.94)] == [Fraction(24000, 1001), Fraction(30000, 1001),
+                                                                 Fraction(60000, 1001)]  # fmt: skip
+    assert [fps_fraction(f) for f in (24, 30, 12.5)] == [24, 30, Fraction(25, 2)]
+
+
+def test_read_back_gives_rgb_frames_rate_and_width_by_height(tmp_path):
+    """A 32x16 video of one red, one green and one blue frame at 25 frames/s reads back as [3, 16, 32, 3] RGB in
+    that order (crf 0: lossless in YUV, so each colour comes back within the conversion's rounding), 25, (32, 16)."""
+    out = tmp_path / "rgb.mp4"
+    colours = np.array([[200, 30, 30], [30, 200, 30], [30, 30, 200]], np.uint8)
+    with Mp4Writer(str(out), 32, 16, 25, crf=0) as writer:
+        for c in colours:
+            writer.write(np.ascontiguousarray(np.broadcast_to(c, (16, 32, 3))))
+    frames, rate, size = read_mp4(str(out))
+    assert frames.shape == (3, 16, 32, 3) and rate == 25 and size == (32, 16)
+    np.testing.assert_allclose(frames.mean(axis=(1, 2)), colours, atol=4)
+
+
+def test_three_parts_join_in_order(tmp_path):
+    """Each part's timestamps go on after all the parts before it (not only the one before): three parts of two
+    frames decode to their six frames in order."""
+    parts = []
+    for k, levels in enumerate([[20, 50], [80, 110], [140, 170]]):
+        writer = Mp4Writer(str(tmp_path / "unused.mp4"), 16, 16, 30, crf=0, temp_path=str(tmp_path / f"p{k}.mp4"))
+        for frame in grey_frames(levels):
+            writer.write(frame)
+        parts.append(writer.finish())
+    assert concat_mp4(parts, str(tmp_path / "joined.mp4")) == 6
+    frames, rate, _ = read_mp4(str(tmp_path / "joined.mp4"))
+    np.testing.assert_allclose(frames.mean(axis=(1, 2, 3)), [20, 50, 80, 110, 140, 170], atol=2)
+    assert rate == 30
+
+
+def test_odd_frames_are_padded_with_their_edge_pixels(tmp_path):
+    """pad_odd: a 15x15 frame goes out 16x16, its last column and row repeated (not black): a frame dark but for
+    a bright right column and bottom row reads back bright in the added column and row."""
+    frame = np.full((15, 15, 3), 40, np.uint8)
+    frame[:, -1] = frame[-1, :] = 200
+    with Mp4Writer(str(tmp_path / "odd.mp4"), 15, 15, 30, crf=0, pad_odd=True) as writer:
+        writer.write(frame)
+    (got,), _, size = read_mp4(str(tmp_path / "odd.mp4"))
+    assert size == (16, 16)
+    assert np.abs(got[:, 15].astype(int) - 200).max() <= 3 and np.abs(got[15].astype(int) - 200).max() <= 3
+    assert np.abs(got[:14, :14].astype(int) - 40).max() <= 3

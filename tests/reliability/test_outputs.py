@@ -222,3 +222,21 @@ def test_a_missing_folder_is_refused_unless_mkdir(cmd, tmp_path, scene_path, cap
     assert os.listdir(tmp_path) == [], "nothing is created"
     assert main([*args, "--mkdir"]) == 0, capsys.readouterr().err
     assert out.stat().st_size > 0 if out.suffix else len(os.listdir(out)) > 2  # frames and the manifest
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_a_finished_output_has_the_permissions_a_plain_new_file_gets(umask, tmp_path):
+    """The temporary is created 0600 (mkstemp); the renamed output must get what open() gives a new file under
+    the same umask, 0666 & ~umask, as a plain write would, not stay private or become wider."""
+    from scenes.atomic import atomic_write
+
+    old = os.umask(umask)
+    try:
+        with atomic_write(tmp_path / "out.bin") as f:
+            f.write(b"x")
+        with open(tmp_path / "plain.bin", "wb") as f:
+            f.write(b"x")
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE(os.stat(tmp_path / "out.bin").st_mode)
+    assert mode == 0o666 & ~umask == stat.S_IMODE(os.stat(tmp_path / "plain.bin").st_mode)

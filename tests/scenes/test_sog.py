@@ -313,3 +313,15 @@ def test_zip_bombs(tmp_path):
     data[cd + 24 : cd + 28] = (1 << 20).to_bytes(4, "little")  # claims 1 MiB uncompressed
     path.write_bytes(bytes(data))
     _bad(path, "zip bomb")
+
+
+def test_a_member_declaring_just_past_deflates_ratio_is_refused(tmp_path):
+    """DEFLATE expands at most ~1032:1 (RFC 1951: a 258-byte match costs at least two bits), so a member that
+    declares 1100 times its compressed size (plus the 4 kB allowance) is lying, and refused before inflating."""
+    path = _write_zip(tmp_path, _v2_files(), "c.sog", zipfile.ZIP_DEFLATED)
+    data = bytearray(path.read_bytes())
+    cd = data.rfind(b"PK\x01\x02")
+    compressed = int.from_bytes(data[cd + 20 : cd + 24], "little")
+    data[cd + 24 : cd + 28] = (1100 * compressed + 4096).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    _bad(path, "zip bomb")

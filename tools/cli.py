@@ -169,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
             # one-line warnings: with a CUDA build of torch the policy asks for CUDA first, and an old driver
             # warns there.
             apply_thread_policy()
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+            # a pipe's output is buffered: flushed here, not at exit, where a reader that has gone would make
+            # Python print "Exception ignored ... BrokenPipeError" and exit 120
+            sys.stdout.flush()
+            return code
     except OutOfDeviceMemoryError as e:  # the renderer's refusal knows the sizes, not the file they came from
         from .out_of_memory import working_on
 

@@ -1,5 +1,6 @@
 """The `warpsplat` command: render/info on the bundled and real scenes, and one-line errors (exit 2)."""
 
+import os
 import subprocess
 import sys
 
@@ -200,11 +201,16 @@ def test_render_warns_when_the_scene_draws_nothing(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_a_reader_that_goes_away_ends_the_command_quietly(scene_path):
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_a_reader_that_goes_away_ends_the_command_quietly(scene_path, buffered):
     """`warpsplat info scene.ply | head -1`: once the reader has gone, the command stops without a word (a shell
-    reports 141, as for a command that SIGPIPE ended); here the pipe is closed before anything is written."""
+    reports 141, as for a command that SIGPIPE ended); here the pipe is closed before anything is written. Output
+    to a pipe is buffered (as a user's is), or not (PYTHONUNBUFFERED, as some shells here set it)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
     p = subprocess.Popen([sys.executable, "-m", "tools", "info", str(scene_path("playbot_crop.ply"))], cwd=REPO,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     p.stdout.close()
     err = p.stderr.read().decode()
     assert p.wait() == 141 and err == ""

@@ -75,7 +75,8 @@ def orbit_path(
     up: str | None = None,
     fov_y_deg: float = 60.0,
 ) -> list[Camera]:
-    """`n_frames` cameras circling the scene's look-at point, starting at the default view.
+    """`n_frames` cameras circling the scene's look-at point, starting at the default view, counter-clockwise
+    seen from above (right-handed about the up axis: the camera moves to its own right).
 
     Args:
         turns: revolutions over the path; frame i is at angle 2 pi turns i / n_frames, so a whole number of

@@ -68,6 +68,9 @@ def test_orbit_circles_the_look_at_point(scene):
     b = cams[3].position - f.target
     a_h, b_h = a - (a @ f.up) * f.up, b - (b @ f.up) * f.up
     assert math.degrees(math.acos(a_h @ b_h / np.linalg.norm(a_h) / np.linalg.norm(b_h))) == pytest.approx(90)
+    # and it turns counter-clockwise seen from above (right-handed about up): the camera moves to its own right
+    assert np.cross(a, cams[1].position - f.target) @ f.up > 0
+    assert (cams[1].position - cams[0].position) @ cams[0].T_world_camera[:3, 0] > 0
 
 
 def test_orbit_radius_and_rise(scene):

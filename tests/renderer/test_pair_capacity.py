@@ -493,3 +493,89 @@ def test_kinds_a_growth_retired_are_captured_ahead_on_the_frames_that_replay(sce
     assert frame(cams[5], own) == REPLAY and captured[-1] == other and not r._ahead  # the other one, ahead
     assert r.ws.generation == generation, "capturing ahead moved a buffer"
     assert frame(cams[0], other) == REPLAY and len(captured) == 4
+
+
+def test_a_capacity_is_never_sized_below_its_minimum():
+    """MINIMUM is the floor of every size a capacity takes once it is sized: grown for a handful of pairs, made
+    room for, or shrunk after frames that bin none (a size of 0 reads as "not sized yet": renderer/pipeline.py
+    replays graphs only at a sized capacity)."""
+    clock = Clock()
+    grown = launch.Capacity(clock)
+    grown.grow(10)
+    assert grown.size == launch.Capacity.MINIMUM
+    roomy = launch.Capacity(clock)
+    roomy.make_room(1)
+    assert roomy.size == launch.Capacity.MINIMUM
+    c = launch.Capacity(clock)
+    c.grow(100_000)
+    for _ in range(launch.Capacity.SHRINK_AFTER + 1):
+        c.observe(0)  # an empty view
+        clock.t += launch.Capacity.SHRINK_SECONDS
+    assert c.size == launch.Capacity.MINIMUM and c.high == 120_000
+
+
+def test_a_shrink_keeps_room_for_the_largest_count_of_the_run_not_the_last():
+    """A sparse run whose counts rise and fall: the capacity shrinks to HEADROOM x the largest of them, so that
+    every frame of the run would still fit."""
+    clock = Clock()
+    c = launch.Capacity(clock)
+    c.grow(100_000)
+    counts = [1_000 + 500 * (k % 7) for k in range(launch.Capacity.SHRINK_AFTER)]  # largest 4,000, last 3,000
+    for count in counts:
+        c.observe(count)
+        clock.t += launch.Capacity.SHRINK_SECONDS / (launch.Capacity.SHRINK_AFTER - 1)
+    assert counts[-1] < max(counts) == 4_000
+    assert c.size == int(max(counts) * launch.Capacity.HEADROOM) and all(c.fits(n) for n in counts)
+
+
+def test_a_growth_ends_the_sparse_run():
+    """The frames that shrink a capacity are SHRINK_AFTER in a row: a frame that did not fit (and grew it) ends
+    the run, so the room it just made is not given back on the next sparse frame."""
+    clock = Clock()
+    c = launch.Capacity(clock)
+    c.grow(100_000)
+    for _ in range(launch.Capacity.SHRINK_AFTER - 1):  # sparse for long enough, one frame short of a shrink
+        c.observe(1_000)
+        clock.t += launch.Capacity.SHRINK_SECONDS
+    c.grow(130_000)  # a spike that did not fit
+    size = c.size
+    assert size >= launch.Capacity.STEP * 120_000
+    for k in range(launch.Capacity.SHRINK_AFTER - 1):
+        c.observe(1_000)
+        clock.t += launch.Capacity.SHRINK_SECONDS
+        assert c.size == size, f"shrank {k + 1} sparse frames after a growth"
+    c.observe(1_000)
+    assert c.size == 1_200  # a whole run after the growth: given back
+
+
+def test_a_shrunk_capacity_shrinks_again_after_a_sparser_run_of_its_own():
+    """Each shrink starts a new run: after one, frames sparser still give back more room, after a run of their own
+    (SHRINK_AFTER frames and SHRINK_SECONDS), to HEADROOM x their largest count."""
+    clock = Clock()
+    c = launch.Capacity(clock)
+    c.grow(100_000)
+    for _ in range(launch.Capacity.SHRINK_AFTER):
+        c.observe(5_000)
+        clock.t += launch.Capacity.SHRINK_SECONDS
+    assert c.size == 6_000
+    for k in range(launch.Capacity.SHRINK_AFTER - 1):
+        c.observe(1_900)  # under a third of 6,000
+        clock.t += launch.Capacity.SHRINK_SECONDS
+        assert c.size == 6_000, f"shrank again {k + 1} frames after the last shrink"
+    c.observe(1_900)
+    assert c.size == int(1_900 * launch.Capacity.HEADROOM)
+
+
+def test_adagscale_capacities_are_kept_per_tau_and_s_min_and_exact_frames_share_one():
+    """`Capacities`: each AdaGScale (tau, s_min) keeps its own capacities; exact frames share one whatever else
+    their settings say (AdaGScale's knobs included, which exact frames ignore)."""
+    caps = launch.Capacities()
+    lossy = RenderSettings(adagscale=True, adagscale_tau=1.0)
+    assert caps.of(lossy) is caps.of(RenderSettings(adagscale=True, adagscale_tau=1.0))
+    assert caps.of(lossy) is not caps.of(RenderSettings(adagscale=True, adagscale_tau=0.3))
+    assert caps.of(lossy) is not caps.of(RenderSettings(adagscale=True, adagscale_tau=1.0, adagscale_s_min=0.25))
+    exact = caps.of(RenderSettings())
+    assert exact is not caps.of(lossy)
+    for other in (RenderSettings(adagscale_tau=1.0), RenderSettings(adagscale_s_min=0.25),
+                  RenderSettings(tile_size=16, sh_degree=1)):  # fmt: skip
+        assert caps.of(other) is exact, other

@@ -323,3 +323,119 @@ def test_window_keeping_nearly_everything_projects_the_scene_uncopied(plant, win
     assert r.temporal.stats.window_builds == 1 and r.temporal.stats.frames_from_window == 3
     assert r.temporal.stats.gaussians_in_window > 0.9 * len(plant)
     assert "window_means" not in r.ws._buffers, "nothing was copied"
+
+
+def _bookkeeping_camera():
+    """A camera for the cache's bookkeeping alone (no scene is rendered)."""
+    return Camera.from_fov(W, H, 60.0, look_at_pose((0.0, 0.0, -4.0), (0.0, 0.0, 0.0), (0, -1, 0)))
+
+
+def _asks(cache, cam, settings, known, frames=3):
+    """What `TemporalCache.wants_window` answers on `frames` frames of `cam`, each recorded as a steady frame."""
+    answers = []
+    for _ in range(frames):
+        answers.append(cache.wants_window(cam, settings, known, 1.0))
+        cache.last_use = "build" if answers[-1] else "plain"
+        cache.record(FakeTimer(1.0), steady=True)
+    return answers
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_a_window_of_one_frame_or_none_is_no_window(k):
+    """temporal_window K > 1 asks for a window (one cull per K frames); 0 and 1 ask for none: every frame is plain
+    and the window choice is not consulted (its state reads "")."""
+    from renderer.temporal import TemporalCache
+
+    cache = TemporalCache(ws=None)
+    assert _asks(cache, _bookkeeping_camera(), RenderSettings(temporal_window=k), known=True) == [False] * 3
+    assert cache.stats.window_choice == "" and cache.choice.trials == 0
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["known-cameras", "predicted"])
+def test_an_orthographic_window_needs_the_cameras_known(known):
+    """A predicted window's motion bounds are a pinhole's: an orthographic view takes windows only where the path's
+    cameras are known (the trial's second frame is a window frame), and with predicted ones asks for none."""
+    from renderer.temporal import TemporalCache
+
+    cache = TemporalCache(ws=None)
+    answers = _asks(cache, _bookkeeping_camera(), RenderSettings(temporal_window=4, ortho=True), known)
+    if known:
+        assert answers == [False, True, False] and cache.stats.window_choice == "measuring"
+    else:
+        assert answers == [False] * 3 and cache.stats.window_choice == ""
+
+
+def test_a_predicted_window_serves_k_frames_and_then_is_used_up(plant, window_always):
+    """A camera at rest predicts itself for all K frames: its window serves K frames (the build and K - 1 hits),
+    and the next frame builds a new one because the window is used up."""
+    cam = inside_path(plant, 1)[0]
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(temporal_window=3)
+    want = exact_images(plant, [cam], "torch")[0]
+    builds, reasons = [], []
+    for _ in range(4):
+        assert torch.equal(r.render(cam, s).image, want)
+        builds.append(r.temporal.stats.window_builds)
+        reasons.append(r.temporal.stats.last_build_reason)
+    assert builds == [1, 1, 1, 2] and r.temporal.stats.frames_from_window == 2
+    assert reasons[0] == "first frame" and reasons[-1] == "window used up"
+
+
+def test_a_tile_size_change_rebuilds_the_window(plant, window_always):
+    """The window's cull rounds footprints to the frame's tiles (`window_key` holds the tile size): a frame at
+    another tile size builds its own window, and is the exact one."""
+    cams = inside_path(plant, 3)
+    r = Renderer(plant, backend="torch")
+    r.render(cams[0], RenderSettings(temporal_window=3), future=cams[1:])
+    out = r.render(cams[1], RenderSettings(temporal_window=3, tile_size=16), future=cams[2:])
+    assert r.temporal.stats.window_builds == 2
+    assert torch.equal(out.image, exact_images(plant, [cams[1]], "torch", RenderSettings(tile_size=16))[0])
+
+
+def test_the_hit_rate_counts_rendered_frames_only():
+    """Frames served from a window over frames rendered: re-presented (unchanged) frames are not rendered."""
+    from renderer.temporal import TemporalStats
+
+    st = TemporalStats(frames=10, frames_reused=5, frames_from_window=4)
+    assert st.hit_rate() == 4 / 5 and st.as_dict()["window_hit_rate"] == 0.8
+    assert TemporalStats(frames=3, frames_reused=3).hit_rate() == 0.0
+
+
+def test_after_invalidate_a_predicted_window_does_not_predict_the_jump(plant, window_always):
+    """`invalidate` (the caller knows the camera jumped): the step from the last pose to the new one is no motion
+    to repeat, so the next predicted window is predicted as from a camera at rest, at the new pose."""
+    a, b = inside_path(plant, 1)[0], inside_path(plant, 1, start_deg=90.0)[0]
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(temporal_window=4)
+    r.render(a, s)
+    r.temporal.invalidate()
+    assert torch.equal(r.render(b, s).image, exact_images(plant, [b], "torch")[0])
+    w = r.temporal.window
+    assert w.predicted and all(np.array_equal(p, b.T_world_camera) for p in w.poses), "predicted a repeat of the jump"
+
+
+def test_a_window_predicts_the_motion_from_the_frame_before_it_plain_or_not(plant, monkeypatch):
+    """A predicted window repeats the last frame's motion, whatever that frame was: after a plain frame (a trial
+    alternates them with window frames), the step from that frame's camera to this one's."""
+    answers = iter([False, True])  # a plain frame, then a window frame
+    monkeypatch.setattr(WindowChoice, "wants_window", lambda self, *args: next(answers))
+    a, b = inside_path(plant, 2, step_deg=0.2)
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(temporal_window=3)
+    r.render(a, s)
+    assert r.temporal.window is None
+    r.render(b, s)
+    step = np.linalg.inv(a.T_world_camera) @ b.T_world_camera
+    want = [b.T_world_camera, b.T_world_camera @ step, b.T_world_camera @ step @ step]
+    assert all(np.allclose(p, q) for p, q in zip(r.temporal.window.poses, want, strict=True))
+
+
+def test_a_guard_of_zero_still_serves_a_camera_exactly_at_a_predicted_pose(plant, window_always):
+    """temporal_guard 0 allows no translation (f d / D <= m / 2 with D = 0), but a camera at rest, exactly at the
+    pose its window predicted, is within it: the window serves its K frames."""
+    cam = inside_path(plant, 1)[0]
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(temporal_window=3, temporal_guard=0.0)
+    for _ in range(3):
+        r.render(cam, s)
+    assert r.temporal.stats.window_builds == 1 and r.temporal.stats.frames_from_window == 2

@@ -13,6 +13,8 @@ from renderer.window_choice import (
     MARGIN,
     RECHECK_FRAMES,
     RECHECK_MAX,
+    SPEED_CHANGE,
+    SPEED_FLOOR,
     SPEED_FRAMES,
     TRIAL_BUDGET,
     TRIAL_WINDOW_FRAMES,
@@ -314,3 +316,116 @@ def test_a_new_path_keeps_the_measured_choice_and_forgets_the_rest():
     cache.reset()
     assert cache.choice is d.choice and cache.choice.state() == "off" and cache.choice.decisions == 1
     assert cache.stats.frames == 0 and cache.last_pose is None and cache.window is None
+
+
+def test_a_window_in_use_within_the_margin_of_plain_frames_is_kept_and_not_timed_again():
+    """Windows of 4 frames (the camera leaves each early): the trial's ratios give (2.54 + 3 x 0.5) / 4 = 1.01 at
+    that F, and their own frames cost (5.08 + 3) / 4 = 2.02 ms against the trial's 2 ms plain frames, both within
+    MARGIN of plain: the window stays in use, neither dropped nor timed again (for fewer than RECHECK_FRAMES)."""
+    d = Driver({"build": 5.08, "hit": 1.0, "plain": 2.0})
+    d.window_len = 4
+    d.run(len(TRIAL) + 1)
+    c = d.choice
+    assert c.state() == "on" and c.decisions == 1
+    kinds = d.run(RECHECK_FRAMES - 50)
+    assert 1.0 < c.window_ratio() < 1.0 + MARGIN and c.window_ratio() == pytest.approx(1.01)
+    assert "plain" not in kinds and c.state() == "on" and c.decisions == 1, kinds.index("plain")
+
+
+def test_a_dropped_window_waits_recheck_frames_from_the_drop():
+    """Windows in use for a while, then the camera leaves them every second frame: their F puts them over plain
+    frames and they are dropped at once. The drop is a decision: the next trial is due RECHECK_FRAMES after it
+    (not sooner because the frames since the trial were many, nor because the dropped windows' own frames measured
+    slow: they are no longer in use)."""
+    d = decided({"build": 5.0, "hit": 1.0, "plain": 2.0})
+    d.run(200)
+    assert d.choice.state() == "on" and d.choice.decisions == 1
+    d.window_len = 2
+    kinds = d.run(20)
+    drop = kinds.index("plain")
+    assert d.choice.window_ratio() > 1.0 + MARGIN and set(kinds[:drop]) == {"build", "hit"}
+    assert d.choice.state() == "off"
+    d.window_len = K  # the trial's windows serve K frames again
+    kinds += d.run(RECHECK_FRAMES + len(TRIAL))
+    (start,) = trial_starts(kinds)
+    assert RECHECK_FRAMES <= start - drop <= RECHECK_FRAMES + 1, (drop, start)
+
+
+def test_a_camera_at_rest_counts_as_moving_at_the_speed_floor():
+    """A still camera (speed 0) decides at SPEED_FLOOR: frames at rest after it, or moving less than the floor, are
+    no change of speed (no trial, no division by a zero speed); moving SPEED_CHANGE times the floor is one."""
+    for costs in ({"build": 5.0, "hit": 2.5, "plain": 2.0}, {"build": 5.0, "hit": 1.0, "plain": 2.0}):
+        d = decided(costs, step=0.0)
+        d.run(250)  # the trial paid for
+        state = d.choice.state()
+        d.step = 0.1 * SPEED_FLOOR
+        d.run(50)
+        assert d.choice.decisions == 1 and d.choice.state() == state, costs
+        if state == "on":  # a window in use is timed again when the camera speeds up
+            d.step = 4 * SPEED_CHANGE * SPEED_FLOOR
+            d.run(SPEED_FRAMES + 2 * len(TRIAL))
+            assert d.choice.decisions == 2
+
+
+def test_a_trial_prices_plain_frames_at_their_median():
+    """One plain frame of the trial hitches (20 ms where the others take 2): what a plain frame costs, as the choice
+    reports it and charges each declined frame, is the median of the trial's plain frames, not their mean."""
+    d = Driver({"build": 5.0, "hit": 2.5, "plain": lambda i: 20.0 if i == 2 else 2.0})
+    d.run(len(TRIAL) + 1)
+    assert d.choice.state() == "off" and d.choice.plain_ms() == 2.0
+    rendered = d.choice.rendered_ms
+    d.run(10)
+    assert d.choice.rendered_ms == pytest.approx(rendered + 10 * 2.0)
+
+
+def test_one_jump_of_the_camera_is_no_change_of_speed_for_a_window_in_use():
+    """The camera's speed is the median of the last SPEED_FRAMES steps: a path that starts over (one step of 4
+    scene radii among steps of 0.01) does not make a window in use (re-checked when the camera speeds up) pay for
+    a trial."""
+    d = decided({"build": 5.0, "hit": 1.0, "plain": 2.0}, step=0.01)
+    d.run(250)  # the trial paid for
+    assert d.choice.state() == "on" and d.choice.decisions == 1
+    d.x += 4.0
+    kinds = d.run(3 * SPEED_FRAMES)
+    assert "plain" not in kinds and d.choice.decisions == 1
+
+
+@pytest.mark.parametrize(
+    "slower,rechecked", [(0.8 * SPEED_CHANGE, False), (1.2 * SPEED_CHANGE, True)], ids=["less", "more"]
+)
+def test_a_declined_window_is_timed_again_when_the_camera_slows_by_speed_change(slower, rechecked):
+    """From "off", a camera that slows by more than SPEED_CHANGE times re-checks (once the last trial is paid
+    for, before RECHECK_FRAMES); one that slows by less does not."""
+    d = decided({"build": 5.0, "hit": 2.5, "plain": 2.0}, step=0.06)
+    d.run(250)  # the trial paid for
+    assert d.choice.state() == "off" and d.choice.decisions == 1
+    d.step = 0.06 / slower
+    kinds = d.run(SPEED_FRAMES + len(TRIAL))
+    assert bool(trial_starts(kinds)) == rechecked and d.choice.decisions == 1 + rechecked
+
+
+def test_a_window_cut_short_by_a_trial_is_not_counted_as_one_the_camera_left():
+    """F is the mean length of the windows completed while in use: a re-check from "on" interrupts the window in
+    use (its trial builds a fresh one), which says nothing about how long the camera stays in a window. Windows
+    that all serve K frames keep F = K through the re-check."""
+    d = decided({"build": 5.0, "hit": 1.0, "plain": 2.0})
+    kinds = d.run(RECHECK_FRAMES + len(TRIAL) + K + 2)
+    (start,) = trial_starts(kinds)
+    assert kinds[start - 1] == "hit" and kinds[start - K : start].count("build") == 1  # a window cut short
+    assert d.choice.state() == "on" and d.choice.decisions == 2
+    assert d.choice.window_ratio() == pytest.approx((2.5 + (K - 1) * 0.5) / K)
+
+
+def test_windows_in_use_are_judged_by_their_own_frames_not_the_trials():
+    """With trials paid for at once (TRIAL_BUDGET 1): windows taken up on a trial whose hits cost 1 ms, whose own
+    hits then cost 1.9 ms ((5 + 7 x 1.9) / 8 = 2.29 ms a frame against 2 ms plain), are timed again as soon as
+    their own build and a hit are read: the trial's cheaper window frames are not among them."""
+    import renderer.window_choice as wc
+
+    d = Driver({"build": 5.0, "hit": 1.0, "plain": 2.0})
+    d.run(len(TRIAL))
+    d.costs["hit"] = 1.9
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(wc, "TRIAL_BUDGET", 1.0)
+        kinds = d.run(12)
+    assert trial_starts(kinds) == [2] and kinds[:2] == ["build", "hit"], kinds  # the frame that reads the hit

@@ -24,7 +24,7 @@ class Capacity:
     growth is a new kind of frame for CUDA graphs, which costs a capture (renderer/graphs.py); each frame that
     did not fit costs one rebin. After SHRINK_AFTER frames in a row, and SHRINK_SECONDS, that used under
     1/SHRINK_BELOW of it, it shrinks to HEADROOM x their largest count (sorting idle capacity costs time); the
-    next growth goes straight back to the size it shrank from (`high`), which the view needed not long ago.
+    next growth goes straight back to the largest size it shrank from (`high`), which a view needed before.
 
     Why both bounds and the way back: a shrink and each growth after it are a new kind of frame, about three slow
     frames each (a rebin or a capture, and eager frames before it). With 30 frames and steps of 1.5x, the
@@ -47,7 +47,7 @@ class Capacity:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.size = 0  # 0 until the first frame measures its need
         self.growths = 0  # times it grew (a rebin and a new kind of frame each)
-        self.high = 0  # the size it last shrank from: where a growth after the shrink goes at once
+        self.high = 0  # the largest size it has shrunk from: where a growth after a shrink goes at once
         self._clock = clock
         self._low_frames = 0
         self._low_since = 0.0

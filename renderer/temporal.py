@@ -10,10 +10,12 @@
    they are predicted by repeating the last frame's motion, and the cull adds a screen margin of m pixels and
    keeps every Gaussian within a guard distance D of a predicted camera. A frame then uses the window only if
    its camera has the window's intrinsics and lies within the motion the margin absorbs of a predicted
-   camera: a rotation that moves no image point by more than m/2 pixels, and a translation that moves no point
-   beyond D by more than m/2 pixels (f d / D <= m / 2). That bound is first order (it ignores how a footprint
-   grows as the camera approaches), so the predicted window is near-exact, not proven exact; its PSNR against
-   exact rendering is measured by `warpsplat bench`. Anything else (a jump, a snap, a new size) rebuilds.
+   camera: a rotation that moves no image point by more than (m - 16)/2 pixels, and a translation that moves no
+   point beyond D by more than that (f d / D <= (m - 16) / 2): the margin less one tile (EXACT_MARGIN_PX, the
+   slack that known cameras keep for float differences between cull and project). That bound is first order
+   (it ignores how a footprint grows as the camera approaches), so the predicted window is near-exact, not
+   proven exact; its PSNR against exact rendering is measured by `warpsplat bench`. Anything else (a jump, a
+   snap, a new size) rebuilds.
    Whether a frame uses the window at all is measured, not assumed: renderer/window_choice.py times window
    frames against the plain ones beside them and keeps the faster (a declined window's frames are the plain
    ones). A window outlives the plain frames between its own (a trial alternates them): a plain frame renders

@@ -579,3 +579,18 @@ def test_adagscale_capacities_are_kept_per_tau_and_s_min_and_exact_frames_share_
     for other in (RenderSettings(adagscale_tau=1.0), RenderSettings(adagscale_s_min=0.25),
                   RenderSettings(tile_size=16, sh_degree=1)):  # fmt: skip
         assert caps.of(other) is exact, other
+
+
+def test_after_two_shrinks_a_growth_goes_back_to_the_largest_size_shrunk_from():
+    """Flying out in two stages (close, middle, far) and then straight back in: the room the closest view needed
+    comes back in one growth, not the middle view's (which would grow again, a rebin and a new kind of frame)."""
+    clock = Clock()
+    c = launch.Capacity(clock)
+    c.grow(1_000_000)
+    for count in (200_000, 20_000):  # each a long sparse run: shrinks to HEADROOM x its largest count
+        for _ in range(launch.Capacity.SHRINK_AFTER + 1):
+            c.observe(count)
+            clock.t += launch.Capacity.SHRINK_SECONDS
+    assert c.size == 24_000 and c.high == 1_200_000
+    c.grow(900_000)
+    assert c.size == 1_200_000

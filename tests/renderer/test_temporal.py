@@ -439,3 +439,22 @@ def test_a_guard_of_zero_still_serves_a_camera_exactly_at_a_predicted_pose(plant
     for _ in range(3):
         r.render(cam, s)
     assert r.temporal.stats.window_builds == 1 and r.temporal.stats.frames_from_window == 2
+
+
+@pytest.mark.parametrize("share, served", [(0.9, True), (1.1, False)])
+def test_a_predicted_window_serves_turns_up_to_its_margin_less_one_tile(plant, window_always, share, served):
+    """The reuse bound of a predicted window: a turn that moves no image point by more than (m - 16)/2 pixels
+    (the margin less the tile of slack every window keeps, renderer/temporal.py) is served from it; a turn past
+    that, though within m/2, builds a new window."""
+    start = inside_path(plant, 1)[0]
+    m = 64.0
+    f = max(start.fx, start.fy)
+    tan2 = (0.5 * start.width / start.fx) ** 2 + (0.5 * start.height / start.fy) ** 2
+    bound = 0.5 * (m - 16.0) / (f * (1.0 + tan2))  # radians: d(f tan x)/dx at the image's corner
+    assert share * bound < 0.5 * m / (f * (1.0 + tan2))  # within m/2 either way: the tile of slack decides
+    cams = [start, start, turned(start, math.degrees(share * bound), scene_frame(plant, W, H).up)]
+    r = Renderer(plant, backend="torch")
+    s = RenderSettings(temporal_window=5, temporal_margin=m, temporal_guard=0.2)
+    for cam in cams:
+        r.render(cam, s)
+    assert r.temporal.stats.window_builds == (1 if served else 2)

@@ -175,8 +175,9 @@ def parse_large_size(text: str) -> tuple[int, int] | str:
     return "none" if text == "none" else parse_size(text)
 
 
-def quick_on_cpu(args: argparse.Namespace) -> None:
-    """--quick without CUDA: the arguments left at their defaults become the CPU's short run, said aloud."""
+def quick_on_cpu(args: argparse.Namespace) -> str:
+    """--quick without CUDA: the arguments left at their defaults become the CPU's short run. Returns the line
+    that says so, which `run` prints once the arguments have passed their checks."""
     from scenes import bundled_scene_path
 
     if args.scenes is None:
@@ -195,11 +196,10 @@ def quick_on_cpu(args: argparse.Namespace) -> None:
         args.variants = "*," + ",".join(f"!{v}" for v in TRITON_ONLY)
     scenes = ", ".join(os.path.basename(s) for s in args.scenes)
     n_variants = len(selected_variants(args.variants))
-    print(
+    return (
         f"bench --quick on a CPU: {scenes} at {args.size[0]}x{args.size[1]}, {args.frames} frames per pass after "
         f"{args.warmup} warm-up, {n_variants} variants; no anchors (they need CUDA); results to {args.json}"
-        + ("" if args.composites == "none" else f"; composites {args.composites}"),
-        file=sys.stderr,
+        + ("" if args.composites == "none" else f"; composites {args.composites}")
     )
 
 
@@ -252,8 +252,7 @@ def run(args: argparse.Namespace) -> int:
     else:  # the user's file: as for every output, an existing one or a missing folder is an error before any work,
         # unless --overwrite or --mkdir asks for it (results of a long run are not lost to a reused name)
         check_writable(args.json, overwrite=args.overwrite, make_parent=args.mkdir)
-    if args.quick and not cuda:
-        quick_on_cpu(args)
+    quick_note = quick_on_cpu(args) if args.quick and not cuda else None
     selected_variants(args.variants)  # a pattern that matches nothing is an error before any work
     higs = find_higs(args.higs, cuda)  # and so is a --higs folder without HiGS
     use_gsplat = cuda and not args.no_gsplat
@@ -277,6 +276,8 @@ def run(args: argparse.Namespace) -> int:
     composite_files = [find_scene(path, None) for path in args.composite_files]
     composite_labels = [composite_name(c) for c in comps] + [os.path.basename(p) for p in composite_files]
     check_path_patterns(args.paths, [os.path.basename(p) for p in scene_files], composite_labels)
+    if quick_note:  # after every check: a run refused says only why
+        print(quick_note, file=sys.stderr)
     jobs = [(path, object_paths) for path in scene_files]
     jobs += [(build_composite(c, counts[c], inputs, args.cache_dir), composite_paths) for c in comps]
     jobs += [(path, composite_paths) for path in composite_files]

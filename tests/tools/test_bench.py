@@ -211,12 +211,11 @@ def test_quick_on_a_cpu_is_small_and_says_so(capsys):
     from tools.cli import build_parser
 
     args = build_parser().parse_args(["bench", "--quick", "--json", "r.json"])
-    quick_on_cpu(args)
+    note = quick_on_cpu(args)
     assert [os.path.basename(s) for s in args.scenes] == ["plant.splat"] and os.path.exists(args.scenes[0])
     assert (args.size, args.frames, args.warmup, args.composites) == (QUICK_CPU_SIZE, QUICK_CPU_FRAMES, 0, "none")
     assert set(selected_variants(args.variants)) == set(variants()) - set(TRITON_ONLY)
-    err = capsys.readouterr().err
-    assert err.startswith("bench --quick on a CPU: plant.splat at 160x120, 2 frames") and "results to r.json" in err
+    assert note.startswith("bench --quick on a CPU: plant.splat at 160x120, 2 frames") and "results to r.json" in note
     args = build_parser().parse_args(["bench", "--quick", "--size", "32x24", "--frames", "5", "--variants", "tile*"])
     quick_on_cpu(args)
     assert (args.size, args.frames, args.variants) == ((32, 24), 5, "tile*")
@@ -523,6 +522,18 @@ def test_bad_arguments_are_one_line_before_any_work(tmp_path, small_scene, capsy
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and err[0].startswith(f"warpsplat bench: error: {message}"), err
     assert os.listdir(tmp_path) == [], "nothing is written"
+
+
+def test_quick_on_a_cpu_says_what_it_runs_only_once_its_arguments_pass(tmp_path, small_scene, capsys):
+    """bench --quick on a CPU announces its short run in one line, but only for a run that goes ahead: a refused
+    one printed the announcement, then the error."""
+    out = tmp_path / "bench.json"
+    assert main([*tiny_run(tmp_path, small_scene), "--quick", "--json", str(out), "--paths", "zzz"]) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("warpsplat bench: error: --paths 'zzz'"), err
+    assert main([*tiny_run(tmp_path, small_scene), "--quick", "--json", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("bench --quick on a CPU: ") and f"results to {out}" in err.splitlines()[0], err
 
 
 def test_path_patterns_match_this_runs_paths(small_scene):

@@ -69,6 +69,9 @@ def format_for_path(path: str, *, for_write: bool = False) -> Format:
         raise SceneFormatError(f"{path}: unknown scene format (can {what}: {', '.join(known)})")
     if for_write and best[1].write is None:
         raise SceneFormatError(f"{path}: {best[1].name} is read-only in warpsplat (can write: {writable})")
+    name = os.path.basename(lower)
+    if for_write and len(name) == best[0]:  # "out/.ply" would be a hidden file named after its format alone
+        raise SceneFormatError(f"{path}: names only the format: give the file a name (e.g. scene{name})")
     return best[1]
 
 

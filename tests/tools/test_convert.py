@@ -3,6 +3,8 @@ errors (exit 2) and atomic output."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 
@@ -255,3 +257,18 @@ def test_a_range_of_psnr_reads_as_one():
     assert psnr_range([41.23, 41.21]) == "41.2 dB PSNR"
     assert psnr_range([-73.3, -66.5]) == "-73.3 to -66.5 dB PSNR"
     assert psnr_range([161.0, float("inf"), 170.2, float("inf")]) == "161.0 to 170.2 dB PSNR, 2 of 4 views identical"
+
+
+def test_an_output_named_only_by_its_format_is_refused(tmp_path, capsys, monkeypatch):
+    """`convert in.splat .ply` wrote a hidden file named ".ply" (a name ls does not show): refused in one line,
+    before any work, as is out/.compressed.ply; a name before the extension is all it takes."""
+    monkeypatch.chdir(tmp_path)
+    for out in (".ply", str(tmp_path / ".compressed.ply"), ".SPZ"):
+        assert main(["convert", str(scene(THREE)), out]) == 2
+        err = capsys.readouterr().err
+        assert (
+            err == f"warpsplat convert: error: {out}: names only the format: give the file a name (e.g. scene"
+            f"{os.path.basename(out).lower()})\n"
+        ), err
+    assert os.listdir(tmp_path) == []
+    assert main(["convert", str(scene(THREE)), "a.ply"]) == 0 and os.listdir(tmp_path) == ["a.ply"]

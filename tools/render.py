@@ -363,6 +363,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_numbers(args)
     check_flags_apply(args)
+    check_output_names(args)
     settings = settings_from_args(args)
     if args.path is None or args.frame is not None:
         return render_image(args)
@@ -539,6 +540,14 @@ def check_flags_apply(args: argparse.Namespace) -> None:
         if unused and not used:
             raise CliError(f"{', '.join(unused)}: {'applies' if len(unused) == 1 else 'apply'} to {what}; this "
                            f"render would ignore {'it' if len(unused) == 1 else 'them'}")  # fmt: skip
+
+
+def check_output_names(args: argparse.Namespace) -> None:
+    """Refuse an output named by its format alone: `--out .mp4` wrote a hidden file that ls does not show."""
+    for flag, path in (("--out", args.out), ("--alpha-video", args.alpha_video), ("--depth-video", args.depth_video)):
+        name = os.path.basename(path or "").lower()
+        if name in (".mp4", ".png"):
+            raise CliError(f"{flag} {path}: names only the format: give the file a name (e.g. orbit{name})")
 
 
 def check_path_outputs(args: argparse.Namespace) -> bool:

@@ -362,6 +362,25 @@ def test_a_single_image_refuses_the_flags_it_would_ignore(small_scene, tmp_path,
     assert render(small_scene, "--size", f"{W}x{H}", "--out", tmp_path / "x.png", *still) == 0
 
 
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--out", "{tmp}/.png"], "--out {tmp}/.png"),
+        (["--path", "orbit", "--frames", "2", "--out", "{tmp}/.MP4"], "--out {tmp}/.MP4"),
+        (["--path", "orbit", "--frames", "2", "--out", "{tmp}/v.mp4", "--alpha-video", "{tmp}/.mp4"],
+         "--alpha-video {tmp}/.mp4"),
+    ],
+)  # fmt: skip
+def test_an_output_named_only_by_its_format_is_refused(small_scene, tmp_path, capsys, flags, named):
+    """`--out .mp4` wrote a hidden file that ls does not show: refused in one line before any work."""
+    args = [a.replace("{tmp}", str(tmp_path)) for a in flags]
+    assert render(small_scene, "--size", f"{W}x{H}", *args) == 2
+    err = capsys.readouterr().err
+    want = f"error: {named.replace('{tmp}', str(tmp_path))}: names only the format: give the file a name (e.g. orbit"
+    assert err.count("\n") == 1 and want in err, err
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_folder_named_with_a_suffix_takes_a_slash(small_scene, tmp_path):
     """A frame folder whose name has a dot in it renders when written with a trailing / (or when it exists); the
     manifest of an earlier render in it is no obstacle (replacing it loses nothing), a user's file of that name is."""

@@ -61,3 +61,32 @@ def test_counted_frames_keep_more_kinds_without_crowding_out_capacity_frames():
     for kind in range(2, MAX_COUNTED_FRAMES + 2):  # a second pass over the counted kinds makes none again
         frame(cache, ("counted", kind), counted=True)
     assert len(made) == MAX_FRAMES + MAX_COUNTED_FRAMES + 3
+
+
+def test_a_kept_frame_reads_this_frames_source_and_settings():
+    """The source arrays and the settings are not part of the key: a kept frame is handed the ones of the frame it
+    now runs (its stages read `f.src` when they run), not left with those it was made for."""
+    cache, _, made, _ = _cache()
+    make = lambda: SimpleNamespace(generation=0, counted=False)  # noqa: E731
+    first = cache.frame(0, "k", "scene before", "settings before", make)
+    again = cache.frame(0, "k", "scene now", "settings now", make)
+    assert again is first and (again.src, again.settings) == ("scene now", "settings now")
+
+
+def test_frames_are_kept_per_slot_and_made_with_their_kind():
+    """Keyed by (slot, kind): a stream's frames alternate slots, and each slot's frame holds views of its own
+    buffers, so the same kind in the other slot is another frame, which is given the same kind."""
+    cache, _, _, _ = _cache()
+    make = lambda: SimpleNamespace(generation=0, counted=False)  # noqa: E731
+    a, b = cache.frame(0, "k", None, None, make), cache.frame(1, "k", None, None, make)
+    assert a is not b and a.kind == b.kind == "k"
+    assert cache.frame(0, "k", None, None, make) is a and cache.frame(1, "k", None, None, make) is b
+
+
+def test_clear_lets_every_kept_frame_go():
+    cache, _, made, frame = _cache()
+    frame(cache, "a")
+    cache.clear()
+    assert not cache.frames
+    frame(cache, "a")
+    assert made == ["a", "a"]

@@ -4,7 +4,8 @@ TRITON_INTERPRET=1 is set here, before any kernel module is imported, and only w
 present: the same tests compile the kernels for real on the GPU machine.
 
 Real scene files: the bundled ones (tests/data, and the package's plant.splat) are always there; the others
-come from $WARPSPLAT_SCENES or ../shared/scenes, and the tests that need them are skipped where neither exists.
+come from $WARPSPLAT_SCENES alone (set it to a folder of them to run those tests), and the tests that need them are
+skipped where it is not set. Nothing outside the repository is looked for: a user's clone has nothing beside it.
 """
 
 from __future__ import annotations
@@ -46,18 +47,17 @@ def bundled(name: str) -> Path:
 
 def unbundled_scenes() -> Path | None:
     """The folder of the real scenes that may not be bundled (biker.* and the files of unstated licence, per its
-    SOURCES.md): $WARPSPLAT_SCENES, else ../shared/scenes beside the checkout, as on the project's machines and
-    CI. None on a user's clone."""
+    SOURCES.md): $WARPSPLAT_SCENES where it names a folder (the GPU machine's staged scenes, or a developer's
+    choice), else None, as on a user's clone and in CI: the tests never look outside the repository on their own."""
     env = os.environ.get("WARPSPLAT_SCENES")
-    candidates = ([Path(env)] if env else []) + [REPO.parent / "shared" / "scenes"]
-    return next((d for d in candidates if d.is_dir()), None)
+    return Path(env) if env and Path(env).is_dir() else None
 
 
 def scenes_dir(what: str = "the unbundled real scenes") -> Path:
     """unbundled_scenes(), or the calling test is skipped, saying that it needs `what`."""
     found = unbundled_scenes()
     if found is None:
-        pytest.skip(f"needs {what}: set WARPSPLAT_SCENES or place shared/scenes beside the checkout")
+        pytest.skip(f"needs {what}: set WARPSPLAT_SCENES to a folder of the real scenes")
     return found
 
 

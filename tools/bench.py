@@ -105,9 +105,7 @@ def add_parser(sub) -> None:
         """,
     )
     p.add_argument("--scenes", nargs="+", default=None, help="scene files (names in --scenes-dir, or paths), or 'none'")
-    p.add_argument(
-        "--scenes-dir", default=None, help="folder of real scenes (default $WARPSPLAT_SCENES or ../shared/scenes)"
-    )
+    p.add_argument("--scenes-dir", default=None, help="folder of real scenes (default $WARPSPLAT_SCENES)")
     p.add_argument("--size", type=parse_size, default=(1920, 1080),
                    help="WIDTHxHEIGHT of every path (default 1920x1080)")  # fmt: skip
     p.add_argument("--large-size", type=parse_large_size, default=None,

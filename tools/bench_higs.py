@@ -1,5 +1,5 @@
 """HiGS, the speed anchor of `warpsplat bench`: NVIDIA's inference renderer in gsplat's main branch
-(`gsplat.experimental`; ../shared/anchors/README.md), timed in a child process.
+(`gsplat.experimental`), timed in a child process.
 
 Both it and gsplat 1.5.3 (the exactness anchor, timed in the bench's own process) are packages named `gsplat`, so
 one process can import only one of them. The bench finds HiGS in a folder given by --higs or $WARPSPLAT_HIGS (put

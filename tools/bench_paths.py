@@ -62,8 +62,7 @@ def composite_name(label: str) -> str:
 def find_scene(name: str, scenes_dir: str | None) -> str:
     if os.path.exists(name):
         return name
-    candidates = [scenes_dir, os.environ.get("WARPSPLAT_SCENES"), os.path.join(os.getcwd(), "..", "shared", "scenes")]
-    for d in candidates:
+    for d in (scenes_dir, os.environ.get("WARPSPLAT_SCENES")):
         if d and os.path.exists(os.path.join(d, name)):
             return os.path.join(d, name)
     raise CliError(f"scene {name}: not found (give a path, --scenes-dir or WARPSPLAT_SCENES)")

@@ -102,7 +102,9 @@ class Camera:
     T_world_camera: np.ndarray = field(default_factory=lambda: np.eye(4))
 
     def __post_init__(self):
-        self.T_world_camera = np.asarray(self.T_world_camera, dtype=np.float64).reshape(4, 4)
+        # a copy: a caller who fills one pose array per frame and makes a camera of each would otherwise hold
+        # cameras that all follow the array, and render the last pose along the whole path
+        self.T_world_camera = np.array(self.T_world_camera, dtype=np.float64).reshape(4, 4)
 
     # ------------------------------------------------------------------ constructors
 

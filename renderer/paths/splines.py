@@ -43,7 +43,8 @@ class Keyframe:
     time_s: float | None = None
 
     def __post_init__(self):
-        self.T_world_camera = np.asarray(self.T_world_camera, dtype=np.float64).reshape(4, 4)
+        # a copy, as a Camera keeps (renderer/camera.py): keys made from one array filled per key stay apart
+        self.T_world_camera = np.array(self.T_world_camera, dtype=np.float64).reshape(4, 4)
 
     @classmethod
     def from_camera(cls, camera: Camera, time_s: float | None = None) -> Keyframe:

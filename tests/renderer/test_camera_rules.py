@@ -10,6 +10,7 @@ import torch
 
 from renderer import Camera, default_camera, orthographic, perspective, up_name, up_vector
 from renderer.camera import framing_sphere
+from renderer.paths import Keyframe
 from scenes import load_scene
 from tests.conftest import bundled
 
@@ -134,3 +135,20 @@ def test_the_default_view_keeps_a_sparse_pedestal_that_a_1_to_99_percent_box_cut
     uv = np.array([pixel(cam, m) for m in means.double().numpy()])
     assert uv[:, 0].min() >= 32 / 25 and uv[:, 0].max() <= 32 * 24 / 25
     assert uv[:, 1].min() >= 24 / 25 and uv[:, 1].max() <= 24 * 24 / 25
+
+
+def test_a_camera_keeps_its_own_copy_of_the_pose_it_was_given():
+    """A path built by filling one pose array per frame: each camera keeps the pose it was made with (they all
+    followed the array, and the path rendered its last pose throughout)."""
+    pose = np.eye(4)
+    cams = []
+    for x in (0.0, 1.0, 2.0):
+        pose[0, 3] = x
+        cams.append(Camera(64, 48, 50.0, 50.0, 32.0, 24.0, pose))
+        cams.append(Camera.from_fov(64, 48, 60.0, pose))
+    assert [c.position[0] for c in cams] == [0.0, 0.0, 1.0, 1.0, 2.0, 2.0]
+    keys = []
+    for x in (0.0, 1.0):
+        pose[0, 3] = x
+        keys.append(Keyframe(pose))
+    assert [k.T_world_camera[0, 3] for k in keys] == [0.0, 1.0]

@@ -73,9 +73,11 @@ class BackgroundWarmUp:
         try:
             first = self._first
             self.status = "preparing kernels"
-            warm_up(self.renderer, [first], [self._settings])
+            warm_up(self.renderer, [first], [self._settings])  # on a first start in threads (renderer/warmup.py)
             self._ready.set()
             switches = switch_settings(self._settings, self._degree)[1:]  # [0] is the settings just warmed
+            # from here frames are shown while kernels compile: one thread, whose Python (Triton's code generation
+            # holds the GIL) takes less from the frames' than several would
             todo = [(first, s) for s in switches]
             total = len(todo)
             while True:
@@ -88,13 +90,13 @@ class BackgroundWarmUp:
                     size = self._sizes.pop(0) if self._sizes else None
                 if size is not None:  # a new size: the current settings now, its switches after the others
                     self.status = f"preparing kernels for {size[0]}x{size[1]}"
-                    warm_up(self.renderer, [size], [self._settings], previous=switches)
+                    warm_up(self.renderer, [size], [self._settings], previous=switches, threads=1)
                     todo += [(size, s) for s in switches]
                     total += len(switches)
                     continue
                 size, settings = todo.pop(0)
                 self.status = f"preparing the switches' kernels: {total - len(todo)}/{total}"
-                warm_up(self.renderer, [size], [settings], previous=switches)
+                warm_up(self.renderer, [size], [settings], previous=switches, threads=1)
         except Exception as e:  # shown in the overlay; frames then compile as they come
             self.error = e
             self.status = f"kernel warm-up stopped: {str(e).splitlines()[0] if str(e) else type(e).__name__}"

@@ -225,13 +225,45 @@ def warm_up(
     return report
 
 
+# Threads of a first start's warm-up. Measured on the H200's 16 cores with an empty cache (BENCHMARKS.md, section
+# 56): the bundled scene's first frame 24.9 s after start with one thread, 16.6 s with four; with a warm cache
+# one thread was faster (4.2 s against 6.4: the threads load the same kernels side by side)
+FIRST_START_THREADS = 4
+_first_start: bool | None = None  # decided once a process, before its first compile
+
+
 def warm_up_threads() -> int:
-    """The warm-up's threads: WARPSPLAT_WARMUP_THREADS, else 1."""
-    value = os.environ.get("WARPSPLAT_WARMUP_THREADS", "1")
+    """The warm-up's threads: WARPSPLAT_WARMUP_THREADS where set; else, in a process whose first look found none
+    of warpsplat's kernels in Triton's on-disk cache (a first start, or one after the cache was cleared: every
+    kernel compiles), FIRST_START_THREADS (at most the CPU's cores); else 1 (the kernels load from the cache)."""
+    global _first_start
+    value = os.environ.get("WARPSPLAT_WARMUP_THREADS")
+    if value is not None:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ValueError(f"WARPSPLAT_WARMUP_THREADS={value!r}: expected a whole number of threads") from None
+    if _first_start is None:
+        _first_start = not triton_cache_holds_ours()
+    return min(FIRST_START_THREADS, os.cpu_count() or 1) if _first_start else 1
+
+
+def triton_cache_holds_ours(cache_dir: str | None = None) -> bool:
+    """Whether Triton's on-disk cache (`cache_dir`, default Triton's own) holds a compiled `_project_kernel`, which
+    every frame launches: a kernel of this or an earlier warpsplat. Where the cache cannot be read, True (the
+    warm-up then takes one thread, as it did before threads)."""
     try:
-        return max(1, int(value))
-    except ValueError:
-        raise ValueError(f"WARPSPLAT_WARMUP_THREADS={value!r}: expected a whole number of threads") from None
+        if cache_dir is None:
+            from triton import knobs
+
+            cache_dir = knobs.cache.dir
+        with os.scandir(cache_dir) as entries:
+            groups = [e.path for e in entries if e.is_dir()]
+    except FileNotFoundError:
+        return False
+    except Exception:  # an unknown Triton or an unreadable folder
+        return True
+    return any(os.path.exists(os.path.join(g, "_project_kernel.json")) for g in groups)
 
 
 def _load_order_modules(renderer, *, halves: bool = False) -> None:

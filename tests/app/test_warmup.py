@@ -15,6 +15,7 @@ class Recorder:
 
     def __init__(self, fail_at: int | None = None):
         self.calls: list[tuple[list, list]] = []
+        self.threads: list[int | None] = []  # each call's `threads` (None: the warm-up's default)
         self.release_first = threading.Event()
         self.fail_at = fail_at
         self.all_done = threading.Event()
@@ -24,6 +25,7 @@ class Recorder:
         if not self.calls:
             self.release_first.wait(10)
         self.calls.append((list(sizes), list(settings)))
+        self.threads.append(kw.get("threads"))
         if self.fail_at is not None and len(self.calls) == self.fail_at:
             raise RuntimeError("ptxas died\nmore lines")
         if self.expected is not None and len(self.calls) >= self.expected:
@@ -53,6 +55,8 @@ def test_frames_wait_for_the_starting_settings_then_the_switches_follow(monkeypa
     want = warm.switch_settings(RenderSettings(adagscale=True), 1)[1:]
     assert sorted(map(repr, warmed)) == sorted(map(repr, want))
     assert all(sizes == [(640, 360)] for sizes, _ in rec.calls)
+    # before the first frame the warm-up's default (threads on a first start); while frames are shown, one thread
+    assert rec.threads == [None] + [1] * n_switches
     w.close()
     w.thread.join(5)
     assert not w.thread.is_alive()

@@ -346,9 +346,39 @@ def test_a_threaded_warm_up_renders_the_same_frames_from_its_threads(monkeypatch
 
 def test_the_warm_up_threads_come_from_the_environment(monkeypatch):
     monkeypatch.delenv("WARPSPLAT_WARMUP_THREADS", raising=False)
+    monkeypatch.setattr(warmup, "_first_start", False)
     assert warmup.warm_up_threads() == 1
+    monkeypatch.setattr(warmup, "_first_start", True)
+    monkeypatch.setattr(warmup.os, "cpu_count", lambda: 16)
+    assert warmup.warm_up_threads() == warmup.FIRST_START_THREADS == 4
+    monkeypatch.setattr(warmup.os, "cpu_count", lambda: 2)
+    assert warmup.warm_up_threads() == 2  # no more threads than cores
+    monkeypatch.setenv("WARPSPLAT_WARMUP_THREADS", "1")
+    assert warmup.warm_up_threads() == 1  # the environment wins
     monkeypatch.setenv("WARPSPLAT_WARMUP_THREADS", "6")
     assert warmup.warm_up_threads() == 6
     monkeypatch.setenv("WARPSPLAT_WARMUP_THREADS", "many")
     with pytest.raises(ValueError, match="WARPSPLAT_WARMUP_THREADS='many': expected a whole number"):
         warmup.warm_up_threads()
+
+
+def test_a_first_start_is_told_by_triton_s_cache_holding_none_of_our_kernels(tmp_path, monkeypatch):
+    """Threads pay only where every kernel compiles: the first start, or one after the cache was cleared (Triton
+    keeps each compiled kernel in a folder of its own, its metadata in NAME.json). Decided once a process, before
+    its first compile: the warm-up's own compiles must not turn a first start into a warm one halfway."""
+    cache = tmp_path / "cache"
+    assert not warmup.triton_cache_holds_ours(str(cache))  # no cache at all
+    cache.mkdir()
+    (cache / "AB12").mkdir()
+    (cache / "AB12" / "_other_kernel.json").write_text("{}")
+    (cache / "_project_kernel.json").write_text("{}")  # not in a kernel's folder: not Triton's
+    assert not warmup.triton_cache_holds_ours(str(cache))
+    (cache / "CD34").mkdir()
+    (cache / "CD34" / "_project_kernel.json").write_text("{}")
+    assert warmup.triton_cache_holds_ours(str(cache))
+    monkeypatch.delenv("WARPSPLAT_WARMUP_THREADS", raising=False)
+    monkeypatch.setattr(warmup.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(warmup, "_first_start", None)
+    looks = []
+    monkeypatch.setattr(warmup, "triton_cache_holds_ours", lambda: looks.append(1) or False)
+    assert [warmup.warm_up_threads() for _ in range(3)] == [4, 4, 4] and looks == [1]

@@ -400,8 +400,12 @@ def run_workers(jobs: list[Job], on_frame) -> FrameTimes:
 
 @contextlib.contextmanager
 def _interrupts_deferred():
-    """Within: SIGINT is blocked in this thread (processes started inherit that) and a Ctrl-C is only noted; on
-    leaving, a noted one raises KeyboardInterrupt. Off the main thread, or without signal masks, nothing changes."""
+    """Within: SIGINT is blocked in this thread (processes started inherit that) and a Ctrl-C is only noted, and so
+    is a SIGTERM (not blocked: the workers stay stoppable by it); on leaving, a noted Ctrl-C raises KeyboardInterrupt
+    and a noted SIGTERM is raised again, for the handler that was in place (`warpsplat render`'s raises
+    KeyboardInterrupt): either way once every worker started has a handle to stop it by. A SIGTERM that raised in the
+    middle of the start left the workers started so far running. Off the main thread, or without signal masks,
+    nothing changes."""
     import threading
 
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
@@ -409,13 +413,17 @@ def _interrupts_deferred():
         return
     noted = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+    previous_term = signal.signal(signal.SIGTERM, lambda signum, frame: noted.append(signum))
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # one pending on this thread raises here or is noted
         signal.signal(signal.SIGINT, previous)
-    if noted:
+        signal.signal(signal.SIGTERM, previous_term)
+    if signal.SIGTERM in noted:
+        signal.raise_signal(signal.SIGTERM)  # its own handler again (the default ends the process here)
+    if signal.SIGINT in noted:
         raise KeyboardInterrupt
 
 

@@ -236,6 +236,32 @@ def test_ctrl_c_while_workers_start_waits_until_they_can_be_stopped():
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
 
+def test_sigterm_while_workers_start_waits_until_they_can_be_stopped():
+    """A SIGTERM during the workers' start is noted, not raised there (raised in the middle of the start, it left the
+    workers started so far running), and raised again for the handler in place once the start is over; the workers
+    do not inherit it blocked (the parent stops them with it)."""
+    from tools.render_jobs import _interrupts_deferred
+
+    def interrupt(signum, frame):  # what `warpsplat render` puts in place
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, interrupt)
+    probe = "import signal; print(signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, []))"
+    reached_end = False
+    try:
+        with pytest.raises(KeyboardInterrupt), _interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)  # this test's own process
+            time.sleep(0.05)
+            child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+            reached_end = True
+        assert reached_end and child.stdout.strip() == "False"
+        assert signal.getsignal(signal.SIGTERM) is interrupt
+        with _interrupts_deferred():  # nothing noted: nothing raised
+            pass
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def test_single_image_mode_without_app(small_scene, tmp_path):
     out = tmp_path / "one.png"
     code = (

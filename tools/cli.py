@@ -35,6 +35,16 @@ EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141  # as a process that SIGPIPE ended: what a shell reports for `ls | head -1`'s ls
 
 
+_command: str | None = None  # the subcommand `main` runs, for `note`'s prefix
+
+
+def note(message: str) -> None:
+    """One line on stderr about something the command did for the user that they did not ask for (a band dropped, a
+    flag the format cannot keep), prefixed as errors and warnings are: `warpsplat convert: note: ...`."""
+    prefix = f"warpsplat {_command}" if _command else "warpsplat"
+    print(f"{prefix}: note: {message}", file=sys.stderr)
+
+
 class CliError(Exception):
     """An expected failure with a one-line message for the user (exit code 2)."""
 
@@ -151,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv  # the exact command, for reports (bench JSON)
+    global _command
+    _command = args.command
     from renderer.device import CudaUnusableError
     from renderer.memory import OutOfDeviceMemoryError
     from scenes import SceneFormatError

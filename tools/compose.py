@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .cli import CliError, add_command, gaussian_count
+from .cli import CliError, add_command, gaussian_count, note
 from .common import add_mkdir_argument
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def compose(
     total = sum(take for _, take in copies)
     antialiased = all(s.antialiased for s in normed)
     if any(s.antialiased for s in normed) and not antialiased:
-        print("note: mixing antialiased and ordinary scenes; the output is marked ordinary", file=sys.stderr)
+        note("mixing antialiased and ordinary scenes; the output is marked ordinary")
     cols = grid[0]
     offsets = torch.tensor(
         [

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from .cli import CliError, add_command
+from .cli import CliError, add_command, note
 from .common import add_mkdir_argument
 
 if TYPE_CHECKING:
@@ -209,8 +209,7 @@ def run(args: argparse.Namespace) -> int:
         bar.set_description("filtering")
         bar.update()
         if args.sh_degree is not None and args.sh_degree > degree_in:
-            print(f"note: {src} has SH degree {degree_in}; nothing to drop for --sh-degree {args.sh_degree}",
-                  file=sys.stderr)  # fmt: skip
+            note(f"{src} has SH degree {degree_in}; nothing to drop for --sh-degree {args.sh_degree}")
         scene, dropped = filter_scene(scene, sh_degree=args.sh_degree, min_opacity=args.min_opacity, box=box)
         if up is not None:
             from scenes.rotate import turn_up
@@ -219,10 +218,10 @@ def run(args: argparse.Namespace) -> int:
         bar.set_description(f"writing {fmt.name}")
         bar.update()
         if fmt.name in SH_LESS_FORMATS and scene.sh_degree > 0:
-            print(f"note: .{fmt.name} holds no SH bands; degree {scene.sh_degree} -> 0", file=sys.stderr)
+            note(f".{fmt.name} holds no SH bands; degree {scene.sh_degree} -> 0")
         if fmt.name in FLAGLESS_FORMATS and scene.antialiased:
-            print(f"note: .{fmt.name} has no field for the scene's Mip-Splatting (antialiased) flag: viewers will "
-                  "show it without its opacity compensation", file=sys.stderr)  # fmt: skip
+            note(f".{fmt.name} has no field for the scene's Mip-Splatting (antialiased) flag: viewers will show it "
+                 "without its opacity compensation")  # fmt: skip
         options = {"version": args.spz_version or 3} if fmt.name == "spz" else {}
         if fmt.name == "sog":  # its SH palette takes the time: the bar says how far it is
             options["progress"] = lambda step, done: bar.set_postfix_str(f"{step} {done:.0%}", refresh=False)

@@ -199,8 +199,13 @@ def test_the_antialiased_flag_goes_where_a_format_has_a_field(tmp_path, capsys):
     for name in ("out.ply", "out.compressed.ply", "out.spz", "out.sog", "out.glb", "out.splat"):
         assert main(["convert", str(tmp_path / "mip.ply"), str(tmp_path / name)]) == 0
         kept = load_scene(tmp_path / name).antialiased
-        note = "Mip-Splatting" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        note = "Mip-Splatting" in err
         assert (kept, note) == ((False, True) if name in ("out.glb", "out.splat") else (True, False)), name
+        if note:  # prefixed as errors and warnings are
+            assert [line for line in err.splitlines() if "Mip-Splatting" in line][0].startswith(
+                "warpsplat convert: note: .splat has no field" if name == "out.splat" else "warpsplat convert: note: "
+            ), err
 
 
 def test_crop_box(tmp_path, capsys):

@@ -135,9 +135,31 @@ def filter_scene(
 CHECK_VIEWS, CHECK_SIZE = 4, (256, 192)
 
 
+FIELDS = ("means", "quats", "log_scales", "opacity_logits", "sh")
+
+
+def _largest_change(scene: GaussianScene, back: GaussianScene) -> str:
+    """The field that changed most between `scene` and `back` (of one count), and by how much."""
+    if len(back) != len(scene):
+        return f"{len(back):,} Gaussians read of {len(scene):,}"
+    changes = []
+    for f in FIELDS:
+        a, b = getattr(scene, f), getattr(back, f)
+        if a.shape != b.shape:
+            return f"{f} {tuple(a.shape)} read as {tuple(b.shape)}"
+        d = (a.double() - b.double()).abs().nan_to_num(nan=math.inf)
+        changes.append((float(d.max()) if d.numel() else 0.0, f))
+    d, f = max(changes)
+    return f"{f} by up to {d:.3g}"
+
+
 def check_written(scene: GaussianScene, path: str) -> str:
-    """`--check`: the file at `path` read back and rendered against `scene`, the scene it was written from, on
-    CHECK_VIEWS cameras of an orbit at CHECK_SIZE; one line with their PSNR."""
+    """`--check`: the file at `path` read back and compared with `scene`, the scene it was written from: field by
+    field, and where any value changed, rendered against it on CHECK_VIEWS cameras of an orbit at CHECK_SIZE. One
+    line: bit for bit, or the views' PSNR, with the largest change where the views are identical (the renderer keeps
+    SH in float16, so a writer that rounded SH that far would render identically: the fields say it)."""
+    import torch
+
     from renderer import Renderer, RenderSettings
     from renderer.paths import orbit_path
     from scenes.io import load_scene
@@ -145,6 +167,8 @@ def check_written(scene: GaussianScene, path: str) -> str:
     from .metrics import psnr
 
     back = load_scene(path)
+    if len(back) == len(scene) and all(torch.equal(getattr(back, f), getattr(scene, f)) for f in FIELDS):
+        return f"checked: {path} reads back bit for bit ({len(scene):,} Gaussians, every field)"
     cams = orbit_path(scene, *CHECK_SIZE, CHECK_VIEWS)
     ours, theirs = Renderer(scene, frame_size=CHECK_SIZE), Renderer(back, frame_size=CHECK_SIZE)
     settings = RenderSettings(outputs="float")
@@ -154,7 +178,8 @@ def check_written(scene: GaussianScene, path: str) -> str:
         values.append(psnr(theirs.render(cam, settings).image, want))
     where = f"{len(cams)} orbit views at {CHECK_SIZE[0]}x{CHECK_SIZE[1]}"
     if all(math.isinf(v) for v in values):
-        return f"checked: {path} reads back and renders identically ({where})"
+        return (f"checked: {path} reads back and renders identically ({where}), its values changed: "
+                f"{_largest_change(scene, back)}")  # fmt: skip
     return f"checked: {path} reads back and renders at {psnr_range(values)} against the scene written ({where})"
 
 

@@ -244,15 +244,32 @@ def test_check_reads_the_output_back_and_says_what_it_costs(tmp_path, capsys):
     def checked(name: str) -> list[float] | str:
         assert main(["convert", str(scene(CROP)), str(tmp_path / name), "--check"]) == 0
         line = capsys.readouterr().out.strip().splitlines()[-1]
+        if "bit for bit" in line:
+            assert line == f"checked: {tmp_path / name} reads back bit for bit (4,096 Gaussians, every field)", line
+            return "bit for bit"
         assert line.startswith(f"checked: {tmp_path / name} reads back and renders")
-        if "identically" in line:
-            return "identical"
         lo, hi = re.search(r"at (-?[\d.]+)(?: to (-?[\d.]+))? dB PSNR", line).groups()
         return [float(lo), float(hi or lo)]
 
-    assert checked("a.ply") == "identical"
+    assert checked("a.ply") == "bit for bit"
     spz, splat = checked("b.spz"), checked("c.splat")
     assert 30 < splat[0] <= splat[1] < spz[0] - 5, (splat, spz)
+
+
+def test_check_tells_changed_values_that_render_identically(tmp_path):
+    """The renderer keeps SH in float16: a file whose SH were rounded that far renders identically, and --check says
+    which values changed rather than calling the file identical."""
+    from scenes import save_scene
+    from tools.convert import check_written
+
+    src = load_scene(scene(CROP))
+    rounded = load_scene(scene(CROP))
+    rounded.sh = rounded.sh.half().float()
+    assert not torch.equal(rounded.sh, src.sh)
+    save_scene(rounded, tmp_path / "rounded.ply")
+    line = check_written(src, str(tmp_path / "rounded.ply"))
+    assert line.startswith(f"checked: {tmp_path / 'rounded.ply'} reads back and renders identically ("), line
+    assert line.endswith("its values changed: sh by up to " + f"{float((src.sh - rounded.sh).abs().max()):.3g}"), line
 
 
 def test_a_range_of_psnr_reads_as_one():

@@ -11,6 +11,9 @@ from kernels import RASTER_SLOTS
 
 BACKENDS = ("auto", "triton", "torch")
 
+# the current CUDA device's index, from C: torch.cuda.current_device checks its lazy initialisation in Python first
+current_cuda_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+
 
 def resolve_backend(backend: str, device: torch.device) -> str:
     """ "auto": Triton on CUDA; the torch reference on CPU, where it is faster than Triton's interpreter

@@ -64,6 +64,15 @@ class FrameGraphs:
         self.replays += 1
         return CAPTURE if captured else REPLAY  # a capture also ran the graph once: not what a replay costs
 
+    def replay_again(self, f: Frame) -> str:
+        """Replay the graph of the frame run last, whose kind the caller knows is unchanged (the renderer's
+        `_replay_again`): `run`'s bookkeeping for a frame of the same kind, without comparing kinds. Returns REPLAY."""
+        assert f.graph is not None and f.kind is self._last_kind
+        self._kind_run += 1
+        f.graph.replay()
+        self.replays += 1
+        return REPLAY
+
     def capture_ahead(self, f: Frame) -> None:
         """Capture a frame's graph before the frame is shown (the renderer's `_capture_ahead`: a kind captured
         before, whose graph a change of the pair buffers retired); its first frame then replays. A capture that

@@ -53,7 +53,14 @@ from kernels import expected_macro_pairs, gaussian_extent
 from scenes import GaussianScene
 
 from .camera import Camera
-from .device import choose_device, frames_in_flight, kernel_module, raster_slots, resolve_backend
+from .device import (
+    choose_device,
+    current_cuda_device,
+    frames_in_flight,
+    kernel_module,
+    raster_slots,
+    resolve_backend,
+)
 from .frame import (
     MACRO_PAIR_BUFFERS,
     PAIR_BUFFERS,
@@ -64,7 +71,7 @@ from .frame import (
 )
 from .frame_cache import FrameCache
 from .frame_kind import FrameKind, baked_settings
-from .graphs import COUNTED, EAGER, REPLAY, FrameGraphs
+from .graphs import CAPTURE, COUNTED, EAGER, REPLAY, FrameGraphs
 from .launch import Capacities, LaunchConfig
 from .memory import KEPT_FORM_BYTES, MemoryEstimate, OutOfDeviceMemoryError, check_fits, check_frame_pairs
 from .output import RenderOutput, RenderStats, check_image_size, fill_stats
@@ -183,6 +190,9 @@ class Renderer:
         self.last_timer: StageTimer | None = None
         self.temporal = TemporalCache(self.ws)
         self._last_output: RenderOutput | None = None
+        # the last one-by-one frame's graph, where the next frame may replay it straight away (`_ReplayNext`)
+        self._replay_next: _ReplayNext | None = None
+        self._cuda = cuda
         self._zero3 = torch.zeros(3, dtype=torch.float32, device=self.device)  # the depth pass's background
         self._inf = torch.full((1,), float("inf"), dtype=torch.float32, device=self.device)  # for order (frame.py)
 
@@ -240,7 +250,9 @@ class Renderer:
         frame later, when the GPU has finished) and the frame performs only its own syncs: one at its end on
         the capacity route, one within order (for the counts) on the counted route.
         `future`: the cameras of the next frames when they are known (a camera path), for temporal reuse."""
-        if self.device.type == "cuda":  # Triton launches on the current device: make it this renderer's
+        # Triton launches on the current device: make it this renderer's where it is not (torch.cuda.device's entry
+        # and exit cost a one-by-one frame about 25 us of host time on the GPU machine, BENCHMARKS.md section 57)
+        if self._cuda and current_cuda_device() != self._device_index:
             with torch.cuda.device(self._device_index):
                 return self._render(camera, settings, sync_stats, future)
         return self._render(camera, settings, sync_stats, future)
@@ -259,20 +271,25 @@ class Renderer:
         use_window: bool | None = None,
     ) -> RenderOutput:  # fmt: skip
         """One frame, waiting for its end. use_window: whether a window serves it (None: as measured)."""
-        settings = self._checked(settings)
-        check_image_size(camera.width, camera.height)
         temporal = self.temporal
-        temporal.stats.frames += 1
-        if self._last_output is not None and temporal.unchanged(camera, settings):
-            temporal.stats.frames_reused += 1
-            last = self._last_output
-            stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused", "ran": "reused",
-                                   "rebinned": False})  # fmt: skip
-            return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth,
-                                last.tiles_touched)  # fmt: skip
-        if use_window is None:
-            use_window = temporal.wants_window(camera, settings, future is not None, self.scene_radius)
-        f, src, timer, ran = self._start(camera, settings, future, slot=0, use_window=use_window)
+        again = self._replay_next
+        if again is not None and use_window is None and again.holds(self, camera, settings):
+            temporal.stats.frames += 1
+            f, src, timer, ran = self._replay_again(camera, settings, again)
+        else:
+            settings = self._checked(settings)
+            check_image_size(camera.width, camera.height)
+            temporal.stats.frames += 1
+            if self._last_output is not None and temporal.unchanged(camera, settings):
+                temporal.stats.frames_reused += 1
+                last = self._last_output
+                stats = RenderStats(**{**last.stats.__dict__, "stage_ms": {}, "source": "reused", "ran": "reused",
+                                       "rebinned": False})  # fmt: skip
+                return RenderOutput(last.image, last.alpha, last.rgba8, stats, last.tile_counts, last.depth,
+                                    last.tiles_touched)  # fmt: skip
+            if use_window is None:
+                use_window = temporal.wants_window(camera, settings, future is not None, self.scene_radius)
+            f, src, timer, ran = self._start(camera, settings, future, slot=0, use_window=use_window)
         n_visible, n_pairs, n_macro_pairs = f.totals()  # a capacity frame's one host sync (counted: in order)
         # a counted frame's longest list comes a frame late: the last one's is complete (this frame waited for
         # its counts behind it)
@@ -294,9 +311,26 @@ class Renderer:
             fill_stats(stats, f.tile_counts, timer)
         if settings.reuse_unchanged_frame:
             temporal.remember(camera, settings)
+        self._replay_next = _ReplayNext.after(self, f, src, camera, settings, ran, again)
         self._last_output = RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, depth, f.tiles_touched,
                                          timer)  # fmt: skip
         return self._last_output
+
+    def _replay_again(
+        self, camera: Camera, settings: RenderSettings, again: _ReplayNext
+    ) -> tuple[Frame, object, StageTimer, str]:
+        """`_start` for a frame that `again` holds for: the last frame's graph replayed with this camera, without
+        the settings' checks, the temporal source, the frame's kind and its lookup, which the last frame settled
+        and `_ReplayNext.holds` found unchanged (a one-by-one object frame spent about 50 us of the host's time on
+        them before its graph ran: BENCHMARKS.md, section 57)."""
+        f = again.frame
+        self._last_output = None  # the workspace is about to change
+        self._starts += 1
+        self._staged = self._starts
+        timer = StageTimer(self.device, self._event_pool)
+        self.last_timer = timer
+        self.params.fill(camera, settings, 0, self._last_visible)  # copied by the graph's first node
+        return f, again.src, timer, self._graphs.replay_again(f)
 
     def _start(
         self, camera: Camera, settings: RenderSettings, future: list[Camera] | None, slot: int, use_window: bool
@@ -418,6 +452,7 @@ class Renderer:
         allocates what it needs. `warpsplat bench` calls it between rows, so each row's peak is its own rather
         than on top of the rows before it."""
         self.frames.clear()
+        self._replay_next = None
         self._ahead = []
         self.ws.drop(*self.ws.names())
         self.temporal.reset()
@@ -432,6 +467,7 @@ class Renderer:
         self._ahead = [(slot, f.launch, f.settings, f.width, f.height)
                        for (slot, _), f in self.frames.frames.items() if f.graph is not None]  # fmt: skip
         self.frames.clear()
+        self._replay_next = None
         self.ws.drop(*PAIR_BUFFERS)
 
     def _capture_ahead(self, f: Frame, camera: Camera) -> None:
@@ -587,6 +623,66 @@ class Renderer:
                 self._release_pairs()
             self._pair_form = self.launch.macro
         return self.frames.frame(slot, kind, src, settings, lambda: route(self, src, camera, settings, slot))
+
+
+@dataclass
+class _ReplayNext:
+    """What a one-by-one frame that replayed its graph leaves for the next `render`: that graph, replayed again
+    straight away (`Renderer._replay_again`) when `holds` finds that nothing the frame's kind bakes in has changed
+    since, and no frame has started in between.
+
+    Made only for a frame of the whole scene, replayed or captured, without depth, a temporal window or the reuse of
+    an unchanged frame, whose kind is the one the renderer would make for the next frame with the same settings and
+    size (its launch configuration, capacities and covariances as the frame left them: `after`), with no graph
+    waiting to be captured ahead. `holds` then asks only what can change between two calls: the settings object
+    and its fields (a dict's comparison: every field, baked or not), the image size, and what code outside may set
+    on the renderer (its launch configuration, route, graphs switch, capacities, covariances, workspace)."""
+
+    frame: Frame
+    src: object
+    settings: RenderSettings
+    fields: dict
+    starts: int  # the renderer's `_starts` after the frame: another frame started since, and this no longer holds
+    frame_mode: str
+
+    @staticmethod
+    def after(r: Renderer, f: Frame, src, camera: Camera, settings: RenderSettings, ran: str,
+              previous: _ReplayNext | None) -> _ReplayNext | None:  # fmt: skip
+        """For the frame `r` just rendered (`previous`: the one its `render` found holding, or None)."""
+        if ran not in (REPLAY, CAPTURE) or f.graph is None or f.counted or src.kind != "full" or r._ahead:
+            return None
+        if settings.depth or settings.temporal_window > 1 or settings.reuse_unchanged_frame:
+            return None
+        k = f.kind
+        if (k.launch is not r.launch or k.covars_version != r._covars_version or f.slot != 0
+                or k.pair_capacity != (r.pair_capacity.size, r.macro_capacity.size)
+                or (k.width, k.height) != (camera.width, camera.height)):  # fmt: skip
+            return None
+        if previous is not None and previous.frame is f and previous.settings is settings:
+            previous.starts = r._starts  # its fields were found equal as the frame began, and are its own copy
+            return previous
+        return _ReplayNext(f, src, settings, dict(settings.__dict__), r._starts, r.frame_mode)
+
+    def holds(self, r: Renderer, camera: Camera, settings: RenderSettings) -> bool:
+        f, k = self.frame, self.frame.kind
+        try:
+            same = settings is self.settings and settings.__dict__ == self.fields
+        except Exception:  # a field whose == is not a bool (an array given as the background): checked the long way
+            same = False
+        return (
+            same
+            and camera.width == k.width
+            and camera.height == k.height
+            and r._starts == self.starts
+            and r.launch is k.launch
+            and r.frame_mode == self.frame_mode
+            and r._graphs.enabled
+            and f.graph is not None
+            and f.generation == r.ws.generation
+            and k.covars_version == r._covars_version
+            and k.pair_capacity == (r.pair_capacity.size, r.macro_capacity.size)
+            and not r._ahead
+        )
 
 
 @dataclass

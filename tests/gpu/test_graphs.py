@@ -159,3 +159,24 @@ def test_kinds_a_growth_retired_are_captured_ahead_of_their_return(scene):
         one.append(r.render(cams[len(one)]).stats.ran_label())
     assert one[0] == "capture" and set(one[1:]) == {"replay"} and not r._ahead, one
     assert [out.stats.ran_label() for out in r.render_stream(cams)] == ["replay"] * len(cams)
+
+
+def test_settings_changed_in_place_never_replay_a_stale_graph(scene):
+    """One settings object changed in place between frames, as the viewer changes its own: a frame replays the
+    last frame's graph straight away only while nothing the graph bakes in has changed (renderer/pipeline.py
+    `_ReplayNext`), so every image equals an eager renderer's, and the unchanged stretches do replay."""
+    graphed = Renderer(scene, device="cuda", graphs=True)
+    eager = Renderer(scene, device="cuda", graphs=False)
+    cams = object_paths(scene, 640, 360, 8)["orbit"]
+    s = RenderSettings()
+    changes = [("sh_degree", 1), ("scale_modifier", 1.3), ("tile_size", 16), ("near", 1.5), ("sh_degree", None),
+               ("background", (0.3, 0.2, 0.1)), ("scale_modifier", 1.0), ("outputs", "rgba8")]  # fmt: skip
+    straight = []
+    again = graphed._replay_again
+    graphed._replay_again = lambda *a: straight.append(True) or again(*a)
+    for name, value in changes:
+        setattr(s, name, value)
+        for cam in cams:
+            a = graphed.render(cam, s).rgba8.clone()
+            assert torch.equal(a, eager.render(cam, RenderSettings(**vars(s))).rgba8), (name, value)
+    assert len(straight) >= 3 * len(changes), len(straight)

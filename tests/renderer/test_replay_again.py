@@ -1,0 +1,150 @@
+"""A one-by-one frame replays the last frame's graph straight away when nothing its kind bakes in has changed
+(renderer/pipeline.py `_ReplayNext`, `Renderer._replay_again`), and takes the long way whenever something has: the
+settings' fields changed in place, the image size, the renderer's route, graphs switch or launch configuration,
+its workspace, or a frame of a stream between. CUDA graphs are simulated (a fake graph replays a frame by running
+it, as renderer/graphs.py's captures replay the same launches), so the rules run on the CPU; every image equals
+that of a renderer without graphs rendering the same camera with the same settings."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from renderer import Renderer, RenderSettings
+from renderer.graphs import REPLAY
+from renderer.paths import orbit_path
+from renderer.timing import StageTimer
+from scenes import load_scene
+
+
+class RunningGraph:
+    def __init__(self, f):
+        self.f = f
+
+    def replay(self):
+        self.f.run(StageTimer(None))
+
+
+@pytest.fixture
+def scene(scene_path):
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    return scene.subset(torch.arange(0, len(scene), 4))
+
+
+def _renderers(scene, device, monkeypatch):
+    plain = Renderer(scene, device=device, backend="torch")
+    r = Renderer(scene, device=device, backend="torch")
+    monkeypatch.setattr(r._graphs, "capture", RunningGraph)
+    r.graphs = True
+    fast = []  # per frame: whether it replayed through `_replay_again`
+    again = r._replay_again
+    monkeypatch.setattr(r, "_replay_again", lambda *a: fast.append(True) or again(*a))
+    return plain, r, fast
+
+
+def _frame(r, plain, fast, cam, settings, plain_settings=None):
+    """Render `cam` on both; the images must be equal. Returns (how it ran, whether it replayed straight away)."""
+    before = len(fast)
+    out = r.render(cam, settings)
+    want = plain.render(cam, dataclasses.replace(settings) if plain_settings is None else plain_settings)
+    for a, b in ((out.image, want.image), (out.alpha, want.alpha), (out.rgba8, want.rgba8)):
+        assert (a is None) == (b is None) and (a is None or torch.equal(a, b))
+    return out.stats.ran, len(fast) > before
+
+
+def test_unchanged_frames_replay_straight_away_with_each_camera(scene, device, monkeypatch):
+    """The same settings object frame after frame: once the kind is captured, each frame replays straight away, with
+    its own camera (the images move with it)."""
+    plain, r, fast = _renderers(scene, device, monkeypatch)
+    s = RenderSettings(outputs="float", background=(0.1, 0.2, 0.3))
+    cams = orbit_path(scene, 24, 16, 8)
+    runs = [_frame(r, plain, fast, cam, s) for cam in cams]
+    # the first frame sizes the capacities and the launch class: a new kind, captured on its third frame in a row
+    assert runs[:4] == [("eager", False)] * 3 + [("capture", False)], runs
+    assert runs[4:] == [(REPLAY, True)] * 4, runs
+    assert not torch.equal(r.render(cams[0], s).image.clone(), r.render(cams[4], s).image)
+    assert r.graph_replays == 7  # the capture's own run, then four straight away, and two more
+
+
+def _settled(r, plain, fast, cams, s):
+    """Frames until the last two replayed straight away."""
+    runs = [_frame(r, plain, fast, cam, s) for cam in cams]
+    assert runs[-1] == (REPLAY, True) and runs[-2] == (REPLAY, True), runs
+
+
+@pytest.mark.parametrize("change", ["sh_degree", "outputs", "near", "scale_modifier", "ortho", "size"])
+def test_a_setting_changed_in_place_takes_the_long_way(scene, device, monkeypatch, change):
+    """The viewer changes its settings object in place: a field changed since the last frame (baked into the kind,
+    or the covariances, or the image size) is never served by the old graph."""
+    plain, r, fast = _renderers(scene, device, monkeypatch)
+    s = RenderSettings(outputs="both")
+    cams = orbit_path(scene, 24, 16, 8)
+    _settled(r, plain, fast, cams[:6], s)
+    if change == "size":
+        cams = orbit_path(scene, 20, 12, 8)
+    else:
+        setattr(s, change, {"sh_degree": 0, "outputs": "rgba8", "near": 0.8, "scale_modifier": 1.6,
+                            "ortho": True}[change])  # fmt: skip
+    ran, again = _frame(r, plain, fast, cams[6], s)
+    assert not again and ran != REPLAY, (change, ran)
+    # and the picture did change (the check above would pass for a change nothing renders)
+    old = dataclasses.replace(s, **{change: getattr(RenderSettings(), change)}) if change != "size" else s
+    if change == "outputs":  # the images written changed: the float pair is gone (`_frame` compared that)
+        assert r.render(cams[7], s).image is None
+    elif change != "size":  # (each image read before the next render: a renderer's buffers hold its next frame)
+        a = plain.render(cams[6], old).rgba8.clone()
+        assert not torch.equal(a, plain.render(cams[6], dataclasses.replace(s)).rgba8), change
+    _settled(r, plain, fast, cams[:6], s)  # and the new kind settles in its turn
+
+
+def test_the_renderer_changed_between_frames_takes_the_long_way(scene, device, monkeypatch):
+    """What code outside sets on the renderer between two frames: its route, its graphs switch, its launch
+    configuration, its memory let go, and a stream's frames in between."""
+    plain, r, fast = _renderers(scene, device, monkeypatch)
+    s = RenderSettings(outputs="float")
+    cams = orbit_path(scene, 24, 16, 8)
+    _settled(r, plain, fast, cams[:6], s)
+    r.frame_mode = "counted"
+    assert _frame(r, plain, fast, cams[6], s) == ("counted", False)
+    r.frame_mode = "auto"
+    _settled(r, plain, fast, cams[:6], s)
+    r.graphs = False
+    assert _frame(r, plain, fast, cams[6], s) == ("eager", False)
+    r.graphs = True
+    _settled(r, plain, fast, cams[:6], s)
+    r.launch = dataclasses.replace(r.launch, bin_block=r.launch.bin_block * 2)  # another kind of frame
+    ran, again = _frame(r, plain, fast, cams[6], s)
+    assert not again and ran != REPLAY, ran
+    _settled(r, plain, fast, cams[:7], s)
+    r.release_memory()
+    ran, again = _frame(r, plain, fast, cams[6], s)
+    assert not again, ran
+    _settled(r, plain, fast, cams[:7], s)
+    r.in_flight = True  # as on a GPU: the stream's frames alternate slots, one in flight
+    for out, cam in zip(r.render_stream(cams[:3], s), cams[:3], strict=True):
+        assert torch.equal(out.image, plain.render(cam, dataclasses.replace(s)).image)
+    assert not _frame(r, plain, fast, cams[6], s)[1]
+    assert _frame(r, plain, fast, cams[7], s) == (REPLAY, True)
+
+
+def test_another_settings_object_of_equal_fields_takes_the_long_way_once(scene, device, monkeypatch):
+    """The straight way is for the same settings object: an equal copy goes the long way (its fields are checked
+    there) and finds the same frame and graph, then replays straight away itself."""
+    plain, r, fast = _renderers(scene, device, monkeypatch)
+    s = RenderSettings(outputs="float")
+    cams = orbit_path(scene, 24, 16, 8)
+    _settled(r, plain, fast, cams[:6], s)
+    copy = dataclasses.replace(s)
+    assert _frame(r, plain, fast, cams[6], copy) == (REPLAY, False)
+    assert _frame(r, plain, fast, cams[7], copy) == (REPLAY, True)
+
+
+def test_invalid_settings_set_in_place_are_refused(scene, device, monkeypatch):
+    """A field made invalid in place is checked as on any frame: the straight way does not skip the checks."""
+    plain, r, fast = _renderers(scene, device, monkeypatch)
+    s = RenderSettings(outputs="float")
+    cams = orbit_path(scene, 24, 16, 8)
+    _settled(r, plain, fast, cams[:6], s)
+    s.tile_size = 12
+    with pytest.raises(ValueError, match="tile_size 12"):
+        r.render(cams[6], s)

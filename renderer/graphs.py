@@ -66,7 +66,7 @@ class FrameGraphs:
 
     def replay_again(self, f: Frame) -> str:
         """Replay the graph of the frame run last, whose kind the caller knows is unchanged (the renderer's
-        `_replay_again`): `run`'s bookkeeping for a frame of the same kind, without comparing kinds. Returns REPLAY."""
+        `_start_again`): `run`'s bookkeeping for a frame of the same kind, without comparing kinds. Returns REPLAY."""
         assert f.graph is not None and f.kind is self._last_kind
         self._kind_run += 1
         f.graph.replay()

@@ -190,8 +190,8 @@ class Renderer:
         self.last_timer: StageTimer | None = None
         self.temporal = TemporalCache(self.ws)
         self._last_output: RenderOutput | None = None
-        # the last one-by-one frame's graph, where the next frame may replay it straight away (`_ReplayNext`)
-        self._replay_next: _ReplayNext | None = None
+        # the last one-by-one frame's stage objects, where the next frame may run them again straight away
+        self._next_frame: _NextFrame | None = None
         self._cuda = cuda
         self._zero3 = torch.zeros(3, dtype=torch.float32, device=self.device)  # the depth pass's background
         self._inf = torch.full((1,), float("inf"), dtype=torch.float32, device=self.device)  # for order (frame.py)
@@ -272,10 +272,12 @@ class Renderer:
     ) -> RenderOutput:  # fmt: skip
         """One frame, waiting for its end. use_window: whether a window serves it (None: as measured)."""
         temporal = self.temporal
-        again = self._replay_next
-        if again is not None and use_window is None and again.holds(self, camera, settings):
+        again = self._next_frame
+        if again is not None and not (use_window is None and again.holds(self, camera, settings)):
+            again = None
+        if again is not None:
             temporal.stats.frames += 1
-            f, src, timer, ran = self._replay_again(camera, settings, again)
+            f, src, timer, ran = self._start_again(camera, settings, again)
         else:
             settings = self._checked(settings)
             check_image_size(camera.width, camera.height)
@@ -311,26 +313,33 @@ class Renderer:
             fill_stats(stats, f.tile_counts, timer)
         if settings.reuse_unchanged_frame:
             temporal.remember(camera, settings)
-        self._replay_next = _ReplayNext.after(self, f, src, camera, settings, ran, again)
+        self._next_frame = _NextFrame.after(self, f, src, camera, settings, ran, again)
         self._last_output = RenderOutput(f.rgb, f.alpha, f.rgba8, stats, f.tile_counts, depth, f.tiles_touched,
                                          timer)  # fmt: skip
         return self._last_output
 
-    def _replay_again(
-        self, camera: Camera, settings: RenderSettings, again: _ReplayNext
+    def _start_again(
+        self, camera: Camera, settings: RenderSettings, again: _NextFrame
     ) -> tuple[Frame, object, StageTimer, str]:
-        """`_start` for a frame that `again` holds for: the last frame's graph replayed with this camera, without
-        the settings' checks, the temporal source, the frame's kind and its lookup, which the last frame settled
-        and `_ReplayNext.holds` found unchanged (a one-by-one object frame spent about 50 us of the host's time on
-        them before its graph ran: BENCHMARKS.md, section 57)."""
+        """`_start` for a frame that `again` holds for: the last frame's stage objects run again with this camera
+        (its graph replayed; or, counted or with graphs off, its stages launched), without the settings' checks,
+        the temporal source, the frame's kind and its lookup, which the last frame settled and `_NextFrame.holds`
+        found unchanged (a one-by-one object frame spent about 70 us of the host's time on them before its graph
+        ran: BENCHMARKS.md, section 57)."""
         f = again.frame
         self._last_output = None  # the workspace is about to change
         self._starts += 1
         self._staged = self._starts
         timer = StageTimer(self.device, self._event_pool)
         self.last_timer = timer
-        self.params.fill(camera, settings, 0, self._last_visible)  # copied by the graph's first node
-        return f, again.src, timer, self._graphs.replay_again(f)
+        self.params.fill(camera, settings, 0, self._last_visible)  # copied by the frame's first step (its graph's)
+        if again.graphs and not f.counted:  # (a frame with graphs off may still hold one it captured before)
+            return f, again.src, timer, self._graphs.replay_again(f)
+        f.run(timer)
+        if f.counted:
+            self._counted_ran(f)
+            return f, again.src, timer, COUNTED
+        return f, again.src, timer, EAGER
 
     def _start(
         self, camera: Camera, settings: RenderSettings, future: list[Camera] | None, slot: int, use_window: bool
@@ -363,14 +372,18 @@ class Renderer:
         else:
             f.run(timer)
             ran = COUNTED if f.counted else EAGER
-        if f.counted:  # its pairs and longest list, for the launch class (`_counted_lists`)
-            i = self._counted_frames % len(self._host_longest)
-            self._host_longest[i : i + 1].copy_(f.longest_list, non_blocking=True)
-            self._counted_pairs[i] = f.counts[1]
-            self._counted_frames += 1
+        if f.counted:
+            self._counted_ran(f)
         if reuse:  # its cost, for the window choice; a plain frame counts once it replays, where graphs do
             self.temporal.record(timer, steady=ran == REPLAY or not graphs)
         return f, src, timer, ran
+
+    def _counted_ran(self, f: Frame) -> None:
+        """A counted frame's pairs and longest list, kept for the launch class (`_counted_lists`)."""
+        i = self._counted_frames % len(self._host_longest)
+        self._host_longest[i : i + 1].copy_(f.longest_list, non_blocking=True)
+        self._counted_pairs[i] = f.counts[1]
+        self._counted_frames += 1
 
     def _counted_lists(self, serial: int) -> tuple[int, int] | None:
         """(pairs, longest tile list) of counted frame `serial` (0, 1, ... in launch order), which the caller knows
@@ -452,7 +465,7 @@ class Renderer:
         allocates what it needs. `warpsplat bench` calls it between rows, so each row's peak is its own rather
         than on top of the rows before it."""
         self.frames.clear()
-        self._replay_next = None
+        self._next_frame = None
         self._ahead = []
         self.ws.drop(*self.ws.names())
         self.temporal.reset()
@@ -467,7 +480,7 @@ class Renderer:
         self._ahead = [(slot, f.launch, f.settings, f.width, f.height)
                        for (slot, _), f in self.frames.frames.items() if f.graph is not None]  # fmt: skip
         self.frames.clear()
-        self._replay_next = None
+        self._next_frame = None
         self.ws.drop(*PAIR_BUFFERS)
 
     def _capture_ahead(self, f: Frame, camera: Camera) -> None:
@@ -626,17 +639,19 @@ class Renderer:
 
 
 @dataclass
-class _ReplayNext:
-    """What a one-by-one frame that replayed its graph leaves for the next `render`: that graph, replayed again
-    straight away (`Renderer._replay_again`) when `holds` finds that nothing the frame's kind bakes in has changed
-    since, and no frame has started in between.
+class _NextFrame:
+    """What a one-by-one frame leaves for the next `render`: its stage objects, run again straight away
+    (`Renderer._start_again`: its graph replayed, or its stages launched) when `holds` finds that nothing the
+    frame's kind bakes in has changed since, and no frame has started in between.
 
-    Made only for a frame of the whole scene, replayed or captured, without depth, a temporal window or the reuse of
-    an unchanged frame, whose kind is the one the renderer would make for the next frame with the same settings and
-    size (its launch configuration, capacities and covariances as the frame left them: `after`), with no graph
-    waiting to be captured ahead. `holds` then asks only what can change between two calls: the settings object
-    and its fields (a dict's comparison: every field, baked or not), the image size, and what code outside may set
-    on the renderer (its launch configuration, route, graphs switch, capacities, covariances, workspace)."""
+    Made only for a frame of the whole scene in slot 0, without depth, a temporal window or the reuse of an
+    unchanged frame, that replayed or captured its graph, ran counted, or ran stage by stage with graphs off (not one
+    of a kind's first frames, which `FrameGraphs.run` counts towards its capture), whose kind is the one the renderer
+    would make for the next frame with the same settings and size (its launch configuration, capacities and
+    covariances as the frame left them: `after`), with no graph waiting to be captured ahead. `holds` then asks only
+    what can change between two calls: the settings object and its fields (a dict's comparison: every field, baked
+    or not), the image size, and what code outside may set on the renderer (its launch configuration, route, graphs
+    switch, capacities, covariances, workspace)."""
 
     frame: Frame
     src: object
@@ -644,12 +659,15 @@ class _ReplayNext:
     fields: dict
     starts: int  # the renderer's `_starts` after the frame: another frame started since, and this no longer holds
     frame_mode: str
+    graphs: bool  # the renderer's graphs switch then
 
     @staticmethod
     def after(r: Renderer, f: Frame, src, camera: Camera, settings: RenderSettings, ran: str,
-              previous: _ReplayNext | None) -> _ReplayNext | None:  # fmt: skip
+              previous: _NextFrame | None) -> _NextFrame | None:  # fmt: skip
         """For the frame `r` just rendered (`previous`: the one its `render` found holding, or None)."""
-        if ran not in (REPLAY, CAPTURE) or f.graph is None or f.counted or src.kind != "full" or r._ahead:
+        graphs = r._graphs.enabled
+        runs = (ran in (REPLAY, CAPTURE) and f.graph is not None) or ran == COUNTED or (ran == EAGER and not graphs)
+        if not runs or src.kind != "full" or r._ahead:
             return None
         if settings.depth or settings.temporal_window > 1 or settings.reuse_unchanged_frame:
             return None
@@ -661,7 +679,7 @@ class _ReplayNext:
         if previous is not None and previous.frame is f and previous.settings is settings:
             previous.starts = r._starts  # its fields were found equal as the frame began, and are its own copy
             return previous
-        return _ReplayNext(f, src, settings, dict(settings.__dict__), r._starts, r.frame_mode)
+        return _NextFrame(f, src, settings, dict(settings.__dict__), r._starts, r.frame_mode, graphs)
 
     def holds(self, r: Renderer, camera: Camera, settings: RenderSettings) -> bool:
         f, k = self.frame, self.frame.kind
@@ -676,8 +694,7 @@ class _ReplayNext:
             and r._starts == self.starts
             and r.launch is k.launch
             and r.frame_mode == self.frame_mode
-            and r._graphs.enabled
-            and f.graph is not None
+            and r._graphs.enabled == self.graphs
             and f.generation == r.ws.generation
             and k.covars_version == r._covars_version
             and k.pair_capacity == (r.pair_capacity.size, r.macro_capacity.size)

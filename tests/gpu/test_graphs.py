@@ -164,7 +164,7 @@ def test_kinds_a_growth_retired_are_captured_ahead_of_their_return(scene):
 def test_settings_changed_in_place_never_replay_a_stale_graph(scene):
     """One settings object changed in place between frames, as the viewer changes its own: a frame replays the
     last frame's graph straight away only while nothing the graph bakes in has changed (renderer/pipeline.py
-    `_ReplayNext`), so every image equals an eager renderer's, and the unchanged stretches do replay."""
+    `_NextFrame`), so every image equals an eager renderer's, and the unchanged stretches do replay."""
     graphed = Renderer(scene, device="cuda", graphs=True)
     eager = Renderer(scene, device="cuda", graphs=False)
     cams = object_paths(scene, 640, 360, 8)["orbit"]
@@ -172,8 +172,8 @@ def test_settings_changed_in_place_never_replay_a_stale_graph(scene):
     changes = [("sh_degree", 1), ("scale_modifier", 1.3), ("tile_size", 16), ("near", 1.5), ("sh_degree", None),
                ("background", (0.3, 0.2, 0.1)), ("scale_modifier", 1.0), ("outputs", "rgba8")]  # fmt: skip
     straight = []
-    again = graphed._replay_again
-    graphed._replay_again = lambda *a: straight.append(True) or again(*a)
+    again = graphed._start_again
+    graphed._start_again = lambda *a: straight.append(True) or again(*a)
     for name, value in changes:
         setattr(s, name, value)
         for cam in cams:

@@ -1,5 +1,6 @@
-"""A one-by-one frame replays the last frame's graph straight away when nothing its kind bakes in has changed
-(renderer/pipeline.py `_ReplayNext`, `Renderer._replay_again`), and takes the long way whenever something has: the
+"""A one-by-one frame runs the last frame's stage objects again straight away (its graph replayed, or its stages
+launched: counted, or with graphs off) when nothing its kind bakes in has changed (renderer/pipeline.py
+`_NextFrame`, `Renderer._start_again`), and takes the long way whenever something has: the
 settings' fields changed in place, the image size, the renderer's route, graphs switch or launch configuration,
 its workspace, or a frame of a stream between. CUDA graphs are simulated (a fake graph replays a frame by running
 it, as renderer/graphs.py's captures replay the same launches), so the rules run on the CPU; every image equals
@@ -36,9 +37,9 @@ def _renderers(scene, device, monkeypatch):
     r = Renderer(scene, device=device, backend="torch")
     monkeypatch.setattr(r._graphs, "capture", RunningGraph)
     r.graphs = True
-    fast = []  # per frame: whether it replayed through `_replay_again`
-    again = r._replay_again
-    monkeypatch.setattr(r, "_replay_again", lambda *a: fast.append(True) or again(*a))
+    fast = []  # per frame: whether it ran through `_start_again`
+    again = r._start_again
+    monkeypatch.setattr(r, "_start_again", lambda *a: fast.append(True) or again(*a))
     return plain, r, fast
 
 
@@ -106,11 +107,16 @@ def test_the_renderer_changed_between_frames_takes_the_long_way(scene, device, m
     _settled(r, plain, fast, cams[:6], s)
     r.frame_mode = "counted"
     assert _frame(r, plain, fast, cams[6], s) == ("counted", False)
+    counted = r._counted_frames
+    assert _frame(r, plain, fast, cams[7], s) == ("counted", True)  # counted frames run again straight away too
+    assert r._counted_frames == counted + 1  # with their longest list kept for the launch class
     r.frame_mode = "auto"
     _settled(r, plain, fast, cams[:6], s)
     r.graphs = False
     assert _frame(r, plain, fast, cams[6], s) == ("eager", False)
+    assert _frame(r, plain, fast, cams[7], s) == ("eager", True)  # with graphs off, the stages again straight away
     r.graphs = True
+    assert _frame(r, plain, fast, cams[6], s)[1] is False
     _settled(r, plain, fast, cams[:6], s)
     r.launch = dataclasses.replace(r.launch, bin_block=r.launch.bin_block * 2)  # another kind of frame
     ran, again = _frame(r, plain, fast, cams[6], s)
@@ -148,3 +154,21 @@ def test_invalid_settings_set_in_place_are_refused(scene, device, monkeypatch):
     s.tile_size = 12
     with pytest.raises(ValueError, match="tile_size 12"):
         r.render(cams[6], s)
+
+
+def test_without_graphs_frames_run_again_straight_away(scene, device):
+    """The CPU's renderer (no CUDA graphs): from the second frame of a kind on, each frame launches the last frame's
+    stages again straight away, and its images equal a fresh renderer's of the same camera."""
+    r = Renderer(scene, device=device, backend="torch")
+    s = RenderSettings(outputs="both")
+    cams = orbit_path(scene, 24, 16, 6)
+    ran = []
+    again = r._start_again
+    r._start_again = lambda *a: ran.append(True) or again(*a)
+    for i, cam in enumerate(cams):
+        out = r.render(cam, s)
+        fresh = Renderer(scene, device=device, backend="torch").render(cam, dataclasses.replace(s))
+        assert torch.equal(out.image, fresh.image) and torch.equal(out.rgba8, fresh.rgba8), i
+        assert out.stats.ran == "eager"
+    # the first frame sizes the capacities and the launch class, the second is the first of its kind
+    assert len(ran) == len(cams) - 2, len(ran)

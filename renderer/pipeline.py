@@ -29,7 +29,10 @@ Two routes through the stages (docs/architecture.md, "Two routes through the sta
   stage by stage.
 
 `render` runs one frame and returns it; `render_stream` keeps one frame in flight over two workspace slots,
-launching the next frame before it checks and hands over the last.
+launching the next frame before it checks and hands over the last. A `render` whose settings object, fields and
+image size are the last frame's, with nothing changed on the renderer since, runs the last frame's stage objects
+again straight away (its graph replayed, or its stages launched: `_NextFrame`), without making and looking up
+its kind again.
 
 Temporal reuse (renderer/temporal.py) decides, before stage 1, which Gaussians a frame projects: the whole
 scene, or a window's compacted set, whichever measured faster (renderer/window_choice.py); and may return the

@@ -279,6 +279,7 @@ class Renderer:
         if again is not None and not (use_window is None and again.holds(self, camera, settings)):
             again = None
         if again is not None:
+            settings = again.settings  # its fields are the ones asked for, checked
             temporal.stats.frames += 1
             f, src, timer, ran = self._start_again(camera, settings, again)
         else:
@@ -641,6 +642,9 @@ class Renderer:
         return self.frames.frame(slot, kind, src, settings, lambda: route(self, src, camera, settings, slot))
 
 
+_DEFAULT_FIELDS = dict(RenderSettings().validate().__dict__)  # what `render(camera)` without settings renders with
+
+
 @dataclass
 class _NextFrame:
     """What a one-by-one frame leaves for the next `render`: its stage objects, run again straight away
@@ -652,14 +656,15 @@ class _NextFrame:
     of a kind's first frames, which `FrameGraphs.run` counts towards its capture), whose kind is the one the renderer
     would make for the next frame with the same settings and size (its launch configuration, capacities and
     covariances as the frame left them: `after`), with no graph waiting to be captured ahead. `holds` then asks only
-    what can change between two calls: the settings object and its fields (a dict's comparison: every field, baked
-    or not), the image size, and what code outside may set on the renderer (its launch configuration, route, graphs
-    switch, capacities, covariances, workspace)."""
+    what can change between two calls: the settings' fields (a dict's comparison: every field, baked or not, of
+    the object given, which may be another each frame, as the viewer's are), the image size, and what code outside
+    may set on the renderer (its launch configuration, route, graphs switch, capacities, covariances, workspace).
+    The frame then runs with the settings checked before, whose fields are the ones asked for."""
 
     frame: Frame
     src: object
-    settings: RenderSettings
-    fields: dict
+    settings: RenderSettings  # checked (`Renderer._checked`)
+    fields: dict  # a copy of its fields then
     starts: int  # the renderer's `_starts` after the frame: another frame started since, and this no longer holds
     frame_mode: str
     graphs: bool  # the renderer's graphs switch then
@@ -679,15 +684,15 @@ class _NextFrame:
                 or k.pair_capacity != (r.pair_capacity.size, r.macro_capacity.size)
                 or (k.width, k.height) != (camera.width, camera.height)):  # fmt: skip
             return None
-        if previous is not None and previous.frame is f and previous.settings is settings:
-            previous.starts = r._starts  # its fields were found equal as the frame began, and are its own copy
+        if previous is not None and previous.frame is f:
+            previous.starts = r._starts  # the frame ran with its settings (`Renderer._render`)
             return previous
         return _NextFrame(f, src, settings, dict(settings.__dict__), r._starts, r.frame_mode, graphs)
 
-    def holds(self, r: Renderer, camera: Camera, settings: RenderSettings) -> bool:
+    def holds(self, r: Renderer, camera: Camera, settings: RenderSettings | None) -> bool:
         f, k = self.frame, self.frame.kind
         try:
-            same = settings is self.settings and settings.__dict__ == self.fields
+            same = (_DEFAULT_FIELDS if settings is None else settings.__dict__) == self.fields
         except Exception:  # a field whose == is not a bool (an array given as the background): checked the long way
             same = False
         return (

@@ -133,16 +133,21 @@ def test_the_renderer_changed_between_frames_takes_the_long_way(scene, device, m
     assert _frame(r, plain, fast, cams[7], s) == (REPLAY, True)
 
 
-def test_another_settings_object_of_equal_fields_takes_the_long_way_once(scene, device, monkeypatch):
-    """The straight way is for the same settings object: an equal copy goes the long way (its fields are checked
-    there) and finds the same frame and graph, then replays straight away itself."""
+def test_a_new_settings_object_of_equal_fields_takes_the_straight_way(scene, device, monkeypatch):
+    """The viewer makes its settings object anew each frame: one of equal fields takes the straight way, and so does
+    `render(camera)` without settings after a frame with the defaults; one whose fields differ does not."""
     plain, r, fast = _renderers(scene, device, monkeypatch)
     s = RenderSettings(outputs="float")
     cams = orbit_path(scene, 24, 16, 8)
     _settled(r, plain, fast, cams[:6], s)
-    copy = dataclasses.replace(s)
-    assert _frame(r, plain, fast, cams[6], copy) == (REPLAY, False)
-    assert _frame(r, plain, fast, cams[7], copy) == (REPLAY, True)
+    assert _frame(r, plain, fast, cams[6], dataclasses.replace(s)) == (REPLAY, True)
+    assert _frame(r, plain, fast, cams[7], RenderSettings(outputs="float", near=0.02)) == ("eager", False)
+    assert _frame(r, plain, fast, cams[7], RenderSettings(outputs="float", tile_size=16)) == ("eager", False)
+    _settled(r, plain, fast, cams[:6], RenderSettings())
+    before = len(fast)
+    out = r.render(cams[6])
+    assert len(fast) == before + 1 and out.stats.ran == REPLAY
+    assert torch.equal(out.image, plain.render(cams[6]).image)
 
 
 def test_invalid_settings_set_in_place_are_refused(scene, device, monkeypatch):

@@ -254,7 +254,7 @@ class Renderer:
         the capacity route, one within order (for the counts) on the counted route.
         `future`: the cameras of the next frames when they are known (a camera path), for temporal reuse."""
         # Triton launches on the current device: make it this renderer's where it is not (torch.cuda.device's entry
-        # and exit cost a one-by-one frame about 25 us of host time on the GPU machine, BENCHMARKS.md section 57)
+        # and exit are Python work a frame need not do; they measured a few us, BENCHMARKS.md section 57)
         if self._cuda and current_cuda_device() != self._device_index:
             with torch.cuda.device(self._device_index):
                 return self._render(camera, settings, sync_stats, future)
@@ -328,8 +328,8 @@ class Renderer:
         """`_start` for a frame that `again` holds for: the last frame's stage objects run again with this camera
         (its graph replayed; or, counted or with graphs off, its stages launched), without the settings' checks,
         the temporal source, the frame's kind and its lookup, which the last frame settled and `_NextFrame.holds`
-        found unchanged (a one-by-one object frame spent about 70 us of the host's time on them before its graph
-        ran: BENCHMARKS.md, section 57)."""
+        found unchanged: one-by-one object frames took 23-51 us less, the 6M overview's counted frames 38-47
+        (BENCHMARKS.md, section 57)."""
         f = again.frame
         self._last_output = None  # the workspace is about to change
         self._starts += 1

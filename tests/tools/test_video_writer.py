@@ -178,16 +178,20 @@ def test_encoder_failure_mid_run_is_one_line_and_leaves_nothing(small_scene, tmp
 
 
 def test_interrupt_mid_run_leaves_nothing(small_scene, tmp_path, monkeypatch, capsys):
-    real_start = Renderer._start  # each frame's start, one by one or in flight (render_stream)
     calls = []
 
-    def interrupted(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 6:  # frames already queued to the writer, some encoded
-            raise KeyboardInterrupt
-        return real_start(self, *args, **kwargs)
+    def interrupting(real_start):
+        def interrupted(self, *args, **kwargs):
+            calls.append(1)
+            if len(calls) == 6:  # frames already queued to the writer, some encoded
+                raise KeyboardInterrupt
+            return real_start(self, *args, **kwargs)
 
-    monkeypatch.setattr(Renderer, "_start", interrupted)
+        return interrupted
+
+    # each frame's start: one by one or in flight (render_stream), or a frame like the last one run straight away
+    for start in ("_start", "_start_again"):
+        monkeypatch.setattr(Renderer, start, interrupting(getattr(Renderer, start)))
     assert orbit(small_scene, tmp_path / "stop.mp4") == 130
     assert "interrupted" in capsys.readouterr().err
     assert os.listdir(tmp_path) == []

@@ -352,6 +352,9 @@ class Renderer:
         ran: `RenderStats.ran`).
         use_window: whether an asked-for temporal window serves it (`TemporalCache.wants_window`)."""
         self._last_output = None  # the workspace is about to change
+        # nor is the last frame's record kept through this one: its frame holds views of buffers that this frame may
+        # replace, which would stay allocated beside the new ones until the frame's end
+        self._next_frame = None
         self._starts += 1
         self._staged = self._starts
         self._update_scale_modifier(settings.scale_modifier)

@@ -177,3 +177,30 @@ def test_without_graphs_frames_run_again_straight_away(scene, device):
         assert out.stats.ran == "eager"
     # the first frame sizes the capacities and the launch class, the second is the first of its kind
     assert len(ran) == len(cams) - 2, len(ran)
+
+
+def test_a_larger_frame_does_not_keep_the_last_frames_buffers_alive(scene, device):
+    """A frame that outgrows the workspace's image buffer replaces it; the last frame's straight-way record (whose
+    frame holds views of the old buffer) is let go as the new frame starts, so the old buffer is freed before the
+    new frame's stages run rather than after its end."""
+    import gc
+
+    r = Renderer(scene, device=device, backend="torch")
+    s = RenderSettings(outputs="float")
+    for cam in orbit_path(scene, 24, 16, 3):
+        r.render(cam, s)
+    assert r._next_frame is not None
+    # the old buffer's storage, weakly (a frame's views of it are made in inference mode: they share its storage
+    # and do not keep the tensor object)
+    old = r.ws._buffers["rgb"].untyped_storage()._weak_ref()
+    alive = []
+    real_fit = r._fit_pairs
+
+    def fit(*args, **kwargs):  # after the new frame's stages ran, before its end
+        gc.collect()
+        alive.append(not torch.UntypedStorage._expired(old))
+        return real_fit(*args, **kwargs)
+
+    r._fit_pairs = fit
+    r.render(orbit_path(scene, 96, 64, 1)[0], s)
+    assert alive == [False]

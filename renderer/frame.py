@@ -171,14 +171,10 @@ class Frame:
             self.schedule = shared.buffer("tile_schedule", n_tiles, i32)
             rows, cols = schedule_scratch_shape(n_tiles)
             self.schedule_hist = shared.buffer("tile_schedule_hist", rows * cols, i32).view(rows, cols)
-        # the longest lists' parts (kernels/rasterize.py SPLIT_CONFIG), where the scalar loop splits them
-        self.parts = None
-        split = split_scratch_shape(tile, self.launch.lists, n_tiles)
-        scalar = settings.rasterizer == "scalar" or (
-            settings.rasterizer == "auto" and "scalar" in rasterizer_variants()
-        )
-        if split is not None and self.schedule is not None and scalar and r.backend == "triton":
-            self.parts = shared.rows("raster_parts", *split)
+        # the list class the rasterizer runs (a counted frame may take another: `CountedFrame.order`), and the
+        # longest lists' parts (kernels/rasterize.py SPLIT_CONFIG), where the scalar loop splits them
+        self.lists = self.launch.lists
+        self.parts = self._kind_parts = self._parts_for(self.lists)
         # the images the settings ask for (`RenderSettings.outputs`): a display's frames hold 4 bytes a pixel, not 20
         floats, bytes = settings.outputs != "rgba8", settings.outputs != "float"
         self.rgb = ws.rows("rgb", H * W, 3).view(H, W, 3) if floats else None
@@ -190,6 +186,15 @@ class Frame:
 
     def _order_and_pair_buffers(self, ws: SlotBuffers, shared: Workspace) -> None:
         raise NotImplementedError
+
+    def _parts_for(self, lists: int) -> Tensor | None:
+        """The split lists' parts buffer of list class `lists`, where this frame's rasterizer splits lists."""
+        s, r = self.settings, self.r
+        split = split_scratch_shape(self.tile, lists, self.n_tx * self.n_ty)
+        scalar = s.rasterizer == "scalar" or (s.rasterizer == "auto" and "scalar" in rasterizer_variants())
+        if split is None or self.schedule is None or not scalar or r.backend != "triton":
+            return None
+        return r.ws.rows("raster_parts", *split)
 
     @property
     def sorted_ids(self) -> Tensor | None:
@@ -210,7 +215,7 @@ class Frame:
         return dict(
             tile_size=s.tile_size,
             variant=s.rasterizer,
-            lists=self.launch.lists,
+            lists=self.lists,
             schedule=self.schedule,
             parts=self.parts,
             perm=self.lists_perm,
@@ -377,6 +382,11 @@ class CapacityFrame(Frame):
                             out=(p.sorted_keys, p.perm, p.sorted_values), gather=self.macro)  # fmt: skip
 
 
+# A counted frame of more than this many times the tile pairs of the frame whose longest list chose its list class
+# takes the class of frames of about its own pairs (`CountedFrame._class_for`)
+CLASS_JUMP = 4.0
+
+
 class CountedFrame(Frame):
     """The counted route: order waits for the visible and pair counts, and the stages after it run on tensors of
     exactly those counts (allocated per frame from torch's caching allocator), so nothing is sorted past what the
@@ -425,6 +435,9 @@ class CountedFrame(Frame):
         else:
             counts = totals.tolist()
         self.counts = self.counts_of(counts)
+        self.lists, self.parts = self._class_for(counts[1]), self._kind_parts
+        if self.lists != self.launch.lists:
+            self.parts = self._parts_for(self.lists)
         # the pairs bin writes: tile pairs, or macro-tile pairs; binned in halves, the third count is the top's
         self.binned = counts[1] if self.halves is not None else counts[2]
         self.top = counts[2] if self.halves is not None else 0
@@ -439,6 +452,19 @@ class CountedFrame(Frame):
         # while the host checks
         check_frame_pairs(counts[1], counts[0], self.width, self.height, self.tile, r.device, counted=True,
                           reference=r.backend == "torch", macro_pairs=self.counts[2])  # fmt: skip
+
+    def _class_for(self, pairs: int) -> int:
+        """The rasterizer's list class for this frame of `pairs` tile pairs. It comes from an earlier frame's longest
+        list, read a frame or two late (the launch configuration's): at a path's dense start after its sparse end,
+        or a jump into a dense region, that frame is sparse, and its class ran the 24M fly-over's densest frames at
+        one warp a tile (rasterize 3.26 and 2.65 ms against 1.94 and 1.80, BENCHMARKS.md section 58). A frame of
+        more than CLASS_JUMP times that frame's pairs takes the class last chosen for frames of about its own pairs
+        instead (`Renderer.class_by_pairs`, by powers of two), where one was: no wait for its own longest list,
+        which a second wait mid-frame cost more than it saved (section 36)."""
+        r = self.r
+        if pairs >= r.raster_slots and pairs > CLASS_JUMP * r.class_pairs:
+            return r.class_by_pairs.get((self.n_tx * self.n_ty, pairs.bit_length()), self.launch.lists)
+        return self.launch.lists
 
     def _order(self, m: int) -> None:
         """`visible_order` over m: the V visible Gaussians gathered, or all N. Their offsets in blocks, the sums

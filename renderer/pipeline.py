@@ -184,6 +184,11 @@ class Renderer:
         # (renderer/frame.py): a frame binned again runs those stages again first where they are another's
         self._starts = self._staged = 0
         self.raster_slots = raster_slots(self.device)  # tiles the GPU blends at once (the launch class's rule)
+        # the tile pairs of the frame whose longest list chose the current list class, and the class chosen from the
+        # last frame of each image's tiles and power of two of pairs (pairs.bit_length()): a counted frame far denser
+        # than the first takes its class from the second (renderer/frame.py `CountedFrame._class_for`)
+        self.class_pairs = 0
+        self.class_by_pairs: dict[tuple[int, int], int] = {}
         # a counted frame's (visible, pairs, macro pairs), read while its depth sort runs (kernels/order.py)
         self.host_counts = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
         # recorded after their copy, and waited for in the same frame, so one serves every counted frame: a new
@@ -458,6 +463,9 @@ class Renderer:
             previous, self._first_frame = replace(previous, macro=False), False
         launch = LaunchConfig.after(previous, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile, lists_of,
                                     self.raster_slots)  # fmt: skip
+        if lists_of is not None and lists_of[0] >= self.raster_slots:  # as `after` reads it
+            self.class_pairs = lists_of[0]
+            self.class_by_pairs[f.n_tx * f.n_ty, lists_of[0].bit_length()] = launch.lists
         if launch.macro and not f.macro and not f.counted:
             # the first frame binned per macro-tile would otherwise find no room, bin again, and be one more kind
             # of frame before graphs replay (a close-up's first frames in flight took 2-3 ms: BENCHMARKS.md, 25)

@@ -32,6 +32,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from renderer import Camera, Renderer, RenderSettings  # noqa: E402
+from renderer.frame import CountedFrame  # noqa: E402
 from renderer.warmup import compile_counter, warm_up  # noqa: E402
 from scenes import GaussianScene  # noqa: E402
 
@@ -91,10 +92,25 @@ def main() -> int:
     t0 = time.perf_counter()
     renderer = Renderer(cube_scene(n, log_scale), device="cuda", frame_size=(width, height))
     cams = fly_in(distances, width, height, turn=args.case in ("graph", "counted"))
+    if args.case == "counted":  # then from far outside straight back inside: a frame far denser than the one its
+        # list class came from takes the class remembered for frames like it, mid-frame (renderer/frame.py
+        # `CountedFrame._class_for`)
+        cams += [cams[0]] * 3 + cams[-2:]
+    remembered = []  # (pairs, the class a jump frame took, the launch configuration's)
+    take_class = CountedFrame._class_for
+
+    def class_for(f, pairs):
+        lists = take_class(f, pairs)
+        if lists != f.launch.lists:
+            remembered.append((pairs, lists, f.launch.lists))
+        return lists
+
+    CountedFrame._class_for = class_for
     t_warm = time.perf_counter()
     report = None if args.no_warm_up else warm_up(renderer, [(width, height)], [settings])
     warm_s = time.perf_counter() - t_warm
     warm_compiles, warm_loads = counter.count(-1), len(loads)
+    remembered.clear()  # the path's frames alone
     renderer.render(cams[0], settings)
     torch.cuda.synchronize()
     first_compiles, first_loads = counter.count(-1) - warm_compiles, len(loads) - warm_loads
@@ -124,7 +140,7 @@ def main() -> int:
         "bin_cols": sorted({c.bin_cols for c in configs}), "project_blocks": sorted({c.project_block for c in configs}),
         "bins": sorted({(c.bin_block, c.bin_cols) for c in configs}), "culls": sorted({c.cull for c in configs}),
         "halves": sorted({f.halves for f in renderer.frames.frames.values() if f.halves is not None}),
-        "total_s": round(time.perf_counter() - t0, 2),
+        "classes_remembered": remembered, "total_s": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
     print(json.dumps(result))
     return 0

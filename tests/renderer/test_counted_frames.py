@@ -155,3 +155,46 @@ def test_kept_counted_frames_hold_no_tensors_of_their_own(scene_path, device, de
         held = {name: getattr(f, name, None) for name in ("order_idx", "offsets")}
         held.update(ids=f.pairs.ids, sorted_values=f.pairs.sorted_values)
         assert all(t is None for t in held.values()), {k: tuple(t.shape) for k, t in held.items() if t is not None}
+
+
+def test_a_frame_far_denser_than_its_class_source_takes_the_class_of_frames_like_it(scene_path, device, monkeypatch):
+    """A counted frame's list class comes from an earlier frame's longest list, read a frame or two late. At a
+    path's dense start after its sparse end that frame is sparse; a frame of more than CLASS_JUMP times its pairs
+    rasterizes in the class last chosen for frames of about its own pairs instead (no wait for its own longest
+    list), and frames that did not jump keep the launch configuration's."""
+    import renderer.frame as frame_module
+    import renderer.launch as launch_module
+
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))
+    w, h = 260, 196  # the far view's Gaussians in one tile each: the image's centre is not on a tile corner
+    c = scene.center().numpy()
+    far = Camera.look_at(c + np.array([0, 0, 100.0]), c, width=w, height=h)
+    near = orbit_path(scene, w, h, 2)[0]
+    r = Renderer(scene, device=device, backend="torch")
+    r.frame_mode = "counted"
+    r.raster_slots = 1  # every frame past "too few pairs to say" on an image this small
+    dense = {"pairs": Renderer(scene, device=device, backend="torch").render(near).stats.n_pairs}
+    sparse = Renderer(scene, device=device, backend="torch").render(far).stats.n_pairs
+    assert 0 < frame_module.CLASS_JUMP * sparse < dense["pairs"], "the test needs frames far apart in pairs"
+
+    def fake_class(n_pairs, n_tiles, longest, tile, previous=0, slots=1):  # a class the test can tell apart
+        return 2 if n_pairs >= dense["pairs"] else 0
+
+    monkeypatch.setattr(launch_module, "list_class", fake_class)
+    ran = []
+    real = r.k.rasterize_tiles
+    monkeypatch.setattr(r.k, "rasterize_tiles", lambda *a, **k: ran.append(k["lists"]) or real(*a, **k))
+    for _ in range(4):
+        r.render(near)
+    assert ran[-1] == 2 and r.launch.lists == 2, "dense frames chose the dense class from their own lists"
+    for _ in range(4):
+        r.render(far)
+    assert ran[-1] == 0 and r.launch.lists == 0, "sparse frames went back to the sparse class"
+    ran.clear()
+    images = [r.render(near).image.clone() for _ in range(3)]
+    assert r.launch.lists in (0, 2)
+    assert ran == [2, 2, 2], f"the dense frames after sparse ones ran classes {ran}: the stale one is 0"
+    fresh = Renderer(scene, device=device, backend="torch")
+    fresh.frame_mode = "counted"
+    assert torch.equal(images[0], fresh.render(near).image)

@@ -431,9 +431,14 @@ def culls_frustum(n: int, n_visible: int, previous: bool = False) -> bool:
     not an object's orbit). With hysteresis (on below FRUSTUM_ON, off above FRUSTUM_OFF), so that a view near
     the threshold does not flip it, and the frame's graph, back and forth. Small scenes do not: their
     projection is a few microseconds, the second launch's order."""
-    if n < FRUSTUM_FROM:
+    if not may_pre_cull(n):
         return False
     return n_visible < (FRUSTUM_OFF if previous else FRUSTUM_ON) * n
+
+
+def may_pre_cull(n: int) -> bool:
+    """Whether frames of a scene of n Gaussians may pre-cull at all (`culls_frustum`): from FRUSTUM_FROM on."""
+    return n >= FRUSTUM_FROM
 
 
 FRUSTUM_FROM = 262144

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 
 from kernels import BlockOffsets, buffers, rasterizer_variants, schedule_scratch_shape, split_scratch_shape
+from kernels.project import may_pre_cull
 
 from .camera import Camera
 from .memory import check_frame_pairs
@@ -136,11 +137,17 @@ class Frame:
         # the depths too: a frame binned per macro-tile keys its pairs by them and settles the ties in their order
         self.depths = shared.buffer("depths", n, torch.float32)
         # the pre-cull's survivors (kernels/project.py `frustum=`), where the launch configuration asks for it; a
-        # window's set was culled for its cameras already, and has no extent of its own
+        # window's set was culled for its cameras already, and has no extent of its own. The extents and the
+        # survivors' buffer are made by the first frame of a scene that may pre-cull (FRUSTUM_FROM on, as the memory
+        # estimate counts them): made by the first frame that culls, mid-flight, their allocation waited for the
+        # frames in flight (the 24M fly-over's first culling frame 6.23 ms against 3.51 a pass later, the 6M's 2.61
+        # against 1.20: BENCHMARKS.md section 58)
         self.frustum = None
-        if self.launch.cull and src.kind == "full":
-            self.frustum = (r.extent, shared.buffer("survivors", n, torch.int32), shared.buffer("n_survivors", 1,
-                            torch.int32))  # fmt: skip
+        if src.kind == "full" and (self.launch.cull or may_pre_cull(n)):
+            frustum = (r.extent, shared.buffer("survivors", n, torch.int32), shared.buffer("n_survivors", 1,
+                       torch.int32))  # fmt: skip
+            if self.launch.cull:
+                self.frustum = frustum
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         # stages 2-5: the route's own; binned per macro-tile or per tile, as the launch configuration says
         self.macro = self.launch.macro

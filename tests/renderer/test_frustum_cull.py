@@ -61,3 +61,31 @@ def test_pre_culled_frames_equal_plain_ones(scene_path, device, backend, route, 
             assert now, (fractions, launched)
         if before > kernels.project.FRUSTUM_OFF:
             assert not now, (fractions, launched)
+
+
+@pytest.mark.parametrize("route", ["graph", "counted"])
+def test_a_scene_that_may_pre_cull_has_its_buffers_before_the_first_frame_that_culls(scene_path, device, route,
+                                                                                    monkeypatch):  # fmt: skip
+    """The extents and the survivors' buffer are made by a scene's first frame, not by its first culling frame,
+    which on a GPU ran mid-flight and waited for the frames in flight while its allocation was made: a culling frame
+    adds no workspace buffer and computes no extents."""
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))
+    monkeypatch.setattr(kernels.project, "FRUSTUM_FROM", 0)  # any scene pre-culls when it sees little of itself
+    r = Renderer(scene, device=device, backend="torch")
+    r.frame_mode = route
+    cams = flight(scene)
+    r.render(cams[-1])  # the whole scene: no pre-cull
+    assert not r.launch.cull and "extent" in r.__dict__, "the first frame made the extents"
+    held = {name: r.ws.buffer(name, 1, t.dtype).data_ptr() for name, t in r.ws._buffers.items()}
+    assert {"survivors", "n_survivors"} <= set(held)
+    extents = r.extent
+    culled = []
+    for cam in cams[:-2]:
+        culled.append(r.launch.cull)
+        r.render(cam)
+    assert any(culled), culled
+    assert r.extent is extents
+    for name, ptr in held.items():
+        if name in ("survivors", "n_survivors", "extent"):
+            assert r.ws.buffer(name, 1, r.ws._buffers[name].dtype).data_ptr() == ptr, f"{name} was made again"

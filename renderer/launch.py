@@ -134,7 +134,14 @@ class LaunchConfig:
         settles where it did. Counted frames size their pairs exactly and keep the per-tile default, and so does the
         CPU, whose torch reference bins macro-tiles through larger temporaries (a 131k-Gaussian file's render took
         +186 MiB of host memory with its first frame so, against +94-117 per tile)."""
-        return LaunchConfig(macro=cuda and not counted)
+        return LaunchConfig(macro=cuda and not counted).interned()
+
+    def interned(self) -> LaunchConfig:
+        """The one object of this configuration (`_launch_config`), as `after` returns them: a frame's kind keeps the
+        configuration it was made with, and the straight way (renderer/pipeline.py `_NextFrame`) compares it with
+        the renderer's by identity; a first frame's configuration made apart, equal to a later one, sent every frame
+        of that kind the long way."""
+        return _launch_config(self.project_block, self.bin_block, self.bin_cols, self.lists, self.macro, self.cull)
 
     @staticmethod
     def after(previous: LaunchConfig, n: int, n_visible: int, n_pairs: int, n_tiles: int, tile: int,

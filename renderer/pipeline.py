@@ -460,7 +460,7 @@ class Renderer:
                     self._release_pairs()  # the next frame allocates them at the smaller size
         previous = self.launch
         if self._first_frame:  # binned per macro-tile for its memory alone (`LaunchConfig.first`)
-            previous, self._first_frame = replace(previous, macro=False), False
+            previous, self._first_frame = replace(previous, macro=False).interned(), False
         launch = LaunchConfig.after(previous, f.n, n_visible, n_pairs, f.n_tx * f.n_ty, f.tile, lists_of,
                                     self.raster_slots)  # fmt: skip
         if lists_of is not None and lists_of[0] >= self.raster_slots:  # as `after` reads it

@@ -5,6 +5,8 @@ configuration. Host-side arithmetic only: no frame is rendered."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kernels import bin as kbin
@@ -93,3 +95,15 @@ def test_each_configuration_is_one_object():
     a = LaunchConfig.after(LaunchConfig(), N, 50_000, 400_000, TILES, 8, (400_000, 100), SLOTS)
     b = LaunchConfig.after(LaunchConfig(), N, 50_000, 400_000, TILES, 8, (400_000, 100), SLOTS)
     assert a is b and a == LaunchConfig(*(getattr(a, f) for f in a.__dataclass_fields__))
+
+
+@pytest.mark.parametrize("counted,cuda", [(False, False), (True, False), (False, True), (True, True)])
+def test_a_first_configuration_is_the_one_object_of_its_knobs(counted, cuda):
+    """A frame's kind keeps the configuration it was made with, and the straight way compares it with the
+    renderer's by identity (renderer/pipeline.py `_NextFrame.holds`): the first frame's configuration must be the
+    object `after` returns for the same knobs, or every frame of that kind would take the long way."""
+    first = LaunchConfig.first(counted, cuda)
+    assert first is LaunchConfig.first(counted, cuda)
+    assert first is dataclasses.replace(first).interned()
+    settled = LaunchConfig.after(first, 100, 100, 200, 100, 8)
+    assert settled is LaunchConfig.after(dataclasses.replace(first), 100, 100, 200, 100, 8)

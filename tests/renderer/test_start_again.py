@@ -204,3 +204,19 @@ def test_a_larger_frame_does_not_keep_the_last_frames_buffers_alive(scene, devic
     r._fit_pairs = fit
     r.render(orbit_path(scene, 96, 64, 1)[0], s)
     assert alive == [False]
+
+
+def test_a_kind_first_made_with_the_first_configuration_takes_the_straight_way(scene, device, monkeypatch):
+    """Where a path's configuration settles where the renderer's first frame started (its `LaunchConfig.first`),
+    its frames find the first frame's stage objects, whose kind holds that configuration: it must be the object the
+    renderer holds then, or `holds` (an identity check) sent every one of them the long way."""
+    import renderer.pipeline
+
+    # the configuration never moves from the first frame's (the scene's counts would move it now and then)
+    monkeypatch.setattr(renderer.pipeline.LaunchConfig, "after", staticmethod(lambda previous, *a, **k: previous))
+    plain, r, fast = _renderers(scene, device, monkeypatch)
+    r.frame_mode = plain.frame_mode = "counted"
+    cams = orbit_path(scene, 24, 16, 5)
+    s = RenderSettings(outputs="float")
+    straight = [_frame(r, plain, fast, cam, s)[1] for cam in cams]
+    assert straight == [False, True, True, True, True], straight

@@ -87,8 +87,9 @@ def describe(scene: GaussianScene) -> list[str]:
     free = free_bytes("cuda") if torch.cuda.is_available() else None
     verdict = "" if free is None else f" ({'fits in' if gpu.total <= free else 'more than'} the {gb(free)} free)"
     lines.append(
-        f"memory:        {scene.nbytes() / 2**20:,.1f} MiB as loaded (float32); about {gpu.total / 2**20:,.1f} MiB "
-        f"on the GPU to render it at {w}x{h}, pair and image buffers included{verdict}"
+        f"memory:        {scene.nbytes() / 2**20:,.1f} MiB as loaded (float32); up to about {gpu.total / 2**20:,.1f} "
+        f"MiB on the GPU to render it at {w}x{h} (the check before rendering: its densest views' pair and image "
+        f"buffers){verdict}"
     )
     for key, value in scene.extras.items():
         if isinstance(value, (list, tuple)):

@@ -47,6 +47,7 @@ from .rasterize import SLOTS as RASTER_SLOTS  # noqa: E402
 from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
 from .sort import sort_pairs  # noqa: E402
+from .staging import copy_to_device  # noqa: E402
 from .tile_lists import tile_lists, tile_ranges  # noqa: E402
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "bin_pairs",
     "bin_warps",
     "bins_macro_tiles",
+    "copy_to_device",
     "cull_window",
     "culls_frustum",
     "expected_macro_pairs",

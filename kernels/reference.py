@@ -979,6 +979,16 @@ def rasterize_tiles(
     return rgb, alpha_out, rgba8
 
 
+# ----------------------------------------------------------------------------------------------- staging
+
+
+# Twin of the launcher in kernels/staging.py: the same signature on purpose (see the module docstring).
+def copy_to_device(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    """dst[:] = src, torch's copy (enqueued, from or into pinned memory)."""
+    assert src.shape == dst.shape and src.dtype == dst.dtype, (src.shape, dst.shape)
+    return dst.copy_(src, non_blocking=True)
+
+
 __all__ = [
     "key_dtype",
     "key_halves",
@@ -1007,5 +1017,6 @@ __all__ = [
     "tile_ranges",
     "schedule_tiles",
     "rasterize_tiles",
+    "copy_to_device",
     "eval_sh",
 ]

@@ -3,11 +3,12 @@ Triton kernels, or their torch twins in kernels/reference.py)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import torch
 
-from kernels import RASTER_SLOTS
+from kernels import RASTER_SLOTS, copy_to_device
 
 BACKENDS = ("auto", "triton", "torch")
 
@@ -81,3 +82,22 @@ def raster_slots(device: torch.device) -> int:
     props = torch.cuda.get_device_properties(device)
     per_sm = {(8, 6): 16, (8, 7): 16, (8, 9): 24}.get((props.major, props.minor), 32)
     return props.multi_processor_count * per_sm
+
+
+@functools.cache
+def maps_host_memory(device_index: int) -> bool:
+    """Whether Triton's kernels on CUDA device `device_index` read and write pinned host memory directly (unified
+    addressing maps it into the device's address space), so that a frame's parameters go up and its counts come
+    back without torch's copies (kernels/staging.py). Found by doing it once, both ways; where Triton's launcher
+    refuses the pointer, or the values do not arrive, the renderer keeps torch's copies."""
+    with torch.cuda.device(device_index):
+        try:
+            src = torch.arange(28, dtype=torch.float32).pin_memory()
+            on_device = torch.zeros(28, dtype=torch.float32, device="cuda")
+            back = torch.zeros(28, dtype=torch.float32).pin_memory()
+            copy_to_device(src, on_device)
+            copy_to_device(on_device, back)
+            torch.cuda.synchronize()
+        except (ValueError, RuntimeError):
+            return False
+        return torch.equal(back, src) and torch.equal(on_device.cpu(), src)

@@ -292,7 +292,7 @@ class Frame:
             if keys is not None:
                 self.r.k.tile_ranges(keys, self.n_tx * self.n_ty, out=self.ranges, halves=halves)
             torch.sub(self.ranges[:, 1], self.ranges[:, 0], out=self.tile_counts.view(-1))
-            self.longest_list.copy_(self.tile_counts.amax())
+            self.longest_list.copy_(self.tile_counts.amax(), non_blocking=True)  # (it may be pinned memory)
         else:  # the list lengths and the longest come with the schedule
             self.r.k.schedule_tiles(self.ranges, out=(self.schedule, self.tile_counts.view(-1), self.schedule_hist),
                                     longest=self.longest_list, sorted_keys=keys, halves=halves)  # fmt: skip
@@ -405,7 +405,7 @@ class CountedFrame(Frame):
         self.counts: tuple[int, int, int] | None = None  # (visible, tile pairs, macro-tile pairs) once order ran
         self.pairs = PairBuffers(None, None)  # bin, sort and tile_lists put each frame's tensors in
         self.count_totals = ws.buffer("count_totals", 3, torch.int64)
-        self.longest_list = ws.buffer("longest_list", 1, torch.int64)  # stage 5's, read a frame late
+        self.longest_list = self._longest_buffer = ws.buffer("longest_list", 1, torch.int64)  # stage 5's, read late
         self.count_partials = ws.buffer("count_partials", self.r.k.count_blocks(self.n), torch.int64)
 
     def totals(self) -> tuple[int, int, int]:
@@ -428,20 +428,26 @@ class CountedFrame(Frame):
         # bin allocates the pairs (8 bytes a Gaussian, outside the frame's peak at the pair sort)
         self.gathered = (torch.empty(n if compact else 0, dtype=torch.float32, device=r.device),
                          torch.empty(n if compact else 0, dtype=torch.int32, device=r.device))  # fmt: skip
+        # where kernels reach pinned memory, the counting kernel writes the totals the host reads itself (a copy
+        # took about 35 us of the host's time: kernels/staging.py)
+        mapped = r.maps_host
         totals = r.k.count_visible(self.depths, self.tiles_touched, self.pair_counts, compact=compact,
-                                   out=(self.count_totals, self.count_partials, *self.gathered),
-                                   halves=self.halves is not None)  # fmt: skip
+                                   out=(r.host_counts if mapped else self.count_totals, self.count_partials,
+                                        *self.gathered), halves=self.halves is not None)  # fmt: skip
         if self.depths.is_cuda:
-            r.host_counts.copy_(totals, non_blocking=True)
+            if not mapped:
+                r.host_counts.copy_(totals, non_blocking=True)
             r.counts_ready.record()
         if not compact and not self.macro:  # all N sorted: nothing waits for the counts, queued before the wait too
             self._order(self.n)
         if self.depths.is_cuda:
             r.counts_ready.synchronize()
-            counts = r.host_counts.tolist()
-        else:
-            counts = totals.tolist()
+        counts = (r.host_counts if mapped or self.depths.is_cuda else totals).tolist()
         self.counts = self.counts_of(counts)
+        # its longest list (stage 5), read a frame late: written by its schedule into the pinned entry of its serial
+        # where kernels reach pinned memory, else into its slot's buffer and copied there (`Renderer._counted_ran`)
+        entries = r.longest_entries
+        self.longest_list = entries[r._counted_frames % len(entries)] if mapped else self._longest_buffer
         self.lists, self.parts = self._class_for(counts[1]), self._kind_parts
         if self.lists != self.launch.lists:
             self.parts = self._parts_for(self.lists)

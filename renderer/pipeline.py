@@ -61,6 +61,7 @@ from .device import (
     current_cuda_device,
     frames_in_flight,
     kernel_module,
+    maps_host_memory,
     raster_slots,
     resolve_backend,
 )
@@ -171,12 +172,17 @@ class Renderer:
         # per slot: the camera and background reach the device through one pinned staging copy per frame, and
         # a streamed frame's (visible, pairs) come back into pinned memory without a blocking read
         self.params = FrameParams(self.device, SLOTS)
+        # kernels read and write pinned memory themselves (kernels/staging.py): the parameters' copy up and a counted
+        # frame's counts and longest list down without torch's copies (`maps_host`)
+        self.maps_host = cuda and self.backend == "triton" and maps_host_memory(self._device_index)
         self._last_visible = self.n  # the last frame's visible Gaussians (AdaGScale's density; all at first)
         # (and the longest tile list, which the rasterizer's launch class follows: kernels/rasterize.py `list_class`)
         self._host_totals = [torch.zeros(4, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
         # counted frames' longest lists, read a frame late (their host waits mid-frame, before stage 5): frame i's
-        # goes to entry i % 3, so that neither of the two frames a stream may have in flight overwrites the one read
-        self._host_longest = torch.zeros(3, dtype=torch.int64, pin_memory=cuda)
+        # goes to entry i % 3, so that neither of the two frames a stream may have in flight overwrites the one read.
+        # 16 bytes an entry: a kernel writing one (`maps_host`) is given an aligned pointer, as it was compiled for
+        self._host_longest = torch.zeros(3, 2, dtype=torch.int64, pin_memory=cuda)
+        self.longest_entries = [self._host_longest[i, :1] for i in range(len(self._host_longest))]
         self._host_longest_read = self._host_longest.numpy()  # the same memory: an entry read without torch
         self._counted_pairs = [0] * len(self._host_longest)  # and their pairs
         self._counted_frames = 0  # counted frames launched: the next one's place in _host_longest
@@ -203,6 +209,18 @@ class Renderer:
         self._cuda = cuda
         self._zero3 = torch.zeros(3, dtype=torch.float32, device=self.device)  # the depth pass's background
         self._inf = torch.full((1,), float("inf"), dtype=torch.float32, device=self.device)  # for order (frame.py)
+
+    @property
+    def maps_host(self) -> bool:
+        """Whether kernels read and write pinned memory themselves (renderer/device.py `maps_host_memory`): the
+        parameters go up through `copy_to_device`, and a counted frame's count and schedule kernels write its counts
+        and longest list into the pinned buffers the host reads. Settable, for measuring and for the CPU's tests."""
+        return self._maps_host
+
+    @maps_host.setter
+    def maps_host(self, on: bool) -> None:
+        self._maps_host = bool(on)
+        self.params._copy = self.k.copy_to_device if on else None
 
     @property
     def graphs(self) -> bool:
@@ -391,9 +409,11 @@ class Renderer:
         return f, src, timer, ran
 
     def _counted_ran(self, f: Frame) -> None:
-        """A counted frame's pairs and longest list, kept for the launch class (`_counted_lists`)."""
+        """A counted frame's pairs and longest list, kept for the launch class (`_counted_lists`). Where kernels reach
+        pinned memory, its schedule wrote the longest list into its entry itself (`CountedFrame.order`)."""
         i = self._counted_frames % len(self._host_longest)
-        self._host_longest[i : i + 1].copy_(f.longest_list, non_blocking=True)
+        if f.longest_list is not self.longest_entries[i]:
+            self.longest_entries[i].copy_(f.longest_list, non_blocking=True)
         self._counted_pairs[i] = f.counts[1]
         self._counted_frames += 1
 
@@ -403,7 +423,7 @@ class Renderer:
         if serial < 0:
             return None
         i = serial % len(self._host_longest)
-        return self._counted_pairs[i], int(self._host_longest_read[i])
+        return self._counted_pairs[i], int(self._host_longest_read[i, 0])
 
     def _fit_pairs(self, f: Frame, src, camera: Camera, settings: RenderSettings, n_visible: int, n_pairs: int,
                    n_macro_pairs: int, timer: StageTimer, lists_of: tuple[int, int] | None = None,

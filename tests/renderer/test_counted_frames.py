@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+import kernels
 import renderer.routes as routes
 from renderer import Camera, Renderer, RenderSettings
 from renderer.paths import orbit_path
@@ -198,3 +199,45 @@ def test_a_frame_far_denser_than_its_class_source_takes_the_class_of_frames_like
     fresh = Renderer(scene, device=device, backend="torch")
     fresh.frame_mode = "counted"
     assert torch.equal(images[0], fresh.render(near).image)
+
+
+def test_counts_and_longest_lists_through_mapped_host_memory_equal_the_copies(scene_path, device, monkeypatch):
+    """Where kernels reach pinned memory (`Renderer.maps_host`), the parameters go up by a kernel and the count and
+    schedule kernels write a counted frame's counts and longest list into the host's buffers themselves: the same
+    images, counts and longest lists (read a frame late, for the launch class) as torch's copies give, over frames
+    that see all, part and none of the scene, one by one and in flight."""
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))
+    cams = orbit_path(scene, 24, 16, 2)
+    c = scene.center().numpy()
+    cams.append(Camera.look_at(c, c + np.array([0.0, 0.0, 1.0]), width=24, height=16))
+    cams.append(Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=24, height=16))
+    cams += cams[:2]
+    runs = {}
+    copies = []  # the parameters' copies up by the staging kernel
+    real_copy = kernels.copy_to_device
+    monkeypatch.setattr(kernels, "copy_to_device", lambda src, dst: copies.append(1) or real_copy(src, dst))
+    for mapped in (True, False):
+        r = Renderer(scene, device=device, backend="triton")
+        r.frame_mode = "counted"
+        r.maps_host = mapped
+        copies.clear()
+        frames = []
+        for cam in cams:  # one by one: each frame's outputs before the next frame is rendered
+            out = r.render(cam)
+            frames.append((out.image.clone(), out.stats.n_visible, out.stats.n_pairs, int(out.tile_counts.max())))
+        frames += [(out.image.clone(), out.stats.n_visible, out.stats.n_pairs, int(out.tile_counts.max()))
+                   for out in r.render_stream(cams)]  # fmt: skip
+        if device == "cuda":
+            torch.cuda.synchronize()
+        assert len(copies) == (2 * len(cams) if mapped else 0), "a kernel copies each frame's parameters up"
+        lists = [r._counted_lists(serial) for serial in range(r._counted_frames - 3, r._counted_frames)]
+        runs[mapped] = frames, lists
+    (got, got_lists), (want, want_lists) = runs[True], runs[False]
+    for a, b in zip(got, want, strict=True):
+        assert torch.equal(a[0], b[0]) and a[1:] == b[1:]
+    assert got_lists == want_lists
+    assert [longest for _, longest in got_lists] == [f[3] for f in got[-3:]], "each frame's own longest list"
+    stream = got[-len(cams) :]
+    assert 0 < stream[2][1] < len(scene) and stream[3][2] == 0, "frames that see part of the scene and none of it"
+    assert got_lists[0][1] == 0 < got_lists[1][1], "the last three: one of none, then two of the orbit"

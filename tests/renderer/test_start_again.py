@@ -216,6 +216,9 @@ def test_a_kind_first_made_with_the_first_configuration_takes_the_straight_way(s
     monkeypatch.setattr(renderer.pipeline.LaunchConfig, "after", staticmethod(lambda previous, *a, **k: previous))
     plain, r, fast = _renderers(scene, device, monkeypatch)
     r.frame_mode = plain.frame_mode = "counted"
+    # as a renderer of a counted scene starts (its first configuration came from the route it was made for: on a
+    # GPU's capacity route, per macro-tile)
+    r.launch = renderer.pipeline.LaunchConfig.first(True, cuda=r.device.type == "cuda")
     cams = orbit_path(scene, 24, 16, 5)
     s = RenderSettings(outputs="float")
     straight = [_frame(r, plain, fast, cam, s)[1] for cam in cams]

@@ -1,15 +1,16 @@
 """A frame's few numbers between the host and the device: its camera up, its counts down, without torch's copies.
 
 A frame's parameters (camera, background, AdaGScale's tau: 28 floats) go up from a pinned staging buffer, and a
-counted frame's counts and longest tile list come back into pinned buffers that the host reads. torch's `copy_`
-between pinned and device memory took 20-50 us of the host's time each (its caching host allocator records an event
-for every use of a pinned block), three a counted frame, on the composites' fly-overs whose sparse frames the host
-paces (BENCHMARKS.md, section 59). On a GPU with unified addressing, pinned host memory is mapped into the device's
-address space at the same address, so a kernel reads and writes it directly: the counts' and the longest list's
-kernels write the pinned buffers themselves (kernels/order.py `count_visible`, kernels/schedule.py
-`schedule_tiles`: any output may be a pinned tensor), and the parameters go up through `copy_to_device`, one small
-launch. The host reads what a kernel wrote once an event recorded after it has completed (the kernel's writes are
-visible by then), as it read the copies.
+counted frame's counts and longest tile list come back into pinned buffers that the host reads. On a GPU with unified
+addressing, pinned host memory is mapped into the device's address space at the same address, so a kernel reads and
+writes it directly: the counts' and the longest list's kernels write the pinned buffers themselves
+(kernels/order.py `count_visible`, kernels/schedule.py `schedule_tiles`: any output may be a pinned tensor), and the
+parameters go up through `copy_to_device`, one small launch, in place of torch's `copy_`. A counted frame then puts
+no copy between pinned and device memory on its stream (there were three, each a host call through torch's caching
+host allocator and a copy between two kernels): alternated against the copies, the overviews' frames in flight
+took 0.993-0.997x their time in every round, the fly-overs' 0.986-1.017x, within their rounds' spread (0.96-1.06):
+a small gain, and no loss beyond the host's noise (BENCHMARKS.md, section 59). The host reads what a kernel wrote
+once an event recorded after it has completed (the kernel's writes are visible by then), as it read the copies.
 
 Where a kernel cannot reach pinned memory (no unified addressing: Triton's launcher then refuses the pointer), the
 renderer keeps torch's copies (renderer/device.py `maps_host_memory`).

@@ -428,8 +428,8 @@ class CountedFrame(Frame):
         # bin allocates the pairs (8 bytes a Gaussian, outside the frame's peak at the pair sort)
         self.gathered = (torch.empty(n if compact else 0, dtype=torch.float32, device=r.device),
                          torch.empty(n if compact else 0, dtype=torch.int32, device=r.device))  # fmt: skip
-        # where kernels reach pinned memory, the counting kernel writes the totals the host reads itself (a copy
-        # took about 35 us of the host's time: kernels/staging.py)
+        # where kernels reach pinned memory, the counting kernel writes the totals the host reads itself, in place of
+        # a copy after it (kernels/staging.py)
         mapped = r.maps_host
         totals = r.k.count_visible(self.depths, self.tiles_touched, self.pair_counts, compact=compact,
                                    out=(r.host_counts if mapped else self.count_totals, self.count_partials,

@@ -62,8 +62,8 @@ class FrameParams:
 
     def to_device(self, slot: int) -> None:
         """The slot's staging copy into its device buffer: one non-blocking copy, enqueued (or captured) with the
-        frame's stages (renderer/frame.py `Frame.run`); a kernel's where kernels reach pinned memory (torch's
-        `copy_` from it took about 45 us of the host's time a counted frame: BENCHMARKS.md, section 59)."""
+        frame's stages (renderer/frame.py `Frame.run`): a kernel's where kernels reach pinned memory (kernels/staging.py
+        says why), else torch's."""
         if self._copy is not None:
             self._copy(self.host[slot], self.on_device[slot])
         else:

@@ -41,7 +41,7 @@ import triton
 import triton.language as tl
 
 from . import buffers
-from ._launch import cdiv, launch, launch_steady
+from ._launch import cdiv, launch
 from .buffers import BlockOffsets
 
 
@@ -221,7 +221,7 @@ def count_visible(
         totals.zero_()
         return totals
     programs = cdiv(N, COUNT_BLOCK)
-    launch_steady(_count_kernel, (programs,), depths, tiles_touched, pair_counts, partials, N,
+    launch(_count_kernel, (programs,), depths, tiles_touched, pair_counts, partials, N,
            SAME=pair_counts is tiles_touched, HALVES=halves, BLOCK=COUNT_BLOCK, num_warps=8)  # fmt: skip
     if compact:
         assert cdepths.shape[0] >= N and cidx.shape[0] >= N and cidx.dtype == torch.int32

@@ -70,7 +70,7 @@ from ._device import (
     tile_rows,
     write_record,
 )
-from ._launch import cdiv, interpreting, launch_steady
+from ._launch import cdiv, interpreting, launch
 from .buffers import SH_DTYPE, project_outputs
 
 # t of the most opaque Gaussian (o = 1: `alpha_threshold_t`), with room for its float rounding
@@ -396,13 +396,12 @@ def project_gaussians(
         assert survivors.shape[0] >= N and survivors.dtype == torch.int32 and n_survivors.dtype == torch.int32
         n_survivors.zero_()
         cull_block = 2048 if interpreting() else FRUSTUM_BLOCK
-        # a frame's head: the same views frame after frame (`launch_steady`: the binder's 15-30 arguments skipped)
-        launch_steady(_frustum_kernel, (cdiv(N, cull_block),),
+        launch(_frustum_kernel, (cdiv(N, cull_block),),
             means, extent, camera, depths, tiles_touched, macros_out, survivors, n_survivors,
             N, width, height, near, far, eps2d, float(extent_scale),
             TILE=tile_size, MACROS=macros_touched is not None, ORTHO=ortho, BLOCK=cull_block, num_warps=FRUSTUM_WARPS,
         )  # fmt: skip
-    launch_steady(_project_kernel, (cdiv(N, block),),
+    launch(_project_kernel, (cdiv(N, block),),
         means, covars, opacities, sh, camera,
         records, depths, tiles_touched, macros_out,
         depths if bin_t is None else bin_t, depths if adagscale_tau is None else adagscale_tau,

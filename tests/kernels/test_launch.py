@@ -50,7 +50,6 @@ def direct(monkeypatch):
     monkeypatch.setattr(launching, "INTERPRET", False)
     monkeypatch.setattr(launching, "_hooked", lambda kernel: False)
     monkeypatch.setattr(launching, "_launchers", {})
-    monkeypatch.setattr(launching, "_steady", {})
     monkeypatch.setattr(launching, "_current_device", lambda: 0)
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 77, raising=False)
 
@@ -129,90 +128,6 @@ def test_a_kernel_without_scratch_is_launched_through_its_c_launch(direct, monke
     else:
         assert not launcher.calls and launcher.c_calls == [(3, 1, 1, 77, compiled.function, False, True, None, None,
                                                             "metadata", None, None, None, x, 6, 128)]  # fmt: skip
-
-
-def counting_binder(k: Kernel) -> list:
-    """The kernel's binder, counting its calls (the work `launch_steady` skips)."""
-    calls, binder = [], k.binder
-    k.device_caches = {0: (None, None, None, None, lambda *a, **kw: calls.append(1) or binder(*a, **kw))}
-    return calls
-
-
-def test_a_steady_launch_binds_once_for_the_same_arguments(direct):
-    """Once a launch through the compiled kernel has bound them, the same tensor objects and equal numbers launch it
-    straight away with the values given (two slots' sets alternating, as a frame's head in flight); a new tensor
-    object, even an equal view of the same memory, binds again."""
-    k, x, y = Kernel(), torch.zeros(64), torch.zeros(64)
-    calls = counting_binder(k)
-    launching.launch_steady(k, (3,), x, 5, BLOCK=128)  # Triton's own launch: compiles; nothing remembered
-    launching.launch_steady(k, (3,), x, 5, BLOCK=128)  # bound, launched directly, remembered
-    assert len(calls) == 2
-    for _ in range(3):
-        launching.launch_steady(k, (3,), x, 5, BLOCK=128)
-    assert len(calls) == 2, "the same arguments again: no binder"
-    launching.launch_steady(k, (3,), y, 5, BLOCK=128)  # the other slot's buffer: bound once
-    for _ in range(2):
-        launching.launch_steady(k, (4,), x, 5, BLOCK=128)
-        launching.launch_steady(k, (4,), y, 5, BLOCK=128)
-    assert len(calls) == 3
-    (compiled,) = k.compiled.values()
-    head = (4, 1, 1, 77, compiled.function, "metadata", None, None, None)
-    assert compiled.launches[-2:] == [(*head, x, 5, 128), (*head, y, 5, 128)]
-    launching.launch_steady(k, (3,), x[:], 5, BLOCK=128)  # an equal view, another object
-    assert len(calls) == 4
-
-
-@pytest.mark.parametrize(
-    "change",
-    ["int", "int as float", "constexpr", "constexpr as bool", "option", "misaligned"],
-)
-def test_a_steady_launch_binds_again_for_whatever_could_specialise_otherwise(direct, change):
-    """Another number, a number of another type (equal or not), another constexpr or launch option, another tensor
-    (a pointer off 16 bytes here): the binder runs again and the launch takes that specialization's kernel."""
-    k, x = Kernel(), torch.zeros(64)
-    calls = counting_binder(k)
-    for _ in range(3):
-        launching.launch_steady(k, (3,), x, 5, BLOCK=1)
-    assert len(calls) == 2
-    args, kwargs = {
-        "int": ((x, 6), {"BLOCK": 1}),
-        "int as float": ((x, 5.0), {"BLOCK": 1}),
-        "constexpr": ((x, 5), {"BLOCK": 2}),
-        "constexpr as bool": ((x, 5), {"BLOCK": True}),
-        "option": ((x, 5), {"BLOCK": 1, "num_warps": 8}),
-        "misaligned": ((x[1:], 5), {"BLOCK": 1}),
-    }[change]
-    launching.launch_steady(k, (3,), *args, **kwargs)
-    assert len(calls) == 3
-
-
-def test_a_steady_launch_holds_no_tensor_and_forgets_a_dead_one(direct):
-    """The arguments are remembered weakly: a tensor let go is freed, and a new one (at the same id, as CPython
-    reuses it) binds again; a kernel keeps its last STEADY_SETS sets."""
-    import gc
-    import weakref
-
-    k = Kernel()
-    calls = counting_binder(k)
-    x = torch.zeros(64)
-    for _ in range(2):
-        launching.launch_steady(k, (3,), x, 5, BLOCK=128)
-    gone, old_id = weakref.ref(x), id(x)
-    for compiled in k.compiled.values():
-        compiled.launches.clear()  # the fake launcher's own record of its arguments
-    del x
-    gc.collect()
-    assert gone() is None, "nothing holds the tensor"
-    for _ in range(100):  # a new tensor at the dead one's id, where CPython gives one
-        y = torch.zeros(64)
-        if id(y) == old_id:
-            break
-    before = len(calls)
-    launching.launch_steady(k, (3,), y, 5, BLOCK=128)
-    assert len(calls) == before + 1
-    for n in range(10):
-        launching.launch_steady(k, (3,), y, n + 100, BLOCK=128)
-    assert len(launching._steady[id(k)]) == launching.STEADY_SETS
 
 
 def test_direct_launch_is_the_default_and_switched_off_by_the_environment(monkeypatch):

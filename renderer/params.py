@@ -39,11 +39,11 @@ class FrameParams:
     """Per slot: a pinned host staging copy and the device buffer the frame's kernels read (a `Frame` holds views
     of it), both [WIDTH] f32, and the tau the slot's frame was given (None with AdaGScale off)."""
 
-    def __init__(self, device: torch.device, slots: int, copy=None):
-        """`copy(src, dst)`: how `to_device` copies a slot's staging buffer up (kernels/staging.py `copy_to_device`,
-        where kernels reach pinned memory); None: torch's `copy_`."""
+    def __init__(self, device: torch.device, slots: int):
         pinned = device.type == "cuda"
-        self._copy = copy
+        # copy(src, dst): how `to_device` copies a slot's staging buffer up, where kernels reach pinned memory
+        # (kernels/staging.py `copy_to_device`: the renderer's `maps_host`); None: torch's `copy_`
+        self.copy = None
         self.host = [torch.empty(WIDTH, dtype=torch.float32, pin_memory=pinned) for _ in range(slots)]
         self.on_device = [torch.empty(WIDTH, dtype=torch.float32, device=device) for _ in range(slots)]
         self._host_arrays = [h.numpy() for h in self.host]  # numpy views of the staging copies, for `fill`
@@ -64,7 +64,7 @@ class FrameParams:
         """The slot's staging copy into its device buffer: one non-blocking copy, enqueued (or captured) with the
         frame's stages (renderer/frame.py `Frame.run`): a kernel's where kernels reach pinned memory (kernels/staging.py
         says why), else torch's."""
-        if self._copy is not None:
-            self._copy(self.host[slot], self.on_device[slot])
+        if self.copy is not None:
+            self.copy(self.host[slot], self.on_device[slot])
         else:
             self.on_device[slot].copy_(self.host[slot], non_blocking=True)

@@ -220,7 +220,7 @@ class Renderer:
     @maps_host.setter
     def maps_host(self, on: bool) -> None:
         self._maps_host = bool(on)
-        self.params._copy = self.k.copy_to_device if on else None
+        self.params.copy = self.k.copy_to_device if on else None
 
     @property
     def graphs(self) -> bool:

@@ -213,6 +213,11 @@ def test_counts_and_longest_lists_through_mapped_host_memory_equal_the_copies(sc
     cams.append(Camera.look_at(c, c + np.array([0.0, 0.0, 1.0]), width=24, height=16))
     cams.append(Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=24, height=16))
     cams += cams[:2]
+    if device == "cuda":  # the GPU machine's kernels reach pinned memory: the renderer takes the mapped way there
+        from renderer.device import maps_host_memory
+
+        assert maps_host_memory(torch.cuda.current_device())
+        assert Renderer(scene, device=device).maps_host
     runs = {}
     copies = []  # the parameters' copies up by the staging kernel
     real_copy = kernels.copy_to_device

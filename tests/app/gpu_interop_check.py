@@ -55,6 +55,7 @@ from renderer.paths import axis_angle  # noqa: E402
 from renderer.warmup import warm_up  # noqa: E402
 from scenes import bundled_scene_path, load_scene  # noqa: E402
 from tools.bench_report import percentile  # noqa: E402
+from tools.threads import apply_thread_policy  # noqa: E402
 
 # the viewer's colour view: its settings and the 8-bit image alone it renders (app/frames.py `mode_settings`)
 COLOUR_VIEW = mode_settings(viewer_settings(), "rgb")
@@ -276,6 +277,9 @@ def main() -> int:
     parser.add_argument("--size", default=None, help="WxH (default 1920x1080 on CUDA, 64x48 without)")
     parser.add_argument("--frames", type=int, default=None, help="fly-through frames (default 240 / 3)")
     args = parser.parse_args()
+    # torch's threads as `warpsplat view` sets them (on a CPU, half the cores): with a thread a core, a machine busy
+    # with anything else (the test suite's other process) made this script's host path take 138 s against 10
+    apply_thread_policy()
     cuda = torch.cuda.is_available()
     w, h = map(int, (args.size or ("1920x1080" if cuda else "64x48")).lower().split("x"))
     n = args.frames or (240 if cuda else 3)

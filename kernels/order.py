@@ -114,9 +114,8 @@ def count_blocks(n: int) -> int:
 
 @triton.jit(do_not_specialize=["N"])
 def _count_kernel(
-    depths_ptr,  # [N] f32, +inf = culled
-    tiles_touched_ptr,  # [N] i32
-    pair_counts_ptr,  # [N] i32 (read only when it is not tiles_touched)
+    tiles_touched_ptr,  # [N] i32: 0 = culled
+    pair_counts_ptr,  # [N] i32 (read only when it is not tiles_touched, and only where tiles_touched is not 0)
     partials_ptr,  # [3, programs] i64 out: each program's (visible, tile pairs, pairs)
     N,
     SAME: tl.constexpr,  # pair_counts is tiles_touched
@@ -126,19 +125,21 @@ def _count_kernel(
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    m = i < N
-    depth = tl.load(depths_ptr + i, mask=m, other=float("inf"))
-    visible = tl.sum((depth < float("inf")).to(tl.int64))
+    tiles = tl.load(tiles_touched_ptr + i, mask=i < N, other=0)
+    # visible: a tile reached (the depth is finite exactly there); the other counts are read only there, since a
+    # Gaussian a pre-cull rejected has only its tile count written (kernels/project.py `only_tile_counts`)
+    seen = tiles > 0
+    visible = tl.sum(seen.to(tl.int64))
     if HALVES:  # the halves' counts hold the tiles: one array read, not two
-        halves = tl.load(pair_counts_ptr + i, mask=m, other=0)
+        halves = tl.load(pair_counts_ptr + i, mask=seen, other=0)
         pairs = tl.sum((halves & 0xFFFF).to(tl.int64))
         tiles = pairs + tl.sum((halves >> 16).to(tl.int64))
     else:
-        tiles = tl.sum(tl.load(tiles_touched_ptr + i, mask=m, other=0).to(tl.int64))
+        tiles = tl.sum(tiles.to(tl.int64))
         if SAME:
             pairs = tiles
         else:
-            pairs = tl.sum(tl.load(pair_counts_ptr + i, mask=m, other=0).to(tl.int64))
+            pairs = tl.sum(tl.load(pair_counts_ptr + i, mask=seen, other=0).to(tl.int64))
     tl.store(partials_ptr + pid, visible)
     tl.store(partials_ptr + programs + pid, tiles)
     tl.store(partials_ptr + 2 * programs + pid, pairs)
@@ -146,7 +147,8 @@ def _count_kernel(
 
 @triton.jit(do_not_specialize=["N", "P"])
 def _finish_kernel(
-    depths_ptr,  # [N] f32, +inf = culled
+    depths_ptr,  # [N] f32 (read where tiles_touched is not 0)
+    tiles_touched_ptr,  # [N] i32: 0 = culled
     partials_ptr,  # [3, P] i64: the counting programs' (visible, tile pairs, pairs)
     totals_ptr,  # [3] i64 out: (visible, tile pairs, pairs)
     cdepths_ptr,  # [>= visible] f32 out (COMPACT): the visible depths, in index order
@@ -159,13 +161,11 @@ def _finish_kernel(
 ):
     """The last program writes the totals; with COMPACT each program also gathers its block's visible Gaussians
     after those of the programs before it, whose counts it sums itself (a few loads of SCAN from the cache: no
-    scan of its own, and no zeroed totals for atomics to add into)."""
+    scan of its own, and no zeroed totals for atomics to add into). A block with none visible is skipped at once:
+    its sum and its scan of BLOCK lanes were most of a sparse frame's pass (the 24M fly-over's empty frames spent
+    0.107 ms here, BENCHMARKS.md section 60)."""
     pid = tl.program_id(0)
     offs = tl.arange(0, SCAN)
-    acc = tl.zeros([SCAN], dtype=tl.int64)
-    for s in range(0, pid, SCAN):  # the visible Gaussians of the programs before this one
-        acc += tl.load(partials_ptr + s + offs, mask=s + offs < pid, other=0)
-    before = tl.sum(acc)
     if pid == tl.num_programs(0) - 1:
         visible = tl.zeros([SCAN], dtype=tl.int64)
         tiles = tl.zeros([SCAN], dtype=tl.int64)
@@ -178,14 +178,19 @@ def _finish_kernel(
         tl.store(totals_ptr + 0, tl.sum(visible))
         tl.store(totals_ptr + 1, tl.sum(tiles))
         tl.store(totals_ptr + 2, tl.sum(pairs))
-    if COMPACT:
-        i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        depth = tl.load(depths_ptr + i, mask=i < N, other=float("inf"))
-        visible = depth < float("inf")
-        rank = tl.cumsum(visible.to(tl.int32), 0)  # inclusive, within the program
-        slot = before + rank.to(tl.int64) - 1
-        tl.store(cdepths_ptr + slot, depth, mask=visible)
-        tl.store(cidx_ptr + slot, i.to(tl.int32), mask=visible)
+    if COMPACT:  # noqa: SIM102 - a constexpr, then a runtime value: Triton's branches, kept apart
+        if tl.load(partials_ptr + pid) > 0:  # this block's visible Gaussians
+            acc = tl.zeros([SCAN], dtype=tl.int64)
+            for s in range(0, pid, SCAN):  # the visible Gaussians of the programs before this one
+                acc += tl.load(partials_ptr + s + offs, mask=s + offs < pid, other=0)
+            before = tl.sum(acc)
+            i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            visible = tl.load(tiles_touched_ptr + i, mask=i < N, other=0) > 0
+            depth = tl.load(depths_ptr + i, mask=visible, other=float("inf"))
+            rank = tl.cumsum(visible.to(tl.int32), 0)  # inclusive, within the program
+            slot = before + rank.to(tl.int64) - 1
+            tl.store(cdepths_ptr + slot, depth, mask=visible)
+            tl.store(cidx_ptr + slot, i.to(tl.int32), mask=visible)
 
 
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
@@ -204,9 +209,15 @@ def count_visible(
 
     out = (totals [3] i64, partials [>= count_blocks(N)] i64 scratch, cdepths [>= N] f32, cidx [>= N] i32). Writes
     totals = (visible Gaussians, tile pairs, pairs), which the host reads (the counts do not depend on the order: V
-    counts the finite depths, and the pairs are every Gaussian's count summed; culled ones touch none), and, with
-    `compact`, the V visible depths and their indices in index order into cdepths[:V] and cidx[:V]. Nothing here
-    needs V on the host, so the compaction is queued before the host's wait and runs during it. Returns totals.
+    counts the Gaussians that reach a tile, which are those of finite depth, and the pairs are every Gaussian's
+    count summed; culled ones touch none), and, with `compact`, the V visible depths and their indices in index
+    order into cdepths[:V] and cidx[:V]. Nothing here needs V on the host, so the compaction is queued before the
+    host's wait and runs during it. Returns totals.
+
+    Only the tile counts are read for every Gaussian; a depth or a pair count only where its tile count is not 0.
+    So a culled Gaussian's other rows may hold anything, as they do after a pre-cull that wrote its tile count
+    alone (kernels/project.py `only_tile_counts`), and the pass over a scene seen in part reads 4 bytes of most
+    Gaussians, not 8-12.
 
     Two launches and nothing else: a pass over the three arrays counting each block's (in torch a compare, three
     widening sums and a stack: eight kernels, BENCHMARKS.md section 25), then one that writes the totals and, with
@@ -221,14 +232,14 @@ def count_visible(
         totals.zero_()
         return totals
     programs = cdiv(N, COUNT_BLOCK)
-    launch(_count_kernel, (programs,), depths, tiles_touched, pair_counts, partials, N,
+    launch(_count_kernel, (programs,), tiles_touched, pair_counts, partials, N,
            SAME=pair_counts is tiles_touched, HALVES=halves, BLOCK=COUNT_BLOCK, num_warps=8)  # fmt: skip
     if compact:
         assert cdepths.shape[0] >= N and cidx.shape[0] >= N and cidx.dtype == torch.int32
     else:
         cdepths, cidx = depths, tiles_touched  # not written
-    launch(_finish_kernel, (programs if compact else 1,), depths, partials, totals, cdepths, cidx, N, programs,
-           COMPACT=compact, BLOCK=COUNT_BLOCK, SCAN=COUNT_SCAN, num_warps=8)  # fmt: skip
+    launch(_finish_kernel, (programs if compact else 1,), depths, tiles_touched, partials, totals, cdepths, cidx,
+           N, programs, COMPACT=compact, BLOCK=COUNT_BLOCK, SCAN=COUNT_SCAN, num_warps=8)  # fmt: skip
     return totals
 
 

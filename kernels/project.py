@@ -33,7 +33,9 @@ indices (the survivors) go to a list, and the project kernel runs over that list
     lambda_max(W Sigma W^T) <= ||W^T W||_inf extent          (||W||_2^2 <= any norm of W^T W; 1 for a rotation),
 likewise cov_yy; a Gaussian survives unless that box, widened by 2% and 2 pixels, misses the tile grid, or it lies
 behind the near plane (or past the far one) by more than its depth's rounding. Survivors are projected by the
-same code as without the pre-cull, so the outputs are the same bit for bit; only the lanes' work moves.
+same code as without the pre-cull, so the outputs are the same bit for bit; only the lanes' work moves. A counted
+frame sizes the survivors' grid by its estimate of them (`survivors_bound`) and has a rejected Gaussian's tile
+count written alone (`only_tile_counts`): its passes over all N are then the pre-cull's reads and that one write.
 
 Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
          sh [N,K,3] fp16, camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
@@ -41,7 +43,8 @@ Outputs: records [N,8] (the blend records of kernels/buffers.py), depths [N] (+i
          stable sort of all N puts the visible Gaussians first, in depth order), tiles_touched [N] int32,
          macros_touched [N] int32, bin_t [N] (the binning threshold t' = s^2 t that `bin_pairs` must walk again;
          t when AdaGScale is off, which binning takes from the record instead: `_device.record_threshold`).
-         Rows with tiles_touched == 0 are left unwritten except tiles_touched, macros_touched and depths.
+         Rows with tiles_touched == 0 are left unwritten except tiles_touched, macros_touched and depths (and
+         those two not either where the pre-cull rejects them and `only_tile_counts` asks for that).
 """
 
 from __future__ import annotations
@@ -96,6 +99,7 @@ def _frustum_kernel(
     extent_scale,  # the scale modifier squared (the covariances are the base's times it)
     TILE: tl.constexpr,
     MACROS: tl.constexpr,
+    TILES_ONLY: tl.constexpr,  # write a culled Gaussian's tile count alone (`project_gaussians`'s only_tile_counts)
     ORTHO: tl.constexpr,  # an orthographic camera (`_device.ewa_footprint`)
     BLOCK: tl.constexpr,
 ):
@@ -170,10 +174,11 @@ def _frustum_kernel(
     on_grid = (mx + rx >= 0.0) & (mx - rx <= grid_w) & (my + ry >= 0.0) & (my - ry <= grid_h)
     keep = ahead & (near_plane | on_grid)  # NaN compares false: culled, as `ewa_footprint` culls it
     culled = in_range & ~keep
-    tl.store(depths_ptr + offs, float("inf"), mask=culled)
     tl.store(tiles_touched_ptr + offs, 0, mask=culled)
-    if MACROS:
-        tl.store(macros_touched_ptr + offs, 0, mask=culled)
+    if not TILES_ONLY:
+        tl.store(depths_ptr + offs, float("inf"), mask=culled)
+        if MACROS:
+            tl.store(macros_touched_ptr + offs, 0, mask=culled)
     # the survivors after the programs' that reserved before this one (the order across programs is the
     # atomics', which changes no output: each survivor's rows are its own). A program none of whose Gaussians
     # survives (most of them, where a pre-cull pays) skips its scan and its atomic: the 24M fly-over's frames one
@@ -186,24 +191,21 @@ def _frustum_kernel(
         tl.store(survivors_ptr + base + rank, offs.to(tl.int32), mask=keep)
 
 
-# the SH strides are not specialised: a renderer's copy (1, 3 N, N) and a window's compacted one would otherwise
-# compile apart by N's divisibility by 16, which the warm-up's synthetic scenes cannot match
-@triton.jit(do_not_specialize=["N", "width", "height", "sh_n", "sh_k", "sh_c", "split_row"])
-def _project_kernel(
-    means_ptr,  # [N, 3] f32
-    covars_ptr,  # [N, 6] f32
-    opacities_ptr,  # [N] f32
-    sh_ptr,  # [N, K, 3] f16 (kernels/buffers.py SH_DTYPE), strides (sh_n, sh_k, sh_c)
-    camera_ptr,  # [24] f32
-    records_ptr,  # [N, 8] f32 out (kernels/buffers.py)
-    depths_ptr,  # [N] f32 out
-    tiles_touched_ptr,  # [N] i32 out
-    macros_touched_ptr,  # [N] i32 out (MACROS: macro-tiles; HALVES: each half's tiles, top | bottom << 16)
-    bin_t_ptr,  # [N] f32 out (written when WRITE_T)
-    tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
-    survivors_ptr,  # [N] i32: the rows to project, when INDEXED (`_frustum_kernel`)
-    n_survivors_ptr,  # [1] i32: how many, when INDEXED
-    N,
+@triton.jit
+def _project_rows(
+    offs,  # [BLOCK_N] i64: the rows this step projects
+    in_range,  # [BLOCK_N]: which lanes hold one
+    means_ptr,
+    covars_ptr,
+    opacities_ptr,
+    sh_ptr,
+    camera_ptr,
+    records_ptr,
+    depths_ptr,
+    tiles_touched_ptr,
+    macros_touched_ptr,
+    bin_t_ptr,
+    tau_ptr,
     width,
     height,
     near,
@@ -213,31 +215,17 @@ def _project_kernel(
     sh_n,
     sh_k,
     sh_c,
-    split_row,  # HALVES: the bottom half's first tile row
+    split_row,
     DEGREE: tl.constexpr,
     TILE: tl.constexpr,
     ADAGSCALE: tl.constexpr,
-    MACROS: tl.constexpr,  # count macros_touched (the frame bins per macro-tile)
-    HALVES: tl.constexpr,  # count each half's tiles into macros_touched (the frame bins its halves apart)
-    WRITE_T: tl.constexpr,  # bin_t is given: the renderer's exact frames bin from the records and pass none
-    INDEXED: tl.constexpr,  # project the survivors of `_frustum_kernel` (their list), not rows 0..N-1
-    ORTHO: tl.constexpr,  # an orthographic camera (`_device.ewa_footprint`)
+    MACROS: tl.constexpr,
+    HALVES: tl.constexpr,
+    WRITE_T: tl.constexpr,
+    ORTHO: tl.constexpr,
     BLOCK_N: tl.constexpr,
 ):
-    pid = tl.program_id(0).to(tl.int64)
-    if INDEXED:
-        # launched for all N (a captured graph's grid is fixed): the programs past the survivors return at once. A
-        # grid cut to 1,024-8,192 programs, each looping over the list's blocks, measured slower on both fly-overs
-        # (the loop's form holds 80 registers to this one's 56: BENCHMARKS.md, section 39)
-        n_survivors = tl.load(n_survivors_ptr)
-        if pid * BLOCK_N >= n_survivors:
-            return
-        lanes = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-        in_range = lanes < n_survivors
-        offs = tl.load(survivors_ptr + lanes, mask=in_range, other=0).to(tl.int64)
-    else:
-        offs = pid * BLOCK_N + tl.arange(0, BLOCK_N)
-        in_range = offs < N
+    """Stage 1 for one block of rows (`_project_kernel`'s arguments, which says what each is)."""
     x = tl.load(means_ptr + offs * 3 + 0, mask=in_range, other=0.0)
     y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
     z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
@@ -322,6 +310,72 @@ def _project_kernel(
         tl.store(bin_t_ptr + offs, t_bin, mask=visible)
 
 
+# the SH strides are not specialised: a renderer's copy (1, 3 N, N) and a window's compacted one would otherwise
+# compile apart by N's divisibility by 16, which the warm-up's synthetic scenes cannot match
+@triton.jit(do_not_specialize=["N", "width", "height", "sh_n", "sh_k", "sh_c", "split_row"])
+def _project_kernel(
+    means_ptr,  # [N, 3] f32
+    covars_ptr,  # [N, 6] f32
+    opacities_ptr,  # [N] f32
+    sh_ptr,  # [N, K, 3] f16 (kernels/buffers.py SH_DTYPE), strides (sh_n, sh_k, sh_c)
+    camera_ptr,  # [24] f32
+    records_ptr,  # [N, 8] f32 out (kernels/buffers.py)
+    depths_ptr,  # [N] f32 out
+    tiles_touched_ptr,  # [N] i32 out
+    macros_touched_ptr,  # [N] i32 out (MACROS: macro-tiles; HALVES: each half's tiles, top | bottom << 16)
+    bin_t_ptr,  # [N] f32 out (written when WRITE_T)
+    tau_ptr,  # [1] f32: AdaGScale's tau for this frame (read only when ADAGSCALE)
+    survivors_ptr,  # [N] i32: the rows to project, when INDEXED (`_frustum_kernel`)
+    n_survivors_ptr,  # [1] i32: how many, when INDEXED
+    N,
+    width,
+    height,
+    near,
+    far,
+    eps2d,
+    s_min,
+    sh_n,
+    sh_k,
+    sh_c,
+    split_row,  # HALVES: the bottom half's first tile row
+    DEGREE: tl.constexpr,
+    TILE: tl.constexpr,
+    ADAGSCALE: tl.constexpr,
+    MACROS: tl.constexpr,  # count macros_touched (the frame bins per macro-tile)
+    HALVES: tl.constexpr,  # count each half's tiles into macros_touched (the frame bins its halves apart)
+    WRITE_T: tl.constexpr,  # bin_t is given: the renderer's exact frames bin from the records and pass none
+    INDEXED: tl.constexpr,  # project the survivors of `_frustum_kernel` (their list), not rows 0..N-1
+    ORTHO: tl.constexpr,  # an orthographic camera (`_device.ewa_footprint`)
+    BLOCK_N: tl.constexpr,
+):
+    if INDEXED:
+        # the survivors' blocks: a program's first at its id, then a grid apart. The launcher sizes the grid by its
+        # estimate of the survivors (`project_gaussians`'s survivors_bound), so that few programs find nothing to
+        # do (launched for all N, the 24M fly-over's empty frames ran 187,500 programs that returned at once), and
+        # a grid the estimate made too small still projects every survivor. A captured graph's grid is fixed: all
+        # N, one block a program. A grid of 1,024-8,192 programs each looping over many blocks measured slower on
+        # both fly-overs (BENCHMARKS.md, section 39), at the 80 registers the loop then held (88-96 now at SH
+        # degree 3, against the plain form's 72): the launcher caps them at 72 (PROJECT_REGISTERS). The 24M
+        # fly-over's sparse frames took 0.09-0.13 ms less each (section 60)
+        n_survivors = tl.load(n_survivors_ptr)
+        for blk in range(tl.program_id(0), tl.cdiv(n_survivors, BLOCK_N), tl.num_programs(0)):
+            lanes = blk * BLOCK_N + tl.arange(0, BLOCK_N)
+            in_range = lanes < n_survivors
+            offs = tl.load(survivors_ptr + lanes, mask=in_range, other=0).to(tl.int64)
+            _project_rows(
+                offs, in_range, means_ptr, covars_ptr, opacities_ptr, sh_ptr, camera_ptr, records_ptr, depths_ptr,
+                tiles_touched_ptr, macros_touched_ptr, bin_t_ptr, tau_ptr, width, height, near, far, eps2d, s_min,
+                sh_n, sh_k, sh_c, split_row, DEGREE, TILE, ADAGSCALE, MACROS, HALVES, WRITE_T, ORTHO, BLOCK_N,
+            )  # fmt: skip
+    else:
+        offs = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+        _project_rows(
+            offs, offs < N, means_ptr, covars_ptr, opacities_ptr, sh_ptr, camera_ptr, records_ptr, depths_ptr,
+            tiles_touched_ptr, macros_touched_ptr, bin_t_ptr, tau_ptr, width, height, near, far, eps2d, s_min,
+            sh_n, sh_k, sh_c, split_row, DEGREE, TILE, ADAGSCALE, MACROS, HALVES, WRITE_T, ORTHO, BLOCK_N,
+        )  # fmt: skip
+
+
 # Its torch twin in kernels/reference.py has the same signature on purpose: change both together.
 def project_gaussians(
     means: torch.Tensor,  # [N, 3]
@@ -345,6 +399,8 @@ def project_gaussians(
     extent_scale: float = 1.0,
     halves: int | None = None,
     ortho: bool = False,
+    only_tile_counts: bool = False,
+    survivors_bound: int | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
 
@@ -357,7 +413,13 @@ def project_gaussians(
         frustum: (extent [N] f32 from kernels/buffers.py `gaussian_extent`, survivors [N] i32, n_survivors [1] i32,
             both scratch) to pre-cull (module docstring): the same outputs, the culled Gaussians' lanes skipped.
             The opacities must be at most 1 (activated ones are). extent_scale: what the covariances are the
-            extent's covariances times (the scale modifier squared).
+            extent's covariances times (the scale modifier squared). only_tile_counts: of a Gaussian the pre-cull
+            rejects, write tiles_touched (0) alone, not its depth and macro-tile count: for a frame whose later
+            stages find the visible Gaussians by their tile counts and read the rest only there (a counted frame
+            that gathers them: kernels/order.py `count_visible`); 4-8 bytes less written of each culled one.
+            survivors_bound: with `frustum`, an estimate of how many survive: the projection runs programs for that
+            many, each looping over a grid's stride of the list, so any number is projected in full; None: a
+            program for every block of N (one block each: a captured graph's grid cannot follow the count).
         halves: the tile row at which the frame bins its tile pairs in two halves (kernels/buffers.py
             `key_halves`): macros_touched then holds each Gaussian's tiles in either, top | bottom << 16.
         ortho: an orthographic camera, gsplat's camera_model="ortho": its fx, fy are pixels per world unit
@@ -365,7 +427,8 @@ def project_gaussians(
 
     Returns:
         records [N,8] (kernels/buffers.py), depths [N] (+inf where culled), tiles_touched [N] int32 (0 = culled),
-        macros_touched [N] int32, bin_t [N]. Rows with tiles_touched == 0 are unspecified in the float outputs.
+        macros_touched [N] int32, bin_t [N]. Rows with tiles_touched == 0 are unspecified in the float outputs
+        (with only_tile_counts, where the pre-cull rejected them, in depths and macros_touched too).
         `out` may hold None for macros_touched: a frame that bins per tile does not count them; and for bin_t
         without AdaGScale: binning then takes each threshold from the record (kernels/bin.py), and the renderer
         keeps no bin_t (4 bytes a Gaussian).
@@ -399,9 +462,17 @@ def project_gaussians(
         launch(_frustum_kernel, (cdiv(N, cull_block),),
             means, extent, camera, depths, tiles_touched, macros_out, survivors, n_survivors,
             N, width, height, near, far, eps2d, float(extent_scale),
-            TILE=tile_size, MACROS=macros_touched is not None, ORTHO=ortho, BLOCK=cull_block, num_warps=FRUSTUM_WARPS,
+            TILE=tile_size, MACROS=macros_touched is not None, TILES_ONLY=only_tile_counts, ORTHO=ortho,
+            BLOCK=cull_block, num_warps=FRUSTUM_WARPS,
         )  # fmt: skip
-    launch(_project_kernel, (cdiv(N, block),),
+    grid = cdiv(N, block)
+    if frustum is not None and survivors_bound is not None:
+        grid = max(1, min(grid, cdiv(survivors_bound, block)))
+    # the survivors' loop held 88-96 registers a thread at SH degree 3 (72 without it: 7 programs of 128 lanes an
+    # SM, not 5); capped at 72, ptxas fits it without a spill in every configuration
+    # (tests/kernels/test_compile_sm90.py)
+    regs = {} if frustum is None or interpreting() else {"maxnreg": PROJECT_REGISTERS}
+    launch(_project_kernel, (grid,),
         means, covars, opacities, sh, camera,
         records, depths, tiles_touched, macros_out,
         depths if bin_t is None else bin_t, depths if adagscale_tau is None else adagscale_tau,
@@ -409,9 +480,13 @@ def project_gaussians(
         N, width, height, near, far, eps2d, float(adagscale_s_min), *sh.stride(), 0 if halves is None else halves,
         DEGREE=sh_degree, TILE=tile_size, ADAGSCALE=adagscale_tau is not None,
         MACROS=macros_touched is not None and halves is None, HALVES=halves is not None,
-        WRITE_T=bin_t is not None, INDEXED=frustum is not None, ORTHO=ortho, BLOCK_N=block,
+        WRITE_T=bin_t is not None, INDEXED=frustum is not None, ORTHO=ortho, BLOCK_N=block, **regs,
     )  # fmt: skip
     return records, depths, tiles_touched, macros_touched, bin_t
+
+
+# registers a thread of the survivors' projection may hold (`project_gaussians`)
+PROJECT_REGISTERS = 72
 
 
 def project_block(n: int) -> int:

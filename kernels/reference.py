@@ -280,6 +280,9 @@ def project_gaussians(
     extent_scale: float = 1.0,
     halves: int | None = None,
     ortho: bool = False,
+    only_tile_counts: bool = False,  # the kernel may leave a rejected Gaussian's depth and macro count unwritten;
+    # here every row is written, which that contract allows
+    survivors_bound: int | None = None,  # the kernel's grid: no output depends on it
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
     if isinstance(adagscale_tau, torch.Tensor):  # [1] on the device, as the kernel reads it
@@ -475,8 +478,9 @@ def count_visible(
     """The visible ones found by their tile count rather than by depth, and the counts as plain sums (`halves`:
     the top half's tiles, the packed counts' low 16 bits)."""
     totals, _, cdepths, cidx = out  # the partials are the kernels' scratch
-    index = torch.nonzero(tiles_touched > 0).squeeze(1)
-    pairs = pair_counts.long() % 65536 if halves else pair_counts.long()
+    seen = tiles_touched > 0  # a culled Gaussian's pair count may be stale (a pre-cull writes its tile count alone)
+    index = torch.nonzero(seen).squeeze(1)
+    pairs = torch.where(seen, pair_counts.long() % 65536 if halves else pair_counts.long(), 0)
     totals.copy_(torch.tensor([index.numel(), int(tiles_touched.long().sum()), int(pairs.sum())]))
     if compact:
         cdepths[: index.numel()].copy_(depths[index])

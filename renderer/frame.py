@@ -41,6 +41,10 @@ from .workspace import Workspace
 if TYPE_CHECKING:
     from .pipeline import Renderer
 
+# A pre-culling counted frame's projection runs programs for this many survivors a visible Gaussian of the last frame,
+# and SURVIVORS_SLACK more, and for at least a SURVIVORS_FLOOR-th of the scene (`Frame._survivors_bound`)
+SURVIVORS_PER_VISIBLE, SURVIVORS_SLACK, SURVIVORS_FLOOR = 2, 65536, 4
+
 # The pair buffers' workspace names (`PairBuffers`'s first fields, in order), by how the frame bins (kernels/bin.py):
 # per tile, as many slots as the list capacity, the ids as binned read through the sort's permutation being the
 # lists; per macro-tile, as many as the pair capacity, then the tiles' lists (the list capacity) and the lists'
@@ -148,6 +152,9 @@ class Frame:
                        torch.int32))  # fmt: skip
             if self.launch.cull:
                 self.frustum = frustum
+        # a counted frame that pre-culls gathers its visible Gaussians (`CountedFrame.order`), which are found by
+        # their tile counts: of a Gaussian the pre-cull rejects, only the tile count is written
+        self.tile_counts_only = self.counted and self.frustum is not None
         self.tiles_touched = ws.buffer("tiles_touched", n, torch.int32)
         # stages 2-5: the route's own; binned per macro-tile or per tile, as the launch configuration says
         self.macro = self.launch.macro
@@ -263,8 +270,22 @@ class Frame:
             adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
             out=(self.records, self.depths, self.tiles_touched, self.macros_touched, self.bin_t),
             frustum=self.frustum, extent_scale=s.scale_modifier**2, halves=self.halves, ortho=s.ortho,
+            only_tile_counts=self.tile_counts_only, survivors_bound=self._survivors_bound(),
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
+
+    def _survivors_bound(self) -> int | None:
+        """How many of a pre-culling counted frame's Gaussians its projection runs programs for
+        (kernels/project.py `survivors_bound`): SURVIVORS_PER_VISIBLE times the last frame's visible ones, and some;
+        more survivors are still projected, by programs that loop. At least a SURVIVORS_FLOOR-th of the scene: a
+        view that jumps from an empty one to a dense one (a path's first frame after its empty end) has its
+        survivors projected by a quarter of the programs of one a block, looping, where 512 programs of the
+        empty view's estimate took the 24M fly-over's first frame 0.45 ms longer (BENCHMARKS.md, section 60).
+        None (a program for every block of the scene) elsewhere: a capacity frame's graph holds its grid."""
+        if not self.tile_counts_only:
+            return None
+        estimate = SURVIVORS_PER_VISIBLE * self.r._last_visible + SURVIVORS_SLACK
+        return min(self.n, max(estimate, self.n // SURVIVORS_FLOOR))
 
     def _bin(self, order: Tensor | None, offsets: Tensor, **tuning) -> None:
         """Stage 3 over the route's order [V] (macro-tile pairs: the gathered indices, or None for all N in turn)
@@ -422,8 +443,10 @@ class CountedFrame(Frame):
         On the CPU the counts are a plain read."""
         r, n = self.r, self.n
         # frames binned per macro-tile always gather: they sort no Gaussians, so sorting the culled costs nothing to
-        # save, and binning visits the visible ones alone (one launch form, warmed by the frames themselves)
-        compact = self.macro or r._last_visible < r.dense_order_from * n
+        # save, and binning visits the visible ones alone (one launch form, warmed by the frames themselves). So do
+        # frames that pre-cull (whose culled Gaussians have only their tile counts written: `tile_counts_only`),
+        # which see under FRUSTUM_OFF of the scene, below the dense order's threshold anyway
+        compact = self.macro or self.tile_counts_only or r._last_visible < r.dense_order_from * n
         # the visible Gaussians' depths and indices, gathered before the wait: allocated per frame, let go before
         # bin allocates the pairs (8 bytes a Gaussian, outside the frame's peak at the pair sort)
         self.gathered = (torch.empty(n if compact else 0, dtype=torch.float32, device=r.device),

@@ -21,7 +21,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHILD = r"""
-import importlib, itertools, sys
+import importlib, itertools, os, subprocess, sys, tempfile
 import torch
 import triton
 from triton.backends.compiler import GPUTarget
@@ -36,13 +36,29 @@ from kernels.buffers import LIST_CHUNK, LIST_WARPS
 TARGET = GPUTarget("cuda", 90, 32)
 
 
-def compile_one(fn, signature, constexprs, num_warps=4):
+PTXAS = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+
+
+# None, or what failed; with maxnreg (a register cap, as launched), also that ptxas fits it without a spill
+def compile_one(fn, signature, constexprs, num_warps=4, maxnreg=None):
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    options = dict(num_warps=num_warps, **({} if maxnreg is None else {"maxnreg": maxnreg}))
     try:
-        triton.compile(src, target=TARGET, options=dict(num_warps=num_warps))
-        return None
+        compiled = triton.compile(src, target=TARGET, options=options)
     except Exception as e:  # noqa: BLE001 - reported
         return f"{fn.__name__} {constexprs}: {str(e).splitlines()[-1][:200]}"
+    if maxnreg is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        ptx = os.path.join(d, "k.ptx")
+        with open(ptx, "w") as f:
+            f.write(compiled.asm["ptx"])
+        done = subprocess.run([PTXAS, "-v", "-arch=sm_90a", ptx, "-o", os.path.join(d, "k.cubin")],
+                              capture_output=True, text=True)  # fmt: skip
+    spills = [line for line in done.stderr.splitlines() if "spill stores" in line]
+    if done.returncode != 0 or not spills or not spills[0].strip().startswith("0 bytes stack frame, 0 bytes spill"):
+        return f"{fn.__name__} {constexprs} at {maxnreg} registers: {(spills or done.stderr.splitlines())[-1:]}"
+    return None
 
 
 def signature(names, types):
@@ -94,30 +110,37 @@ sig = {"means_ptr": "*fp32", "covars_ptr": "*fp32", "opacities_ptr": "*fp32", "s
        "sh_k": "i32", "sh_c": "i32", "split_row": "i32", "DEGREE": "constexpr", "TILE": "constexpr",
        "ADAGSCALE": "constexpr", "MACROS": "constexpr", "HALVES": "constexpr", "WRITE_T": "constexpr",
        "INDEXED": "constexpr", "ORTHO": "constexpr", "BLOCK_N": "constexpr"}
-for (macros, halves), adagscale, indexed, ortho in itertools.product(((False, False), (True, False), (False, True)),
-                                                                     (False, True), (False, True), (False, True)):
-    failures.append(compile_one(project._project_kernel, sig, {"DEGREE": 3, "TILE": 8, "ADAGSCALE": adagscale,
+# the survivors' form (INDEXED) as launched, under its register cap: without a spill at SH degrees 0 and 3
+for (macros, halves), adagscale, indexed, ortho, degree in itertools.product(
+        ((False, False), (True, False), (False, True)), (False, True), (False, True), (False, True), (0, 3)):
+    if degree == 0 and not indexed:
+        continue
+    failures.append(compile_one(project._project_kernel, sig, {"DEGREE": degree, "TILE": 8, "ADAGSCALE": adagscale,
                                                                 "MACROS": macros, "HALVES": halves,
                                                                 "WRITE_T": adagscale, "INDEXED": indexed,
-                                                                "ORTHO": ortho, "BLOCK_N": 128}))
+                                                                "ORTHO": ortho, "BLOCK_N": 128},
+                                maxnreg=project.PROJECT_REGISTERS if indexed else None))  # fmt: skip
     compiled += 1
 # the pre-cull (kernels/project.py `culls_frustum`), at both tile sizes, with and without the macro-tile counts
 sig = {"means_ptr": "*fp32", "extent_ptr": "*fp32", "camera_ptr": "*fp32", "depths_ptr": "*fp32",
        "tiles_touched_ptr": "*i32", "macros_touched_ptr": "*i32", "survivors_ptr": "*i32", "n_survivors_ptr": "*i32",
        "N": "i32", "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32",
-       "extent_scale": "fp32", "TILE": "constexpr", "MACROS": "constexpr", "ORTHO": "constexpr", "BLOCK": "constexpr"}
-for tile, macros, ortho in itertools.product((8, 16), (False, True), (False, True)):
-    failures.append(compile_one(project._frustum_kernel, sig, {"TILE": tile, "MACROS": macros, "ORTHO": ortho,
-                                                                "BLOCK": project.FRUSTUM_BLOCK}, project.FRUSTUM_WARPS))
+       "extent_scale": "fp32", "TILE": "constexpr", "MACROS": "constexpr", "TILES_ONLY": "constexpr",
+       "ORTHO": "constexpr", "BLOCK": "constexpr"}
+for tile, macros, tiles_only, ortho in itertools.product((8, 16), (False, True), (False, True), (False, True)):
+    failures.append(compile_one(project._frustum_kernel, sig, {"TILE": tile, "MACROS": macros, "TILES_ONLY": tiles_only,
+                                                                "ORTHO": ortho, "BLOCK": project.FRUSTUM_BLOCK},
+                                project.FRUSTUM_WARPS))  # fmt: skip
     compiled += 1
 for same, halves in ((False, False), (True, False), (False, True)):
-    sig = {"depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "pair_counts_ptr": "*i32", "partials_ptr": "*i64",
+    sig = {"tiles_touched_ptr": "*i32", "pair_counts_ptr": "*i32", "partials_ptr": "*i64",
            "N": "i32", "SAME": "constexpr", "HALVES": "constexpr", "BLOCK": "constexpr"}
     failures.append(compile_one(order._count_kernel, sig, {"SAME": same, "HALVES": halves,
                                                             "BLOCK": order.COUNT_BLOCK}, 8))
     compiled += 1
 for compact in (False, True):
-    sig = {"depths_ptr": "*fp32", "partials_ptr": "*i64", "totals_ptr": "*i64", "cdepths_ptr": "*fp32",
+    sig = {"depths_ptr": "*fp32", "tiles_touched_ptr": "*i32", "partials_ptr": "*i64", "totals_ptr": "*i64",
+           "cdepths_ptr": "*fp32",
            "cidx_ptr": "*i32", "N": "i32", "P": "i32", "COMPACT": "constexpr", "BLOCK": "constexpr",
            "SCAN": "constexpr"}
     failures.append(compile_one(order._finish_kernel, sig, {"COMPACT": compact, "BLOCK": order.COUNT_BLOCK,

@@ -222,3 +222,27 @@ def test_a_gaussians_outputs_do_not_depend_on_the_others_in_its_program(pre_cull
     assert 100 < int((outs[0][2] > 0).sum()) < n // 2
     for got in outs[1:]:
         assert_same_projection(outs[0], got)
+
+
+def test_a_grid_for_fewer_survivors_still_projects_every_one(device, monkeypatch):
+    """The survivors' projection runs programs for the launcher's estimate of them (`survivors_bound`) and each
+    loops a grid's stride over the list: with one program, three, or one a block, every survivor is projected,
+    each exactly once, and the outputs are those without the pre-cull bit for bit."""
+    import kernels.project as kp
+
+    monkeypatch.setattr(kp, "interpreting", lambda: False)  # the launcher takes the block asked for
+    n, block = 1000, 32
+    cam = camera(160, 120, 55.0, look_at((0.4, -0.3, -5.0), (0.2, 0.1, 0.0)))
+    packed = cam.packed(device)
+    means, covars, opac, sh = edge_scene(n, cam, 3, device)
+    want = project(kernels, (means, covars, opac, sh), packed, 8, device=device)
+    counts = []
+    for bound in (1, 3 * block - 5, None):
+        survivors, count = scratch(n, device)
+        out = tuple(nan_like(t) for t in kernels.project_outputs(n, device))
+        got = kernels.project_gaussians(means, covars, opac, sh, packed, 160, 120, sh_degree=0, out=out, block=block,
+                                        frustum=(gaussian_extent(covars), survivors, count),
+                                        survivors_bound=bound)  # fmt: skip
+        assert_same_projection(want, got)
+        counts.append(int(count))
+    assert counts[0] > 6 * block and len(set(counts)) == 1, counts

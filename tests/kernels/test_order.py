@@ -107,6 +107,46 @@ def test_counted_order_over_several_programs(impl, compact, form, scan, device, 
         assert order[v:] == [g for g in range(n) if tt[g] == 0], "the culled ones last, in index order"
 
 
+@pytest.mark.parametrize("halves", [False, True], ids=["whole", "halves"])
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
+def test_the_counts_read_a_culled_gaussian_by_its_tile_count_alone(impl, form, halves, device, monkeypatch):
+    """A counted frame that pre-culls writes a rejected Gaussian's tile count (0) and leaves its depth and pair
+    count as an earlier frame left them (kernels/project.py `only_tile_counts`): finite depths and pair counts of
+    up to 9 here, on every culled row. The counts and the gathered Gaussians are those of the clean arrays, over
+    programs of 256 Gaussians."""
+    import kernels.order as order_module
+
+    monkeypatch.setattr(order_module, "COUNT_BLOCK", 256)
+    depths, tt, counts = tied_projection(device, form)
+    g = torch.Generator().manual_seed(9)
+    rejected = (torch.rand(2000, generator=g) < 0.6).to(device)  # and a few culled by the projection itself
+    depths, tt, counts = (torch.where(rejected, float("inf"), depths), torch.where(rejected, 0, tt),
+                          torch.where(rejected, 0, counts))  # fmt: skip
+    if halves:  # each half's tiles, top | bottom << 16, as a frame binned in halves counts them
+        counts = torch.where(tt > 0, (tt // 3) | ((tt - tt // 3) << 16), 0).to(torch.int32)
+    culled = tt == 0
+    assert 1000 < int(culled.sum()) < 1500
+    stale_depths = torch.where(culled, torch.rand(2000, generator=g).to(device) * 5.0, depths)
+    stale_counts = torch.where(culled, torch.randint(1, 10, (2000,), generator=g, dtype=torch.int32).to(device),
+                               counts)  # fmt: skip
+    if form == "tiles" and not halves:
+        stale_counts = tt  # the pair counts are the tile counts themselves
+    n = 2000
+    i64 = dict(dtype=torch.int64, device=device)
+
+    def head(d, c):
+        out = (torch.full((3,), -1, **i64), torch.full((impl.count_blocks(n),), -1, **i64),
+               torch.full((n,), -7.0, device=device),
+               torch.full((n,), -7, dtype=torch.int32, device=device))  # fmt: skip
+        totals = impl.count_visible(d, tt, c, compact=True, out=out, halves=halves).tolist()
+        return totals, out[2][: totals[0]].tolist(), out[3][: totals[0]].tolist()
+
+    want, got = head(depths, counts), head(stale_depths, stale_counts)
+    assert got == want and want[0][0] == n - int(culled.sum())
+    assert want[2] == torch.nonzero(~culled).flatten().tolist(), "the visible ones gathered, in index order"
+
+
 @pytest.mark.parametrize("compact", [True, False], ids=["compact", "all"])
 @pytest.mark.parametrize("impl", [kernels, ref], ids=["launcher", "twin"])
 def test_counted_order_of_an_empty_view(impl, compact, device):

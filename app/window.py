@@ -413,7 +413,6 @@ class ViewerWindow(pyglet.window.Window):
         self.state.render_ms.append(ms.get("total", 0.0), tag=frame.stats.ran_label())
         if frame.host_counts is not None:
             frame.stats.max_tile_pairs = int(frame.host_counts[0])
-            frame.stats.n_visible = int(frame.host_counts[1])
         self._pending_timer = None
 
     def _request_frame(self) -> None:

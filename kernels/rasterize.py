@@ -30,8 +30,12 @@ Loop forms, the same rule:
   longest lists are split across programs, each part blended from T = 1, and the parts composited after
   (`_combine_parts_kernel`; within 1e-4 of whole lists except where a pixel's stop falls inside a later part:
   there up to 0.006 on the 6M composite's overview, BENCHMARKS.md section 43).
+  With `half` (RenderSettings.blend_precision "fp16", the default) a thread's two pixels are one fp16 pair
+  (`_blend_half2`): the exponent in float32, then alpha, the masks, T and the colour sums as f16x2, each step's
+  sums added into float32 sums at its end; one warp a tile in every class at 8 px (HALF_CONFIG). 70-83 dB against
+  the float32 loop's image on the bench's frames, 0.71-0.89x its time (BENCHMARKS.md, section 61).
 - "batched" (Triton, and what Triton's interpreter runs: it cannot run Gluon): B Gaussians per step as a
-  [B, pixels] block, transmittance by `tl.cumprod` along the batch. Few, wide steps.
+  [B, pixels] block, transmittance by `tl.cumprod` along the batch. Few, wide steps. Float32 only.
 
 Inputs : sorted gaussian_ids [C] i32 (only the ranges' entries are read), or the ids as binned and the pair
          sort's permutation [C] i64 (`perm`: entry i is ids[perm[i]]), ranges [n_tiles, 2] i32,
@@ -201,11 +205,11 @@ def _row8(w0, w1, w2, w3, w4, w5, w6, w7):
 
 
 @gluon.jit
-def _tile_coefficients(records, ox, oy):
+def _tile_coefficients(records, ox, oy, HALF: gl.constexpr):
     """A step's records [S, 8] (a row a thread) -> the rows the blending loop reads, [S, 8] and [S, 2]:
-    (c0, c1, c2, c3, c4, c5, r, g) and (b, 0), the colour as float32. With the pixel centre at (ox + u, oy + v),
-    d = (X - u, Y - v) for X = mx - ox, Y = my - oy, and the record's exponent e = lo - (A dx^2 + B dx dy + C dy^2)
-    expands to the tile's polynomial
+    (c0, c1, c2, c3, c4, c5, r, g) and (b, 0), the colour as float32 (HALF: each channel as the fp16 pair (c, c),
+    in a float32's bits). With the pixel centre at (ox + u, oy + v), d = (X - u, Y - v) for X = mx - ox,
+    Y = my - oy, and the record's exponent e = lo - (A dx^2 + B dx dy + C dy^2) expands to the tile's polynomial
         e = c0 + c1 u + c2 v + c3 u^2 + c4 u v + c5 v^2,
         c0 = lo - (A X^2 + B X Y + C Y^2), c1 = 2 A X + B Y, c2 = B X + 2 C Y, c3 = -A, c4 = -B, c5 = -C,
     whose per-pixel terms (u, v, u^2, u v, v^2) a thread keeps: five multiply-adds a pixel where d took seven."""
@@ -215,8 +219,16 @@ def _tile_coefficients(records, ox, oy):
     c0 = lo - (X * (A * X + B * Y) + C * Y * Y)
     c1 = 2.0 * A * X + B * Y
     c2 = B * X + 2.0 * C * Y
-    r, g = _two_halves_gl(w6.to(gl.int32, bitcast=True))
-    b, zero = _two_halves_gl(w7.to(gl.int32, bitcast=True))
+    if HALF:  # each colour as the fp16 pair (c, c) that `_blend_half2` multiplies a thread's two pixels by
+        rg = w6.to(gl.int32, bitcast=True)
+        bx = w7.to(gl.int32, bitcast=True)
+        r = ((rg & 0xFFFF) | (rg << 16)).to(gl.float32, bitcast=True)
+        g = (((rg >> 16) & 0xFFFF) | (rg & -65536)).to(gl.float32, bitcast=True)
+        b = ((bx & 0xFFFF) | (bx << 16)).to(gl.float32, bitcast=True)
+        zero = gl.zeros_like(b)
+    else:
+        r, g = _two_halves_gl(w6.to(gl.int32, bitcast=True))
+        b, zero = _two_halves_gl(w7.to(gl.int32, bitcast=True))
     return _row8(c0, c1, c2, -A, -B, -C, r, g), _pair(b, zero)
 
 
@@ -244,6 +256,85 @@ def _blend_poly(c0, c1, c2, c3, c4, c5, r, g, b, u, v, uu, uv, vv, T, alive, cr,
     cb += w * b
     T = gl.where(blend, next_T, T)
     return T, alive & ~stop, cr, cg, cb
+
+
+# fp16 bit patterns of gsplat's constants, as pairs (the same value in both halves): ALPHA_MAX, LOG2_ALPHA_MIN and
+# T_STOP rounded to the nearest fp16 (0.99902, -7.99609, 1.00017e-4), and 1.0
+_H2_ALPHA_MAX = "0x3BFE3BFE"
+_H2_LOG2_ALPHA_MIN = "0xC7FFC7FF"
+_H2_T_STOP = "0x068E068E"
+H2_ONE = gl.constexpr(0x3C003C00)
+H2_ONE_LOW = gl.constexpr(0x3C00)
+H2_ONE_HIGH = gl.constexpr(0x3C000000)
+
+# One Gaussian blended into a thread's two pixels at once, each state an fp16 pair (low half: the thread's first
+# pixel): $5, $6 the pixels' exponents (float32), $7 T, $8 alive (1.0 or 0.0 a half), $9-$11 the colour sums,
+# $12-$14 the Gaussian's colour pairs; out T, alive and the sums. gsplat's rule, as `_blend_poly`, with the masks
+# as 1.0 / 0.0 halves (`set` writes them) so that every step is one f16x2 instruction for both pixels.
+_BLEND_HALF2 = gl.constexpr(f"""{{
+.reg .b32 e, a, k, m, v, n, s, w;
+cvt.rn.f16x2.f32 e, $6, $5;
+ex2.approx.f16x2 a, e;
+mov.b32 k, {_H2_ALPHA_MAX};
+min.f16x2 a, a, k;
+mov.b32 k, {_H2_LOG2_ALPHA_MIN};
+set.ge.f16x2.f16x2 m, e, k;
+mul.rn.f16x2 m, m, $8;
+mul.rn.f16x2 v, a, $7;
+sub.rn.f16x2 n, $7, v;
+mov.b32 k, {_H2_T_STOP};
+set.le.f16x2.f16x2 s, n, k;
+mul.rn.f16x2 s, s, m;
+sub.rn.f16x2 m, m, s;
+mul.rn.f16x2 w, v, m;
+sub.rn.f16x2 n, $7, w;
+sub.rn.f16x2 k, $8, s;
+fma.rn.f16x2 v, w, $12, $9;
+fma.rn.f16x2 a, w, $13, $10;
+fma.rn.f16x2 e, w, $14, $11;
+mov.b32 $0, n;
+mov.b32 $1, k;
+mov.b32 $2, v;
+mov.b32 $3, a;
+mov.b32 $4, e;
+}}""")
+
+
+@gluon.jit
+def _blend_half2(c0, c1, c2, c3, c4, c5, r, g, b, u, v0, v1, uu, vv0, vv1, T, alive, cr, cg, cb):
+    """`_blend_poly` for a thread's two pixels of one column as fp16 pairs ([1, R] int32: two fp16 halves, the
+    pixel of row v0 low), the exponent still in float32 (its polynomial's terms cancel: fp16 would lose the
+    sharp Gaussians' centres), then one f16x2 instruction for both pixels at every step after it: 29.6
+    instructions a Gaussian in the step's SASS where float32 takes 37 (BENCHMARKS.md, section 61). r, g, b: the
+    colour pairs (`_tile_coefficients` with HALF), float32 containers."""
+    col = c0 + c1 * u + c3 * uu  # [1, R]
+    k = c2 + c4 * u
+    e0 = col + v0 * k + c5 * vv0
+    e1 = col + v1 * k + c5 * vv1
+    return gl.inline_asm_elementwise(
+        _BLEND_HALF2, "=r,=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r",
+        [e0, e1, T, alive, cr, cg, cb, r.to(gl.int32, bitcast=True), g.to(gl.int32, bitcast=True),
+         b.to(gl.int32, bitcast=True)],
+        dtype=(gl.int32, gl.int32, gl.int32, gl.int32, gl.int32), is_pure=True, pack=1)  # fmt: skip
+
+
+@gluon.jit
+def _unpack_half2(x):
+    """[1, R] int32 fp16 pairs -> (low, high) halves as float32."""
+    return gl.inline_asm_elementwise(
+        "{ .reg .b16 l, h; mov.b32 {l, h}, $2; cvt.f32.f16 $0, l; cvt.f32.f16 $1, h; }", "=r,=r,r", [x],
+        dtype=(gl.float32, gl.float32), is_pure=True, pack=1)  # fmt: skip
+
+
+@gluon.jit
+def _store_part(parts_ptr, q, part, px, py, cr, cg, cb, T, alive, inside, TILE: gl.constexpr, PARTS: gl.constexpr):
+    """A split list's part: its (C, T) for pixels (px, py) of the tile, at their row of the part's block (T negated
+    where the part stopped the pixel)."""
+    at = ((q * PARTS + part) * (TILE * TILE) + (py % TILE) * TILE + px % TILE) * 4
+    gl.store(parts_ptr + at + 0, cr)
+    gl.store(parts_ptr + at + 1, cg)
+    gl.store(parts_ptr + at + 2, cb)
+    gl.store(parts_ptr + at + 3, gl.where(alive | ~inside, T, -T))
 
 
 @gluon.jit
@@ -282,6 +373,7 @@ def _rasterize_shared_kernel(
     SCHEDULED: gl.constexpr,
     PARTS: gl.constexpr,  # 1: every list whole; else the longest lists in PARTS parts (SCHEDULED only)
     INDIRECT: gl.constexpr,  # the lists' ids through the sort's permutation (frames binned per tile)
+    HALF: gl.constexpr = False,  # a thread's two pixels blended as one fp16 pair (`_blend_half2`; P == 2)
 ):
     """The scalar form: one program per tile, one Gaussian at a time, STEP a step, until every pixel is done.
 
@@ -302,6 +394,7 @@ def _rasterize_shared_kernel(
     R: gl.constexpr = 32 * WARPS
     P: gl.constexpr = TILE * TILE // R  # pixels a thread, down a column
     pixels: gl.constexpr = gl.BlockedLayout([P, 1], [1, 32], [1, WARPS], [1, 0])  # [P, R]
+    pairs: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [1, WARPS], [1, 0])  # [1, R] (HALF): a pixel pair a thread
     loading: gl.constexpr = gl.BlockedLayout([1, 8], [32, 1], [WARPS, 1], [1, 0])  # [STEP, 8]: a record a thread
     whole: gl.constexpr = gl.BlockedLayout([1, 8], [1, 32], [1, WARPS], [1, 0])  # [1, 8] in every thread
     blues: gl.constexpr = gl.BlockedLayout([1, 2], [32, 1], [WARPS, 1], [1, 0])  # [STEP, 2]: a row a thread
@@ -354,11 +447,38 @@ def _rasterize_shared_kernel(
     uu = u * u
     uv = u * v
     vv = v * v
-    T = gl.full([P, R], 1.0, gl.float32, layout=pixels)
-    cr = gl.zeros([P, R], gl.float32, layout=pixels)
-    cg = gl.zeros([P, R], gl.float32, layout=pixels)
-    cb = gl.zeros([P, R], gl.float32, layout=pixels)
-    alive = inside
+    if HALF:  # the thread's two pixels (rows py0 and py1 of its column) as the halves of fp16 pairs [1, R]
+        gl.static_assert(P == 2)
+        # a register a thread: in `pixels` a [1, R] tensor is held twice by each thread, and so blended twice
+        lane = gl.arange(0, R, layout=gl.SliceLayout(0, pairs))[None, :]  # [1, R]
+        px = (tile_id % n_tx) * TILE + lane % TILE
+        u = (px.to(gl.float32) + PIXEL_CENTRE) - ox
+        uu = u * u
+        py0 = (tile_id // n_tx) * TILE + lane // TILE  # [1, R]
+        py1 = py0 + R // TILE
+        inside0 = (px < width) & (py0 < height)
+        inside1 = (px < width) & (py1 < height)
+        v0 = (py0.to(gl.float32) + PIXEL_CENTRE) - oy
+        v1 = (py1.to(gl.float32) + PIXEL_CENTRE) - oy
+        vv0 = v0 * v0
+        vv1 = v1 * v1
+        T = gl.full([1, R], H2_ONE, gl.int32, layout=pairs)
+        alive = gl.where(inside0, H2_ONE_LOW, 0) | gl.where(inside1, H2_ONE_HIGH, 0)
+        cr = gl.zeros([1, R], gl.int32, layout=pairs)  # a step's colour sums, fp16 pairs
+        cg = cr
+        cb = cr
+        r0 = gl.zeros([1, R], gl.float32, layout=pairs)  # the colour sums in float32: each step's added in at its end
+        r1 = r0
+        g0 = r0
+        g1 = r0
+        b0 = r0
+        b1 = r0
+    else:
+        T = gl.full([P, R], 1.0, gl.float32, layout=pixels)
+        cr = gl.zeros([P, R], gl.float32, layout=pixels)
+        cg = gl.zeros([P, R], gl.float32, layout=pixels)
+        cb = gl.zeros([P, R], gl.float32, layout=pixels)
+        alive = inside
 
     k = gl.arange(0, STEP, layout=gl.SliceLayout(1, loading))  # [STEP]: the step's entries
     field = gl.arange(0, 8, layout=gl.SliceLayout(0, loading))[None, :]  # [1, 8]
@@ -379,7 +499,7 @@ def _rasterize_shared_kernel(
     s = start
     while (s < end) & (gl.max(gl.max(alive.to(gl.int32), axis=1), axis=0) > 0):
         gl.thread_barrier()  # every thread is done reading the last step's records
-        rows, b_rows = _tile_coefficients(records, ox, oy)
+        rows, b_rows = _tile_coefficients(records, ox, oy, HALF)
         step_rows.store(rows)
         step_b.store(gl.convert_layout(b_rows, blues))
         gl.thread_barrier()
@@ -393,20 +513,46 @@ def _rasterize_shared_kernel(
         else:
             next_gid = gl.load(ids_ptr + s + 2 * STEP + k, mask=in2, other=0)
         for j in gl.static_range(STEP):
-            c0, c1, c2, c3, c4, c5, r, g = _fields(step_rows.slice(j, 1, dim=0).load(whole), pixels)
+            c0, c1, c2, c3, c4, c5, r, g = _fields(step_rows.slice(j, 1, dim=0).load(whole), pairs if HALF else pixels)
             b, _ = gl.split(gl.reshape(step_b.slice(j, 1, dim=0).load(both), [1, 1, 2]))
-            b = gl.convert_layout(b, pixels, assert_trivial=True)
-            T, alive, cr, cg, cb = _blend_poly(c0, c1, c2, c3, c4, c5, r, g, b, u, v, uu, uv, vv, T, alive,
-                                               cr, cg, cb)  # fmt: skip
+            b = gl.convert_layout(b, pairs if HALF else pixels, assert_trivial=True)
+            if HALF:
+                T, alive, cr, cg, cb = _blend_half2(c0, c1, c2, c3, c4, c5, r, g, b, u, v0, v1, uu, vv0, vv1, T,
+                                                    alive, cr, cg, cb)  # fmt: skip
+            else:
+                T, alive, cr, cg, cb = _blend_poly(c0, c1, c2, c3, c4, c5, r, g, b, u, v, uu, uv, vv, T, alive,
+                                                   cr, cg, cb)  # fmt: skip
+        if HALF:  # the step's fp16 sums into the float32 ones: fp16 sums over whole lists lost 8-12 dB
+            lo, hi = _unpack_half2(cr)
+            r0 += lo
+            r1 += hi
+            lo, hi = _unpack_half2(cg)
+            g0 += lo
+            g1 += hi
+            lo, hi = _unpack_half2(cb)
+            b0 += lo
+            b1 += hi
+            cr = gl.zeros_like(cr)
+            cg = cr
+            cb = cr
         s += STEP
-    if PARTS == 1:
+    if HALF:  # each of the thread's two pixels, from its half of the pairs
+        T0, T1 = _unpack_half2(T)
+        if PARTS > 1:  # noqa: SIM102 - a constexpr, then a runtime value: Triton's branches, kept apart
+            if split:
+                a0, a1 = _unpack_half2(alive)
+                _store_part(parts_ptr, q, part, px, py0, r0, g0, b0, T0, a0 > 0.5, inside0, TILE, PARTS)
+                _store_part(parts_ptr, q, part, px, py1, r1, g1, b1, T1, a1 > 0.5, inside1, TILE, PARTS)
+                writes = False
+        if writes:
+            _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, py0.to(gl.int64) * width + px, inside0, r0, g0, b0, T0,
+                             bg_ptr, HAS_FLOAT, HAS_RGBA8)  # fmt: skip
+            _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, py1.to(gl.int64) * width + px, inside1, r1, g1, b1, T1,
+                             bg_ptr, HAS_FLOAT, HAS_RGBA8)  # fmt: skip
+    elif PARTS == 1:
         _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
-    elif split:  # this part's (C, T) for each of the tile's pixels, row by row
-        at = ((q * PARTS + part) * (TILE * TILE) + (py % TILE) * TILE + px % TILE) * 4
-        gl.store(parts_ptr + at + 0, cr)
-        gl.store(parts_ptr + at + 1, cg)
-        gl.store(parts_ptr + at + 2, cb)
-        gl.store(parts_ptr + at + 3, gl.where(alive | ~inside, T, -T))  # -T: the part stopped the pixel
+    elif split:
+        _store_part(parts_ptr, q, part, px, py, cr, cg, cb, T, alive, inside, TILE, PARTS)
     elif writes:
         _write_pixels_gl(rgb_ptr, alpha_ptr, rgba8_ptr, pix, inside, cr, cg, cb, T, bg_ptr, HAS_FLOAT, HAS_RGBA8)
 
@@ -478,6 +624,13 @@ SCALAR_CONFIG = {
     (8, 0): (1, 32), (8, 1): (2, 64), (8, 2): (2, 64),
     (16, 0): (4, 16), (16, 1): (8, 64), (16, 2): (8, 128),
 }  # fmt: skip
+# The same, blending a thread's two pixels as fp16 pairs (`half`): one warp at 8 px in every class, 32 a step, the
+# long class still splitting its longest lists. A Gaussian there costs a thread about 29 instructions for its two
+# pixels where the float32 loop takes 37 for them, or 43 at two warps' one pixel a thread: one warp's issue slots
+# then serve even the chains that two warps shortened in float32 (BENCHMARKS.md, section 61: 0.71-0.89x the
+# rasterizer's time of every class on the bench's frames). At 16 px, the short class only (a thread's two pixels
+# at four warps); the others keep float32.
+HALF_CONFIG = {(8, 0): (1, 32), (8, 1): (1, 32), (8, 2): (1, 32), (16, 0): (4, 16)}
 # Mean pairs per tile at which 16 px frames' lists count as medium and long.
 LIST_LENGTHS_16 = (500.0, 1000.0)
 # At 8 px, the class by the frame's concentration: its longest list over the pairs one resident program would
@@ -563,6 +716,7 @@ def rasterize_tiles(
     split: tuple[int, int, int] | None = None,
     perm: torch.Tensor | None = None,
     perm_halves: tuple[int, int] | None = None,
+    half: bool = False,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """Composite every tile. Returns (rgb [H,W,3] f32, alpha [H,W] f32, rgba8 [H,W,4] u8), each None where `out`
     asked for none.
@@ -582,6 +736,9 @@ def rasterize_tiles(
     `sort_pairs(gather=False)`), read only for the entries blended. perm_halves = (split_tile, top): the pairs
     were binned and sorted in two halves (kernels/bin.py `halves`), and a tile from split_tile on reads entry i as
     gaussian_ids[top + perm[i]].
+    half: the scalar loop blends a thread's two pixels as fp16 pairs (`_blend_half2`) where the class has that
+    form (HALF_CONFIG; else float32), at 70-83 dB against float32's image (BENCHMARKS.md, section 61); the batched
+    loop blends in float32 either way.
     """
     n_tx = (width + tile_size - 1) // tile_size
     n_ty = (height + tile_size - 1) // tile_size
@@ -623,7 +780,8 @@ def rasterize_tiles(
             num_warps=num_warps or max(1, tile_size * tile_size // 32),
         )  # fmt: skip
     else:
-        warps, unroll = SCALAR_CONFIG[tile_size, lists]
+        half = half and (tile_size, lists) in HALF_CONFIG
+        warps, unroll = (HALF_CONFIG if half else SCALAR_CONFIG)[tile_size, lists]
         num_warps = num_warps or warps
         assert 32 * num_warps <= tile_size * tile_size, (num_warps, tile_size)  # at least a pixel a thread
         split = split or SPLIT_CONFIG.get((tile_size, lists))
@@ -633,10 +791,12 @@ def rasterize_tiles(
             split_from, n_split, n_parts = split
             n_split = min(n_split, n_tiles)
             assert parts.dtype == torch.float32 and parts.numel() >= n_split * n_parts * tile_size**2 * 4, parts.shape
+        if half:  # a thread's two pixels as one fp16 pair
+            assert tile_size * tile_size == 64 * num_warps, (half, tile_size, num_warps)
         launch(_rasterize_shared_kernel, (n_tiles + (n_parts - 1) * n_split,),
             *args, parts if n_parts > 1 else some, width, height, split_from, n_split, *ids_split, TILE=tile_size,
             WARPS=num_warps, STEP=step or unroll, HAS_FLOAT=has_float, HAS_RGBA8=has_rgba8,
-            SCHEDULED=schedule is not None, PARTS=n_parts, INDIRECT=indirect, num_warps=num_warps,
+            SCHEDULED=schedule is not None, PARTS=n_parts, INDIRECT=indirect, HALF=half, num_warps=num_warps,
         )  # fmt: skip
         if n_parts > 1:
             launch(_combine_parts_kernel, (n_split,),

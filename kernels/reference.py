@@ -910,11 +910,13 @@ def rasterize_tiles(
     split: tuple[int, int, int] | None = None,
     perm: torch.Tensor | None = None,
     perm_halves: tuple[int, int] | None = None,
+    half: bool = False,
 ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
     """Per tile: the depth-sorted list in blocks of 256, transmittance by cumprod within a block and carried
     across blocks, stopping once every pixel of the tile is done. The Triton launcher's scheduling knobs
     (`variant`, `step`, `num_warps`, `lists`, `schedule`, and the split lists' `parts` and `split`, which move
-    a pixel by under 1e-4) are accepted and ignored: none of them changes the image beyond that. The records'
+    a pixel by under 1e-4) are accepted and ignored: none of them changes the image beyond that; nor is `half`
+    (the scalar loop's fp16 pairs): the twin blends in float32, the image `half` approaches. The records'
     log2 form (kernels/buffers.py): alpha = min(0.999, 2^e), e = lo - (A dx^2 + B dx dy +
     C dy^2), skipped where e > lo (sigma < 0) or e < log2(1/255). With `perm` (the pair sort's permutation), list
     entry i is gaussian_ids[perm[i]]; with `perm_halves` = (split_tile, top), the entries from top on (the bottom

@@ -234,6 +234,7 @@ class Frame:
             parts=self.parts,
             perm=self.lists_perm,
             perm_halves=None if self.halves is None else (self.halves * self.n_tx, self.top),
+            half=s.blend_precision == "fp16",
         )
 
     def totals(self) -> tuple[int, int, int]:
@@ -340,12 +341,14 @@ class Frame:
         halves[:, 1:].zero_()
         rgb = r.ws.rows("depth_rgb", H * W, 3).view(H, W, 3)
         alpha = r.ws.buffer("depth_alpha", H * W, torch.float32).view(H, W)
-        r.k.rasterize_tiles(
-            self.sorted_ids, self.ranges, records, r._zero3, W, H, out=(rgb, alpha, None), **self.raster_options()
-        )
+        # float32 blending, and this pass's own coverage: the depth is the ratio of two sums of the same weights,
+        # sum(w z) / sum(w), which the colour pass's fp16 pairs would take from two roundings of them (5e-3 apart
+        # at a depth of 5 where float32 keeps 1e-3: tests/renderer/test_pipeline.py)
+        r.k.rasterize_tiles(self.sorted_ids, self.ranges, records, r._zero3, W, H, out=(rgb, alpha, None),
+                            **{**self.raster_options(), "half": False})  # fmt: skip
         depth = r.ws.buffer("depth", H * W, torch.float32).view(H, W)
-        covered = self.alpha >= 1.0 / 255.0
-        torch.where(covered, rgb[..., 0] * scale / self.alpha.clamp_min(1.0 / 255.0), torch.zeros_like(self.alpha),
+        covered = alpha >= 1.0 / 255.0
+        torch.where(covered, rgb[..., 0] * scale / alpha.clamp_min(1.0 / 255.0), torch.zeros_like(alpha),
                     out=depth)  # fmt: skip
         return depth
 

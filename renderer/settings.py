@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from kernels import rasterizer_variants
 
 OUTPUTS = ("both", "float", "rgba8")  # `RenderSettings.outputs`
+BLEND_PRECISIONS = ("fp16", "fp32")  # `RenderSettings.blend_precision`
 MAX_TEMPORAL_WINDOW = 1024  # frames per cull pass; a window's cameras are held until it ends
 
 
@@ -27,6 +28,11 @@ class RenderSettings:
         rasterizer: "auto" | "scalar" | "batched" loop form of the rasterizer (same image): scalar, a Gluon kernel
             that reads a step's records from shared memory, runs on CUDA only (`rasterizers()`); batched runs
             anywhere, Triton's interpreter included; auto picks scalar where it runs.
+        blend_precision: "fp16" (the scalar rasterizer blends a thread's two pixels as fp16 pairs, as HiGS blends,
+            with each 32 Gaussians' colour added into float32 sums: 70-83 dB against the float32 loop's frames, its
+            rasterizer 0.71-0.89x the time, frames in flight 0.93-0.99x; BENCHMARKS.md section 61) or "fp32"
+            (float32 throughout: 90-102 dB against gsplat 1.5.3). Either keeps the exactness floor, 50 dB against
+            gsplat; the batched loop (a CPU's) blends in float32 either way.
         tile_schedule: "longest-first" (the rasterizer's programs take the tiles with the longest lists first,
             kernels/schedule.py) or "in-order" (tile id order); the same image either way.
         adagscale: AdaGScale (lossy): bin each Gaussian with a shrunken ellipse s^2 t (s in [s_min, 1]) chosen
@@ -65,6 +71,7 @@ class RenderSettings:
     eps2d: float = 0.3
     tile_size: int = 8
     rasterizer: str = "auto"
+    blend_precision: str = "fp16"
     tile_schedule: str = "longest-first"
     adagscale: bool = False  # lossy: reports its PSNR/SSIM against exact in `warpsplat bench`
     # NOTE: defaults from torch-backend orbits at 160x120 (4 frames, against exact): tau 0.1, s_min 0.5 removes
@@ -100,6 +107,8 @@ class RenderSettings:
             raise ValueError(f"tile_size {self.tile_size}: expected 8 or 16")
         if self.rasterizer not in ("auto", "scalar", "batched"):
             raise ValueError(f"rasterizer {self.rasterizer!r}: expected auto, scalar or batched")
+        if self.blend_precision not in BLEND_PRECISIONS:
+            raise ValueError(f"blend_precision {self.blend_precision!r}: expected {' or '.join(BLEND_PRECISIONS)}")
         if self.tile_schedule not in ("longest-first", "in-order"):
             raise ValueError(f"tile_schedule {self.tile_schedule!r}: expected longest-first or in-order")
         if self.outputs not in OUTPUTS:

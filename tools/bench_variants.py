@@ -19,7 +19,7 @@ TEMPORAL_K = 8
 BENCH_OUTPUTS = "float"
 # Rows whose switch the torch backend (kernels/reference.py, the CPU's) does not have: there they render the
 # default's frames (no CUDA graphs, no counted route below COUNTED_FROM, one rasterizer loop, no tile schedule).
-TRITON_ONLY = ("graphs=off", "frames=graph", "rasterizer=batched", "tile_schedule=in-order")
+TRITON_ONLY = ("graphs=off", "frames=graph", "rasterizer=batched", "blend_precision=fp32", "tile_schedule=in-order")
 
 
 def variants():
@@ -39,6 +39,9 @@ def variants():
         "frames=one-by-one": RenderSettings(),
         "tile_size=16": RenderSettings(tile_size=16),
         "rasterizer=batched": RenderSettings(rasterizer="batched"),
+        # the scalar rasterizer in float32 throughout: the default blends fp16 pairs (its PSNR against this row is
+        # the fp16 loop's cost in fidelity)
+        "blend_precision=fp32": RenderSettings(blend_precision="fp32"),
         "tile_schedule=in-order": RenderSettings(tile_schedule="in-order"),
         "adagscale": RenderSettings(adagscale=True),
         # the fixed per-Gaussian tau, no frame budget: what the 24M overview measured under the floor with

@@ -64,7 +64,7 @@ def test_rendered_footprint_matches_the_analytic_one(backend, tile, device):
     scene, camera, mean = scene_and_camera()
     want_rgb, want_alpha, conic = analytic_image(camera, mean)
     out = Renderer(scene, device=device, backend=backend).render(
-        camera, RenderSettings(tile_size=tile, background=BACKGROUND)
+        camera, RenderSettings(tile_size=tile, background=BACKGROUND, blend_precision="fp32")
     )
     alpha, rgb = out.alpha.cpu().double().numpy(), out.image.cpu().double().numpy()
     # the case must be a real footprint: many pixels, elongated and leaning (no symmetry hides a mistake)

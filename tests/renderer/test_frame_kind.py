@@ -18,7 +18,7 @@ EXEMPT = {"background", "scale_modifier", "adagscale_budget", "depth", "reuse_un
 ANOTHER_VALUE = {
     "sh_degree": 1, "near": 0.2, "far": 50.0, "eps2d": 0.1, "tile_size": 16, "rasterizer": "batched",
     "tile_schedule": "in-order", "adagscale": True, "adagscale_tau": 0.3, "adagscale_s_min": 0.25, "outputs": "rgba8",
-    "ortho": True,
+    "ortho": True, "blend_precision": "fp32",
 }  # fmt: skip
 
 

@@ -24,8 +24,9 @@ def test_triton_matches_torch_reference_on_real_scenes(name, every, size, scene_
     width, height = size
     tri = Renderer(scene, device=device, backend="triton")
     ref = Renderer(scene, device=device, backend="torch")
+    exact = RenderSettings(blend_precision="fp32")  # the twins blend in float32 (a GPU's fp16 pairs: their own test)
     for cam in orbit_path(scene, width, height, 3)[1:2]:
-        a, b = tri.render(cam), ref.render(cam)
+        a, b = tri.render(cam, exact), ref.render(cam, exact)
         assert abs(a.stats.n_pairs - b.stats.n_pairs) <= 2
         assert a.stats.n_visible > 0
         assert psnr(a.image, b.image) >= 60.0, psnr(a.image, b.image)
@@ -105,7 +106,7 @@ def test_depth_triton_matches_torch_on_a_real_scene(scene_path, device):
     scene = load_scene(scene_path("playbot_lod2.sog"))  # depths of 2-4 here: a colour path clamped to 1 shows
     scene = scene.subset(torch.arange(0, len(scene), 64))  # 1,954 real Gaussians: the interpreter is slow
     cam = orbit_path(scene, 48, 32, 3)[1]
-    s = RenderSettings(depth=True)
+    s = RenderSettings(depth=True, blend_precision="fp32")  # the twins blend in float32
     a = Renderer(scene, device=device, backend="triton").render(cam, s)
     b = Renderer(scene, device=device, backend="torch").render(cam, s)
     covered = b.alpha > 0.5
@@ -129,6 +130,36 @@ def test_tile_schedule_changes_no_pixel_and_keeps_tile_counts(scene_path, device
     assert torch.equal(in_order.image, image) and torch.equal(in_order.tile_counts, counts)
     with pytest.raises(ValueError, match="tile_schedule"):
         RenderSettings(tile_schedule="random").validate()
+
+
+def test_blend_precision_reaches_the_rasterizer_and_is_a_kind_of_frame(scene_path, device, monkeypatch):
+    """`blend_precision` reaches the rasterizer as `half` (fp16 pairs, where the scalar loop runs: a GPU) and each
+    precision is a kind of frame of its own (a captured graph bakes its kernel). The batched loop, a CPU's, blends
+    in float32 either way: the same image there; on a GPU the fp16 pairs' image, within their floor of it."""
+    import kernels
+    from renderer.frame_kind import baked_settings
+
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))  # 1,024 real Gaussians: the interpreter is slow
+    cam = orbit_path(scene, 24, 16, 3)[1]
+    r = Renderer(scene, device=device, backend="triton")
+    asked, rasterize = [], kernels.rasterize_tiles
+    monkeypatch.setattr(kernels, "rasterize_tiles", lambda *a, **kw: asked.append(kw["half"]) or rasterize(*a, **kw))
+    half = r.render(cam, RenderSettings(blend_precision="fp16")).image.clone()
+    assert asked and all(asked)  # (the first frame may bin twice: its capacities are sized by it)
+    asked.clear()
+    full = r.render(cam, RenderSettings(blend_precision="fp32")).image.clone()
+    assert asked and not any(asked)
+    asked.clear()
+    r.render(cam, RenderSettings(depth=True))  # the depth pass blends in float32 (`Frame.render_depth` says why)
+    assert asked[-2:] == [True, False], asked
+    assert baked_settings(RenderSettings(blend_precision="fp32")) != baked_settings(RenderSettings())
+    if device == "cuda":
+        assert psnr(half, full) >= 60.0 and not torch.equal(half, full)
+    else:
+        assert torch.equal(half, full)
+    with pytest.raises(ValueError, match="blend_precision 'fp8': expected fp16 or fp32"):
+        RenderSettings(blend_precision="fp8").validate()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's refusal: CUDA runs the scalar form")

@@ -449,8 +449,10 @@ def rendered(monkeypatch):
         (["--adagscale-tau", "0.5"], {"adagscale": True, "adagscale_tau": 0.5}),
         (["--temporal", "3"], {"temporal_window": 3}),
         (["--background", "0,0.5,1"], {"background": (0.0, 0.5, 1.0)}),
+        ([], {"blend_precision": "fp16"}),
+        (["--blend-precision", "fp32"], {"blend_precision": "fp32"}),
     ],
-    ids=["adagscale", "temporal", "background"],
+    ids=["adagscale", "temporal", "background", "fp16 blending by default", "fp32 blending"],
 )
 def test_render_switches_reach_the_renderer(tmp_path, small_scene, rendered, flags, want):
     out = tmp_path / "x"  # a path's frames: the one render that takes all of them

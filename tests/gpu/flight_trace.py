@@ -113,10 +113,11 @@ def analyse(trace: dict, frames: int) -> dict:
     dev, stages = gpu_intervals(trace), stage_ranges(trace)
     if not dev:
         return {}
-    busy, kernels, gaps = 0.0, 0.0, []
+    busy, kernels, gaps, by_name = 0.0, 0.0, [], {}
     cur_start, cur_end, cur_name = dev[0]
     for s, e, name in dev:
         kernels += e - s
+        by_name[name] = by_name.get(name, 0.0) + e - s
         if s > cur_end:
             busy += cur_end - cur_start
             if s - cur_end >= GAP_US:
@@ -145,6 +146,9 @@ def analyse(trace: dict, frames: int) -> dict:
         span_ms_per_frame=span / 1e3 / frames,
         busy_ms_per_frame=busy / 1e3 / frames,
         kernels_ms_per_frame=kernels / 1e3 / frames,
+        kernel_ms_per_frame_by_name={
+            k[:80]: round(v / 1e3 / frames, 4) for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])[:16]
+        },
         idle_ms_per_frame=idle / 1e3 / frames,
         busy_fraction=busy / span if span else 0.0,
         idle_ms_per_frame_by_host_stage={k: v / 1e3 / frames for k, v in by_stage.items()},

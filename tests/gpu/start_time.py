@@ -1,6 +1,6 @@
 """The viewer's start time with a cold and a warm Triton cache (run on the GPU machine; the README quotes it).
 
-    python3 tests/gpu/start_time.py [--scene PATH] [--size 1920x1080]
+    python3 tests/gpu/start_time.py [--scene PATH] [--size 1920x1080] [--profile PREFIX]
 
 Runs the viewer's start sequence headless (the GPU machine has no display), twice, each in a fresh process, with
 Triton's cache in an empty folder: the first run compiles every kernel (cold), the second loads them from that
@@ -63,17 +63,38 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scene", default=None, help="scene file (default: the bundled scene)")
     parser.add_argument("--size", default="1920x1080")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--profile",
+        default=None,
+        metavar="PREFIX",
+        help="run each start under cProfile: PREFIX-cold.txt and PREFIX-warm.txt, by cumulative time",
+    )
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     size = tuple(int(v) for v in args.size.lower().split("x"))
     if args.child:
-        print(json.dumps(one_start(args.scene, size)))
+        if not args.profile:
+            print(json.dumps(one_start(args.scene, size)))
+            return 0
+        import cProfile
+        import io
+        import pstats
+
+        with cProfile.Profile() as prof:
+            row = one_start(args.scene, size)
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(80)
+        with open(f"{args.profile}-{args.child}.txt", "w") as f:
+            f.write(text.getvalue())
+        print(json.dumps(row))
         return 0
     rows = {}
     with tempfile.TemporaryDirectory(prefix="triton-cache-") as cache:
         env = {**os.environ, "TRITON_CACHE_DIR": cache}
         for label in ("cold", "warm"):
-            cmd = [sys.executable, os.path.abspath(__file__), "--child", "--size", args.size]
+            cmd = [sys.executable, os.path.abspath(__file__), "--child", label, "--size", args.size]
+            if args.profile:
+                cmd += ["--profile", args.profile]
             if args.scene:
                 cmd += ["--scene", args.scene]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)

@@ -130,6 +130,13 @@ class RenderSettings:
         return self
 
 
+def blends_in_pairs(settings: RenderSettings) -> bool:
+    """Whether `settings.blend_precision` reaches this process's frames: their rasterizer is the scalar loop
+    (`rasterizer` "scalar", or "auto" where the scalar loop runs), which blends fp16 pairs or float32; the batched
+    loop blends float32 whatever the setting."""
+    return settings.rasterizer == "scalar" or (settings.rasterizer == "auto" and "scalar" in rasterizers())
+
+
 def rasterizers() -> tuple[str, ...]:
     """The `rasterizer` values this process renders with on the Triton backend: "auto" and the loop forms its
     kernels run (the scalar form is a Gluon kernel: CUDA only, kernels/rasterize.py `rasterizer_variants`)."""

@@ -3,9 +3,9 @@ frame is shown, so that no frame stops for a compile.
 
 Triton compiles a kernel the first time it is launched with a new specialization: new values of its constexprs
 (the launch configuration of kernels/*.py, chosen per frame from the last frame's counts: `LaunchConfig`; and
-the settings: SH degree, tile size, rasterizer loop, AdaGScale, depth output), new argument types (the tile key
-type follows the image's tile count), and, for integer arguments not marked `do_not_specialize`, the value 1 or
-divisibility by 16. A compile takes 0.3-1 s; inside a frame it is a 400 ms stutter.
+the settings: SH degree, tile size, rasterizer loop and its blend precision, AdaGScale, depth output), new
+argument types (the tile key type follows the image's tile count), and, for integer arguments not marked
+`do_not_specialize`, the value 1 or divisibility by 16. A compile takes 0.3-1 s; inside a frame it is a 400 ms stutter.
 
 The warm-up does not list kernel signatures. It runs the real pipeline (`Renderer.render`, every stage the
 frame would run) on a small synthetic scene with the renderer's SH size, at the real image size, with each
@@ -39,7 +39,7 @@ import torch
 from scenes import GaussianScene
 
 from .camera import Camera
-from .settings import RenderSettings, rasterizers
+from .settings import BLEND_PRECISIONS, RenderSettings, rasterizers
 
 # Gaussians of the two synthetic scenes: torch.sort runs a small in-place sort up to 4,096 keys and CUB's radix
 # sort above (ATen's SortStable.cu, should_use_small_sort), each a separate CUDA module
@@ -73,14 +73,18 @@ def synthetic_scene(n: int, sh_coeffs: int, seed: int = 0) -> GaussianScene:
 
 
 def switch_settings(settings: RenderSettings, scene_degree: int, *, depth: bool = True) -> list[RenderSettings]:
-    """`settings` with every combination of the viewer's switches: SH degree, tile size, rasterizer loop, AdaGScale, the
-    orthographic view and (with `depth`) the depth view, with the float outputs it needs; `settings` itself
-    first, then the others by how many switches differ (one flip first). Switches that change no kernel argument
-    (the background, AdaGScale's tau) stay."""
+    """`settings` with every combination of the viewer's switches: SH degree, tile size, rasterizer loop, blend
+    precision, AdaGScale, the orthographic view and (with `depth`) the depth view, with the float outputs it needs;
+    `settings` itself first, then the others by how many switches differ (one flip first). Switches that change no
+    kernel argument (the background, AdaGScale's tau) stay. The blend precision reaches the scalar loop alone, so
+    it varies where the rasterizer is "auto" and the scalar loop runs (the "scalar" combinations launch the same
+    kernels): elsewhere it stays, rather than double the combinations with frames that compile nothing new."""
+    loops = list(rasterizers())
     options = {
         "sh_degree": [None, *range(scene_degree + 1)],
         "tile_size": list(TILE_SIZES),
-        "rasterizer": list(rasterizers()),
+        "rasterizer": loops,
+        "blend_precision": list(BLEND_PRECISIONS),
         "adagscale": [False, True],
         "ortho": [False, True],
         "depth": [False, True] if depth else [settings.depth],
@@ -88,6 +92,9 @@ def switch_settings(settings: RenderSettings, scene_degree: int, *, depth: bool 
     combos = [{}]
     for name, values in options.items():
         combos = [{**c, name: v} for c in combos for v in values]
+    for c in combos:
+        if not (c["rasterizer"] == "auto" and "scalar" in loops):
+            c["blend_precision"] = settings.blend_precision
     # the depth view reads the float coverage: where the settings take the 8-bit image alone, its frames take the
     # float outputs (app/frames.py `mode_settings`), whose rasterizer also serves the coverage view
     floats = {"outputs": "float"} if settings.outputs == "rgba8" else {}

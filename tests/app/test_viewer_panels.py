@@ -603,6 +603,27 @@ def drawn_rect(owner_prefix: str) -> tuple[float, float, float, float]:
 
 
 @pytest.mark.gl
+def test_the_blending_switch_sets_the_precision_the_next_frame_renders_with(viewer, monkeypatch):
+    """Where the scalar loop blends (CUDA), the Settings panel offers the blend precision: a pick in its list sets
+    it, and the next frame renders with it. Where it does not (this machine's batched loop), the row says float32
+    and offers nothing to pick."""
+    from app import panels
+    from app.panels import SettingsPanel
+
+    draw(viewer)
+    assert "blending" not in viewer.overlay.panel(SettingsPanel).items
+    assert viewer.state.settings.blend_precision == "fp16"
+    monkeypatch.setattr(panels, "blends_in_pairs", lambda settings: True)  # as on CUDA
+    draw(viewer)
+    click(viewer, viewer.overlay.panel(SettingsPanel).items["blending"])
+    x0, y0, x1, y1 = drawn_rect("##Combo")  # the open list: "fp16 pairs", then "float32"
+    click(viewer, (x0, y0 + 0.75 * (y1 - y0) - 0.5, x1 - x0, 1.0))
+    assert viewer.state.settings.blend_precision == "fp32"
+    pump(viewer)
+    assert viewer._last_frame.request.settings.blend_precision == "fp32"
+
+
+@pytest.mark.gl
 def test_the_up_axis_dropdown_is_opaque(viewer):
     """The open dropdown covers the Scene panel's camera lines: nothing of them shows through its entries.
     Right of the entries' labels there are two colours only: the list's background and the selected entry's."""

@@ -162,6 +162,18 @@ def test_blend_precision_reaches_the_rasterizer_and_is_a_kind_of_frame(scene_pat
         RenderSettings(blend_precision="fp8").validate()
 
 
+def test_blends_in_pairs_names_the_settings_whose_precision_reaches_the_frames(monkeypatch):
+    """The viewer offers the precision where it changes the frames: the scalar loop's, asked for or taken by "auto"
+    where it runs; never the batched loop's."""
+    import renderer.settings as settings
+
+    for loops, auto in ((("auto", "scalar", "batched"), True), (("auto", "batched"), False)):
+        monkeypatch.setattr(settings, "rasterizers", lambda loops=loops: loops)
+        assert settings.blends_in_pairs(RenderSettings()) is auto
+        assert settings.blends_in_pairs(RenderSettings(rasterizer="scalar", blend_precision="fp32"))
+        assert not settings.blends_in_pairs(RenderSettings(rasterizer="batched"))
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter's refusal: CUDA runs the scalar form")
 def test_a_renderer_without_cuda_refuses_the_scalar_rasterizer_in_one_line(scene_path):
     """The scalar loop is a Gluon kernel, which Triton's interpreter cannot run: asked for it, a CPU renderer says

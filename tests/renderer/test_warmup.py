@@ -15,7 +15,6 @@ import renderer.pipeline as pipeline
 import renderer.warmup as warmup
 from renderer import Renderer, RenderSettings
 from renderer.launch import LaunchConfig
-from renderer.settings import rasterizers
 
 
 @pytest.mark.parametrize(("n", "tiles", "tile"), [(4_680, 32_400, 8), (114_000, 32_400, 8), (6_000_000, 8_160, 16)])
@@ -49,18 +48,40 @@ def test_reachable_crosses_every_class_a_large_scene_can_take():
     assert {c.project_block for c in windowed} == {32, 128} > {c.project_block for c in configs}
 
 
-def test_switch_settings_cover_every_combination_once_the_start_first():
+def test_switch_settings_cover_every_combination_once_the_start_first(monkeypatch):
+    monkeypatch.setattr(warmup, "rasterizers", lambda: ("auto", "batched"))  # a CPU's: the blend precision stays
     start = RenderSettings(adagscale=True, background=(0.2, 0.3, 0.4))
     variants = warmup.switch_settings(start, scene_degree=2)
     assert variants[0] == start
     # degrees None, 0-2; the rasterizers this process runs (renderer/settings.py `rasterizers`); AdaGScale, the
     # orthographic view and the depth view on and off
-    assert len(variants) == len({repr(v) for v in variants}) == 4 * 2 * len(rasterizers()) * 2 * 2 * 2
+    assert len(variants) == len({repr(v) for v in variants}) == 4 * 2 * 2 * 2 * 2 * 2
     assert {v.sh_degree for v in variants} == {None, 0, 1, 2} and {v.tile_size for v in variants} == {8, 16}
     assert all(v.background == start.background for v in variants)
+    assert {v.blend_precision for v in variants} == {start.blend_precision}
     flips = [sum(getattr(v, k) != getattr(start, k) for k in ("sh_degree", "tile_size", "rasterizer", "adagscale",
                                                                 "ortho", "depth")) for v in variants]  # fmt: skip
     assert flips == sorted(flips) and flips[1] == 1
+
+
+def test_the_blend_precision_varies_where_the_scalar_loop_blends(monkeypatch):
+    """Where the scalar loop runs (CUDA), every combination with the rasterizer "auto" comes in both precisions, so
+    the float32 loop's kernels are warm before a user flips to them; the "scalar" combinations launch the same
+    kernels as "auto" and the batched loop blends float32 whatever the setting, so those keep the start's
+    precision (frames that would compile nothing new are not rendered twice)."""
+    monkeypatch.setattr(warmup, "rasterizers", lambda: ("auto", "scalar", "batched"))
+    start = RenderSettings()
+    variants = warmup.switch_settings(start, scene_degree=1)
+    assert variants[0] == start and len(variants) == len({repr(v) for v in variants})
+    pairs = {(v.rasterizer, v.blend_precision) for v in variants}
+    assert pairs == {("auto", "fp16"), ("auto", "fp32"), ("scalar", "fp16"), ("batched", "fp16")}, pairs
+    per_pair = 3 * 2 * 2 * 2 * 2  # degrees None, 0, 1; tile sizes; AdaGScale, the orthographic and depth views
+    assert len(variants) == 4 * per_pair
+    # a flip of the precision alone is among the single flips, which come first: warm a moment after the start
+    singles = 2 + 1 + 2 + 1 + 1 + 1 + 1  # SH degree, tile size, rasterizer, precision, AdaGScale, ortho, depth
+    assert RenderSettings(blend_precision="fp32") in variants[1 : 1 + singles]
+    start32 = RenderSettings(blend_precision="fp32")  # a float32 start keeps float32 on the batched loop
+    assert {v.blend_precision for v in warmup.switch_settings(start32, 1) if v.rasterizer == "batched"} == {"fp32"}
 
 
 def test_the_depth_view_is_warmed_with_the_float_outputs_it_reads():

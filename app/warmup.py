@@ -2,8 +2,8 @@
 
 Two phases. First the frame size and settings the viewer starts with, under every launch configuration: the
 window shows no frame until they are ready, so none of its frames stops for a compile. Then every combination of
-the switches the overlay offers (SH degree, tile size, rasterizer loop, AdaGScale, the depth view), one flip away
-first, while the viewer runs; a switch flipped before its kernels are ready costs one pause, which the overlay
+the switches the overlay offers (SH degree, tile size, rasterizer loop, blending, AdaGScale, the depth view), one
+flip away first, while the viewer runs; a switch flipped before its kernels are ready costs one pause, which the overlay
 reports (`ViewerWindow` counts the compilations of each frame). A new frame size (a resized window, another
 render scale) is warmed the same way, in the background, first thing.
 

@@ -7,6 +7,7 @@ first_frame.py runs it in fresh processes (a process that compiled the kernels b
     python3 tests/gpu/compile_check.py --case counted          # 4.2M synthetic Gaussians, counted frames
     python3 tests/gpu/compile_check.py --case huge             # 8k Gaussians of 100-1000 tiles each
     python3 tests/gpu/compile_check.py --case graph --no-warm-up   # the check's own check: it must count some
+    python3 tests/gpu/compile_check.py --case graph --flips    # and each switch of the viewer flipped mid-path
 
 Each case flies from far outside a cube of Gaussians to inside its near face: the tile lists go from short to
 long (list classes 0, 1 and 2), and the footprints grow past the bin stage's wide-step threshold; between them
@@ -33,7 +34,7 @@ import torch  # noqa: E402
 
 from renderer import Camera, Renderer, RenderSettings  # noqa: E402
 from renderer.frame import CountedFrame  # noqa: E402
-from renderer.warmup import compile_counter, warm_up  # noqa: E402
+from renderer.warmup import compile_counter, switch_settings, warm_up  # noqa: E402
 from scenes import GaussianScene  # noqa: E402
 
 CASES = {  # Gaussians, log-scale of their axes (+ up to 0.5), camera distances from the cube's centre, frame size
@@ -46,6 +47,7 @@ CASES = {  # Gaussians, log-scale of their axes (+ up to 0.5), camera distances 
 }
 # "viewer": a switch on, and the colour view's outputs, the 8-bit image alone (app/frames.py MODE_OUTPUTS)
 SETTINGS = {"exact": RenderSettings(), "viewer": RenderSettings(adagscale=True, outputs="rgba8")}
+FLIP_FIELDS = ("sh_degree", "tile_size", "rasterizer", "blend_precision", "adagscale", "ortho", "depth")
 
 
 def cube_scene(n: int, log_scale: float, sh_coeffs: int = 4) -> GaussianScene:
@@ -79,6 +81,8 @@ def main() -> int:
     parser.add_argument("--size", default=None, help="frame size (default: the case's)")
     parser.add_argument("--no-warm-up", action="store_true", help="skip the warm-up (the check must then fail)")
     parser.add_argument("--stream", action="store_true", help="render the path through render_stream")
+    flips_help = "also warm each single flip of the viewer's switches, then render the path with each"
+    parser.add_argument("--flips", action="store_true", help=flips_help)
     args = parser.parse_args()
     import triton
 
@@ -106,8 +110,14 @@ def main() -> int:
         return lists
 
     CountedFrame._class_for = class_for
+    # --flips: the viewer's switches one flip from the settings (renderer/warmup.py `switch_settings`, which the
+    # viewer warms in the background): SH degree, tile size, rasterizer loop, blending, AdaGScale, ortho, depth
+    flips = [
+        v for v in switch_settings(settings, 1) if sum(getattr(v, k) != getattr(settings, k) for k in FLIP_FIELDS) == 1
+    ]
+    flips = flips if args.flips else []
     t_warm = time.perf_counter()
-    report = None if args.no_warm_up else warm_up(renderer, [(width, height)], [settings])
+    report = None if args.no_warm_up else warm_up(renderer, [(width, height)], [settings, *flips])
     warm_s = time.perf_counter() - t_warm
     warm_compiles, warm_loads = counter.count(-1), len(loads)
     remembered.clear()  # the path's frames alone
@@ -125,6 +135,11 @@ def main() -> int:
             renderer.render(cam, settings)
             frame_ms.append((time.perf_counter() - t) * 1e3)
             configs.add(renderer.launch)
+    flipped = []
+    for v in flips:  # a flip mid-path, as a user's: every fourth frame of the path with it
+        for cam in cams[::4]:
+            renderer.render(cam, v)
+        flipped.append(",".join(f"{k}={getattr(v, k)}" for k in FLIP_FIELDS if getattr(v, k) != getattr(settings, k)))
     torch.cuda.synchronize()
     after = counter.count(-1) - warm_compiles - first_compiles
     result = {
@@ -140,7 +155,7 @@ def main() -> int:
         "bin_cols": sorted({c.bin_cols for c in configs}), "project_blocks": sorted({c.project_block for c in configs}),
         "bins": sorted({(c.bin_block, c.bin_cols) for c in configs}), "culls": sorted({c.cull for c in configs}),
         "halves": sorted({f.halves for f in renderer.frames.frames.values() if f.halves is not None}),
-        "classes_remembered": remembered, "total_s": round(time.perf_counter() - t0, 2),
+        "classes_remembered": remembered, "flips": flipped, "total_s": round(time.perf_counter() - t0, 2),
     }  # fmt: skip
     print(json.dumps(result))
     return 0

@@ -1,6 +1,7 @@
 """No kernel compiles after the first frame (issue 25): after the renderer's warm-up, a path from far outside a
 dense cube of Gaussians to inside it (every list class and every bin configuration) compiles and loads
-no Triton kernel, replayed as CUDA graphs or counted, one by one or streamed. Each case runs in a fresh process
+no Triton kernel, replayed as CUDA graphs or counted, one by one or streamed, nor with a switch of the viewer
+flipped mid-path once the flips are warmed. Each case runs in a fresh process
 (tests/gpu/compile_check.py): one that compiled the kernels before would count nothing. And the check can fail:
 without the warm-up, the same path compiles. Needs CUDA: run on the GPU machine."""
 
@@ -32,8 +33,9 @@ def check(*args: str) -> dict:
 @pytest.mark.parametrize(
     "args",
     [("--case", "graph"), ("--case", "graph", "--stream"), ("--case", "graph", "--settings", "viewer"),
-     ("--case", "dense"), ("--case", "counted"), ("--case", "counted", "--size", "3840x2160"), ("--case", "huge")],
-    ids=["graph", "graph-stream", "graph-viewer-settings", "dense", "counted", "counted-4k", "huge"],
+     ("--case", "dense"), ("--case", "counted"), ("--case", "counted", "--size", "3840x2160"), ("--case", "huge"),
+     ("--case", "graph", "--flips")],
+    ids=["graph", "graph-stream", "graph-viewer-settings", "dense", "counted", "counted-4k", "huge", "graph-flips"],
 )  # fmt: skip
 def test_no_compile_after_the_first_frame(args):
     r = check(*args)
@@ -56,6 +58,10 @@ def test_no_compile_after_the_first_frame(args):
         assert r["lists"] == [0, 1, 2] and r["bins"] == [[64, 2]], r
     if r["case"] == "huge":
         assert r["bins"] == [[8, 8]], r
+    if r["flips"]:  # each switch of the viewer flipped mid-path, after a warm-up of the flips (the viewer warms
+        # them in the background): the degrees 0 and 1, tile 16, the scalar and batched loops, float32 blending,
+        # AdaGScale, ortho and depth
+        assert len(r["flips"]) == 9 and "blend_precision=fp32" in r["flips"] and "tile_size=16" in r["flips"], r
 
 
 def test_without_the_warm_up_the_same_path_compiles():

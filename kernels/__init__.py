@@ -42,7 +42,7 @@ from .buffers import (  # noqa: E402
 )
 from .cull import cull_window  # noqa: E402
 from .order import count_blocks, count_visible, depth_order, index_offsets, visible_order  # noqa: E402
-from .project import culls_frustum, project_block, project_gaussians  # noqa: E402
+from .project import culls_frustum, frustum_block_bounds, project_block, project_gaussians  # noqa: E402
 from .rasterize import SLOTS as RASTER_SLOTS  # noqa: E402
 from .rasterize import list_class, rasterize_tiles, rasterizer_variants, split_scratch_shape  # noqa: E402
 from .schedule import schedule_scratch_shape, schedule_tiles  # noqa: E402
@@ -62,6 +62,7 @@ __all__ = [
     "culls_frustum",
     "expected_macro_pairs",
     "gaussian_extent",
+    "frustum_block_bounds",
     "depth_order",
     "count_blocks",
     "count_visible",

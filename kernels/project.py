@@ -36,6 +36,11 @@ behind the near plane (or past the far one) by more than its depth's rounding. S
 same code as without the pre-cull, so the outputs are the same bit for bit; only the lanes' work moves. A counted
 frame sizes the survivors' grid by its estimate of them (`survivors_bound`) and has a rejected Gaussian's tile
 count written alone (`only_tile_counts`): its passes over all N are then the pre-cull's reads and that one write.
+With the blocks' bounds (`bounds=`, `frustum_block_bounds`: per program's block of 1,024 Gaussians the sphere
+holding their means and their largest extent, 32 bytes), a program first tests its block (`_block_misses`), and
+a block none of whose Gaussians can reach the grid is written culled without reading its means and extents: on
+the composites' fly-overs the blocks a view rules out hold nearly all the culled Gaussians (a block is one copy's
+run of a scene, which lies in one cell of the grid), so the pre-cull reads about what survives.
 
 Inputs : means [N,3], covars [N,6] (xx, xy, xz, yy, yz, zz; world frame), opacities [N] (activated),
          sh [N,K,3] fp16, camera [24] (viewmat row-major [16], fx, fy, cx, cy, campos [3], pad)
@@ -80,6 +85,105 @@ from .buffers import SH_DTYPE, project_outputs
 T_BOUND = tl.constexpr(1.02 * (-2.0 * math.log(constants.ALPHA_MIN) + constants.T_MARGIN))
 
 
+@triton.jit
+def _block_misses(
+    bound_ptr, camera_ptr, width, height, near, far, eps2d, extent_scale, TILE: tl.constexpr, ORTHO: tl.constexpr
+):
+    """Whether no Gaussian of a block can survive the pre-cull's test (`_frustum_block`), from the block's bounds
+    (`frustum_block_bounds`: the sphere holding its means, its largest extent): every Gaussian behind the near
+    plane or past the far one, or every one ahead of the near plane's slack with the largest footprint the
+    bounds allow off one side of the tile grid. Each bound is what `_frustum_block` computes for a Gaussian, taken
+    over the sphere: x/z between the tangents' from the camera, the Jacobian's norm at the sphere's nearest depth,
+    the largest extent; with room for float32's rounding (its slacks, and a pixel). `reference.block_misses` is
+    its twin; tests/kernels/test_project.py holds it to the Gaussian-by-Gaussian test."""
+    bx = tl.load(bound_ptr + 0)
+    by = tl.load(bound_ptr + 1)
+    bz = tl.load(bound_ptr + 2)
+    br = tl.load(bound_ptr + 3)
+    blam = tl.load(bound_ptr + 4)
+    r00 = tl.load(camera_ptr + 0)
+    r01 = tl.load(camera_ptr + 1)
+    r02 = tl.load(camera_ptr + 2)
+    t0 = tl.load(camera_ptr + 3)
+    r10 = tl.load(camera_ptr + 4)
+    r11 = tl.load(camera_ptr + 5)
+    r12 = tl.load(camera_ptr + 6)
+    t1 = tl.load(camera_ptr + 7)
+    r20 = tl.load(camera_ptr + 8)
+    r21 = tl.load(camera_ptr + 9)
+    r22 = tl.load(camera_ptr + 10)
+    t2 = tl.load(camera_ptr + 11)
+    fx = tl.load(camera_ptr + 16)
+    fy = tl.load(camera_ptr + 17)
+    cx = tl.load(camera_ptr + 18)
+    cy = tl.load(camera_ptr + 19)
+    g00 = r00 * r00 + r10 * r10 + r20 * r20
+    g11 = r01 * r01 + r11 * r11 + r21 * r21
+    g22 = r02 * r02 + r12 * r12 + r22 * r22
+    g01 = tl.abs(r00 * r01 + r10 * r11 + r20 * r21)
+    g02 = tl.abs(r00 * r02 + r10 * r12 + r20 * r22)
+    g12 = tl.abs(r01 * r02 + r11 * r12 + r21 * r22)
+    w2 = tl.maximum(tl.maximum(g00 + g01 + g02, g01 + g11 + g12), g02 + g12 + g22) * 1.0001
+    # the sphere in camera space (||R||_2^2 <= w2), widened by the rounding of a mean's coordinates and the centre's
+    far_coord = tl.maximum(tl.maximum(tl.abs(bx), tl.abs(by)), tl.abs(bz)) + br
+    rows = tl.abs(r00) + tl.abs(r01) + tl.abs(r02) + tl.abs(r10) + tl.abs(r11) + tl.abs(r12)
+    rows += tl.abs(r20) + tl.abs(r21) + tl.abs(r22)
+    slack = 1e-5 * (rows * far_coord + tl.abs(t0) + tl.abs(t1) + tl.abs(t2)) + 1e-30
+    X = r00 * bx + r01 * by + r02 * bz + t0
+    Y = r10 * bx + r11 * by + r12 * bz + t1
+    Z = r20 * bx + r21 * by + r22 * bz + t2
+    rad = br * tl.sqrt(w2) * 1.0001 + slack
+    # above every mean's z_slack (`_frustum_block`)
+    z_slack = 1e-5 * ((tl.abs(r20) + tl.abs(r21) + tl.abs(r22)) * far_coord + tl.abs(t2)) + 1e-30
+    gone = (Z + rad < near - z_slack) | (Z - rad > far + z_slack)
+    front = Z - rad > near + z_slack  # none near the near plane (those are kept, `_frustum_block`)
+    lam = blam * (extent_scale * w2) * 1.001
+    if ORTHO:
+        mx_hi = tl.maximum(fx * (X + rad), fx * (X - rad)) + cx
+        mx_lo = tl.minimum(fx * (X + rad), fx * (X - rad)) + cx
+        my_hi = tl.maximum(fy * (Y + rad), fy * (Y - rad)) + cy
+        my_lo = tl.minimum(fy * (Y + rad), fy * (Y - rad)) + cy
+        jx = fx * fx
+        jy = fy * fy
+    else:
+        zmin = tl.where(front, Z - rad, 1.0)
+        # x/z over the sphere: between the tangents from the camera, at the centre's angle -+ asin(rad / |C|)
+        tb_x = rad / tl.sqrt(tl.maximum(X * X + Z * Z - rad * rad, 1e-30))
+        tb_y = rad / tl.sqrt(tl.maximum(Y * Y + Z * Z - rad * rad, 1e-30))
+        ta_x = X / tl.where(front, Z, 1.0)  # the centre's x/z (the where keeps a block not ahead finite)
+        ta_y = Y / tl.where(front, Z, 1.0)
+        dx_hi = 1.0 - ta_x * tb_x
+        dx_lo = 1.0 + ta_x * tb_x
+        dy_hi = 1.0 - ta_y * tb_y
+        dy_lo = 1.0 + ta_y * tb_y
+        big = 3.0e38
+        tx_hi = tl.where(dx_hi > 1e-6, (ta_x + tb_x) / tl.maximum(dx_hi, 1e-6), big)
+        tx_lo = tl.where(dx_lo > 1e-6, (ta_x - tb_x) / tl.maximum(dx_lo, 1e-6), -big)
+        ty_hi = tl.where(dy_hi > 1e-6, (ta_y + tb_y) / tl.maximum(dy_hi, 1e-6), big)
+        ty_lo = tl.where(dy_lo > 1e-6, (ta_y - tb_y) / tl.maximum(dy_lo, 1e-6), -big)
+        tx_hi += 1e-5 * (tl.abs(tx_hi) + 1.0)
+        tx_lo -= 1e-5 * (tl.abs(tx_lo) + 1.0)
+        ty_hi += 1e-5 * (tl.abs(ty_hi) + 1.0)
+        ty_lo -= 1e-5 * (tl.abs(ty_lo) + 1.0)
+        mx_hi = tl.maximum(fx * tx_hi, fx * tx_lo) + cx
+        mx_lo = tl.minimum(fx * tx_hi, fx * tx_lo) + cx
+        my_hi = tl.maximum(fy * ty_hi, fy * ty_lo) + cy
+        my_lo = tl.minimum(fy * ty_hi, fy * ty_lo) + cy
+        # the Jacobian's row norms, (f / z)^2 (1 + clamp(x / z)^2), at most at the nearest depth and the clamp
+        tan_fovx = 0.5 * width / fx
+        tan_fovy = 0.5 * height / fy
+        lim_x = tl.maximum((width - cx) / fx, cx / fx) + FOV_SLACK * tan_fovx
+        lim_y = tl.maximum((height - cy) / fy, cy / fy) + FOV_SLACK * tan_fovy
+        jx = fx * fx / (zmin * zmin) * (1.0 + lim_x * lim_x)
+        jy = fy * fy / (zmin * zmin) * (1.0 + lim_y * lim_y)
+    rx = tl.sqrt(T_BOUND * (jx * lam + eps2d)) + 3.0 + 1e-4 * tl.maximum(tl.abs(mx_hi), tl.abs(mx_lo))
+    ry = tl.sqrt(T_BOUND * (jy * lam + eps2d)) + 3.0 + 1e-4 * tl.maximum(tl.abs(my_hi), tl.abs(my_lo))
+    grid_w = ((width + TILE - 1) // TILE) * TILE
+    grid_h = ((height + TILE - 1) // TILE) * TILE
+    off_grid = (mx_hi + rx < 0.0) | (mx_lo - rx > grid_w) | (my_hi + ry < 0.0) | (my_lo - ry > grid_h)
+    return gone | (front & off_grid)  # NaN compares false: the block is tested Gaussian by Gaussian
+
+
 @triton.jit(do_not_specialize=["N", "width", "height"])
 def _frustum_kernel(
     means_ptr,  # [N, 3] f32
@@ -90,6 +194,7 @@ def _frustum_kernel(
     macros_touched_ptr,  # [N] i32 out: 0 where culled here (when MACROS)
     survivors_ptr,  # [N] i32 out: the indices the project kernel takes, each program's ascending
     n_survivors_ptr,  # [1] i32: zero before the launch; the survivors' count after it
+    bounds_ptr,  # [cdiv(N, BLOCK), 8] f32 (when BOUNDS): each program's block's sphere and largest extent
     N,
     width,
     height,
@@ -101,11 +206,35 @@ def _frustum_kernel(
     MACROS: tl.constexpr,
     TILES_ONLY: tl.constexpr,  # write a culled Gaussian's tile count alone (`project_gaussians`'s only_tile_counts)
     ORTHO: tl.constexpr,  # an orthographic camera (`_device.ewa_footprint`)
+    BOUNDS: tl.constexpr,  # test the block's bounds first (`frustum_block_bounds`)
     BLOCK: tl.constexpr,
 ):
     pid = tl.program_id(0).to(tl.int64)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     in_range = offs < N
+    missed = False
+    if BOUNDS:
+        missed = _block_misses(bounds_ptr + pid * 8, camera_ptr, width, height, near, far, eps2d, extent_scale,
+                               TILE, ORTHO)  # fmt: skip
+    if missed:  # no Gaussian of the block can reach the grid: its culled outputs, without reading it
+        tl.store(tiles_touched_ptr + offs, 0, mask=in_range)
+        if not TILES_ONLY:
+            tl.store(depths_ptr + offs, float("inf"), mask=in_range)
+            if MACROS:
+                tl.store(macros_touched_ptr + offs, 0, mask=in_range)
+    else:
+        _frustum_block(means_ptr, extent_ptr, camera_ptr, depths_ptr, tiles_touched_ptr, macros_touched_ptr,
+                       survivors_ptr, n_survivors_ptr, offs, in_range, width, height, near, far, eps2d, extent_scale,
+                       TILE, MACROS, TILES_ONLY, ORTHO)  # fmt: skip
+
+
+@triton.jit
+def _frustum_block(
+    means_ptr, extent_ptr, camera_ptr, depths_ptr, tiles_touched_ptr, macros_touched_ptr, survivors_ptr,
+    n_survivors_ptr, offs, in_range, width, height, near, far, eps2d, extent_scale,
+    TILE: tl.constexpr, MACROS: tl.constexpr, TILES_ONLY: tl.constexpr, ORTHO: tl.constexpr,
+):  # fmt: skip
+    """`_frustum_kernel`'s Gaussian-by-Gaussian test of one block (`offs`)."""
     x = tl.load(means_ptr + offs * 3 + 0, mask=in_range, other=0.0)
     y = tl.load(means_ptr + offs * 3 + 1, mask=in_range, other=0.0)
     z = tl.load(means_ptr + offs * 3 + 2, mask=in_range, other=0.0)
@@ -401,6 +530,7 @@ def project_gaussians(
     ortho: bool = False,
     only_tile_counts: bool = False,
     survivors_bound: int | None = None,
+    bounds: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, ...]:
     """Project N Gaussians for one camera.
 
@@ -420,6 +550,9 @@ def project_gaussians(
             survivors_bound: with `frustum`, an estimate of how many survive: the projection runs programs for that
             many, each looping over a grid's stride of the list, so any number is projected in full; None: a
             program for every block of N (one block each: a captured graph's grid cannot follow the count).
+            bounds: with `frustum`, `frustum_block_bounds(means, extent)`: a pre-cull program first tests its
+            block's bounds, and writes a block none of whose Gaussians can survive as culled without reading its
+            means and extents (the same survivors, the same outputs).
         halves: the tile row at which the frame bins its tile pairs in two halves (kernels/buffers.py
             `key_halves`): macros_touched then holds each Gaussian's tiles in either, top | bottom << 16.
         ortho: an orthographic camera, gsplat's camera_model="ortho": its fx, fy are pixels per world unit
@@ -457,13 +590,15 @@ def project_gaussians(
         extent, survivors, n_survivors = frustum
         assert extent.shape == (N,) and extent.dtype == torch.float32, (extent.shape, extent.dtype)
         assert survivors.shape[0] >= N and survivors.dtype == torch.int32 and n_survivors.dtype == torch.int32
+        cull_block = frustum_block()
+        assert bounds is None or (bounds.shape == (cdiv(N, cull_block), 8) and bounds.dtype == torch.float32), (
+            None if bounds is None else bounds.shape, cull_block)  # fmt: skip
         n_survivors.zero_()
-        cull_block = 2048 if interpreting() else FRUSTUM_BLOCK
         launch(_frustum_kernel, (cdiv(N, cull_block),),
             means, extent, camera, depths, tiles_touched, macros_out, survivors, n_survivors,
-            N, width, height, near, far, eps2d, float(extent_scale),
+            extent if bounds is None else bounds, N, width, height, near, far, eps2d, float(extent_scale),
             TILE=tile_size, MACROS=macros_touched is not None, TILES_ONLY=only_tile_counts, ORTHO=ortho,
-            BLOCK=cull_block, num_warps=FRUSTUM_WARPS,
+            BOUNDS=bounds is not None, BLOCK=cull_block, num_warps=FRUSTUM_WARPS,
         )  # fmt: skip
     grid = cdiv(N, block)
     if frustum is not None and survivors_bound is not None:
@@ -522,3 +657,37 @@ FRUSTUM_ON, FRUSTUM_OFF = 0.45, 0.55
 # each other over the fly-overs (BENCHMARKS.md, section 38)
 FRUSTUM_BLOCK = 1024
 FRUSTUM_WARPS = 4
+
+
+def frustum_block() -> int:
+    """Gaussians per pre-cull program, and so per block of `frustum_block_bounds`: FRUSTUM_BLOCK on a GPU, 2,048
+    in Triton's interpreter (few, wide programs)."""
+    return 2048 if interpreting() else FRUSTUM_BLOCK
+
+
+def frustum_block_bounds(means: torch.Tensor, extent: torch.Tensor, block: int | None = None) -> torch.Tensor:
+    """[cdiv(N, block), 8] f32 (block: `frustum_block()`): of each block of `block` consecutive Gaussians, the
+    centre of its means' bounding box (3), the largest distance of a mean from it (1), its largest extent (1),
+    `block` (1) and 2 zeros; what the pre-cull's programs test first (`_block_misses`). Made once per scene, beside the
+    extents, a chunk at a time (32 bytes a block: 1/32 of a byte a Gaussian). A block is worth skipping only where
+    its Gaussians lie near each other: the composites' copies do, a scene in no spatial order less so."""
+    block = block or frustum_block()
+    N = means.shape[0]
+    assert means.shape == (N, 3) and extent.shape == (N,), (means.shape, extent.shape)
+    out = torch.zeros(cdiv(N, block), 8, dtype=torch.float32, device=means.device)
+    chunk = block * max(1, (1 << 20) // block)
+    for a in range(0, N, chunk):
+        m = means[a : a + chunk].double()
+        e = extent[a : a + chunk]
+        pad = -m.shape[0] % block  # the last block's rows repeat its first mean (the box stays its own)
+        first = m[(m.shape[0] // block) * block :][:1]
+        m = torch.cat([m, first.expand(pad, 3)]).view(-1, block, 3)
+        e = torch.cat([e, e[-1:].expand(pad)]).view(-1, block)
+        centre = (m.amin(1) + m.amax(1)) / 2
+        radius = (m - centre[:, None]).norm(dim=2).amax(1)
+        rows = out[a // block : a // block + m.shape[0]]
+        rows[:, :3] = centre.float()
+        rows[:, 3] = (radius * (1 + 1e-6) + 1e-7 * centre.abs().amax(1)).float()  # float32's rounding, up
+        rows[:, 4] = e.amax(1)
+    out[:, 5] = block
+    return out

@@ -129,6 +129,67 @@ def frustum_survivors(
     return ahead & (near_plane | on_grid)
 
 
+def block_misses(
+    bounds, camera, width: int, height: int, near: float, far: float, eps2d: float, tile_size: int,
+    extent_scale: float = 1.0, ortho: bool = False,
+) -> torch.Tensor:  # fmt: skip
+    """[B] bool: the blocks of `bounds` (kernels/project.py `frustum_block_bounds`) whose Gaussians none of can
+    survive the pre-cull (`frustum_survivors`), so the pre-cull writes them culled unread: every one behind the
+    near plane or past the far one, or every one ahead of the near plane's slack with the largest footprint the
+    bounds allow off one side of the tile grid. In float32, step for step as kernels/project.py `_block_misses`."""
+    f32 = torch.float32
+    b = bounds.to(f32)
+    bx, by, bz, br, blam = b[:, 0], b[:, 1], b[:, 2], b[:, 3], b[:, 4]
+    viewmat = camera[:16].reshape(4, 4).to(f32)
+    R, t = viewmat[:3, :3], viewmat[:3, 3]
+    fx, fy, cx, cy = (camera[16 + i].to(f32) for i in range(4))
+    w2 = (R.T @ R).abs().sum(1).max() * 1.0001
+    far_coord = torch.maximum(torch.maximum(bx.abs(), by.abs()), bz.abs()) + br
+    slack = 1e-5 * (R.abs().sum() * far_coord + t.abs().sum()) + 1e-30
+    X = R[0, 0] * bx + R[0, 1] * by + R[0, 2] * bz + t[0]
+    Y = R[1, 0] * bx + R[1, 1] * by + R[1, 2] * bz + t[1]
+    Z = R[2, 0] * bx + R[2, 1] * by + R[2, 2] * bz + t[2]
+    rad = br * torch.sqrt(w2) * 1.0001 + slack
+    z_slack = 1e-5 * (R[2].abs().sum() * far_coord + t[2].abs()) + 1e-30
+    gone = (Z + rad < near - z_slack) | (Z - rad > far + z_slack)
+    front = Z - rad > near + z_slack
+    lam = blam * (extent_scale * w2) * 1.001
+    if ortho:
+        ex, ey = torch.stack([fx * (X + rad), fx * (X - rad)]), torch.stack([fy * (Y + rad), fy * (Y - rad)])
+        mx_hi, mx_lo, my_hi, my_lo = ex.amax(0) + cx, ex.amin(0) + cx, ey.amax(0) + cy, ey.amin(0) + cy
+        jx, jy = fx * fx, fy * fy
+    else:
+        one = torch.ones_like(Z)
+        zmin = torch.where(front, Z - rad, one)
+        tb_x = rad / torch.sqrt(torch.clamp_min(X * X + Z * Z - rad * rad, 1e-30))
+        tb_y = rad / torch.sqrt(torch.clamp_min(Y * Y + Z * Z - rad * rad, 1e-30))
+        ta_x, ta_y = X / torch.where(front, Z, one), Y / torch.where(front, Z, one)
+        big = torch.full_like(Z, 3.0e38)
+
+        def tangents(ta, tb):  # tan(a + b), tan(a - b): x/z's range over the sphere
+            d_hi, d_lo = 1.0 - ta * tb, 1.0 + ta * tb
+            hi = torch.where(d_hi > 1e-6, (ta + tb) / torch.clamp_min(d_hi, 1e-6), big)
+            lo = torch.where(d_lo > 1e-6, (ta - tb) / torch.clamp_min(d_lo, 1e-6), -big)
+            return hi + 1e-5 * (hi.abs() + 1.0), lo - 1e-5 * (lo.abs() + 1.0)
+
+        tx_hi, tx_lo = tangents(ta_x, tb_x)
+        ty_hi, ty_lo = tangents(ta_y, tb_y)
+        mx_hi, mx_lo = torch.maximum(fx * tx_hi, fx * tx_lo) + cx, torch.minimum(fx * tx_hi, fx * tx_lo) + cx
+        my_hi, my_lo = torch.maximum(fy * ty_hi, fy * ty_lo) + cy, torch.minimum(fy * ty_hi, fy * ty_lo) + cy
+        tan_fovx, tan_fovy = 0.5 * width / fx, 0.5 * height / fy
+        lim_x = torch.maximum((width - cx) / fx, cx / fx) + FOV_SLACK * tan_fovx
+        lim_y = torch.maximum((height - cy) / fy, cy / fy) + FOV_SLACK * tan_fovy
+        jx = fx * fx / (zmin * zmin) * (1.0 + lim_x * lim_x)
+        jy = fy * fy / (zmin * zmin) * (1.0 + lim_y * lim_y)
+    t_bound = 1.02 * (-2.0 * math.log(ALPHA_MIN) + T_MARGIN)
+    rx = torch.sqrt(t_bound * (jx * lam + eps2d)) + 3.0 + 1e-4 * torch.maximum(mx_hi.abs(), mx_lo.abs())
+    ry = torch.sqrt(t_bound * (jy * lam + eps2d)) + 3.0 + 1e-4 * torch.maximum(my_hi.abs(), my_lo.abs())
+    grid_w = (width + tile_size - 1) // tile_size * tile_size
+    grid_h = (height + tile_size - 1) // tile_size * tile_size
+    off_grid = (mx_hi + rx < 0) | (mx_lo - rx > grid_w) | (my_hi + ry < 0) | (my_lo - ry > grid_h)
+    return gone | (front & off_grid)
+
+
 def _unpack_camera(camera: torch.Tensor):
     viewmat = camera[:16].reshape(4, 4)
     fx, fy, cx, cy = (float(v) for v in camera[16:20])
@@ -283,6 +344,7 @@ def project_gaussians(
     only_tile_counts: bool = False,  # the kernel may leave a rejected Gaussian's depth and macro count unwritten;
     # here every row is written, which that contract allows
     survivors_bound: int | None = None,  # the kernel's grid: no output depends on it
+    bounds: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, ...]:
     N = means.shape[0]
     if isinstance(adagscale_tau, torch.Tensor):  # [1] on the device, as the kernel reads it
@@ -293,6 +355,10 @@ def project_gaussians(
         extent, survivors, n_survivors = frustum
         keep = frustum_survivors(means, extent * extent_scale, camera, width, height, near, far, eps2d, tile_size,
                                  ortho)  # fmt: skip
+        if bounds is not None:  # the blocks that cannot hold a survivor (none fewer survive: tests/kernels)
+            block = int(bounds[0, 5]) if N else 1  # the bounds' block (`frustum_block_bounds`)
+            missed = block_misses(bounds, camera, width, height, near, far, eps2d, tile_size, extent_scale, ortho)
+            keep &= ~missed.repeat_interleave(block)[:N]
         kept = torch.nonzero(keep).flatten()
         survivors[: kept.numel()] = kept.to(torch.int32)
         n_survivors.fill_(kept.numel())

@@ -146,12 +146,13 @@ class Frame:
         # estimate counts them): made by the first frame that culls, mid-flight, their allocation waited for the
         # frames in flight (the 24M fly-over's first culling frame 6.23 ms against 3.51 a pass later, the 6M's 2.61
         # against 1.20: BENCHMARKS.md section 58)
-        self.frustum = None
+        self.frustum = self.block_bounds = None
         if src.kind == "full" and (self.launch.cull or may_pre_cull(n)):
             frustum = (r.extent, shared.buffer("survivors", n, torch.int32), shared.buffer("n_survivors", 1,
                        torch.int32))  # fmt: skip
+            bounds = r.frustum_bounds  # (made with the extents: kernels/project.py `frustum_block_bounds`)
             if self.launch.cull:
-                self.frustum = frustum
+                self.frustum, self.block_bounds = frustum, bounds
         # a counted frame that pre-culls gathers its visible Gaussians (`CountedFrame.order`), which are found by
         # their tile counts: of a Gaussian the pre-cull rejects, only the tile count is written
         self.tile_counts_only = self.counted and self.frustum is not None
@@ -271,7 +272,7 @@ class Frame:
             adagscale_tau=self.tau if s.adagscale else None, adagscale_s_min=s.adagscale_s_min,
             out=(self.records, self.depths, self.tiles_touched, self.macros_touched, self.bin_t),
             frustum=self.frustum, extent_scale=s.scale_modifier**2, halves=self.halves, ortho=s.ortho,
-            only_tile_counts=self.tile_counts_only, survivors_bound=self._survivors_bound(),
+            only_tile_counts=self.tile_counts_only, survivors_bound=self._survivors_bound(), bounds=self.block_bounds,
             **{"block": self.launch.project_block, **tuning},
         )  # fmt: skip
 

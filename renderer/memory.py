@@ -16,7 +16,8 @@ here as 4); the names are pipeline.py's):
 |-----------|----------------------------------------------------------------------------------|---------------------|
 | scene     | means 12 (on the CPU the renderer shares the scene's own tensor)                 | 12 N                |
 | prepared  | opacities 4, covariances 24, the SH in fp16 6 K (a copy on the CPU too); from     | N (28 + 6 K)        |
-|           | FRUSTUM_FROM Gaussians on, the extents 4 (kernels/project.py `culls_frustum`)     | (+ 4 N)             |
+|           | FRUSTUM_FROM Gaussians on, the extents 4 (kernels/project.py `culls_frustum`)     | (+ 4 N              |
+|           | and the pre-cull blocks' bounds, 32 bytes a block of FRUSTUM_BLOCK               |  + 32 N / 1,024)    |
 | workspace | per slot: tiles_touched 4; rgb 12, alpha 4, rgba8 4 a pixel (as `outputs` asks:   | S (4 N + 20 X + 4 T)|
 |           | 16 or 4 alone; the estimate takes all three); tile_counts 4 a tile; on the        |                     |
 |           | capacity route totals 32 bytes; counted, the counts and the longest list 32 bytes |                     |
@@ -71,7 +72,7 @@ import torch
 from kernels import count_blocks, rasterizer_variants, scan_blocks, schedule_scratch_shape, split_scratch_shape
 from kernels.buffers import LIST_CHUNK
 from kernels.constants import INT16_TILES
-from kernels.project import FRUSTUM_FROM
+from kernels.project import FRUSTUM_BLOCK, FRUSTUM_FROM
 from scenes.limits import mem_available, set_cap  # the one reader of MemAvailable and of the memory cap
 
 from .device import frames_in_flight
@@ -294,7 +295,7 @@ def estimate_bytes(
     return MemoryEstimate(
         scene=12 * n if cuda else 0,
         # SH as fp16 (renderer/prepare.py prepare_scene); the extents where frames may pre-cull (`Renderer.extent`)
-        prepared=(28 + 6 * k + 4 * (n >= FRUSTUM_FROM)) * n,
+        prepared=(28 + 6 * k) * n + ((4 * n + 32 * -(-n // FRUSTUM_BLOCK)) if n >= FRUSTUM_FROM else 0),
         workspace=workspace,
         transient=transient,
         graphs=slots * transient if cuda and not counted else 0,  # a graph per slot, each with its pool

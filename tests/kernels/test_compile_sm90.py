@@ -124,12 +124,14 @@ for (macros, halves), adagscale, indexed, ortho, degree in itertools.product(
 # the pre-cull (kernels/project.py `culls_frustum`), at both tile sizes, with and without the macro-tile counts
 sig = {"means_ptr": "*fp32", "extent_ptr": "*fp32", "camera_ptr": "*fp32", "depths_ptr": "*fp32",
        "tiles_touched_ptr": "*i32", "macros_touched_ptr": "*i32", "survivors_ptr": "*i32", "n_survivors_ptr": "*i32",
-       "N": "i32", "width": "i32", "height": "i32", "near": "fp32", "far": "fp32", "eps2d": "fp32",
-       "extent_scale": "fp32", "TILE": "constexpr", "MACROS": "constexpr", "TILES_ONLY": "constexpr",
-       "ORTHO": "constexpr", "BLOCK": "constexpr"}
-for tile, macros, tiles_only, ortho in itertools.product((8, 16), (False, True), (False, True), (False, True)):
+       "bounds_ptr": "*fp32", "N": "i32", "width": "i32", "height": "i32", "near": "fp32", "far": "fp32",
+       "eps2d": "fp32", "extent_scale": "fp32", "TILE": "constexpr", "MACROS": "constexpr", "TILES_ONLY": "constexpr",
+       "ORTHO": "constexpr", "BOUNDS": "constexpr", "BLOCK": "constexpr"}
+for tile, macros, tiles_only, ortho, bounds in itertools.product((8, 16), (False, True), (False, True), (False, True),
+                                                                 (False, True)):  # fmt: skip
     failures.append(compile_one(project._frustum_kernel, sig, {"TILE": tile, "MACROS": macros, "TILES_ONLY": tiles_only,
-                                                                "ORTHO": ortho, "BLOCK": project.FRUSTUM_BLOCK},
+                                                                "ORTHO": ortho, "BOUNDS": bounds,
+                                                                "BLOCK": project.FRUSTUM_BLOCK},
                                 project.FRUSTUM_WARPS))  # fmt: skip
     compiled += 1
 for same, halves in ((False, False), (True, False), (False, True)):

@@ -7,11 +7,14 @@ import math
 import numpy as np
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import kernels
 import kernels.reference as ref
 from kernels.buffers import gaussian_extent
 from kernels.constants import ALPHA_MIN
+from kernels.project import _block_misses
 from tests.analytic import covariance, quat_matrix, upper
 from tests.conftest import nan_like
 from tests.kernels.synthetic import PinholeCamera, camera, look_at
@@ -246,3 +249,144 @@ def test_a_grid_for_fewer_survivors_still_projects_every_one(device, monkeypatch
         assert_same_projection(want, got)
         counts.append(int(count))
     assert counts[0] > 6 * block and len(set(counts)) == 1, counts
+
+
+def cluster_scene(blocks: int, block: int, cam, seed: int = 0, device: str = "cpu", max_spread: float = 1.0):
+    """(means, covars, opacities, sh) of `blocks` clusters of `block` consecutive Gaussians each (a block of the
+    pre-cull's bounds): each cluster centred where `edge_scene` puts a Gaussian (most off the image, many just
+    off an edge, some behind the camera or across the near plane), of a spread from a point to `max_spread`, its
+    Gaussians of scales from needles to a fifth of a unit; a tenth of the clusters are a single Gaussian repeated
+    (a sphere of radius 0: the bound at its tightest, only the block test's own slack beyond the Gaussian's)."""
+    g = np.random.default_rng(seed)
+    base = edge_scene(blocks, cam, seed)[0].double().numpy()  # the clusters' centres
+    spread = np.exp(g.uniform(math.log(1e-3), math.log(max_spread), blocks))
+    spread[: blocks // 10] = 0.0
+    means = (base[:, None, :] + g.normal(size=(blocks, block, 3)) * spread[:, None, None]).reshape(-1, 3)
+    n = blocks * block
+    scales = np.exp(g.uniform(-7.0, -1.5, (n, 3)))
+    R = quat_matrix(g.normal(size=(n, 4)))
+    covars = upper(covariance(R, scales))
+    opac = g.uniform(0.002, 1.0, n)
+    single = np.repeat(np.arange(blocks) < blocks // 10, block)
+    first = np.repeat(np.arange(blocks) * block, block)
+    covars[single], opac[single] = covars[first[single]], 1.0
+    f32 = dict(dtype=torch.float32, device=device)
+    return (torch.tensor(means, **f32), torch.tensor(covars, **f32), torch.tensor(opac, **f32),
+            torch.zeros(n, 1, 3, dtype=kernels.SH_DTYPE, device=device))  # fmt: skip
+
+
+def block_view(view: str):
+    """(packed camera, scene transform) of the block tests' views: the edge scenes' pinhole; the same with the
+    principal point on the left edge (a crop: the clamped x/z term at its largest); a view matrix that scales as
+    well as rotates; an orthographic camera."""
+    cam = camera(160, 120, 55.0, look_at((0.4, -0.3, -5.0), (0.2, 0.1, 0.0)))
+    if view in ("crop", "ortho"):
+        f = 5.0 if view == "ortho" else 1.0
+        cam = PinholeCamera(160, 120, cam.fx / f, cam.fy / f, 0.0, cam.cy, cam.T_world_camera)
+    return cam
+
+
+def scaled(view, packed, scene):
+    """The "scaled view": W scaled by 1.7, the scene shrunk by it (the same picture)."""
+    if view != "scaled view":
+        return packed, scene
+    packed = packed.clone()
+    packed[[0, 1, 2, 4, 5, 6, 8, 9, 10]] *= 1.7
+    means, covars, opac, sh = scene
+    return packed, (means / 1.7, covars / 1.7**2, opac, sh)
+
+
+VIEWS = ["pinhole", "scaled view", "crop", "ortho"]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("block", [1, 64])
+def test_a_block_the_bounds_rule_out_holds_no_survivor(view, block):
+    """`block_misses` (the pre-cull's block test, twin of kernels/project.py `_block_misses`) against the pre-cull's
+    own test of each Gaussian (`frustum_survivors`): no block it rules out holds a survivor, on clusters placed as
+    `edge_scene` places Gaussians (many just off an edge by their own footprint, some across the near plane),
+    single points among them; a block of one Gaussian is the bound at its tightest. And it is not vacuous: it rules
+    out most of the blocks that hold no survivor."""
+    from kernels.project import frustum_block_bounds
+
+    blocks = 3000 if block == 1 else 400
+    cam = block_view(view)
+    packed, (means, covars, opac, sh) = scaled(view, cam.packed(), cluster_scene(blocks, block, cam, seed=block))
+    ortho = view == "ortho"
+    for tile, small in ((8, 1.0), (16, 1.0), (8, 1e-4)):  # small: footprints of a pixel, the spread decides
+        extent = gaussian_extent(covars * small)
+        keep = ref.frustum_survivors(means, extent, packed, 160, 120, 0.01, 1e10, 0.3, tile, ortho)
+        bounds = frustum_block_bounds(means, extent, block)
+        missed = ref.block_misses(bounds, packed, 160, 120, 0.01, 1e10, 0.3, tile, ortho=ortho)
+        held = keep.view(blocks, block).any(1)
+        assert not bool((missed & held).any()), f"{int((missed & held).sum())} blocks ruled out hold a survivor"
+        empty = int((~held).sum())
+        assert empty > blocks // 4, "the scene should put many blocks off the image"
+        assert int(missed.sum()) > 0.6 * empty, f"ruled out {int(missed.sum())} of {empty} blocks with no survivor"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("view", VIEWS)
+def test_the_pre_cull_with_block_bounds_keeps_the_same_survivors(impl, view, device, monkeypatch):
+    """The pre-cull with the blocks' bounds (`bounds=`), at blocks of 64 (the launcher's block taken from
+    `frustum_block`): the same survivors as without them, and the same outputs as no pre-cull, bit for bit, on
+    `test_a_block_the_bounds_rule_out_holds_no_survivor`'s clusters, where a block wrongly ruled out loses
+    survivors (a block not ruled out changes no output: that is the GPU's time, BENCHMARKS.md)."""
+    import kernels.project as kp
+
+    block, blocks = 64, 200
+    monkeypatch.setattr(kp, "frustum_block", lambda: block)
+    cam = block_view(view)
+    packed, scene = scaled(view, cam.packed(device), cluster_scene(blocks, block, cam, seed=block, device=device))
+    ortho, n = view == "ortho", blocks * block
+    extent = gaussian_extent(scene[1])
+    bounds = kp.frustum_block_bounds(scene[0], extent)
+    assert bounds.shape == (blocks, 8) and bool((bounds[:, 5] == block).all())
+    want = project(impl, scene, packed, 8, device=device, ortho=ortho)
+    kept = []
+    for b in (None, bounds):
+        survivors, count = scratch(n, device)
+        means, covars, opac, sh = scene
+        out = tuple(nan_like(t) for t in kernels.project_outputs(n, device))
+        got = impl.project_gaussians(means, covars, opac, sh, packed, 160, 120, sh_degree=0, out=out,
+                                     frustum=(extent, survivors, count), bounds=b, ortho=ortho)  # fmt: skip
+        assert_same_projection(want, got)
+        kept.append(torch.sort(survivors[: int(count)]).values)
+    assert torch.equal(kept[0], kept[1]), "the bounds changed the survivors"
+    missed = ref.block_misses(bounds, packed, 160, 120, 0.01, 1e10, 0.3, 8, ortho=ortho)
+    assert blocks // 5 < int(missed.sum()) < blocks, "many blocks, not all, should be ruled out"
+
+
+@triton.jit
+def _misses_kernel(bounds_ptr, camera_ptr, out_ptr, width, height, near, far, eps2d, extent_scale,
+                   TILE: tl.constexpr, ORTHO: tl.constexpr):  # fmt: skip
+    """kernels/project.py `_block_misses` for block program_id's bounds, into out (1 = ruled out)."""
+    pid = tl.program_id(0)
+    missed = _block_misses(bounds_ptr + pid * 8, camera_ptr, width, height, near, far, eps2d, extent_scale, TILE,
+                           ORTHO)  # fmt: skip
+    tl.store(out_ptr + pid, missed.to(tl.int32))
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_the_kernels_block_test_is_its_twins(view, device):
+    """The pre-cull kernel's block test itself (`_block_misses`, one program a block) against `block_misses` on the
+    single-point blocks where the bound is tightest, and clusters: the same blocks ruled out (float32 both, in their
+    own order of operations: at most a block in a thousand may differ), none of them holding a survivor."""
+    from kernels.project import frustum_block_bounds
+
+    cam = block_view(view)
+    ortho = view == "ortho"
+    for block, blocks, small in ((1, 1000, 1.0), (64, 200, 1.0), (64, 200, 1e-4)):  # small: footprints of a pixel
+        packed, (means, covars, opac, sh) = scaled(
+            view, cam.packed(device), cluster_scene(blocks, block, cam, seed=block, device=device)
+        )
+        covars = covars * small
+        extent = gaussian_extent(covars)
+        bounds = frustum_block_bounds(means, extent, block)
+        got = torch.zeros(blocks, dtype=torch.int32, device=device)
+        _misses_kernel[(blocks,)](bounds, packed, got, 160, 120, 0.01, 1e10, 0.3, 1.0, TILE=8, ORTHO=ortho)
+        want = ref.block_misses(bounds, packed, 160, 120, 0.01, 1e10, 0.3, 8, ortho=ortho)
+        assert int((got.bool() != want).sum()) <= blocks // 1000, (int(got.sum()), int(want.sum()))
+        keep = ref.frustum_survivors(means, extent, packed, 160, 120, 0.01, 1e10, 0.3, 8, ortho)
+        assert not bool((got.bool() & keep.view(blocks, block).any(1)).any()), "a block ruled out holds a survivor"
+        assert int(got.sum()) > blocks // 5

@@ -24,9 +24,10 @@ def test_estimate_terms():
     cuda = estimate_bytes(n, k, w, h, "cuda")
     cpu = estimate_bytes(n, k, w, h, "cpu")
     assert cuda.scene == 12 * n and cpu.scene == 0  # the CPU renderer shares the scene's means
-    # opacities, covariances, the SH in fp16, and (from FRUSTUM_FROM Gaussians) the extents the pre-cull reads
+    # opacities, covariances, the SH in fp16, and (from FRUSTUM_FROM Gaussians) the extents the pre-cull reads and
+    # its blocks' bounds (32 bytes a block of 1,024)
     assert n >= memory.FRUSTUM_FROM
-    assert cuda.prepared == cpu.prepared == (28 + 6 * 9 + 4) * n
+    assert cuda.prepared == cpu.prepared == (28 + 6 * 9 + 4) * n + 32 * 977
     tiles = 240 * 135  # 32,400: int16 keys
     pairs = max(2 * n, min(16 * n, 400 * tiles))  # 12.96M
     assert pairs == 12_960_000

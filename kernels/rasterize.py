@@ -258,10 +258,10 @@ def _blend_poly(c0, c1, c2, c3, c4, c5, r, g, b, u, v, uu, uv, vv, T, alive, cr,
     return T, alive & ~stop, cr, cg, cb
 
 
-# fp16 bit patterns of gsplat's constants, as pairs (the same value in both halves): ALPHA_MAX, LOG2_ALPHA_MIN and
-# T_STOP rounded to the nearest fp16 (0.99902, -7.99609, 1.00017e-4), and 1.0
+# fp16 bit patterns of gsplat's constants, as pairs (the same value in both halves): ALPHA_MAX, ALPHA_MIN (1/255)
+# and T_STOP rounded to the nearest fp16 (0.99902, 0.0039215, 1.00017e-4), and 1.0
 _H2_ALPHA_MAX = "0x3BFE3BFE"
-_H2_LOG2_ALPHA_MIN = "0xC7FFC7FF"
+_H2_ALPHA_MIN = "0x1C041C04"
 _H2_T_STOP = "0x068E068E"
 H2_ONE = gl.constexpr(0x3C003C00)
 H2_ONE_LOW = gl.constexpr(0x3C00)
@@ -270,15 +270,18 @@ H2_ONE_HIGH = gl.constexpr(0x3C000000)
 # One Gaussian blended into a thread's two pixels at once, each state an fp16 pair (low half: the thread's first
 # pixel): $5, $6 the pixels' exponents (float32), $7 T, $8 alive (1.0 or 0.0 a half), $9-$11 the colour sums,
 # $12-$14 the Gaussian's colour pairs; out T, alive and the sums. gsplat's rule, as `_blend_poly`, with the masks
-# as 1.0 / 0.0 halves (`set` writes them) so that every step is one f16x2 instruction for both pixels.
+# as 1.0 / 0.0 halves (`set` writes them) so that every step is one f16x2 instruction for both pixels. Alpha is
+# each pixel's float32 ex2, packed after (two MUFU.EX2 where ex2.f16x2 takes two and a PRMT: one instruction a
+# Gaussian less, and alpha rounded once where the fp16 exponent rounded before its ex2); the 1/255 skip tests it.
 _BLEND_HALF2 = gl.constexpr(f"""{{
-.reg .b32 e, a, k, m, v, n, s, w;
-cvt.rn.f16x2.f32 e, $6, $5;
-ex2.approx.f16x2 a, e;
+.reg .b32 t, u, a, k, m, v, n, s, w;
+ex2.approx.ftz.f32 t, $5;
+ex2.approx.ftz.f32 u, $6;
+cvt.rn.f16x2.f32 a, u, t;
 mov.b32 k, {_H2_ALPHA_MAX};
 min.f16x2 a, a, k;
-mov.b32 k, {_H2_LOG2_ALPHA_MIN};
-set.ge.f16x2.f16x2 m, e, k;
+mov.b32 k, {_H2_ALPHA_MIN};
+set.ge.f16x2.f16x2 m, a, k;
 mul.rn.f16x2 m, m, $8;
 mul.rn.f16x2 v, a, $7;
 sub.rn.f16x2 n, $7, v;
@@ -291,12 +294,12 @@ sub.rn.f16x2 n, $7, w;
 sub.rn.f16x2 k, $8, s;
 fma.rn.f16x2 v, w, $12, $9;
 fma.rn.f16x2 a, w, $13, $10;
-fma.rn.f16x2 e, w, $14, $11;
+fma.rn.f16x2 t, w, $14, $11;
 mov.b32 $0, n;
 mov.b32 $1, k;
 mov.b32 $2, v;
 mov.b32 $3, a;
-mov.b32 $4, e;
+mov.b32 $4, t;
 }}""")
 
 

@@ -31,9 +31,10 @@ Loop forms, the same rule:
   (`_combine_parts_kernel`; within 1e-4 of whole lists except where a pixel's stop falls inside a later part:
   there up to 0.006 on the 6M composite's overview, BENCHMARKS.md section 43).
   With `half` (RenderSettings.blend_precision "fp16", the default) a thread's two pixels are one fp16 pair
-  (`_blend_half2`): the exponent in float32, then alpha, the masks, T and the colour sums as f16x2, each step's
-  sums added into float32 sums at its end; one warp a tile in every class at 8 px (HALF_CONFIG). 70-83 dB against
-  the float32 loop's image on the bench's frames, 0.71-0.89x its time (BENCHMARKS.md, section 61).
+  (`_blend_half2`): the exponent and its ex2 in float32, then alpha, the masks, T and the colour sums as f16x2,
+  each step's sums added into float32 sums at its end; one warp a tile in every class at 8 px (HALF_CONFIG).
+  70-83 dB against the float32 loop's image on the bench's frames, 0.71-0.89x its time (BENCHMARKS.md, section
+  61; alpha from a float32 ex2 since section 62: 0.3-0.8 dB closer, 0.96-0.99x).
 - "batched" (Triton, and what Triton's interpreter runs: it cannot run Gluon): B Gaussians per step as a
   [B, pixels] block, transmittance by `tl.cumprod` along the batch. Few, wide steps. Float32 only.
 
@@ -306,10 +307,10 @@ mov.b32 $4, t;
 @gluon.jit
 def _blend_half2(c0, c1, c2, c3, c4, c5, r, g, b, u, v0, v1, uu, vv0, vv1, T, alive, cr, cg, cb):
     """`_blend_poly` for a thread's two pixels of one column as fp16 pairs ([1, R] int32: two fp16 halves, the
-    pixel of row v0 low), the exponent still in float32 (its polynomial's terms cancel: fp16 would lose the
-    sharp Gaussians' centres), then one f16x2 instruction for both pixels at every step after it: 29.6
-    instructions a Gaussian in the step's SASS where float32 takes 37 (BENCHMARKS.md, section 61). r, g, b: the
-    colour pairs (`_tile_coefficients` with HALF), float32 containers."""
+    pixel of row v0 low), the exponent and its ex2 still in float32 (its polynomial's terms cancel: fp16 would
+    lose the sharp Gaussians' centres), then one f16x2 instruction for both pixels at every step after it: 28.5
+    instructions a Gaussian in the step's SASS where float32 takes 37 (BENCHMARKS.md, sections 61 and 62). r, g,
+    b: the colour pairs (`_tile_coefficients` with HALF), float32 containers."""
     col = c0 + c1 * u + c3 * uu  # [1, R]
     k = c2 + c4 * u
     e0 = col + v0 * k + c5 * vv0

@@ -110,8 +110,9 @@ def _fits(scene: GaussianScene, device: torch.device, frame_size: tuple[int, int
 
 
 # A pre-culling frame's programs test their block's bounds first (`Renderer.frustum_bounds`): on a fly-over over the
-# composites most of the culled Gaussians lie in blocks that miss the view (measured on the CPU, not yet timed on
-# a GPU); off, every Gaussian is tested on its own. The same survivors and images either way.
+# composites most of the culled Gaussians lie in blocks that miss the view (the 24M fly-over's pass 0.983-0.986x
+# its time without, BENCHMARKS.md section 62); off, every Gaussian is tested on its own. The same survivors and
+# images either way.
 BLOCK_CULL = True
 
 # Workspace slots: `render` uses slot 0; `render_stream` alternates 0 and 1, so that the frame in flight and the

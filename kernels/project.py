@@ -86,6 +86,19 @@ T_BOUND = tl.constexpr(1.02 * (-2.0 * math.log(constants.ALPHA_MIN) + constants.
 
 
 @triton.jit
+def _view_norm2(r00, r01, r02, r10, r11, r12, r20, r21, r22):
+    """An upper bound on ||W||_2^2 of the view's rotation W: ||W^T W||_inf (the Gram matrix's largest row sum),
+    raised for its rounding; 1 for a camera's rotation."""
+    g00 = r00 * r00 + r10 * r10 + r20 * r20
+    g11 = r01 * r01 + r11 * r11 + r21 * r21
+    g22 = r02 * r02 + r12 * r12 + r22 * r22
+    g01 = tl.abs(r00 * r01 + r10 * r11 + r20 * r21)
+    g02 = tl.abs(r00 * r02 + r10 * r12 + r20 * r22)
+    g12 = tl.abs(r01 * r02 + r11 * r12 + r21 * r22)
+    return tl.maximum(tl.maximum(g00 + g01 + g02, g01 + g11 + g12), g02 + g12 + g22) * 1.0001
+
+
+@triton.jit
 def _block_misses(
     bound_ptr, camera_ptr, width, height, near, far, eps2d, extent_scale, TILE: tl.constexpr, ORTHO: tl.constexpr
 ):
@@ -117,13 +130,7 @@ def _block_misses(
     fy = tl.load(camera_ptr + 17)
     cx = tl.load(camera_ptr + 18)
     cy = tl.load(camera_ptr + 19)
-    g00 = r00 * r00 + r10 * r10 + r20 * r20
-    g11 = r01 * r01 + r11 * r11 + r21 * r21
-    g22 = r02 * r02 + r12 * r12 + r22 * r22
-    g01 = tl.abs(r00 * r01 + r10 * r11 + r20 * r21)
-    g02 = tl.abs(r00 * r02 + r10 * r12 + r20 * r22)
-    g12 = tl.abs(r01 * r02 + r11 * r12 + r21 * r22)
-    w2 = tl.maximum(tl.maximum(g00 + g01 + g02, g01 + g11 + g12), g02 + g12 + g22) * 1.0001
+    w2 = _view_norm2(r00, r01, r02, r10, r11, r12, r20, r21, r22)
     # the sphere in camera space (||R||_2^2 <= w2), widened by the rounding of a mean's coordinates and the centre's
     far_coord = tl.maximum(tl.maximum(tl.abs(bx), tl.abs(by)), tl.abs(bz)) + br
     rows = tl.abs(r00) + tl.abs(r01) + tl.abs(r02) + tl.abs(r10) + tl.abs(r11) + tl.abs(r12)
@@ -260,14 +267,7 @@ def _frustum_block(
     z_slack = 1e-5 * (tl.abs(r20 * x) + tl.abs(r21 * y) + tl.abs(r22 * z) + tl.abs(t2)) + 1e-30
     ahead = in_range & (zc >= near - z_slack) & (zc <= far + z_slack)
     near_plane = zc < near + z_slack
-    # ||W||_2^2 <= ||W^T W||_inf (the Gram matrix's largest row sum): 1 for a camera's rotation
-    g00 = r00 * r00 + r10 * r10 + r20 * r20
-    g11 = r01 * r01 + r11 * r11 + r21 * r21
-    g22 = r02 * r02 + r12 * r12 + r22 * r22
-    g01 = tl.abs(r00 * r01 + r10 * r11 + r20 * r21)
-    g02 = tl.abs(r00 * r02 + r10 * r12 + r20 * r22)
-    g12 = tl.abs(r01 * r02 + r11 * r12 + r21 * r22)
-    w2 = tl.maximum(tl.maximum(g00 + g01 + g02, g01 + g11 + g12), g02 + g12 + g22) * 1.0001
+    w2 = _view_norm2(r00, r01, r02, r10, r11, r12, r20, r21, r22)
     if ORTHO:  # the Jacobian diag(fx, fy)
         lam = tl.load(extent_ptr + offs, mask=ahead, other=0.0) * (extent_scale * w2)
         rx = tl.sqrt(T_BOUND * (fx * fx * lam + eps2d)) + 2.0

@@ -1,6 +1,6 @@
 """The viewer's start time with a cold and a warm Triton cache (run on the GPU machine; the README quotes it).
 
-    python3 tests/gpu/start_time.py [--scene PATH] [--size 1920x1080] [--profile PREFIX]
+    python3 tests/gpu/start_time.py [--scene PATH] [--size 1920x1080] [--profile PREFIX] [--compile-log PREFIX]
 
 Runs the viewer's start sequence headless (the GPU machine has no display), twice, each in a fresh process, with
 Triton's cache in an empty folder: the first run compiles every kernel (cold), the second loads them from that
@@ -23,9 +23,37 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def one_start(scene: str | None, size: tuple[int, int]) -> dict:
+def log_compiles(path: str) -> None:
+    """Write one JSON line per kernel Triton compiles or loads from its cache in this process, with what its cache
+    key is made of (name, signature, constexprs, alignment attributes, options), so that a warm start's compiles
+    can be matched against the cold start's: the same source hash means the same specialization."""
+    import threading
+
+    import triton
+
+    open(path, "w").close()
+    lock = threading.Lock()
+
+    def listener(src, metadata, metadata_group, times, cache_hit):
+        options = {k: metadata.get(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")}
+        row = {
+            "name": src.name, "cache_hit": cache_hit, "src_hash": src.hash(), "hash": metadata.get("hash"),
+            "signature": {k: str(v) for k, v in src.signature.items()},
+            "constants": {str(k): str(v) for k, v in src.constants.items()},
+            "attrs": {str(k): str(v) for k, v in src.attrs.items()}, "options": options,
+            "thread": threading.current_thread().name,
+        }  # fmt: skip
+        with lock, open(path, "a") as out:  # the warm-up's threads compile side by side
+            out.write(json.dumps(row) + "\n")
+
+    triton.knobs.compilation.listener = listener
+
+
+def one_start(scene: str | None, size: tuple[int, int], compile_log: str | None = None) -> dict:
     """The start sequence in this process (the child's side)."""
     t0 = time.perf_counter()
+    if compile_log:
+        log_compiles(compile_log)
     sys.path.insert(0, ROOT)
     import torch
 
@@ -69,19 +97,26 @@ def main() -> int:
         metavar="PREFIX",
         help="run each start under cProfile: PREFIX-cold.txt and PREFIX-warm.txt, by cumulative time",
     )
+    parser.add_argument(
+        "--compile-log",
+        default=None,
+        metavar="PREFIX",
+        help="log every kernel compiled or loaded from the cache: PREFIX-cold.jsonl and PREFIX-warm.jsonl",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     size = tuple(int(v) for v in args.size.lower().split("x"))
     if args.child:
+        log = f"{args.compile_log}-{args.child}.jsonl" if args.compile_log else None
         if not args.profile:
-            print(json.dumps(one_start(args.scene, size)))
+            print(json.dumps(one_start(args.scene, size, log)))
             return 0
         import cProfile
         import io
         import pstats
 
         with cProfile.Profile() as prof:
-            row = one_start(args.scene, size)
+            row = one_start(args.scene, size, log)
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(80)
         with open(f"{args.profile}-{args.child}.txt", "w") as f:
@@ -95,6 +130,8 @@ def main() -> int:
             cmd = [sys.executable, os.path.abspath(__file__), "--child", label, "--size", args.size]
             if args.profile:
                 cmd += ["--profile", args.profile]
+            if args.compile_log:
+                cmd += ["--compile-log", args.compile_log]
             if args.scene:
                 cmd += ["--scene", args.scene]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)

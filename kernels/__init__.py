@@ -12,12 +12,14 @@ kernel module is imported, so it is set here.
 """
 
 import os
+import sys
 
 import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from . import _launch  # noqa: E402
 from .bin import bin_config, bin_pairs, bin_warps, bins_macro_tiles, expected_macro_pairs  # noqa: E402
 from .buffers import (  # noqa: E402
     MACRO_KEY_DTYPE,
@@ -97,3 +99,6 @@ __all__ = [
     "scan_blocks",
     "visible_order",
 ]
+
+# every kernel's Triton cache key settled before any launch (kernels/_launch.py `settle_cache_keys` says why)
+_launch.settle_cache_keys([m for name, m in sorted(sys.modules.items()) if name.startswith(__name__ + ".")])

@@ -116,3 +116,29 @@ def _active(hook) -> bool:
 def _hooked(kernel) -> bool:
     """Whether a profiler or a pre-run hook watches launches (Triton's own path then runs them)."""
     return _active(_runtime.launch_enter_hook) or _active(_runtime.launch_exit_hook) or bool(kernel.pre_run_hooks)
+
+
+def settle_cache_keys(modules) -> int:
+    """Compute the cache key of every @jit function in `modules` until none changes, so that a kernel's key does not
+    depend on which kernel this process hashed first. Returns the passes taken (each hashes every function).
+
+    Why: Triton 3.6 hashes a kernel with the global values of the functions it calls (their tl.constexpr globals go
+    into the key), merging each callee's set before it has computed that callee's key: a helper hashed first gives
+    its callers its globals; one hashed later gives them none. So the keys followed the launch order, and that
+    differs between a first start (the warm-up's four threads) and the next (one thread, the cache warm): a warm
+    start compiled the 12 binning specializations again (1.8 s of its 7.7, BENCHMARKS.md section 63), though the
+    cold start had put them in the same cache under other keys. Settled at import, before any launch, every key is
+    its callees' complete set, whatever hashes first. Under the interpreter `@jit` makes no such functions."""
+    from triton.runtime.jit import JITCallable
+
+    fns = {id(v): v for m in modules for v in vars(m).values() if isinstance(v, JITCallable)}
+    fns = sorted(fns.values(), key=lambda f: (f.fn.__module__, f.fn.__qualname__))
+    for passes in range(1, 17):  # one pass per level of calls, and one that changes nothing
+        before = [f.hash for f in fns]
+        for f in fns:
+            f.hash = None
+        for f in fns:
+            f.cache_key  # noqa: B018 (computes and keeps the key)
+        if [f.hash for f in fns] == before:
+            return passes
+    raise RuntimeError("the kernels' cache keys did not settle in 16 passes")

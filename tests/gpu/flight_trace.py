@@ -206,6 +206,8 @@ def main() -> int:
                   flush=True)  # fmt: skip
             for g in row.get("top_gaps", [])[:6]:
                 print(f"    gap {g['us']:7.1f} us in {g['host_stage']}: after {g['after']} / before {g['before']}")
+            for k, v in row.get("kernel_ms_per_frame_by_name", {}).items():
+                print(f"    kernel {v:7.4f} ms a frame  {k}")
         del r, scene
         torch.cuda.empty_cache()
     with open(os.path.join(args.out, "flight.json"), "w") as fh:

@@ -1,13 +1,16 @@
 """The viewer's start time with a cold and a warm Triton cache (run on the GPU machine; the README quotes it).
 
     python3 tests/gpu/start_time.py [--scene PATH] [--size 1920x1080] [--profile PREFIX] [--compile-log PREFIX]
+                                    [--no-switches]
 
 Runs the viewer's start sequence headless (the GPU machine has no display), twice, each in a fresh process, with
 Triton's cache in an empty folder: the first run compiles every kernel (cold), the second loads them from that
 cache (warm). The sequence is `warpsplat view`'s: import, read the scene, make the Renderer, warm its kernels for
 the window's size and the viewer's starting settings (app/warmup.py's first phase: no frame is shown before it
 ends), render the first frame; then the second phase, every switch's kernels, which the viewer runs in the
-background while it shows frames. Prints a table; the line "time to the first frame" is the start time.
+background while it shows frames. Prints a table; the line "time to the first frame" is the start time, and
+"of them compiled" how many kernels the start compiled rather than loaded from the cache (a warm start should
+compile none: tests/gpu/test_warm_start.py).
 """
 
 from __future__ import annotations
@@ -23,37 +26,50 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def log_compiles(path: str) -> None:
-    """Write one JSON line per kernel Triton compiles or loads from its cache in this process, with what its cache
-    key is made of (name, signature, constexprs, alignment attributes, options), so that a warm start's compiles
-    can be matched against the cold start's: the same source hash means the same specialization."""
-    import threading
+class CompileLog:
+    """Triton's compilation listener for one process: counts the kernels it compiles and the kernels it loads from its
+    cache, and with `path` writes one JSON line per kernel, with what its cache key is made of (name, signature,
+    constexprs, alignment attributes, options, the source and full hashes), so that a warm start's compiles can be
+    matched against the cold start's: the same source hash means the same specialization."""
 
-    import triton
+    def __init__(self, path: str | None = None):
+        import threading
 
-    open(path, "w").close()
-    lock = threading.Lock()
+        import triton
 
-    def listener(src, metadata, metadata_group, times, cache_hit):
-        options = {k: metadata.get(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")}
-        row = {
-            "name": src.name, "cache_hit": cache_hit, "src_hash": src.hash(), "hash": metadata.get("hash"),
-            "signature": {k: str(v) for k, v in src.signature.items()},
-            "constants": {str(k): str(v) for k, v in src.constants.items()},
-            "attrs": {str(k): str(v) for k, v in src.attrs.items()}, "options": options,
-            "thread": threading.current_thread().name,
-        }  # fmt: skip
-        with lock, open(path, "a") as out:  # the warm-up's threads compile side by side
-            out.write(json.dumps(row) + "\n")
+        self.path, self.compiled, self.loaded = path, 0, 0
+        self._lock = threading.Lock()  # the warm-up's threads compile side by side
+        if path:
+            open(path, "w").close()
+        triton.knobs.compilation.listener = self
 
-    triton.knobs.compilation.listener = listener
+    def __call__(self, src, metadata, metadata_group, times, cache_hit):
+        import threading
+
+        with self._lock:
+            if cache_hit:
+                self.loaded += 1
+            else:
+                self.compiled += 1
+            if not self.path:
+                return
+            options = {
+                k: metadata.get(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+            }
+            row = {
+                "name": src.name, "cache_hit": cache_hit, "src_hash": src.hash(), "hash": metadata.get("hash"),
+                "signature": {k: str(v) for k, v in src.signature.items()},
+                "constants": {str(k): str(v) for k, v in src.constants.items()},
+                "attrs": {str(k): str(v) for k, v in src.attrs.items()}, "options": options,
+                "thread": threading.current_thread().name,
+            }  # fmt: skip
+            with open(self.path, "a") as out:
+                out.write(json.dumps(row) + "\n")
 
 
-def one_start(scene: str | None, size: tuple[int, int], compile_log: str | None = None) -> dict:
-    """The start sequence in this process (the child's side)."""
+def one_start(scene: str | None, size: tuple[int, int], compile_log: str | None = None, switches: bool = True) -> dict:
+    """The start sequence in this process (the child's side); without `switches`, up to the first frame."""
     t0 = time.perf_counter()
-    if compile_log:
-        log_compiles(compile_log)
     sys.path.insert(0, ROOT)
     import torch
 
@@ -63,6 +79,7 @@ def one_start(scene: str | None, size: tuple[int, int], compile_log: str | None 
     from scenes import bundled_scene_path, load_scene
 
     counter = compile_counter()
+    log = CompileLog(compile_log)
     t_import = time.perf_counter()
     loaded = load_scene(scene or bundled_scene_path())
     t_load = time.perf_counter()
@@ -76,15 +93,19 @@ def one_start(scene: str | None, size: tuple[int, int], compile_log: str | None 
     renderer.render(default_camera(loaded, *size), settings)
     torch.cuda.synchronize()
     t_first = time.perf_counter()
-    switches = warm_up(renderer, [size], switch_settings(settings, loaded.sh_degree)[1:])
-    t_switches = time.perf_counter()
-    return {
+    compiled_first = log.compiled  # compiled, not loaded from Triton's cache, up to the first frame
+    row = {
         "import_s": t_import - t0, "load_s": t_load - t_import, "renderer_s": t_renderer - t_load,
-        "warm_up_s": t_warm - t_renderer, "warm_up_compiles": first.compiles, "first_frame_s": t_first - t_warm,
-        "time_to_first_frame_s": t_first - t0, "switches_s": t_switches - t_first, "switch_settings": switches.frames,
-        "switches_compiles": switches.compiles, "compiles_in_all": counter.count(-1),
+        "warm_up_s": t_warm - t_renderer, "warm_up_compiles": first.compiles, "warm_up_compiled": compiled_first,
+        "first_frame_s": t_first - t_warm, "time_to_first_frame_s": t_first - t0,
         "warm_up_peak_mb": warm_up_peak / 2**20, "threads": warm_up_threads(),
     }  # fmt: skip
+    if switches:
+        switched = warm_up(renderer, [size], switch_settings(settings, loaded.sh_degree)[1:])
+        row.update(switches_s=time.perf_counter() - t_first, switch_settings=switched.frames,
+                   switches_compiles=switched.compiles, switches_compiled=log.compiled - compiled_first)  # fmt: skip
+    row["compiles_in_all"], row["compiled_in_all"] = counter.count(-1), log.compiled
+    return row
 
 
 def main() -> int:
@@ -103,20 +124,21 @@ def main() -> int:
         metavar="PREFIX",
         help="log every kernel compiled or loaded from the cache: PREFIX-cold.jsonl and PREFIX-warm.jsonl",
     )
+    parser.add_argument("--no-switches", action="store_true", help="stop at the first frame (no background warm-up)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     size = tuple(int(v) for v in args.size.lower().split("x"))
     if args.child:
         log = f"{args.compile_log}-{args.child}.jsonl" if args.compile_log else None
         if not args.profile:
-            print(json.dumps(one_start(args.scene, size, log)))
+            print(json.dumps(one_start(args.scene, size, log, not args.no_switches)))
             return 0
         import cProfile
         import io
         import pstats
 
         with cProfile.Profile() as prof:
-            row = one_start(args.scene, size, log)
+            row = one_start(args.scene, size, log, not args.no_switches)
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(80)
         with open(f"{args.profile}-{args.child}.txt", "w") as f:
@@ -134,6 +156,8 @@ def main() -> int:
                 cmd += ["--compile-log", args.compile_log]
             if args.scene:
                 cmd += ["--scene", args.scene]
+            if args.no_switches:
+                cmd += ["--no-switches"]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
             if done.returncode != 0:
                 print(done.stderr[-3000:], file=sys.stderr)
@@ -145,9 +169,12 @@ def main() -> int:
     for key, what in [
         ("import_s", "import (torch, triton, app)"), ("load_s", "read the scene"), ("renderer_s", "make the Renderer"),
         ("warm_up_s", "warm-up, the starting settings"), ("warm_up_compiles", "  kernels compiled or loaded"),
-        ("first_frame_s", "first frame"), ("time_to_first_frame_s", "time to the first frame"),
-        ("switches_s", "then every switch (background)"), ("switches_compiles", "  kernels compiled or loaded"),
+        ("warm_up_compiled", "  of them compiled"), ("first_frame_s", "first frame"),
+        ("time_to_first_frame_s", "time to the first frame"), ("switches_s", "then every switch (background)"),
+        ("switches_compiles", "  kernels compiled or loaded"), ("switches_compiled", "  of them compiled"),
     ]:  # fmt: skip
+        if key not in rows["cold"]:
+            continue
         cold, warm = rows["cold"][key], rows["warm"][key]
         fmt = (lambda v: f"{v:>12d}") if isinstance(cold, int) else (lambda v: f"{v:>11.2f}s")
         print(f"{what:<34}{fmt(cold)}{fmt(warm)}")

@@ -134,6 +134,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenes", nargs="*", default=["plant.splat"])
     p.add_argument("--composites", default="6M,24M")
+    p.add_argument("--paths", default=None, help="comma-separated path names to profile (default: every path)")
     p.add_argument("--scenes-dir", default=os.environ.get("WARPSPLAT_SCENES"))
     p.add_argument("--cache-dir", default="/tmp/warpsplat-bench")
     p.add_argument("--size", type=lambda v: tuple(int(x) for x in v.split("x")), default=(1920, 1080))
@@ -179,6 +180,8 @@ def main() -> int:
         r = Renderer(scene, device="cuda") if higs is None else None
         higs_scene = make_higs_scene(higs[0], scene, "cuda") if higs is not None else None
         for path_name, cams in make_paths(scene, *args.size, FRAMES_PER_PATH).items():
+            if args.paths and path_name not in args.paths.split(","):
+                continue
             for index in frames:
                 rows.append(profile_frame(args, r, higs, higs_scene, f"{os.path.basename(path)}/{path_name}", cams,
                                           index, settings))  # fmt: skip

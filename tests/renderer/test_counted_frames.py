@@ -246,3 +246,56 @@ def test_counts_and_longest_lists_through_mapped_host_memory_equal_the_copies(sc
     stream = got[-len(cams) :]
     assert 0 < stream[2][1] < len(scene) and stream[3][2] == 0, "frames that see part of the scene and none of it"
     assert got_lists[0][1] == 0 < got_lists[1][1], "the last three: one of none, then two of the orbit"
+
+
+@pytest.mark.parametrize("in_flight", [False, True], ids=["one by one", "in flight"])
+def test_the_order_sorted_before_the_wait_equals_the_order_after_it(scene_path, device, monkeypatch, in_flight):
+    """A counted frame sorts its gathered Gaussians before its wait, padded to a bound on their count from the latest
+    frame (`CountedFrame._order_ahead`), and takes the first V entries; a frame that sees more than the bound sorts
+    them again after the wait. Over views that see all, part and none of the scene and then part again, both happen
+    (a bound above V, and one below it), and the images and counts equal those of frames that sort after the wait.
+    The frames' float buffers are allocated holding -1 (a depth that sorts before every real one), so padding that
+    is not filled with +inf moves into the order."""
+    import renderer.frame as frame_module
+
+    monkeypatch.setattr(frame_module, "ORDER_AHEAD_SLACK", 16)  # a 1,024-Gaussian scene: bounds below the scene
+    scene = load_scene(scene_path("playbot_crop.ply"))
+    scene = scene.subset(torch.arange(0, len(scene), 4))
+    c = scene.center().numpy()
+    cams = orbit_path(scene, 24, 16, 2)
+    part = Camera.look_at(c, c + np.array([0.0, 0.0, 1.0]), width=24, height=16)  # about half of it behind
+    cams += [part, Camera.look_at(c + np.array([0, 0, 1e3]), c + np.array([0, 0, 2e3]), width=24, height=16), part]
+    cams += cams[:1]
+    settings = RenderSettings(background=(0.2, 0.1, 0.0))
+    runs, sorted_ = {}, []
+    real_order = frame_module.CountedFrame._order
+    monkeypatch.setattr(frame_module.CountedFrame, "_order",
+                        lambda self, m, compact: sorted_.append(m) or real_order(self, m, compact))  # fmt: skip
+    real_empty = torch.empty
+
+    def poisoned(*args, **kw):  # every float buffer a frame allocates holds -1 until written
+        t = real_empty(*args, **kw)
+        return t.fill_(-1.0) if t.dtype == torch.float32 else t
+
+    for ahead in (True, False):
+        r = Renderer(scene, device=device, backend="triton")
+        r.frame_mode = "counted"
+        r.dense_order_from = 2.0  # every frame gathers its visible Gaussians
+        r.order_ahead = ahead
+        sorted_.clear()
+        frames = []
+        with monkeypatch.context() as m:
+            m.setattr(frame_module.torch, "empty", poisoned)
+            outs = r.render_stream(cams, settings) if in_flight else (r.render(cam, settings) for cam in cams)
+            for out in outs:
+                frames.append((out.stats.n_visible, out.stats.n_pairs, out.image.clone(), out.alpha.clone()))
+        runs[ahead] = frames, list(sorted_)
+    (ahead_frames, ahead_sorts), (after_frames, after_sorts) = runs[True], runs[False]
+    for (v, p, image, alpha), (v2, p2, image2, alpha2) in zip(ahead_frames, after_frames, strict=True):
+        assert (v, p) == (v2, p2)
+        assert torch.equal(image, image2) and torch.equal(alpha, alpha2)
+    visible = [v for v, *_ in after_frames]
+    assert after_sorts == visible, "after the wait: one sort of the V visible ones a frame"
+    assert 0 < visible[2] < len(scene) and visible[3] == 0 and visible[4] == visible[2]
+    assert len(ahead_sorts) > len(cams), "a frame that saw more than its bound sorted again"
+    assert any(m > v > 0 for m, v in zip(ahead_sorts, visible, strict=False)), "a bound above V, padded"

@@ -460,9 +460,9 @@ class CountedFrame(Frame):
         # bin allocates the pairs (8 bytes a Gaussian, outside the frame's peak at the pair sort)
         self.gathered = (torch.empty(n if compact else 0, dtype=torch.float32, device=r.device),
                          torch.empty(n if compact else 0, dtype=torch.int32, device=r.device))  # fmt: skip
-        # binned per tile, the gathered ones are sorted before the wait too, padded to a bound on their count
-        # (`_order_ahead`): the padding's +inf depths sort after every visible one, and its index 0 reads a real
-        # Gaussian's pair count, summed only after the visible ones' offsets
+        # binned per tile, with `Renderer.order_ahead`, the gathered ones are sorted before the wait too, padded to a
+        # bound on their count (`_order_ahead`): the padding's +inf depths sort after every visible one, and its
+        # index 0 reads a real Gaussian's pair count, summed only after the visible ones' offsets
         ahead = self._order_ahead() if compact and not self.macro and r.order_ahead else 0
         if ahead:
             self.gathered[0][:ahead].fill_(float("inf"))

@@ -250,10 +250,11 @@ def test_counts_and_longest_lists_through_mapped_host_memory_equal_the_copies(sc
 
 @pytest.mark.parametrize("in_flight", [False, True], ids=["one by one", "in flight"])
 def test_the_order_sorted_before_the_wait_equals_the_order_after_it(scene_path, device, monkeypatch, in_flight):
-    """A counted frame sorts its gathered Gaussians before its wait, padded to a bound on their count from the latest
-    frame (`CountedFrame._order_ahead`), and takes the first V entries; a frame that sees more than the bound sorts
-    them again after the wait. Over views that see all, part and none of the scene and then part again, both happen
-    (a bound above V, and one below it), and the images and counts equal those of frames that sort after the wait.
+    """With `Renderer.order_ahead`, a counted frame sorts its gathered Gaussians before its wait, padded to a bound
+    on their count from the latest frame (`CountedFrame._order_ahead`), and takes the first V entries; a frame that
+    sees more than the bound sorts them again after the wait. Over views that see all, part and none of the scene
+    and then part again, both happen (a bound above V, and one below it), and the images and counts equal those of
+    frames that sort after the wait.
     The frames' float buffers are allocated holding -1 (a depth that sorts before every real one), so padding that
     is not filled with +inf moves into the order."""
     import renderer.frame as frame_module

@@ -236,11 +236,6 @@ class BlockOffsets(NamedTuple):
         before = torch.cat([self.ends.new_zeros(1), self.ends[: -(-m // self.block)][:-1]])
         return self.local.long() + before.repeat_interleave(self.block)[:m]
 
-    def first(self, m: int) -> BlockOffsets:
-        """The offsets of the first m Gaussians: a prefix of the order has the same blocks, and their sums hold
-        nothing of the Gaussians after it."""
-        return BlockOffsets(self.local[:m], self.ends[: -(-m // self.block)], self.block)
-
     @staticmethod
     def split(whole: torch.Tensor, local: torch.Tensor, ends: torch.Tensor, block: int) -> BlockOffsets:
         """Write whole prefix sums [M] into `local` and `ends` as blocks of `block` (the twins' form of it)."""

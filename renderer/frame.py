@@ -45,11 +45,6 @@ if TYPE_CHECKING:
 # and SURVIVORS_SLACK more, and for at least a SURVIVORS_FLOOR-th of the scene (`Frame._survivors_bound`)
 SURVIVORS_PER_VISIBLE, SURVIVORS_SLACK, SURVIVORS_FLOOR = 2, 65536, 4
 
-# A counted frame that gathers its visible Gaussians sorts them before its wait, padded to ORDER_AHEAD_PER_VISIBLE
-# times the latest frame's visible ones and ORDER_AHEAD_SLACK more (at most the scene); a frame that sees more sorts
-# again after the wait (`CountedFrame.order`)
-ORDER_AHEAD_PER_VISIBLE, ORDER_AHEAD_SLACK = 1.25, 65536
-
 # The pair buffers' workspace names (`PairBuffers`'s first fields, in order), by how the frame bins (kernels/bin.py):
 # per tile, as many slots as the list capacity, the ids as binned read through the sort's permutation being the
 # lists; per macro-tile, as many as the pair capacity, then the tiles' lists (the list capacity) and the lists'
@@ -460,13 +455,6 @@ class CountedFrame(Frame):
         # bin allocates the pairs (8 bytes a Gaussian, outside the frame's peak at the pair sort)
         self.gathered = (torch.empty(n if compact else 0, dtype=torch.float32, device=r.device),
                          torch.empty(n if compact else 0, dtype=torch.int32, device=r.device))  # fmt: skip
-        # binned per tile, with `Renderer.order_ahead`, the gathered ones are sorted before the wait too, padded to a
-        # bound on their count (`_order_ahead`): the padding's +inf depths sort after every visible one, and its
-        # index 0 reads a real Gaussian's pair count, summed only after the visible ones' offsets
-        ahead = self._order_ahead() if compact and not self.macro and r.order_ahead else 0
-        if ahead:
-            self.gathered[0][:ahead].fill_(float("inf"))
-            self.gathered[1][:ahead].zero_()
         # where kernels reach pinned memory, the counting kernel writes the totals the host reads itself, in place of
         # a copy after it (kernels/staging.py)
         mapped = r.maps_host
@@ -478,14 +466,11 @@ class CountedFrame(Frame):
                 r.host_counts.copy_(totals, non_blocking=True)
             r.counts_ready.record()
         if not compact and not self.macro:  # all N sorted: nothing waits for the counts, queued before the wait too
-            self._order(self.n, compact=False)
-        elif ahead:  # the GPU sorts while the host wakes from its wait and reads the counts
-            self._order(ahead, compact=True)
+            self._order(self.n)
         if self.depths.is_cuda:
             r.counts_ready.synchronize()
         counts = (r.host_counts if mapped or self.depths.is_cuda else totals).tolist()
         self.counts = self.counts_of(counts)
-        r._latest_visible = counts[0]
         # its longest list (stage 5), read a frame late: written by its schedule into the pinned entry of its serial
         # where kernels reach pinned memory, else into its slot's buffer and copied there (`Renderer._counted_ran`)
         entries = r.longest_entries
@@ -501,10 +486,7 @@ class CountedFrame(Frame):
             offsets = torch.empty(counts[0], dtype=torch.int64, device=r.device)
             self.order_idx, self.offsets = order, r.k.index_offsets(self.pair_counts, order, out=offsets)
         elif compact:
-            if ahead and counts[0] <= ahead:  # its first V entries are the visible ones' order and offsets
-                self.order_idx, self.offsets = self.order_idx[: counts[0]], self.offsets.first(counts[0])
-            else:
-                self._order(counts[0], compact=True)
+            self._order(counts[0])
         self.gathered = None
         # before bin allocates the pairs, and after the order is queued: the GPU, idle since the counts, has work
         # while the host checks
@@ -524,19 +506,12 @@ class CountedFrame(Frame):
             return r.class_by_pairs.get((self.n_tx * self.n_ty, pairs.bit_length()), self.launch.lists)
         return self.launch.lists
 
-    def _order_ahead(self) -> int:
-        """How many gathered Gaussians a frame sorts before its wait: ORDER_AHEAD_PER_VISIBLE times the visible ones
-        of the latest frame whose counts were read, and ORDER_AHEAD_SLACK more, at most the scene. A path moves
-        little from one frame to the next; a frame that sees more than that (a jump into a dense view) sorts its
-        visible ones again after the wait, and its sort ahead was wasted GPU work, not a wrong order."""
-        estimate = int(ORDER_AHEAD_PER_VISIBLE * self.r._latest_visible) + ORDER_AHEAD_SLACK
-        return min(self.n, estimate)
-
-    def _order(self, m: int, compact: bool) -> None:
-        """`visible_order` over m: the gathered Gaussians (`compact`: the V visible ones, or a bound on V of them,
-        the padding's depths +inf), or all N. Their offsets in blocks, the sums within a block in int32
-        (a frame's pairs are at most memory.MAX_PAIRS); binned in halves, both halves' in one int64."""
+    def _order(self, m: int) -> None:
+        """`visible_order` over m: the V visible Gaussians gathered, or all N. Their offsets in blocks, the sums
+        within a block in int32 (a frame's pairs are at most memory.MAX_PAIRS); binned in halves, both halves' in
+        one int64."""
         device, i64, k = self.r.device, torch.int64, self.r.k
+        compact = m < self.n
         out = (torch.empty(m, dtype=torch.float32, device=device), torch.empty(m, dtype=i64, device=device),
                torch.empty(m if compact else 0, dtype=i64, device=device),
                torch.empty(k.scan_blocks(m), dtype=i64, device=device),

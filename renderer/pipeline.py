@@ -182,10 +182,6 @@ class Renderer:
         # frame's counts and longest list down without torch's copies (`maps_host`)
         self.maps_host = cuda and self.backend == "triton" and maps_host_memory(self._device_index)
         self._last_visible = self.n  # the last frame's visible Gaussians (AdaGScale's density; all at first)
-        self._latest_visible = self.n  # those of the latest counted frame whose counts were read (its order's bound)
-        # counted frames sort their gathered Gaussians before the wait (`CountedFrame.order`): exact, tested on the CPU,
-        # off until it is timed on a GPU (BENCHMARKS.md, section 64)
-        self.order_ahead = False
         # (and the longest tile list, which the rasterizer's launch class follows: kernels/rasterize.py `list_class`)
         self._host_totals = [torch.zeros(4, dtype=torch.int64, pin_memory=cuda) for _ in range(SLOTS)]
         # counted frames' longest lists, read a frame late (their host waits mid-frame, before stage 5): frame i's
